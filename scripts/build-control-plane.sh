@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the test control plane (etcd, kube-apiserver, kubectl) from Go modules and caches the
+# binaries outside the clone, keyed by version. Rebuilds only when a version (or this recipe) changes.
+#
+# Usage: scripts/build-control-plane.sh            # prints the bin directory on stdout
+# Env:   KUBE_VERSION (default below), LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
+RECIPE_REV=1   # bump when the build recipe changes in a way that must invalidate the cache
+CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
+KEY="kube-${KUBE_VERSION}-r${RECIPE_REV}"
+OUT="$CACHE_ROOT/control-plane/$KEY"
+BIN="$OUT/bin"
+
+log() { echo "[control-plane] $*" >&2; }
+
+if [[ -f "$OUT/.complete" ]]; then
+  log "cached: $BIN"
+  echo "$BIN"
+  exit 0
+fi
+
+command -v go >/dev/null || { log "ERROR: go is not installed; it is needed to build the test control plane"; exit 1; }
+
+# staging module version: v1.35.4 -> v0.35.4
+STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
+WORK="$OUT/build"
+rm -rf "$WORK" "$BIN"
+mkdir -p "$WORK/kube" "$WORK/etcd" "$BIN"
+export GOFLAGS="-trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
+
+log "downloading k8s.io/kubernetes@$KUBE_VERSION metadata"
+KK_GOMOD=$(cd "$WORK/kube" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+
+# Replace directives of a dependency are ignored by Go, so every staging module k/k replaces with
+# ./staging/src/k8s.io/X is pinned here to its published module k8s.io/X at the matching version.
+REPLACES=$(sed -nE 's#^[[:space:]]*(replace[[:space:]]+)?(k8s\.io/[A-Za-z0-9._-]+)[[:space:]]+=>[[:space:]]+\./staging/src/k8s\.io/[A-Za-z0-9._-]+[[:space:]]*$#\2#p' "$KK_GOMOD" | sort -u)
+[[ -n "$REPLACES" ]] || { log "ERROR: found no staging replace lines in $KK_GOMOD"; exit 1; }
+log "pinning $(echo "$REPLACES" | wc -l) staging modules to $STAGING_VERSION"
+
+ETCD_VERSION=$(sed -nE 's#^[[:space:]]*go\.etcd\.io/etcd/client/v3[[:space:]]+(v[0-9.]+).*#\1#p' "$KK_GOMOD" | head -1)
+[[ -n "$ETCD_VERSION" ]] || { log "ERROR: could not find the etcd client version k8s.io/kubernetes@$KUBE_VERSION pins"; exit 1; }
+GO_DIRECTIVE=$(sed -nE 's#^go[[:space:]]+([0-9.]+).*#\1#p' "$KK_GOMOD" | head -1)
+
+{
+  echo "module llso.local/controlplane"
+  echo
+  echo "go $GO_DIRECTIVE"
+  echo
+  echo "require k8s.io/kubernetes $KUBE_VERSION"
+  echo
+  echo "replace ("
+  while read -r m; do echo "	$m => $m $STAGING_VERSION"; done <<<"$REPLACES"
+  echo ")"
+} > "$WORK/kube/go.mod"
+
+LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2) -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
+
+cd "$WORK/kube"
+log "resolving dependencies"
+go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" "k8s.io/kubernetes/cmd/kubectl@$KUBE_VERSION" >&2
+for cmd in kube-apiserver kubectl; do
+  log "building $cmd"
+  go build -ldflags "$LDFLAGS" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
+done
+
+log "building etcd $ETCD_VERSION"
+cd "$WORK/etcd"
+printf 'module llso.local/etcd\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$GO_DIRECTIVE" "$ETCD_VERSION" > go.mod
+go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
+go build -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3 >&2
+
+"$BIN/kube-apiserver" --version >&2
+"$BIN/etcd" --version >&2
+printf 'kube=%s\netcd=%s\n' "$KUBE_VERSION" "$ETCD_VERSION" > "$OUT/versions"
+rm -rf "$WORK"
+touch "$OUT/.complete"
+log "built: $BIN"
+echo "$BIN"

@@ -1,0 +1,510 @@
+//! `llamastack.io/v1alpha2`, the storage version: the operator generates the server's
+//! `config.yaml` from providers, resources, storage and disabled APIs (spec 002).
+
+use k8s_openapi::api::core::v1::{
+    EnvVar, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::common::{
+    AllowedFromSpec, AutoscalingSpec, CaBundleConfig, DistributionConfig, DistributionPhase,
+    DistributionType, ExternalProviderStatus, ExternalProvidersSpec, PvcStorageSpec, VersionInfo,
+};
+use super::polymorphic::{BoolOrObject, Described, NameOrObject, OneOrMany};
+use super::schema;
+
+/// API names accepted in `spec.disabled` (llama-stack 0.7 APIs that can host providers).
+pub const DISABLEABLE_APIS: &[&str] = &[
+    "inference",
+    "safety",
+    "responses",
+    "batches",
+    "vectorIo",
+    "datasetIo",
+    "scoring",
+    "eval",
+    "toolRuntime",
+    "files",
+    "fileProcessors",
+];
+
+/// API names of older llama-stack releases that spec 002 uses but llama-stack 0.7 no longer has.
+/// They are accepted in `spec.disabled` (disabling them is a no-op, reported as a warning by the
+/// config generator) so that manifests written against the spec keep applying.
+pub const REMOVED_APIS: &[&str] = &["agents", "telemetry", "postTraining"];
+
+/// Per-item rule of `spec.disabled`: the rule and the message (a CEL expression naming the value).
+/// Kept per item, with bounded item length, so that the API server's CEL cost estimate stays low.
+pub(crate) const DISABLED_ITEM_RULE: (&str, &str) = (
+    "self in ['inference', 'safety', 'responses', 'batches', 'vectorIo', 'datasetIo', 'scoring', 'eval', 'toolRuntime', 'files', 'fileProcessors', 'agents', 'telemetry', 'postTraining']",
+    "'unknown API name \"' + self + '\"; use one of the camelCase API names inference, safety, responses, batches, vectorIo, datasetIo, scoring, eval, toolRuntime, files, fileProcessors'",
+);
+
+/// Desired state of a llama-stack server (v1alpha2 layout).
+#[derive(CustomResource, Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[kube(
+    group = "llamastack.io",
+    version = "v1alpha2",
+    kind = "LlamaStackDistribution",
+    plural = "llamastackdistributions",
+    shortname = "llsd",
+    namespaced,
+    status = "LlamaStackDistributionStatus",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Distribution", type_ = "string", json_path = ".status.resolvedDistribution.image", priority = 1),
+    printcolumn(name = "Config", type_ = "string", json_path = ".status.configGeneration.configMapName", priority = 1),
+    printcolumn(name = "Providers", type_ = "integer", json_path = ".status.configGeneration.providerCount"),
+    printcolumn(name = "Available", type_ = "integer", json_path = ".status.availableReplicas"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    selectable = ".spec.overrideConfig.configMapName",
+    selectable = ".spec.networking.tls.caBundle.configMapName"
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.providers))").message("overrideConfig cannot be combined with providers: the ConfigMap replaces the whole generated config; remove providers or overrideConfig").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.resources))").message("overrideConfig cannot be combined with resources: register models, tools and shields in the ConfigMap's config.yaml, or remove overrideConfig").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.storage))").message("overrideConfig cannot be combined with storage: configure storage in the ConfigMap's config.yaml, or remove overrideConfig").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.disabled))").message("overrideConfig cannot be combined with disabled: leave the APIs out of the ConfigMap's config.yaml, or remove overrideConfig").reason(Reason::FieldValueForbidden))]
+pub struct LlamaStackDistributionSpec {
+    /// Which distribution to run.
+    pub distribution: DistributionType,
+    /// Providers per API; each replaces the distribution's providers of that API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub providers: Option<ProvidersSpec>,
+    /// Models, tools and shields registered at startup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesSpec>,
+    /// State storage backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StateStorageSpec>,
+    /// APIs to turn off (camelCase names, e.g. `eval`, `vectorIo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), transform = schema::list_set, transform = schema::disabled_items)]
+    pub disabled: Option<Vec<String>>,
+    /// Port, TLS, exposure and access control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub networking: Option<NetworkingSpec>,
+    /// Deployment settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
+    /// External providers shipped as container images (spec 001).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_providers: Option<ExternalProvidersSpec>,
+    /// A complete config.yaml in a ConfigMap, used instead of a generated one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_config: Option<OverrideConfigSpec>,
+}
+
+/// Reference to one key of a Secret in the namespace of the LlamaStackDistribution.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+pub struct SecretKeyRef {
+    /// Secret name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key inside the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+/// A value read from a Secret: `{secretKeyRef: {name, key}}`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretValue {
+    /// The Secret key holding the value.
+    pub secret_key_ref: SecretKeyRef,
+}
+
+/// One provider instance.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderConfig {
+    /// Provider ID; required in the list form, defaults to `provider` in the single form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Provider type, e.g. `vllm`, `openai`, `llama-guard`, `pgvector`.
+    pub provider: String,
+    /// URL of the provider's service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// API key or token, read from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<SecretValue>,
+    /// Provider-specific settings merged into its config; a top-level `{secretKeyRef: …}` value
+    /// is read from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Map<String, Value>>,
+}
+
+impl Described for ProviderConfig {
+    const WHAT: &'static str = "provider object";
+}
+
+/// A provider field: one provider object or a list of them.
+pub type ProviderConfigOrList = OneOrMany<ProviderConfig>;
+
+/// Providers per API (spec 002 names).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvidersSpec {
+    /// Inference providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inference: Option<ProviderConfigOrList>,
+    /// Safety providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<ProviderConfigOrList>,
+    /// Vector store providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_io: Option<ProviderConfigOrList>,
+    /// Tool runtime providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_runtime: Option<ProviderConfigOrList>,
+    /// Telemetry backend (rendered as OpenTelemetry settings of the server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<ProviderConfigOrList>,
+}
+
+/// A model with details.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelConfig {
+    /// Model name as the provider knows it.
+    pub name: String,
+    /// Provider ID serving the model (default: the first inference provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<i64>,
+    /// Model type, e.g. `llm` or `embedding`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_type: Option<String>,
+    /// Quantization method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
+}
+
+impl Described for ModelConfig {
+    const WHAT: &'static str = "model object";
+}
+
+/// A model: a name, or an object with details.
+pub type ModelConfigOrString = NameOrObject<ModelConfig>;
+
+/// Resources registered when the server starts.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+pub struct ResourcesSpec {
+    /// Models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1000))]
+    pub models: Option<Vec<ModelConfigOrString>>,
+    /// Tool groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100), inner(length(min = 1, max = 253)), transform = schema::list_set)]
+    pub tools: Option<Vec<String>>,
+    /// Safety shields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100), inner(length(min = 1, max = 253)), transform = schema::list_set)]
+    pub shields: Option<Vec<String>>,
+}
+
+/// Key-value store backend type.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum KvStorageType {
+    /// SQLite file in the data directory.
+    #[default]
+    Sqlite,
+    /// Redis server.
+    Redis,
+}
+
+/// SQL store backend type.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SqlStorageType {
+    /// SQLite file in the data directory.
+    #[default]
+    Sqlite,
+    /// PostgreSQL server.
+    Postgres,
+}
+
+/// Key-value store.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[x_kube(validation = Rule::new("self.type != 'redis' || has(self.endpoint)").message("endpoint is required when type is redis: set it to the Redis address, e.g. redis://redis:6379").reason(Reason::FieldValueRequired).field_path(".endpoint"))]
+pub struct KvStorageSpec {
+    /// Backend type (default sqlite).
+    #[serde(default, rename = "type")]
+    pub type_: KvStorageType,
+    /// Redis address, required for redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 2048))]
+    pub endpoint: Option<String>,
+    /// Redis password, read from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<SecretValue>,
+}
+
+/// SQL store.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.type != 'postgres' || has(self.connectionString)").message("connectionString is required when type is postgres: reference the Secret key that holds the PostgreSQL connection string").reason(Reason::FieldValueRequired).field_path(".connectionString"))]
+pub struct SqlStorageSpec {
+    /// Backend type (default sqlite).
+    #[serde(default, rename = "type")]
+    pub type_: SqlStorageType,
+    /// PostgreSQL connection string, read from a Secret; required for postgres.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_string: Option<SecretValue>,
+}
+
+/// State storage; an absent subsection keeps the distribution's default.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+pub struct StateStorageSpec {
+    /// Key-value store (registry, prompts, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv: Option<KvStorageSpec>,
+    /// SQL store (inference records, conversations, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql: Option<SqlStorageSpec>,
+}
+
+/// TLS of the server endpoint.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!self.enabled || has(self.secretName)").message("secretName is required when enabled is true: name a kubernetes.io/tls Secret holding the server certificate").reason(Reason::FieldValueRequired).field_path(".secretName"))]
+pub struct TlsSpec {
+    /// Serve HTTPS.
+    #[serde(default)]
+    pub enabled: bool,
+    /// `kubernetes.io/tls` Secret with the server certificate and key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub secret_name: Option<String>,
+    /// Custom CA certificates trusted by the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<CaBundleConfig>,
+}
+
+/// Options of external exposure.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+pub struct ExposeOptions {
+    /// Explicit switch; an object without it means enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Host name of the Ingress or Route (generated when empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+}
+
+impl Described for ExposeOptions {
+    const WHAT: &'static str = "expose object ({enabled, hostname})";
+}
+
+/// `expose: true`, `expose: {}` or `expose: {hostname: …}`.
+pub type ExposeConfig = BoolOrObject<ExposeOptions>;
+
+fn default_port() -> i32 {
+    8321
+}
+
+/// Networking of the server.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkingSpec {
+    /// Port the server listens on. The server runs as non-root, so ports below 1024 are refused.
+    #[serde(default = "default_port")]
+    #[schemars(range(min = 1024, max = 65535))]
+    pub port: i32,
+    /// TLS of the server endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
+    /// External exposure through an Ingress (or a Route on OpenShift).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expose: Option<ExposeConfig>,
+    /// Who may reach the server (NetworkPolicy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_from: Option<AllowedFromSpec>,
+}
+
+impl Default for NetworkingSpec {
+    fn default() -> Self {
+        Self {
+            port: default_port(),
+            tls: None,
+            expose: None,
+            allowed_from: None,
+        }
+    }
+}
+
+/// PodDisruptionBudget settings: exactly one of the two.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.minAvailable) != has(self.maxUnavailable)").message("set exactly one of minAvailable or maxUnavailable"))]
+pub struct PodDisruptionBudgetSpec {
+    /// Pods that must stay available during a voluntary disruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available: Option<IntOrString>,
+    /// Pods that may be unavailable during a voluntary disruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+}
+
+/// Low-level Pod overrides.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadOverrides {
+    /// ServiceAccount the Pods run as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+    /// Grace period for Pod termination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
+    /// Extra environment variables of the server container (applied last, so they win).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+    /// Replaces the container command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Replaces the container arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Extra volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Vec<Volume>>,
+    /// Extra volume mounts of the server container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_mounts: Option<Vec<VolumeMount>>,
+}
+
+/// Deployment settings.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpec {
+    /// Replicas (default 1; ignored while autoscaling is enabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0), extend("default" = 1))]
+    pub replicas: Option<i32>,
+    /// Uvicorn worker processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub workers: Option<i32>,
+    /// CPU and memory requests and limits of the server container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Horizontal Pod autoscaling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<AutoscalingSpec>,
+    /// PersistentVolumeClaim for the data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<PvcStorageSpec>,
+    /// PodDisruptionBudget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
+    /// How Pods spread across the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// Low-level Pod overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<WorkloadOverrides>,
+}
+
+/// A user-provided config.yaml.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideConfigSpec {
+    /// ConfigMap in the same namespace whose `config.yaml` key holds the server config.
+    #[schemars(length(min = 1, max = 253))]
+    pub config_map_name: String,
+}
+
+/// Where the base config of the resolved distribution came from.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// Embedded in the operator for the distribution name.
+    #[serde(rename = "embedded")]
+    Embedded,
+    /// Read from the image's OCI config labels.
+    #[serde(rename = "oci-label")]
+    OciLabel,
+    /// The user's `overrideConfig` ConfigMap.
+    #[serde(rename = "override-config")]
+    OverrideConfig,
+}
+
+/// The resolved distribution.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedDistributionStatus {
+    /// Image reference deployed (digest-pinned when resolved at a registry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Origin of the base config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_source: Option<ConfigSource>,
+    /// `sha256:…` of the base config bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+}
+
+/// The last generated config.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigGenerationStatus {
+    /// ConfigMap holding the generated config.yaml.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_name: Option<String>,
+    /// When the config content last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_at: Option<Time>,
+    /// Providers in the generated config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_count: Option<i32>,
+    /// Registered resources in the generated config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_count: Option<i32>,
+    /// Schema version of the generated config.yaml.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_version: Option<i32>,
+}
+
+/// Observed state (v1alpha2).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LlamaStackDistributionStatus {
+    /// Lifecycle phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<DistributionPhase>,
+    /// Conditions: ConfigGenerated, DeploymentUpdated, Available, SecretsResolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+    /// The resolved distribution image and base config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_distribution: Option<ResolvedDistributionStatus>,
+    /// The last generated config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_generation: Option<ConfigGenerationStatus>,
+    /// Installation state of each external provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_providers: Option<Vec<ExternalProviderStatus>>,
+    /// Operator and server versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<VersionInfo>,
+    /// What the running server reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution_config: Option<DistributionConfig>,
+    /// Ready replicas of the server Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
+    /// In-cluster URL of the server.
+    #[serde(default, rename = "serviceURL", skip_serializing_if = "Option::is_none")]
+    pub service_url: Option<String>,
+    /// External URL when exposed.
+    #[serde(default, rename = "routeURL", skip_serializing_if = "Option::is_none")]
+    pub route_url: Option<String>,
+}

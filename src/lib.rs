@@ -1,0 +1,5 @@
+//! llama-stack-operator: deploys and runs llama-stack servers from `LlamaStackDistribution`
+//! resources.
+
+pub mod api;
+pub mod cli;

@@ -1,0 +1,304 @@
+//! A real Kubernetes control plane (etcd + kube-apiserver) on loopback for integration tests.
+//!
+//! Binaries come from `scripts/build-control-plane.sh` (built from Go modules and cached outside
+//! the clone), or from `$LLSO_CONTROL_PLANE_BIN`. A missing binary is an error, never a skip.
+//! Every start gets fresh certificates, data directories and ports; dropping the value stops
+//! both processes, and the processes also die with the test binary (PR_SET_PDEATHSIG).
+
+use std::fs;
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+use tempfile::TempDir;
+
+/// How long etcd plus kube-apiserver may take to become ready.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// A running etcd + kube-apiserver pair.
+pub struct ControlPlane {
+    dir: TempDir,
+    bin: PathBuf,
+    children: Vec<(&'static str, Child)>,
+    /// `https://127.0.0.1:<port>`
+    pub url: String,
+    /// Path of a kubeconfig with cluster-admin rights.
+    pub kubeconfig: PathBuf,
+    /// How long the start took, from spawning etcd to a ready API server.
+    pub start_time: Duration,
+}
+
+/// Directory holding `etcd`, `kube-apiserver` and `kubectl`.
+pub fn control_plane_bin() -> Result<PathBuf, Error> {
+    if let Ok(dir) = std::env::var("LLSO_CONTROL_PLANE_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-control-plane.sh");
+    let out = Command::new(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed ({}); see its output above",
+            script.display(),
+            out.status
+        )
+        .into());
+    }
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+}
+
+fn free_port() -> Result<u16, Error> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Spawns a child that receives SIGKILL when the spawning thread's process goes away.
+fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
+    let log = fs::File::create(log)?;
+    cmd.stdout(log.try_clone()?).stderr(log).stdin(Stdio::null());
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd.spawn()?)
+}
+
+struct Pki {
+    ca_pem: String,
+    serving_cert_pem: String,
+    serving_key_pem: String,
+    service_account_key_pem: String,
+    service_account_pub_pem: String,
+}
+
+fn make_pki() -> Result<Pki, Error> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "llso-test-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let serving_key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let serving_cert = params.signed_by(&serving_key, &issuer)?;
+
+    let sa_key = KeyPair::generate()?;
+    Ok(Pki {
+        ca_pem: ca_cert.pem(),
+        serving_cert_pem: serving_cert.pem(),
+        serving_key_pem: serving_key.serialize_pem(),
+        service_account_key_pem: sa_key.serialize_pem(),
+        service_account_pub_pem: sa_key.public_key_pem(),
+    })
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver and waits until `/readyz` answers `ok`.
+    ///
+    /// Must be called from a thread that outlives the control plane (the harness's main thread),
+    /// because the children are tied to it with PR_SET_PDEATHSIG.
+    pub fn start() -> Result<Self, Error> {
+        let bin = control_plane_bin()?;
+        for name in ["etcd", "kube-apiserver", "kubectl"] {
+            if !bin.join(name).is_file() {
+                return Err(format!("{} is missing from {}", name, bin.display()).into());
+            }
+        }
+        let dir = tempfile::Builder::new().prefix("llso-cp-").tempdir()?;
+        let d = dir.path();
+        let pki = make_pki()?;
+        fs::write(d.join("ca.crt"), &pki.ca_pem)?;
+        fs::write(d.join("apiserver.crt"), &pki.serving_cert_pem)?;
+        fs::write(d.join("apiserver.key"), &pki.serving_key_pem)?;
+        fs::write(d.join("sa.key"), &pki.service_account_key_pem)?;
+        fs::write(d.join("sa.pub"), &pki.service_account_pub_pem)?;
+        let token = format!("llso-admin-{}", std::process::id());
+        fs::write(
+            d.join("tokens.csv"),
+            format!("{token},admin,admin-uid,system:masters\n"),
+        )?;
+
+        let started = Instant::now();
+        let (etcd_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let mut children = Vec::new();
+        children.push((
+            "etcd",
+            spawn(
+                Command::new(bin.join("etcd"))
+                    .arg("--name=llso")
+                    .arg(format!("--data-dir={}", d.join("etcd").display()))
+                    .arg(format!("--listen-client-urls={etcd_url}"))
+                    .arg(format!("--advertise-client-urls={etcd_url}"))
+                    .arg(format!("--listen-peer-urls={peer_url}"))
+                    .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                    .arg(format!("--initial-cluster=llso={peer_url}"))
+                    .arg("--unsafe-no-fsync")
+                    .arg("--log-level=warn"),
+                &d.join("etcd.log"),
+            )?,
+        ));
+        let url = format!("https://127.0.0.1:{api_port}");
+        children.push((
+            "kube-apiserver",
+            spawn(
+                Command::new(bin.join("kube-apiserver"))
+                    .arg(format!("--etcd-servers={etcd_url}"))
+                    .arg("--bind-address=127.0.0.1")
+                    .arg("--advertise-address=127.0.0.1")
+                    .arg(format!("--secure-port={api_port}"))
+                    .arg(format!("--cert-dir={}", d.join("certs").display()))
+                    .arg(format!("--tls-cert-file={}", d.join("apiserver.crt").display()))
+                    .arg(format!(
+                        "--tls-private-key-file={}",
+                        d.join("apiserver.key").display()
+                    ))
+                    .arg(format!("--token-auth-file={}", d.join("tokens.csv").display()))
+                    .arg("--authorization-mode=RBAC")
+                    .arg("--service-account-issuer=https://kubernetes.default.svc")
+                    .arg(format!(
+                        "--service-account-key-file={}",
+                        d.join("sa.pub").display()
+                    ))
+                    .arg(format!(
+                        "--service-account-signing-key-file={}",
+                        d.join("sa.key").display()
+                    ))
+                    .arg("--service-cluster-ip-range=10.96.0.0/16")
+                    .arg("--allow-privileged=true")
+                    .arg("--enable-priority-and-fairness=false")
+                    .arg("--v=1"),
+                &d.join("kube-apiserver.log"),
+            )?,
+        ));
+
+        let kubeconfig = d.join("kubeconfig");
+        fs::write(&kubeconfig, kubeconfig_yaml(&url, &d.join("ca.crt"), &token))?;
+        let mut plane = ControlPlane {
+            dir,
+            bin,
+            children,
+            url,
+            kubeconfig,
+            start_time: Duration::ZERO,
+        };
+        plane.wait_ready()?;
+        plane.start_time = started.elapsed();
+        Ok(plane)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), Error> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let mut exited = None;
+            for (name, child) in &mut self.children {
+                if let Some(status) = child.try_wait()? {
+                    exited = Some((*name, status));
+                }
+            }
+            if let Some((name, status)) = exited {
+                return Err(format!(
+                    "{name} exited during start-up ({status}); last log lines:\n{}",
+                    self.log_tail(name)
+                )
+                .into());
+            }
+            let out = self
+                .kubectl()
+                .args(["get", "--raw", "/readyz"])
+                .stderr(Stdio::null())
+                .output()?;
+            if out.status.success() && out.stdout.starts_with(b"ok") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "kube-apiserver was not ready after {START_TIMEOUT:?}; last log lines:\n{}",
+                    self.log_tail("kube-apiserver")
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The last lines of a component's log, for error messages.
+    pub fn log_tail(&self, component: &str) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = fs::File::open(self.dir.path().join(format!("{component}.log"))) {
+            let _ = f.read_to_string(&mut text);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// `kubectl` bound to this control plane.
+    pub fn kubectl(&self) -> Command {
+        let mut cmd = Command::new(self.bin.join("kubectl"));
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.dir.path().join("kubectl-cache"))
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        cmd
+    }
+
+    /// A kube client with cluster-admin rights.
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        // kube-apiserver first, so it does not log a storm of etcd errors.
+        for (_, child) in self.children.iter_mut().rev() {
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+        }
+        for (_, child) in self.children.iter_mut().rev() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn kubeconfig_yaml(url: &str, ca: &Path, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: llso\n  cluster:\n    server: {url}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: llso\n  context:\n    cluster: llso\n    user: admin\n    namespace: default\ncurrent-context: llso\n",
+        ca = ca.display()
+    )
+}
