@@ -29,11 +29,10 @@ pub struct Ctx {
 }
 
 type SharedCtx = Arc<OnceLock<Ctx>>;
-type AsyncTest = for<'a> fn(
-    &'a Ctx,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<(), Failed>> + Send + 'a>,
->;
+type TestFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failed>> + Send + 'a>>;
+type AsyncTest = for<'a> fn(&'a Ctx) -> TestFuture<'a>;
+type AsyncCaseTest<C> = for<'a> fn(&'a Ctx, &'a C) -> TestFuture<'a>;
 
 fn trial(ctx: &SharedCtx, name: String, test: AsyncTest) -> Trial {
     let ctx = ctx.clone();
@@ -48,12 +47,7 @@ fn case_trial<C: Send + Sync + 'static>(
     ctx: &SharedCtx,
     name: String,
     case: C,
-    test: for<'a> fn(
-        &'a Ctx,
-        &'a C,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<(), Failed>> + Send + 'a>,
-    >,
+    test: AsyncCaseTest<C>,
 ) -> Trial {
     let ctx = ctx.clone();
     Trial::test(name, move || {
@@ -79,7 +73,11 @@ fn main() -> ExitCode {
     for sample in fixtures::samples() {
         let name = format!(
             "sample_is_accepted::{}",
-            sample.path.file_stem().unwrap_or_default().to_string_lossy()
+            sample
+                .path
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
         );
         trials.push(case_trial(&shared, name, sample, |ctx, sample| {
             Box::pin(roundtrip::sample_is_accepted(ctx, sample))

@@ -54,7 +54,13 @@ pub struct CaBundleConfig {
     pub config_map_namespace: Option<String>,
     /// Keys of the ConfigMap to concatenate (default `ca-bundle.crt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 50), inner(length(max = 253), regex(pattern = r"^[a-zA-Z0-9]([a-zA-Z0-9\-_.]*[a-zA-Z0-9])?$")))]
+    #[schemars(
+        length(max = 50),
+        inner(
+            length(max = 253),
+            regex(pattern = r"^[a-zA-Z0-9]([a-zA-Z0-9\-_.]*[a-zA-Z0-9])?$")
+        )
+    )]
     pub config_map_keys: Option<Vec<String>>,
 }
 
@@ -128,7 +134,10 @@ fn default_pull_policy() -> PullPolicy {
 #[serde(rename_all = "camelCase")]
 pub struct ExternalProviderRef {
     /// Unique provider instance ID (`provider_id` in the generated config).
-    #[schemars(length(min = 1, max = 63), regex(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
     pub provider_id: String,
     /// Image containing `/lls-provider/lls-provider-spec.yaml` and `/lls-provider/packages/*.whl`.
     #[schemars(length(min = 1, max = 1024))]

@@ -65,3 +65,6 @@ pub fn crd(conversion: &ConversionService<'_>) -> Result<CustomResourceDefinitio
     });
     Ok(crd)
 }
+
+#[cfg(test)]
+mod tests;

@@ -133,7 +133,7 @@ impl<'de, T: DeserializeOwned + Described> Deserialize<'de> for BoolOrObject<T> 
             Value::Bool(enabled) => Ok(Self::Bool(enabled)),
             value @ Value::Object(_) => from_value(value).map(Self::Object),
             other => Err(D::Error::custom(format!(
-                "expected true, false or a {}, found {}",
+                "expected true, false or {}, found {}",
                 T::WHAT,
                 json_kind(&other)
             ))),
@@ -143,7 +143,11 @@ impl<'de, T: DeserializeOwned + Described> Deserialize<'de> for BoolOrObject<T> 
 
 impl<T: Described> JsonSchema for BoolOrObject<T> {
     fn schema_name() -> Cow<'static, str> {
-        format!("BoolOrObject_{}", T::WHAT.replace(' ', "_")).into()
+        format!(
+            "BoolOrObject_{}",
+            T::WHAT.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        )
+        .into()
     }
 
     fn inline_schema() -> bool {
@@ -151,7 +155,7 @@ impl<T: Described> JsonSchema for BoolOrObject<T> {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        polymorphic(&format!("true, false, or a {}.", T::WHAT))
+        polymorphic(&format!("true, false, or {}.", T::WHAT))
     }
 }
 

@@ -16,6 +16,8 @@ use super::common::{
 };
 
 /// Desired state of a llama-stack server (v1alpha1 layout).
+// kube-derive takes one `printcolumn(...)` per column; clippy reads the repeated keys as duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[kube(
     group = "llamastack.io",
@@ -27,10 +29,26 @@ use super::common::{
     status = "LlamaStackDistributionStatus",
     deprecated = "llamastack.io/v1alpha1 LlamaStackDistribution is deprecated; use llamastack.io/v1alpha2",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Operator Version", type_ = "string", json_path = ".status.version.operatorVersion"),
-    printcolumn(name = "Server Version", type_ = "string", json_path = ".status.version.llamaStackServerVersion"),
-    printcolumn(name = "Available", type_ = "integer", json_path = ".status.availableReplicas"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(
+        name = "Operator Version",
+        type_ = "string",
+        json_path = ".status.version.operatorVersion"
+    ),
+    printcolumn(
+        name = "Server Version",
+        type_ = "string",
+        json_path = ".status.version.llamaStackServerVersion"
+    ),
+    printcolumn(
+        name = "Available",
+        type_ = "integer",
+        json_path = ".status.availableReplicas"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
     selectable = ".spec.server.userConfig.configMapName",
     selectable = ".spec.server.userConfig.configMapNamespace",
     selectable = ".spec.server.tlsConfig.caBundle.configMapName",
@@ -205,7 +223,11 @@ pub struct LlamaStackDistributionStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_replicas: Option<i32>,
     /// In-cluster URL of the server.
-    #[serde(default, rename = "serviceURL", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "serviceURL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub service_url: Option<String>,
     /// External URL when exposed.
     #[serde(default, rename = "routeURL", skip_serializing_if = "Option::is_none")]

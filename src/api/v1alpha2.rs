@@ -46,6 +46,8 @@ pub(crate) const DISABLED_ITEM_RULE: (&str, &str) = (
 );
 
 /// Desired state of a llama-stack server (v1alpha2 layout).
+// kube-derive takes one `printcolumn(...)` per column; clippy reads the repeated keys as duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[kube(
     group = "llamastack.io",
@@ -56,11 +58,33 @@ pub(crate) const DISABLED_ITEM_RULE: (&str, &str) = (
     namespaced,
     status = "LlamaStackDistributionStatus",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Distribution", type_ = "string", json_path = ".status.resolvedDistribution.image", priority = 1),
-    printcolumn(name = "Config", type_ = "string", json_path = ".status.configGeneration.configMapName", priority = 1),
-    printcolumn(name = "Providers", type_ = "integer", json_path = ".status.configGeneration.providerCount"),
-    printcolumn(name = "Available", type_ = "integer", json_path = ".status.availableReplicas"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(
+        name = "Distribution",
+        type_ = "string",
+        json_path = ".status.resolvedDistribution.image",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Config",
+        type_ = "string",
+        json_path = ".status.configGeneration.configMapName",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Providers",
+        type_ = "integer",
+        json_path = ".status.configGeneration.providerCount"
+    ),
+    printcolumn(
+        name = "Available",
+        type_ = "integer",
+        json_path = ".status.availableReplicas"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
     selectable = ".spec.overrideConfig.configMapName",
     selectable = ".spec.networking.tls.caBundle.configMapName"
 )]
@@ -302,7 +326,7 @@ pub struct ExposeOptions {
 }
 
 impl Described for ExposeOptions {
-    const WHAT: &'static str = "expose object ({enabled, hostname})";
+    const WHAT: &'static str = "an object with enabled and hostname";
 }
 
 /// `expose: true`, `expose: {}` or `expose: {hostname: …}`.
@@ -502,7 +526,11 @@ pub struct LlamaStackDistributionStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_replicas: Option<i32>,
     /// In-cluster URL of the server.
-    #[serde(default, rename = "serviceURL", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "serviceURL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub service_url: Option<String>,
     /// External URL when exposed.
     #[serde(default, rename = "routeURL", skip_serializing_if = "Option::is_none")]

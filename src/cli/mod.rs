@@ -1,6 +1,6 @@
 //! Command-line interface of the `llama-stack-operator` binary.
 
-mod crdgen;
+pub mod crdgen;
 
 use std::process::ExitCode;
 

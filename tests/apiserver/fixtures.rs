@@ -2,20 +2,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::runtime::wait::{await_condition, conditions};
+
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
 
-use crate::support::control_plane::Error;
+use crate::support::control_plane::{Error, install_crd};
 
-/// The committed CRD (kept equal to `crdgen`'s output by a unit test).
-pub const CRD_PATH: &str = "crds/llamastackdistributions.llamastack.io.yaml";
 /// Group of a test-only CRD holding exactly the committed v1alpha1 schema as its only version.
 ///
 /// The real CRD stores v1alpha2 and converts through the operator's webhook; until the webhook
@@ -27,16 +24,16 @@ pub fn repo_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-pub fn committed_crd() -> Result<CustomResourceDefinition, Error> {
-    let text = std::fs::read_to_string(repo_path(CRD_PATH))?;
-    Ok(serde_saphyr::from_str(&text)?)
-}
+pub use crate::support::control_plane::committed_crd;
 
 /// The committed CRD reduced to its v1alpha1 version, stored as itself, under the compat group.
 pub fn v1alpha1_compat_crd() -> Result<CustomResourceDefinition, Error> {
     let mut crd = committed_crd()?;
     crd.spec.group = V1ALPHA1_COMPAT_GROUP.to_owned();
-    crd.metadata.name = Some(format!("{}.{}", crd.spec.names.plural, V1ALPHA1_COMPAT_GROUP));
+    crd.metadata.name = Some(format!(
+        "{}.{}",
+        crd.spec.names.plural, V1ALPHA1_COMPAT_GROUP
+    ));
     crd.spec.names.short_names = None;
     crd.spec.conversion = None;
     crd.spec.versions.retain(|v| v.name == "v1alpha1");
@@ -47,18 +44,8 @@ pub fn v1alpha1_compat_crd() -> Result<CustomResourceDefinition, Error> {
 }
 
 pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in [committed_crd()?, v1alpha1_compat_crd()?] {
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        api.create(&PostParams::default(), &crd)
-            .await
-            .map_err(|e| format!("cannot create CRD {name}: {e}"))?;
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            await_condition(api.clone(), &name, conditions::is_crd_established()),
-        )
-        .await
-        .map_err(|_| format!("CRD {name} not Established after 30s"))??;
+        install_crd(client, &crd).await?;
     }
     Ok(())
 }
@@ -68,7 +55,13 @@ pub async fn namespace(client: &kube::Client, prefix: &str) -> Result<String, Fa
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let sanitized: String = prefix
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .take(40)
         .collect();
     let name = format!(
@@ -92,11 +85,7 @@ pub fn llsd_api(client: &kube::Client, ns: &str, api_version: &str) -> Api<Dynam
 }
 
 /// Creates an object given as JSON (apiVersion, kind, metadata.name, spec) in `ns`.
-pub async fn create(
-    client: &kube::Client,
-    ns: &str,
-    object: &Value,
-) -> Result<Value, kube::Error> {
+pub async fn create(client: &kube::Client, ns: &str, object: &Value) -> Result<Value, kube::Error> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let obj: DynamicObject =
         serde_json::from_value(object.clone()).map_err(kube::Error::SerdeError)?;
@@ -120,7 +109,11 @@ pub fn expect_invalid(
     if status.code != 422 {
         return Err(format!("expected HTTP 422, got {}: {}", status.code, status.message).into());
     }
-    let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
+    let causes = status
+        .details
+        .as_ref()
+        .map(|d| d.causes.as_slice())
+        .unwrap_or_default();
     if causes
         .iter()
         .any(|c| c.field == field && c.message.contains(needle))

@@ -18,14 +18,30 @@ use crate::fixtures::{
 use crate::{AsyncTest, Ctx};
 
 pub const TESTS: &[(&str, AsyncTest)] = &[
-    ("crd_serves_both_versions_and_stores_v1alpha2", |c| Box::pin(crd_serves_both_versions(c))),
-    ("defaults_are_applied::v1alpha2", |c| Box::pin(defaults_v1alpha2(c))),
-    ("defaults_are_applied::v1alpha1", |c| Box::pin(defaults_v1alpha1(c))),
-    ("v1alpha1_full_object_round_trips", |c| Box::pin(v1alpha1_full_object_round_trips(c))),
-    ("printer_columns_in_kubectl_get", |c| Box::pin(printer_columns(c))),
-    ("status_is_a_subresource", |c| Box::pin(status_is_a_subresource(c))),
-    ("unknown_fields_are_rejected_not_dropped", |c| Box::pin(unknown_fields_are_rejected(c))),
-    ("cel_cannot_see_polymorphic_fields", |c| Box::pin(cel_cannot_see_polymorphic_fields(c))),
+    ("crd_serves_both_versions_and_stores_v1alpha2", |c| {
+        Box::pin(crd_serves_both_versions(c))
+    }),
+    ("defaults_are_applied::v1alpha2", |c| {
+        Box::pin(defaults_v1alpha2(c))
+    }),
+    ("defaults_are_applied::v1alpha1", |c| {
+        Box::pin(defaults_v1alpha1(c))
+    }),
+    ("v1alpha1_full_object_round_trips", |c| {
+        Box::pin(v1alpha1_full_object_round_trips(c))
+    }),
+    ("printer_columns_in_kubectl_get", |c| {
+        Box::pin(printer_columns(c))
+    }),
+    ("status_is_a_subresource", |c| {
+        Box::pin(status_is_a_subresource(c))
+    }),
+    ("unknown_fields_are_rejected_not_dropped", |c| {
+        Box::pin(unknown_fields_are_rejected(c))
+    }),
+    ("cel_cannot_see_polymorphic_fields", |c| {
+        Box::pin(cel_cannot_see_polymorphic_fields(c))
+    }),
 ];
 
 fn obj(api_version: &str, name: &str, spec: Value) -> Value {
@@ -63,12 +79,19 @@ async fn crd_serves_both_versions(ctx: &Ctx) -> Result<(), Failed> {
     if versions != expected {
         return Err(format!("versions {versions:?}, expected {expected:?}").into());
     }
-    let stored = crd.status.and_then(|s| s.stored_versions).unwrap_or_default();
+    let stored = crd
+        .status
+        .and_then(|s| s.stored_versions)
+        .unwrap_or_default();
     if stored != ["v1alpha2"] {
         return Err(format!("storedVersions {stored:?}").into());
     }
     for v in &crd.spec.versions {
-        if v.subresources.as_ref().and_then(|s| s.status.as_ref()).is_none() {
+        if v.subresources
+            .as_ref()
+            .and_then(|s| s.status.as_ref())
+            .is_none()
+        {
             return Err(format!("{} has no status subresource", v.name).into());
         }
     }
@@ -95,10 +118,22 @@ async fn defaults_v1alpha2(ctx: &Ctx) -> Result<(), Failed> {
     let s = &stored["spec"];
     let checks = [
         ("networking.port", &s["networking"]["port"], json!(8321)),
-        ("networking.tls.enabled", &s["networking"]["tls"]["enabled"], json!(false)),
+        (
+            "networking.tls.enabled",
+            &s["networking"]["tls"]["enabled"],
+            json!(false),
+        ),
         ("workload.replicas", &s["workload"]["replicas"], json!(1)),
-        ("storage.kv.type", &s["storage"]["kv"]["type"], json!("sqlite")),
-        ("storage.sql.type", &s["storage"]["sql"]["type"], json!("sqlite")),
+        (
+            "storage.kv.type",
+            &s["storage"]["kv"]["type"],
+            json!("sqlite"),
+        ),
+        (
+            "storage.sql.type",
+            &s["storage"]["sql"]["type"],
+            json!("sqlite"),
+        ),
         (
             "externalProviders.inference[0].imagePullPolicy",
             &s["externalProviders"]["inference"][0]["imagePullPolicy"],
@@ -129,8 +164,16 @@ async fn defaults_v1alpha1(ctx: &Ctx) -> Result<(), Failed> {
     let s = &stored["spec"];
     let checks = [
         ("replicas", &s["replicas"], json!(1)),
-        ("server.containerSpec.name", &s["server"]["containerSpec"]["name"], json!("llama-stack")),
-        ("network.exposeRoute", &s["network"]["exposeRoute"], json!(false)),
+        (
+            "server.containerSpec.name",
+            &s["server"]["containerSpec"]["name"],
+            json!("llama-stack"),
+        ),
+        (
+            "network.exposeRoute",
+            &s["network"]["exposeRoute"],
+            json!(false),
+        ),
         (
             "server.externalProviders.safety[0].imagePullPolicy",
             &s["server"]["externalProviders"]["safety"][0]["imagePullPolicy"],
@@ -181,7 +224,11 @@ async fn v1alpha1_full_object_round_trips(ctx: &Ctx) -> Result<(), Failed> {
     let api_version = format!("{V1ALPHA1_COMPAT_GROUP}/v1alpha1");
     let stored = create(&ctx.client, &ns, &obj(&api_version, "full", spec.clone())).await?;
     if stored["spec"] != spec {
-        return Err(format!("stored spec differs:\n{:#}\nexpected\n{spec:#}", stored["spec"]).into());
+        return Err(format!(
+            "stored spec differs:\n{:#}\nexpected\n{spec:#}",
+            stored["spec"]
+        )
+        .into());
     }
     let typed: v1alpha1::LlamaStackDistribution = serde_json::from_value(stored.clone())?;
     if serde_json::to_value(&typed.spec)? != spec {
@@ -195,7 +242,11 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
     create(
         &ctx.client,
         &ns,
-        &obj("llamastack.io/v1alpha2", "cols", json!({"distribution": {"name": "starter"}})),
+        &obj(
+            "llamastack.io/v1alpha2",
+            "cols",
+            json!({"distribution": {"name": "starter"}}),
+        ),
     )
     .await?;
     let status = json!({"status": {
@@ -220,20 +271,42 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
         Ok(String::from_utf8(out.stdout)?)
     };
     let words = |s: &str, line: usize| -> Vec<String> {
-        s.lines().nth(line).unwrap_or_default().split_whitespace().map(str::to_owned).collect()
+        s.lines()
+            .nth(line)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
     };
     let normal = kubectl(false)?;
     let (head, row) = (words(&normal, 0), words(&normal, 1));
-    if head != ["NAME", "PHASE", "PROVIDERS", "AVAILABLE", "AGE"] || row[..4] != ["cols", "Ready", "3", "1"] {
+    if head != ["NAME", "PHASE", "PROVIDERS", "AVAILABLE", "AGE"]
+        || row[..4] != ["cols", "Ready", "3", "1"]
+    {
         return Err(format!("unexpected `kubectl get llsd` output:\n{normal}").into());
     }
     let wide = kubectl(true)?;
     let (head, row) = (words(&wide, 0), words(&wide, 1));
     // Wide output keeps the definition order of the columns, as the spec lists them.
-    let want_head = ["NAME", "PHASE", "DISTRIBUTION", "CONFIG", "PROVIDERS", "AVAILABLE", "AGE"];
+    let want_head = [
+        "NAME",
+        "PHASE",
+        "DISTRIBUTION",
+        "CONFIG",
+        "PROVIDERS",
+        "AVAILABLE",
+        "AGE",
+    ];
     if head != want_head
         || row[..6]
-            != ["cols", "Ready", "docker.io/llamastack/distribution-starter@sha256:0123", "cols-config-0123abcd", "3", "1"]
+            != [
+                "cols",
+                "Ready",
+                "docker.io/llamastack/distribution-starter@sha256:0123",
+                "cols-config-0123abcd",
+                "3",
+                "1",
+            ]
     {
         return Err(format!("unexpected `kubectl get llsd -o wide` output:\n{wide}").into());
     }
@@ -242,11 +315,19 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
 
 async fn status_is_a_subresource(ctx: &Ctx) -> Result<(), Failed> {
     let ns = namespace(&ctx.client, "status-subresource").await?;
-    let mut object = obj("llamastack.io/v1alpha2", "st", json!({"distribution": {"name": "starter"}}));
+    let mut object = obj(
+        "llamastack.io/v1alpha2",
+        "st",
+        json!({"distribution": {"name": "starter"}}),
+    );
     object["status"] = json!({"phase": "Ready"});
     let created = create(&ctx.client, &ns, &object).await?;
     if !created["status"].is_null() {
-        return Err(format!("status written through the main resource: {}", created["status"]).into());
+        return Err(format!(
+            "status written through the main resource: {}",
+            created["status"]
+        )
+        .into());
     }
     let api = llsd_api(&ctx.client, &ns, "llamastack.io/v1alpha2");
     let patched = api
@@ -258,16 +339,25 @@ async fn status_is_a_subresource(ctx: &Ctx) -> Result<(), Failed> {
                 "message": "Failed to generate config.yaml: x", "lastTransitionTime": "2026-11-22T00:00:00Z"}]}})),
         )
         .await?;
-    let typed: v1alpha2::LlamaStackDistribution = serde_json::from_value(serde_json::to_value(patched)?)?;
+    let typed: v1alpha2::LlamaStackDistribution =
+        serde_json::from_value(serde_json::to_value(patched)?)?;
     let status = typed.status.ok_or("no status after patch")?;
     if status.phase != Some(llama_stack_operator::api::common::DistributionPhase::Failed) {
         return Err(format!("phase {:?}", status.phase).into());
     }
     let bad = api
-        .patch_status("st", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Exploded"}})))
+        .patch_status(
+            "st",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Exploded"}})),
+        )
         .await;
     match bad {
-        Err(kube::Error::Api(s)) if s.code == 422 && s.message.contains("Unsupported value: \"Exploded\"") => Ok(()),
+        Err(kube::Error::Api(s))
+            if s.code == 422 && s.message.contains("Unsupported value: \"Exploded\"") =>
+        {
+            Ok(())
+        }
         other => Err(format!("an unknown phase was not rejected: {other:?}").into()),
     }
 }
@@ -286,11 +376,21 @@ async fn unknown_fields_are_rejected(ctx: &Ctx) -> Result<(), Failed> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    child.stdin.take().ok_or("no stdin")?.write_all(manifest.as_bytes())?;
+    child
+        .stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(manifest.as_bytes())?;
     let out = child.wait_with_output()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.success() || !stderr.contains(".spec.networking.prot: field not declared in schema") {
-        return Err(format!("expected a strict field validation error, got {:?}: {stderr}", out.status).into());
+    if out.status.success()
+        || !stderr.contains(".spec.networking.prot: field not declared in schema")
+    {
+        return Err(format!(
+            "expected a strict field validation error, got {:?}: {stderr}",
+            out.status
+        )
+        .into());
     }
     Ok(())
 }
@@ -301,15 +401,33 @@ async fn unknown_fields_are_rejected(ctx: &Ctx) -> Result<(), Failed> {
 /// configured and disabled, model provider references). A positive control proves the probe.
 async fn cel_cannot_see_polymorphic_fields(ctx: &Ctx) -> Result<(), Failed> {
     let probes = [
-        ("self.providers.inference.size() <= 1", Some("undefined field 'inference'")),
-        ("!has(self.providers) || !has(self.providers.inference) || !('inference' in self.disabled)", Some("undefined field 'inference'")),
-        ("!has(self.resources) || self.resources.models.all(m, has(m.provider))", Some("undefined field 'models'")),
-        ("!has(self.networking) || !has(self.networking.expose)", Some("undefined field 'expose'")),
+        (
+            "self.providers.inference.size() <= 1",
+            Some("undefined field 'inference'"),
+        ),
+        (
+            "!has(self.providers) || !has(self.providers.inference) || !('inference' in self.disabled)",
+            Some("undefined field 'inference'"),
+        ),
+        (
+            "!has(self.resources) || self.resources.models.all(m, has(m.provider))",
+            Some("undefined field 'models'"),
+        ),
+        (
+            "!has(self.networking) || !has(self.networking.expose)",
+            Some("undefined field 'expose'"),
+        ),
         // Positive control: a typed field compiles, so the failures above are about the union.
-        ("!has(self.storage) || !has(self.storage.kv) || self.storage.kv.type == 'sqlite' || has(self.storage.kv.endpoint)", None),
+        (
+            "!has(self.storage) || !has(self.storage.kv) || self.storage.kv.type == 'sqlite' || has(self.storage.kv.endpoint)",
+            None,
+        ),
     ];
     let api = Api::<CustomResourceDefinition>::all(ctx.client.clone());
-    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
     for (rule, expected_error) in probes {
         let crd = probe_crd(rule)?;
         let result = api.create(&dry_run, &crd).await;
@@ -317,7 +435,9 @@ async fn cel_cannot_see_polymorphic_fields(ctx: &Ctx) -> Result<(), Failed> {
             (Ok(_), None) => {}
             (Err(kube::Error::Api(s)), Some(needle)) if s.message.contains(needle) => {}
             (result, _) => {
-                return Err(format!("rule {rule:?}: expected {expected_error:?}, got {result:?}").into());
+                return Err(
+                    format!("rule {rule:?}: expected {expected_error:?}, got {result:?}").into(),
+                );
             }
         }
     }
@@ -332,7 +452,11 @@ fn probe_crd(rule: &str) -> Result<CustomResourceDefinition, Failed> {
     crd.spec.names.short_names = None;
     crd.spec.conversion = None;
     crd.spec.versions.retain(|v| v.name == "v1alpha2");
-    let version = crd.spec.versions.first_mut().ok_or("no v1alpha2 in the CRD")?;
+    let version = crd
+        .spec
+        .versions
+        .first_mut()
+        .ok_or("no v1alpha2 in the CRD")?;
     let spec: &mut JSONSchemaProps = version
         .schema
         .as_mut()
@@ -342,7 +466,11 @@ fn probe_crd(rule: &str) -> Result<CustomResourceDefinition, Failed> {
         .ok_or("no spec schema")?;
     spec.x_kubernetes_validations
         .get_or_insert_with(Vec::new)
-        .push(ValidationRule { rule: rule.to_owned(), message: Some("probe".to_owned()), ..Default::default() });
+        .push(ValidationRule {
+            rule: rule.to_owned(),
+            message: Some("probe".to_owned()),
+            ..Default::default()
+        });
     Ok(crd)
 }
 
@@ -352,14 +480,20 @@ pub async fn sample_is_accepted(ctx: &Ctx, sample: &Sample) -> Result<(), Failed
         "llamastack.io/v1alpha2" => sample.object.clone(),
         // See fixtures::V1ALPHA1_COMPAT_GROUP.
         "llamastack.io/v1alpha1" => to_compat_group(&sample.object),
-        other => return Err(format!("{}: unexpected apiVersion {other}", sample.path.display()).into()),
+        other => {
+            return Err(format!("{}: unexpected apiVersion {other}", sample.path.display()).into());
+        }
     };
     let ns = namespace(&ctx.client, "sample").await?;
     let stored = create(&ctx.client, &ns, &object)
         .await
         .map_err(|e| format!("{} was rejected: {e}", sample.path.display()))?;
     if !contains(&stored["spec"], &object["spec"]) {
-        return Err(format!("stored spec lost fields of the sample:\n{:#}", stored["spec"]).into());
+        return Err(format!(
+            "stored spec lost fields of the sample:\n{:#}",
+            stored["spec"]
+        )
+        .into());
     }
     if api_version == "llamastack.io/v1alpha2" {
         serde_json::from_value::<v1alpha2::LlamaStackDistribution>(stored)?;
@@ -384,29 +518,62 @@ pub fn polymorphic_cases() -> Vec<PolymorphicCase> {
         PolymorphicCase { name, spec }
     };
     vec![
-        case("provider_single_object", json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://v:8000/v1",
-            "apiKey": {"secretKeyRef": {"name": "s", "key": "k"}}}}})),
-        case("provider_single_object_with_id", json!({"providers": {"safety": {"id": "guard", "provider": "llama-guard"}}})),
-        case("provider_list", json!({"providers": {"inference": [
+        case(
+            "provider_single_object",
+            json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://v:8000/v1",
+            "apiKey": {"secretKeyRef": {"name": "s", "key": "k"}}}}}),
+        ),
+        case(
+            "provider_single_object_with_id",
+            json!({"providers": {"safety": {"id": "guard", "provider": "llama-guard"}}}),
+        ),
+        case(
+            "provider_list",
+            json!({"providers": {"inference": [
             {"id": "a", "provider": "vllm", "endpoint": "http://a:8000/v1"},
-            {"id": "b", "provider": "openai", "settings": {"max_tokens": 8192}}]}})),
-        case("provider_list_of_one", json!({"providers": {"toolRuntime": [{"id": "search", "provider": "brave-search"}]}})),
-        case("provider_settings_nested_and_secret_refs", json!({"providers": {"vectorIo": {"provider": "pgvector", "settings": {
+            {"id": "b", "provider": "openai", "settings": {"max_tokens": 8192}}]}}),
+        ),
+        case(
+            "provider_list_of_one",
+            json!({"providers": {"toolRuntime": [{"id": "search", "provider": "brave-search"}]}}),
+        ),
+        case(
+            "provider_settings_nested_and_secret_refs",
+            json!({"providers": {"vectorIo": {"provider": "pgvector", "settings": {
             "host": {"secretKeyRef": {"name": "pg", "key": "host"}},
             "database": {"connection": {"secretKeyRef": {"name": "db", "key": "url"}}},
-            "ports": [5432, 5433], "ssl": true, "ratio": 0.5}}}})),
-        case("provider_every_api", json!({"providers": {
+            "ports": [5432, 5433], "ssl": true, "ratio": 0.5}}}}),
+        ),
+        case(
+            "provider_every_api",
+            json!({"providers": {
             "inference": {"provider": "vllm"}, "safety": {"provider": "llama-guard"}, "vectorIo": {"provider": "faiss"},
-            "toolRuntime": {"provider": "brave-search"}, "telemetry": {"provider": "opentelemetry", "endpoint": "http://otel:4318"}}})),
-        case("model_strings", json!({"resources": {"models": ["llama3.2-8b", "meta-llama/Llama-3.3-70B-Instruct"]}})),
-        case("model_objects", json!({"resources": {"models": [{"name": "big", "provider": "vllm-large",
-            "contextLength": 128000, "modelType": "llm", "quantization": "fp8"}]}})),
-        case("model_mixed", json!({"resources": {"models": ["small", {"name": "big", "provider": "p"}]}})),
+            "toolRuntime": {"provider": "brave-search"}, "telemetry": {"provider": "opentelemetry", "endpoint": "http://otel:4318"}}}),
+        ),
+        case(
+            "model_strings",
+            json!({"resources": {"models": ["llama3.2-8b", "meta-llama/Llama-3.3-70B-Instruct"]}}),
+        ),
+        case(
+            "model_objects",
+            json!({"resources": {"models": [{"name": "big", "provider": "vllm-large",
+            "contextLength": 128000, "modelType": "llm", "quantization": "fp8"}]}}),
+        ),
+        case(
+            "model_mixed",
+            json!({"resources": {"models": ["small", {"name": "big", "provider": "p"}]}}),
+        ),
         case("expose_true", json!({"networking": {"expose": true}})),
         case("expose_false", json!({"networking": {"expose": false}})),
         case("expose_empty_object", json!({"networking": {"expose": {}}})),
-        case("expose_hostname", json!({"networking": {"expose": {"hostname": "llama.example.com"}}})),
-        case("expose_enabled_false_object", json!({"networking": {"expose": {"enabled": false, "hostname": "h.example.com"}}})),
+        case(
+            "expose_hostname",
+            json!({"networking": {"expose": {"hostname": "llama.example.com"}}}),
+        ),
+        case(
+            "expose_enabled_false_object",
+            json!({"networking": {"expose": {"enabled": false, "hostname": "h.example.com"}}}),
+        ),
     ]
 }
 
@@ -414,19 +581,36 @@ pub fn polymorphic_cases() -> Vec<PolymorphicCase> {
 /// back in the same form.
 pub async fn polymorphic_round_trip(ctx: &Ctx, case: &PolymorphicCase) -> Result<(), Failed> {
     let ns = namespace(&ctx.client, case.name).await?;
-    let stored = create(&ctx.client, &ns, &obj("llamastack.io/v1alpha2", "poly", case.spec.clone())).await?;
+    let stored = create(
+        &ctx.client,
+        &ns,
+        &obj("llamastack.io/v1alpha2", "poly", case.spec.clone()),
+    )
+    .await?;
     for key in ["providers", "resources"] {
         if stored["spec"][key] != case.spec[key] {
-            return Err(format!("spec.{key} changed:\n{:#}\nexpected\n{:#}", stored["spec"][key], case.spec[key]).into());
+            return Err(format!(
+                "spec.{key} changed:\n{:#}\nexpected\n{:#}",
+                stored["spec"][key], case.spec[key]
+            )
+            .into());
         }
     }
     if stored["spec"]["networking"]["expose"] != case.spec["networking"]["expose"] {
-        return Err(format!("spec.networking.expose changed: {}", stored["spec"]["networking"]["expose"]).into());
+        return Err(format!(
+            "spec.networking.expose changed: {}",
+            stored["spec"]["networking"]["expose"]
+        )
+        .into());
     }
     let typed: v1alpha2::LlamaStackDistribution = serde_json::from_value(stored.clone())?;
     let rewritten = serde_json::to_value(&typed.spec)?;
     if rewritten != stored["spec"] {
-        return Err(format!("the Rust types changed the form:\n{rewritten:#}\nstored\n{:#}", stored["spec"]).into());
+        return Err(format!(
+            "the Rust types changed the form:\n{rewritten:#}\nstored\n{:#}",
+            stored["spec"]
+        )
+        .into());
     }
     Ok(())
 }

@@ -65,7 +65,9 @@ fn free_port() -> Result<u16, Error> {
 /// Spawns a child that receives SIGKILL when the spawning thread's process goes away.
 fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
     let log = fs::File::create(log)?;
-    cmd.stdout(log.try_clone()?).stderr(log).stdin(Stdio::null());
+    cmd.stdout(log.try_clone()?)
+        .stderr(log)
+        .stdin(Stdio::null());
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
@@ -175,12 +177,18 @@ impl ControlPlane {
                     .arg("--advertise-address=127.0.0.1")
                     .arg(format!("--secure-port={api_port}"))
                     .arg(format!("--cert-dir={}", d.join("certs").display()))
-                    .arg(format!("--tls-cert-file={}", d.join("apiserver.crt").display()))
+                    .arg(format!(
+                        "--tls-cert-file={}",
+                        d.join("apiserver.crt").display()
+                    ))
                     .arg(format!(
                         "--tls-private-key-file={}",
                         d.join("apiserver.key").display()
                     ))
-                    .arg(format!("--token-auth-file={}", d.join("tokens.csv").display()))
+                    .arg(format!(
+                        "--token-auth-file={}",
+                        d.join("tokens.csv").display()
+                    ))
                     .arg("--authorization-mode=RBAC")
                     .arg("--service-account-issuer=https://kubernetes.default.svc")
                     .arg(format!(
@@ -200,7 +208,10 @@ impl ControlPlane {
         ));
 
         let kubeconfig = d.join("kubeconfig");
-        fs::write(&kubeconfig, kubeconfig_yaml(&url, &d.join("ca.crt"), &token))?;
+        fs::write(
+            &kubeconfig,
+            kubeconfig_yaml(&url, &d.join("ca.crt"), &token),
+        )?;
         let mut plane = ControlPlane {
             dir,
             bin,
@@ -301,4 +312,39 @@ fn kubeconfig_yaml(url: &str, ca: &Path, token: &str) -> String {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: llso\n  cluster:\n    server: {url}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: llso\n  context:\n    cluster: llso\n    user: admin\n    namespace: default\ncurrent-context: llso\n",
         ca = ca.display()
     )
+}
+
+/// Creates a CRD and waits until the API server reports it Established.
+pub async fn install_crd(
+    client: &kube::Client,
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> Result<(), Error> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, PostParams};
+    use kube::runtime::wait::{await_condition, conditions};
+
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    api.create(&PostParams::default(), crd)
+        .await
+        .map_err(|e| format!("cannot create CRD {name}: {e}"))?;
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(api, &name, conditions::is_crd_established()),
+    )
+    .await
+    .map_err(|_| format!("CRD {name} not Established after 30s"))??;
+    Ok(())
+}
+
+/// The CRD committed in `crds/` (kept equal to `crdgen`'s output by a unit test).
+pub fn committed_crd() -> Result<
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    Error,
+> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crds/llamastackdistributions.llamastack.io.yaml");
+    let text =
+        fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(serde_saphyr::from_str(&text)?)
 }

@@ -1,0 +1,171 @@
+//! Distribution names and the images they run, from `distributions.json`.
+
+use std::collections::BTreeMap;
+
+/// `distributions.json` as shipped in the binary: the distributions of the pinned llama-stack
+/// release, each pinned to that release's tag.
+pub const EMBEDDED_DISTRIBUTIONS_JSON: &str = include_str!("../../distributions.json");
+
+/// Names that older llama-stack releases (and the specs) used but llama-stack 0.7 no longer ships,
+/// with what to use instead.
+const REMOVED: &[(&str, &str)] = &[
+    (
+        "remote-vllm",
+        "use distribution name \"starter\" with a vllm inference provider (providers.inference: {provider: vllm, endpoint: ...})",
+    ),
+    (
+        "meta-reference-gpu",
+        "use distribution name \"starter\" with a remote inference provider, or an image built for local GPU inference via distribution.image",
+    ),
+    (
+        "ollama",
+        "use distribution name \"starter\" with an ollama inference provider (providers.inference: {provider: ollama, endpoint: ...})",
+    ),
+];
+
+/// Errors reading a catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The JSON is not a map of name to image.
+    #[error("distributions.json must map distribution names to image references: {0}")]
+    Parse(#[from] serde_json::Error),
+    /// An entry has an empty name or image.
+    #[error("distributions.json entry {name:?} has an empty name or image")]
+    EmptyEntry {
+        /// The offending name.
+        name: String,
+    },
+}
+
+/// Errors looking up a distribution name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// The name existed in older llama-stack releases.
+    #[error("distribution {name:?} no longer exists in llama-stack 0.7: {instead}")]
+    Removed {
+        /// The requested name.
+        name: String,
+        /// What to use instead.
+        instead: &'static str,
+    },
+    /// The name is not in the catalog.
+    #[error("unknown distribution {name:?}; known distributions: {}", known.join(", "))]
+    Unknown {
+        /// The requested name.
+        name: String,
+        /// The names the catalog knows, sorted.
+        known: Vec<String>,
+    },
+}
+
+/// Distribution name -> image reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catalog {
+    entries: BTreeMap<String, String>,
+}
+
+impl Catalog {
+    /// Parses a `distributions.json` document.
+    pub fn parse(json: &str) -> Result<Self, CatalogError> {
+        let entries: BTreeMap<String, String> = serde_json::from_str(json)?;
+        if let Some((name, _)) = entries
+            .iter()
+            .find(|(name, image)| name.trim().is_empty() || image.trim().is_empty())
+        {
+            return Err(CatalogError::EmptyEntry { name: name.clone() });
+        }
+        Ok(Self { entries })
+    }
+
+    /// The catalog embedded in the binary.
+    pub fn embedded() -> Result<Self, CatalogError> {
+        Self::parse(EMBEDDED_DISTRIBUTIONS_JSON)
+    }
+
+    /// The image of a distribution name.
+    pub fn image(&self, name: &str) -> Result<&str, LookupError> {
+        if let Some(image) = self.entries.get(name) {
+            return Ok(image);
+        }
+        if let Some((_, instead)) = REMOVED.iter().find(|(removed, _)| *removed == name) {
+            return Err(LookupError::Removed {
+                name: name.to_owned(),
+                instead,
+            });
+        }
+        Err(LookupError::Unknown {
+            name: name.to_owned(),
+            known: self.names().map(str::to_owned).collect(),
+        })
+    }
+
+    /// Known names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_has_the_llama_stack_0_7_3_distributions_pinned_to_the_release() {
+        let catalog = Catalog::embedded().unwrap();
+        let names: Vec<&str> = catalog.names().collect();
+        assert_eq!(
+            names,
+            [
+                "nvidia",
+                "oci",
+                "open-benchmark",
+                "postgres-demo",
+                "starter",
+                "watsonx"
+            ]
+        );
+        for name in names {
+            let image = catalog.image(name).unwrap();
+            assert!(
+                image.ends_with(":0.7.3"),
+                "{name} -> {image} is not pinned to the release tag"
+            );
+        }
+    }
+
+    #[test]
+    fn removed_names_say_what_to_use_instead() {
+        let catalog = Catalog::embedded().unwrap();
+        for name in ["remote-vllm", "meta-reference-gpu"] {
+            let err = catalog.image(name).unwrap_err();
+            assert!(matches!(err, LookupError::Removed { .. }), "{err:?}");
+            let text = err.to_string();
+            assert!(
+                text.contains("no longer exists in llama-stack 0.7"),
+                "{text}"
+            );
+            assert!(text.contains("starter"), "{text}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        let err = Catalog::embedded().unwrap().image("startr").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown distribution \"startr\"; known distributions: nvidia, oci, open-benchmark, postgres-demo, starter, watsonx"
+        );
+    }
+
+    #[test]
+    fn malformed_catalogs_are_errors() {
+        assert!(matches!(
+            Catalog::parse("[\"starter\"]"),
+            Err(CatalogError::Parse(_))
+        ));
+        assert!(matches!(
+            Catalog::parse(r#"{"starter": ""}"#),
+            Err(CatalogError::EmptyEntry { name }) if name == "starter"
+        ));
+    }
+}
