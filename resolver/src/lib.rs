@@ -1,8 +1,15 @@
-//! The distribution resolver of llama-stack-operator. It knows nothing of the CRD types: callers
-//! pass plain names and image references.
-//!
-//! So far: the catalog of distribution names (`distributions.json`, embedded at build time).
+//! The distribution resolver of llama-stack-operator: distribution names and image references
+//! to digest-pinned images and the base `config.yaml` that belongs to each image. It knows
+//! nothing of the CRD types: callers pass plain names, references and pull secrets.
 
+pub mod base_config;
 pub mod catalog;
+pub mod keyring;
+pub mod labels;
+pub mod layer;
+pub mod limits;
+pub mod mirror;
+pub mod pull_secret;
+pub mod reference;
 
 pub use catalog::{Catalog, CatalogError, LookupError};

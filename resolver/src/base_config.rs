@@ -1,0 +1,128 @@
+//! A llama-stack base config: parsed enough to know it is a config of a supported schema
+//! version, hashed, and kept as the exact bytes it came as.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+/// Config schema versions this operator generates from: current first, then previous (FR-028).
+/// llama-stack 0.7.3 writes version 2 (`LLAMA_STACK_RUN_CONFIG_VERSION`).
+pub const SUPPORTED_CONFIG_VERSIONS: &[u64] = &[2, 1];
+
+/// Where a base config came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfigSource {
+    /// Embedded in the operator for a distribution name.
+    Embedded,
+    /// From the image's OCI config labels.
+    OciLabel,
+}
+
+impl ConfigSource {
+    /// The value recorded in `status.resolvedDistribution.configSource`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Embedded => "embedded",
+            Self::OciLabel => "oci-label",
+        }
+    }
+}
+
+/// A validated base config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaseConfig {
+    /// The config.yaml bytes, unchanged.
+    pub yaml: Arc<str>,
+    /// `sha256:<hex>` of the bytes.
+    pub hash: String,
+    /// Schema version.
+    pub version: u64,
+    /// Where it came from.
+    pub source: ConfigSource,
+}
+
+/// A base config that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaseConfigError {
+    /// Not UTF-8.
+    #[error("the base config is not UTF-8 text")]
+    NotUtf8,
+    /// Not YAML, or not a mapping.
+    #[error("the base config is not a YAML mapping: {0}")]
+    NotYaml(String),
+    /// `version` is not an integer.
+    #[error("the base config's version must be an integer, found {0}")]
+    BadVersion(String),
+    /// FR-029.
+    #[error("Unsupported config.yaml version {version}. Supported versions: {}", SUPPORTED_CONFIG_VERSIONS.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))]
+    UnsupportedVersion {
+        /// The version found.
+        version: String,
+    },
+    /// The version label and the file disagree.
+    #[error(
+        "label io.llamastack.config.version says {label} but the config.yaml it describes has version {file}"
+    )]
+    VersionMismatch {
+        /// From the label.
+        label: String,
+        /// From the file.
+        file: u64,
+    },
+}
+
+fn supported(version: &str) -> Result<u64, BaseConfigError> {
+    version
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|v| SUPPORTED_CONFIG_VERSIONS.contains(v))
+        .ok_or_else(|| BaseConfigError::UnsupportedVersion {
+            version: version.trim().to_owned(),
+        })
+}
+
+/// `sha256:<hex>` of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Validates a base config. `label_version` is `io.llamastack.config.version`, when present.
+/// A config without `version` is version 2, as llama-stack itself assumes.
+pub fn parse_base_config(
+    bytes: &[u8],
+    label_version: Option<&str>,
+    source: ConfigSource,
+) -> Result<BaseConfig, BaseConfigError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| BaseConfigError::NotUtf8)?;
+    let document: serde_json::Value =
+        serde_saphyr::from_str(text).map_err(|e| BaseConfigError::NotYaml(e.to_string()))?;
+    let mapping = document
+        .as_object()
+        .ok_or_else(|| BaseConfigError::NotYaml("the top level is not a mapping".to_owned()))?;
+    let file_version = match mapping.get("version") {
+        None | Some(serde_json::Value::Null) => 2,
+        Some(serde_json::Value::Number(n)) => supported(&n.to_string())?,
+        Some(serde_json::Value::String(s)) => supported(s)?,
+        Some(other) => return Err(BaseConfigError::BadVersion(other.to_string())),
+    };
+    if let Some(label) = label_version {
+        let label_version = supported(label)?;
+        if label_version != file_version {
+            return Err(BaseConfigError::VersionMismatch {
+                label: label.to_owned(),
+                file: file_version,
+            });
+        }
+    }
+    Ok(BaseConfig {
+        yaml: Arc::from(text),
+        hash: sha256_hex(bytes),
+        version: file_version,
+        source,
+    })
+}
