@@ -124,10 +124,10 @@ impl Keyring {
         if !matched.is_empty() {
             return matched;
         }
-        if is_default_registry(repository) {
-            if let Some(creds) = self.creds.get(DOCKER_HUB_KEY) {
-                return creds.iter().collect();
-            }
+        if is_default_registry(repository)
+            && let Some(creds) = self.creds.get(DOCKER_HUB_KEY)
+        {
+            return creds.iter().collect();
         }
         Vec::new()
     }
@@ -150,10 +150,10 @@ fn split_port(host: &str) -> (&str, &str) {
     if let Some(rest) = host.strip_prefix('[') {
         if let Some(end) = rest.find(']') {
             let after = &rest[end + 1..];
-            if let Some(port) = after.strip_prefix(':') {
-                if !port.contains(':') {
-                    return (&rest[..end], port);
-                }
+            if let Some(port) = after.strip_prefix(':')
+                && !port.contains(':')
+            {
+                return (&rest[..end], port);
             }
         }
         return (host, "");
