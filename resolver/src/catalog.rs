@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::reference::ImageRef;
+
 /// `distributions.json` as shipped in the binary: the distributions of the pinned llama-stack
 /// release, each pinned to that release's tag.
 pub const EMBEDDED_DISTRIBUTIONS_JSON: &str = include_str!("../../distributions.json");
@@ -58,6 +60,75 @@ pub enum LookupError {
     },
 }
 
+/// An `image-overrides` entry that was not applied, with why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("image-overrides entry {key:?} ignored: {reason}")]
+pub struct OverrideProblem {
+    /// The entry's key (distribution name), or `<document>` for a document-level problem.
+    pub key: String,
+    /// Why it was not applied.
+    pub reason: String,
+}
+
+/// Parses the operator ConfigMap's `image-overrides` (a YAML map of distribution name to image).
+/// Valid entries are returned; every invalid one is reported with its key and the reason.
+pub fn parse_image_overrides(yaml: &str) -> (BTreeMap<String, String>, Vec<OverrideProblem>) {
+    let mut valid = BTreeMap::new();
+    let mut problems = Vec::new();
+    if yaml.trim().is_empty() {
+        return (valid, problems);
+    }
+    let document: serde_json::Value = match serde_saphyr::from_str(yaml) {
+        Ok(v) => v,
+        Err(e) => {
+            problems.push(OverrideProblem {
+                key: "<document>".to_owned(),
+                reason: format!("not valid YAML: {e}"),
+            });
+            return (valid, problems);
+        }
+    };
+    let serde_json::Value::Object(entries) = document else {
+        problems.push(OverrideProblem {
+            key: "<document>".to_owned(),
+            reason: "must be a map of distribution name to image reference".to_owned(),
+        });
+        return (valid, problems);
+    };
+    for (key, value) in entries {
+        match value {
+            serde_json::Value::String(image) => match ImageRef::parse(image.trim()) {
+                Ok(_) => {
+                    valid.insert(key, image.trim().to_owned());
+                }
+                Err(e) => problems.push(OverrideProblem {
+                    key,
+                    reason: e.to_string(),
+                }),
+            },
+            other => problems.push(OverrideProblem {
+                key,
+                reason: format!(
+                    "the value must be an image reference string, found {}",
+                    json_kind(&other)
+                ),
+            }),
+        }
+    }
+    (valid, problems)
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a bool",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a map",
+    }
+}
+
 /// Distribution name -> image reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Catalog {
@@ -97,6 +168,13 @@ impl Catalog {
             name: name.to_owned(),
             known: self.names().map(str::to_owned).collect(),
         })
+    }
+
+    /// The catalog with `image-overrides` applied (an override may also add a name).
+    pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Self {
+        let mut entries = self.entries.clone();
+        entries.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Self { entries }
     }
 
     /// Known names, sorted.
@@ -155,6 +233,35 @@ mod tests {
             err.to_string(),
             "unknown distribution \"startr\"; known distributions: nvidia, oci, open-benchmark, postgres-demo, starter, watsonx"
         );
+    }
+
+    #[test]
+    fn overrides_replace_and_add_and_report_bad_entries() {
+        let yaml = "starter: mirror.corp/lls/starter@sha256:0000000000000000000000000000000000000000000000000000000000000000\nrh-dev: quay.io/rh/dev:1\nbroken: Not A/Reference\nnumber: 5\n";
+        let (valid, problems) = parse_image_overrides(yaml);
+        assert_eq!(valid.len(), 2);
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("image-overrides entry \"broken\" ignored: invalid image reference"),
+            "{problems:?}"
+        );
+        assert_eq!(
+            problems[1],
+            "image-overrides entry \"number\" ignored: the value must be an image reference string, found a number"
+        );
+        let catalog = Catalog::embedded().unwrap().with_overrides(&valid);
+        assert!(
+            catalog
+                .image("starter")
+                .unwrap()
+                .starts_with("mirror.corp/")
+        );
+        assert_eq!(catalog.image("rh-dev").unwrap(), "quay.io/rh/dev:1");
+        assert!(catalog.image("nvidia").unwrap().ends_with(":0.7.3"));
+        let (_, problems) = parse_image_overrides("- a\n- b\n");
+        assert_eq!(problems[0].key, "<document>");
     }
 
     #[test]

@@ -4,12 +4,17 @@
 
 pub mod base_config;
 pub mod catalog;
+pub mod embedded;
 pub mod keyring;
 pub mod labels;
 pub mod layer;
 pub mod limits;
+pub mod manifest;
 pub mod mirror;
 pub mod pull_secret;
 pub mod reference;
+pub mod registry;
+pub mod resolve;
 
 pub use catalog::{Catalog, CatalogError, LookupError};
+pub use resolve::{Distribution, Resolution, ResolveError, Resolver, ResolverOptions};

@@ -1,0 +1,720 @@
+//! The resolver: a distribution name or image reference, plus the pull credentials of the
+//! workload, to a digest-pinned image and the base config that belongs to exactly that image.
+//!
+//! Caches (moka): tag -> pinned image with a TTL; digest -> pinned image (immutable); image
+//! config digest -> parsed base config, bounded by bytes. Keys that come from a registry include
+//! a fingerprint of the credentials used, so a namespace never gets a result its own pull
+//! secrets could not fetch. Concurrent requests for one key share one fetch. Failures are
+//! remembered briefly; when the registry fails, the last known good result is returned, marked
+//! stale, with the error.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use moka::future::Cache;
+use sha2::{Digest as _, Sha256};
+
+use crate::base_config::{BaseConfig, BaseConfigError, ConfigSource, parse_base_config};
+use crate::catalog::{Catalog, LookupError};
+use crate::embedded::embedded_config;
+use crate::keyring::{Credential, Keyring};
+use crate::labels::{ConfigLocation, LABEL_LAYER, LabelError, read_image_config};
+use crate::layer::{Compression, LayerError, extract_file};
+use crate::limits::Limits;
+use crate::manifest::{
+    Descriptor, Manifest, ManifestError, Platform, find_layer, parse_manifest, select_platform,
+};
+use crate::mirror::{MirrorRule, apply_mirrors};
+use crate::reference::{ImageRef, ReferenceError};
+use crate::registry::{RegistryClient, RegistryError};
+
+/// What to resolve.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Distribution {
+    /// A catalog name (`starter`).
+    Name(String),
+    /// An image reference.
+    Image(String),
+}
+
+impl std::fmt::Display for Distribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Name(n) => write!(f, "distribution {n:?}"),
+            Self::Image(i) => write!(f, "image {i}"),
+        }
+    }
+}
+
+/// Settings of a [`Resolver`].
+#[derive(Clone, Debug)]
+pub struct ResolverOptions {
+    /// Names to images, with image-overrides applied.
+    pub catalog: Catalog,
+    /// Mirror rules, applied to every image before it is fetched or deployed.
+    pub mirrors: Vec<MirrorRule>,
+    /// Platform whose manifest carries the labels.
+    pub platform: Platform,
+    /// Read bounds.
+    pub limits: Limits,
+    /// How long a tag -> digest result is trusted.
+    pub tag_ttl: Duration,
+    /// How long a failure is remembered before the registry is asked again.
+    pub failure_ttl: Duration,
+    /// Extra CA certificates (PEM) trusted for registries.
+    pub extra_ca_pem: Option<Vec<u8>>,
+    /// Registries (`host[:port]`) reached over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// Bytes of parsed configs kept in memory.
+    pub config_cache_bytes: u64,
+    /// Per-request timeout.
+    pub timeout: Duration,
+}
+
+impl ResolverOptions {
+    /// Defaults around a catalog: linux/amd64, 5 minute tag TTL, 10 s failure memory.
+    pub fn new(catalog: Catalog) -> Self {
+        Self {
+            catalog,
+            mirrors: Vec::new(),
+            platform: Platform::default(),
+            limits: Limits::default(),
+            tag_ttl: Duration::from_secs(300),
+            failure_ttl: Duration::from_secs(10),
+            extra_ca_pem: None,
+            insecure_registries: Vec::new(),
+            config_cache_bytes: 64 << 20,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A resolved (image, base config) pair, to be consumed together.
+#[derive(Clone, Debug)]
+pub struct Resolution {
+    /// Image to deploy: mirrored, and pinned by digest when `pinned`.
+    pub image: String,
+    /// Whether `image` carries a digest from the registry.
+    pub pinned: bool,
+    /// The base config of exactly that image.
+    pub config: Arc<BaseConfig>,
+    /// Set when this is the last known good result (or the embedded fallback of a name),
+    /// served because the registry failed with this error.
+    pub stale: Option<Arc<ResolveError>>,
+}
+
+/// Why a distribution could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// Unknown or removed name.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// Bad image reference.
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    /// The registry failed.
+    #[error("cannot resolve {image}: {source}")]
+    Registry {
+        /// Image.
+        image: String,
+        /// Cause.
+        source: RegistryError,
+    },
+    /// Every matching credential was rejected.
+    #[error(
+        "registry {registry} rejected every pull secret that matches {image} (tried, in kubelet's order: {tried}); check the secrets' credentials"
+    )]
+    CredentialsRejected {
+        /// Image.
+        image: String,
+        /// Registry host.
+        registry: String,
+        /// Sources tried, in order.
+        tried: String,
+    },
+    /// Unusable manifest.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// Unusable label.
+    #[error("image {image}: {source}")]
+    Label {
+        /// Image.
+        image: String,
+        /// Cause.
+        source: LabelError,
+    },
+    /// The labelled layer or file is unusable.
+    #[error("image {image}: cannot read the config named by {LABEL_LAYER}: {source}")]
+    Layer {
+        /// Image.
+        image: String,
+        /// Cause.
+        source: LayerError,
+    },
+    /// The labelled layer is not in the image.
+    #[error(
+        "image {image}: label {LABEL_LAYER} names {digest}, which is neither a layer nor a diff_id of the image"
+    )]
+    LayerNotInImage {
+        /// Image.
+        image: String,
+        /// The digest.
+        digest: String,
+    },
+    /// The labelled layer has an unknown media type.
+    #[error(
+        "image {image}: the layer {digest} named by {LABEL_LAYER} has media type {media_type:?}, which is not a tar layer"
+    )]
+    LayerMediaType {
+        /// Image.
+        image: String,
+        /// The layer.
+        digest: String,
+        /// Its media type.
+        media_type: String,
+    },
+    /// The config is not a usable base config (FR-029 among others).
+    #[error("base config of {image}: {source}")]
+    BaseConfig {
+        /// Image.
+        image: String,
+        /// Cause.
+        source: BaseConfigError,
+    },
+    /// FR-027c.
+    #[error(
+        "Direct image references require either overrideConfig.configMapName or OCI config labels on the image. See docs/configuration.md for details. (image {image} has no io.llamastack.config labels)"
+    )]
+    BaseConfigRequired {
+        /// Image.
+        image: String,
+    },
+    /// TLS or HTTP client set-up failed (bad CA bundle).
+    #[error("cannot set up the registry client: {0}")]
+    Setup(String),
+}
+
+impl ResolveError {
+    /// Condition reason for the status (`BaseConfigRequired`, `UnsupportedConfigVersion`, …).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::BaseConfigRequired { .. } => "BaseConfigRequired",
+            Self::BaseConfig {
+                source: BaseConfigError::UnsupportedVersion { .. },
+                ..
+            } => "UnsupportedConfigVersion",
+            Self::Lookup(_) | Self::Reference(_) => "InvalidDistribution",
+            Self::Registry { .. } | Self::CredentialsRejected { .. } => "RegistryError",
+            _ => "InvalidBaseConfig",
+        }
+    }
+
+    /// Registry trouble (as opposed to a problem of the content or the request).
+    fn is_registry_failure(&self) -> bool {
+        matches!(
+            self,
+            Self::Registry { .. } | Self::CredentialsRejected { .. }
+        )
+    }
+}
+
+/// An image pinned to a digest, with what is needed to read its base config.
+#[derive(Debug)]
+struct PinnedImage {
+    digest: String,
+    config: Descriptor,
+    layers: Vec<Descriptor>,
+}
+
+/// What an image config says about the base config.
+#[derive(Debug)]
+enum ConfigOutcome {
+    Labelled(Arc<BaseConfig>),
+    NoLabels,
+}
+
+/// Resolves distributions. Cheap to share (`Arc`); all caches are internal.
+pub struct Resolver {
+    options: ResolverOptions,
+    http: reqwest::Client,
+    requests: Arc<AtomicU64>,
+    clients: Cache<String, Arc<RegistryClient>>,
+    tags: Cache<String, Arc<PinnedImage>>,
+    digests: Cache<String, Arc<PinnedImage>>,
+    configs: Cache<String, Arc<ConfigOutcome>>,
+    failures: Cache<String, Arc<ResolveError>>,
+    last_good: Cache<String, Resolution>,
+}
+
+fn fingerprint(creds: &[&Credential]) -> String {
+    if creds.is_empty() {
+        return "anonymous".to_owned();
+    }
+    let mut hash = Sha256::new();
+    for c in creds {
+        hash.update(c.username.as_bytes());
+        hash.update([0]);
+        hash.update(c.password.as_bytes());
+        hash.update([0]);
+    }
+    hash.finalize()
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Resolver {
+    /// A resolver with empty caches.
+    pub fn new(options: ResolverOptions) -> Result<Self, ResolveError> {
+        // reqwest is built without a default crypto provider; the operator uses ring throughout.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .timeout(options.timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &options.extra_ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                ResolveError::Setup(format!("the extra CA bundle is not valid PEM: {e}"))
+            })?;
+            if certs.is_empty() {
+                return Err(ResolveError::Setup(
+                    "the extra CA bundle holds no certificate".to_owned(),
+                ));
+            }
+            builder = builder.tls_certs_merge(certs);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| ResolveError::Setup(e.to_string()))?;
+        let weigher = |_: &String, v: &Arc<ConfigOutcome>| -> u32 {
+            match v.as_ref() {
+                ConfigOutcome::Labelled(c) => u32::try_from(c.yaml.len())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(256),
+                ConfigOutcome::NoLabels => 64,
+            }
+        };
+        Ok(Self {
+            http,
+            requests: Arc::new(AtomicU64::new(0)),
+            clients: Cache::builder().max_capacity(256).build(),
+            tags: Cache::builder()
+                .max_capacity(4096)
+                .time_to_live(options.tag_ttl)
+                .build(),
+            digests: Cache::builder().max_capacity(4096).build(),
+            configs: Cache::builder()
+                .weigher(weigher)
+                .max_capacity(options.config_cache_bytes)
+                .build(),
+            failures: Cache::builder()
+                .max_capacity(4096)
+                .time_to_live(options.failure_ttl)
+                .build(),
+            last_good: Cache::builder().max_capacity(4096).build(),
+            options,
+        })
+    }
+
+    /// HTTP requests sent to registries so far (for tests and metrics).
+    pub fn registry_requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Resolves a distribution with the credentials kubelet would use for it.
+    pub async fn resolve(
+        &self,
+        distribution: &Distribution,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let image = match distribution {
+            Distribution::Name(name) => self
+                .options
+                .catalog
+                .image(name)
+                .map_err(|e| Arc::new(e.into()))?
+                .to_owned(),
+            Distribution::Image(image) => image.clone(),
+        };
+        let image = apply_mirrors(
+            &self.options.mirrors,
+            &ImageRef::parse(&image).map_err(|e| Arc::new(e.into()))?,
+        );
+        let name = image.name();
+        let creds = keyring.lookup(&name);
+        let key = format!(
+            "{distribution}|{image}|{}|{}",
+            fingerprint(&creds),
+            self.options.platform
+        );
+
+        if let Some(err) = self.failures.get(&key).await {
+            return self.fallback(&key, distribution, &image, err).await;
+        }
+        match self.resolve_image(distribution, &image, &creds).await {
+            Ok(resolution) => {
+                self.last_good.insert(key, resolution.clone()).await;
+                Ok(resolution)
+            }
+            Err(err) => {
+                self.failures.insert(key.clone(), err.clone()).await;
+                self.fallback(&key, distribution, &image, err).await
+            }
+        }
+    }
+
+    async fn fallback(
+        &self,
+        key: &str,
+        distribution: &Distribution,
+        image: &ImageRef,
+        err: Arc<ResolveError>,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        if !err.is_registry_failure() {
+            return Err(err);
+        }
+        if let Some(good) = self.last_good.get(key).await {
+            return Ok(Resolution {
+                stale: Some(err),
+                ..good
+            });
+        }
+        // A named distribution still has its embedded config; deploy the reference unpinned.
+        if let Distribution::Name(name) = distribution
+            && let Some(config) = self.embedded(name, image)?
+        {
+            return Ok(Resolution {
+                image: image.to_string(),
+                pinned: false,
+                config,
+                stale: Some(err),
+            });
+        }
+        Err(err)
+    }
+
+    fn embedded(
+        &self,
+        name: &str,
+        image: &ImageRef,
+    ) -> Result<Option<Arc<BaseConfig>>, Arc<ResolveError>> {
+        embedded_config(name)
+            .map(|yaml| {
+                parse_base_config(yaml.as_bytes(), None, ConfigSource::Embedded)
+                    .map(Arc::new)
+                    .map_err(|source| {
+                        Arc::new(ResolveError::BaseConfig {
+                            image: image.to_string(),
+                            source,
+                        })
+                    })
+            })
+            .transpose()
+    }
+
+    async fn resolve_image(
+        &self,
+        distribution: &Distribution,
+        image: &ImageRef,
+        creds: &[&Credential],
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
+            vec![None]
+        } else {
+            creds.iter().map(|c| Some(*c)).collect()
+        };
+        let mut rejected = Vec::new();
+        for credential in candidates {
+            let client = self.client(image, credential).await?;
+            match self.pin(&client, image, creds).await {
+                Ok(pinned) => {
+                    return self
+                        .with_config(distribution, image, &client, &pinned)
+                        .await;
+                }
+                Err(err) => match err.as_ref() {
+                    ResolveError::Registry { source, .. }
+                        if source.is_unauthorized() && credential.is_some() =>
+                    {
+                        rejected.push(credential.map(|c| c.source.to_string()).unwrap_or_default());
+                    }
+                    _ => return Err(err),
+                },
+            }
+        }
+        Err(Arc::new(ResolveError::CredentialsRejected {
+            image: image.to_string(),
+            registry: image.api_host().to_owned(),
+            tried: rejected.join(", "),
+        }))
+    }
+
+    async fn client(
+        &self,
+        image: &ImageRef,
+        credential: Option<&Credential>,
+    ) -> Result<Arc<RegistryClient>, Arc<ResolveError>> {
+        let host = image.api_host().to_owned();
+        let plain = self
+            .options
+            .insecure_registries
+            .iter()
+            .any(|r| *r == host || *r == image.registry);
+        let key = format!(
+            "{host}|{plain}|{}",
+            fingerprint(&credential.into_iter().collect::<Vec<_>>())
+        );
+        let client = self
+            .clients
+            .get_with(key, async {
+                Arc::new(RegistryClient::new(
+                    self.http.clone(),
+                    &host,
+                    plain,
+                    credential.cloned(),
+                    self.requests.clone(),
+                ))
+            })
+            .await;
+        Ok(client)
+    }
+
+    /// Image reference -> digest and platform manifest, cached (tags with a TTL).
+    async fn pin(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+        creds: &[&Credential],
+    ) -> Result<Arc<PinnedImage>, Arc<ResolveError>> {
+        let key = format!(
+            "{}@{}|{}|{}",
+            image.name(),
+            image.reference(),
+            fingerprint(creds),
+            self.options.platform
+        );
+        let cache = if image.digest.is_some() {
+            &self.digests
+        } else {
+            &self.tags
+        };
+        cache
+            .try_get_with(key, self.fetch_pinned(client, image))
+            .await
+    }
+
+    async fn fetch_pinned(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+    ) -> Result<Arc<PinnedImage>, ResolveError> {
+        let limit = self.options.limits.max_manifest_bytes;
+        let registry_err = |source| ResolveError::Registry {
+            image: image.to_string(),
+            source,
+        };
+        let top = client
+            .manifest(&image.repository, image.reference(), limit)
+            .await
+            .map_err(registry_err)?;
+        let shown = image.to_string();
+        let (config, layers) = match parse_manifest(&shown, &top.bytes)? {
+            Manifest::Image { config, layers } => (config, layers),
+            Manifest::Index(entries) => {
+                let entry = select_platform(&shown, &entries, &self.options.platform)?;
+                let platform_manifest = client
+                    .manifest(&image.repository, &entry.digest, limit)
+                    .await
+                    .map_err(registry_err)?;
+                match parse_manifest(&shown, &platform_manifest.bytes)? {
+                    Manifest::Image { config, layers } => (config, layers),
+                    Manifest::Index(_) => {
+                        return Err(ManifestError::Invalid {
+                            image: shown,
+                            detail: "an index entry points at another index".to_owned(),
+                        }
+                        .into());
+                    }
+                }
+            }
+        };
+        Ok(Arc::new(PinnedImage {
+            digest: top.digest,
+            config,
+            layers,
+        }))
+    }
+
+    async fn with_config(
+        &self,
+        distribution: &Distribution,
+        image: &ImageRef,
+        client: &RegistryClient,
+        pinned: &PinnedImage,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let deployed = image.pinned(&pinned.digest);
+        let outcome = self
+            .configs
+            .try_get_with(
+                pinned.config.digest.clone(),
+                self.read_config(client, &deployed, pinned),
+            )
+            .await?;
+        let config = match outcome.as_ref() {
+            ConfigOutcome::Labelled(config) => config.clone(),
+            ConfigOutcome::NoLabels => match distribution {
+                Distribution::Name(name) => self.embedded(name, image)?.ok_or_else(|| {
+                    Arc::new(ResolveError::BaseConfigRequired {
+                        image: deployed.to_string(),
+                    })
+                })?,
+                Distribution::Image(_) => {
+                    return Err(Arc::new(ResolveError::BaseConfigRequired {
+                        image: deployed.to_string(),
+                    }));
+                }
+            },
+        };
+        Ok(Resolution {
+            image: deployed.to_string(),
+            pinned: true,
+            config,
+            stale: None,
+        })
+    }
+
+    async fn read_config(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+        pinned: &PinnedImage,
+    ) -> Result<Arc<ConfigOutcome>, ResolveError> {
+        let shown = image.to_string();
+        let limits = self.options.limits;
+        let blob = client
+            .blob(
+                &image.repository,
+                &pinned.config.digest,
+                limits.max_manifest_bytes,
+            )
+            .await
+            .map_err(|source| ResolveError::Registry {
+                image: shown.clone(),
+                source,
+            })?;
+        let label_err = |source| ResolveError::Label {
+            image: shown.clone(),
+            source,
+        };
+        let info = read_image_config(&blob).map_err(label_err)?;
+        let bytes = match info.locate(&limits).map_err(label_err)? {
+            ConfigLocation::Absent => return Ok(Arc::new(ConfigOutcome::NoLabels)),
+            ConfigLocation::Inline(bytes) => bytes,
+            ConfigLocation::Layer { digest, path } => {
+                let layer =
+                    find_layer(&pinned.layers, &info.diff_ids, &digest).ok_or_else(|| {
+                        ResolveError::LayerNotInImage {
+                            image: shown.clone(),
+                            digest: digest.clone(),
+                        }
+                    })?;
+                self.read_layer_file(client, image, layer, &path).await?
+            }
+        };
+        let config = parse_base_config(&bytes, info.version.as_deref(), ConfigSource::OciLabel)
+            .map_err(|source| ResolveError::BaseConfig {
+                image: shown,
+                source,
+            })?;
+        Ok(Arc::new(ConfigOutcome::Labelled(Arc::new(config))))
+    }
+
+    /// Streams one layer into a blocking tar reader that stops at the file.
+    async fn read_layer_file(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+        layer: &Descriptor,
+        path: &str,
+    ) -> Result<Vec<u8>, ResolveError> {
+        let shown = image.to_string();
+        let compression = Compression::from_media_type(&layer.media_type).ok_or_else(|| {
+            ResolveError::LayerMediaType {
+                image: shown.clone(),
+                digest: layer.digest.clone(),
+                media_type: layer.media_type.clone(),
+            }
+        })?;
+        let mut response = client
+            .blob_response(&image.repository, &layer.digest)
+            .await
+            .map_err(|source| ResolveError::Registry {
+                image: shown.clone(),
+                source,
+            })?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(8);
+        let limits = self.options.limits;
+        let path_owned = path.to_owned();
+        let extraction = tokio::task::spawn_blocking(move || {
+            extract_file(
+                ChannelReader {
+                    rx,
+                    current: Vec::new(),
+                    pos: 0,
+                },
+                compression,
+                &path_owned,
+                &limits,
+            )
+        });
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => Ok(chunk.to_vec()),
+                Ok(None) => break,
+                Err(e) => Err(std::io::Error::other(format!(
+                    "reading the layer failed: {e}"
+                ))),
+            };
+            let failed = chunk.is_err();
+            // The reader hangs up once it has the file: stop downloading.
+            if tx.send(chunk).await.is_err() || failed {
+                break;
+            }
+        }
+        drop(tx);
+        let result = extraction
+            .await
+            .map_err(|e| ResolveError::Setup(format!("layer extraction task failed: {e}")))?;
+        result.map_err(|source| ResolveError::Layer {
+            image: shown,
+            source,
+        })
+    }
+}
+
+/// Blocking `Read` over chunks sent from the async side.
+struct ChannelReader {
+    rx: tokio::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    pos: usize,
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos >= self.current.len() {
+            match self.rx.blocking_recv() {
+                Some(chunk) => {
+                    self.current = chunk?;
+                    self.pos = 0;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.pos);
+        buf[..n].copy_from_slice(&self.current[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
