@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests, and the integration tests against a real kube-apiserver + etcd.
+# Runs every test: unit tests, and the integration tests against a real kube-apiserver + etcd
+# and real OCI registries.
 # Builds (or reuses) the control plane first; a failure to build it fails the run, never skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,7 @@ for tool in cargo go python3; do
   command -v "$tool" >/dev/null || { echo "error: $tool is required (see README, 'Requirements')" >&2; exit 1; }
 done
 
+scripts/install-test-deps.sh
 LLSO_CONTROL_PLANE_BIN="$(scripts/build-control-plane.sh)"
 export LLSO_CONTROL_PLANE_BIN
 

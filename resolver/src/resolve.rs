@@ -154,13 +154,15 @@ pub enum ResolveError {
     },
     /// The labelled layer is not in the image.
     #[error(
-        "image {image}: label {LABEL_LAYER} names {digest}, which is neither a layer nor a diff_id of the image"
+        "image {image}: label {LABEL_LAYER} names {digest}, which is neither a layer nor a diff_id of the image, and no layer contains {path}"
     )]
     LayerNotInImage {
         /// Image.
         image: String,
         /// The digest.
         digest: String,
+        /// The labelled path.
+        path: String,
     },
     /// The labelled layer has an unknown media type.
     #[error(
@@ -613,14 +615,13 @@ impl Resolver {
             ConfigLocation::Absent => return Ok(Arc::new(ConfigOutcome::NoLabels)),
             ConfigLocation::Inline(bytes) => bytes,
             ConfigLocation::Layer { digest, path } => {
-                let layer =
-                    find_layer(&pinned.layers, &info.diff_ids, &digest).ok_or_else(|| {
-                        ResolveError::LayerNotInImage {
-                            image: shown.clone(),
-                            digest: digest.clone(),
-                        }
-                    })?;
-                self.read_layer_file(client, image, layer, &path).await?
+                match find_layer(&pinned.layers, &info.diff_ids, &digest) {
+                    Some(layer) => self.read_layer_file(client, image, layer, &path).await?,
+                    None => {
+                        self.scan_layers(client, image, &pinned.layers, &digest, &path)
+                            .await?
+                    }
+                }
             }
         };
         let config = parse_base_config(&bytes, info.version.as_deref(), ConfigSource::OciLabel)
@@ -629,6 +630,33 @@ impl Resolver {
                 source,
             })?;
         Ok(Arc::new(ConfigOutcome::Labelled(Arc::new(config))))
+    }
+
+    /// The labelled digest is not in the image: a mirror re-compressed the layers and the label
+    /// named the compressed digest. Look for the path in the layers, topmost first (the file a
+    /// container would see), each read within the usual bounds.
+    async fn scan_layers(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+        layers: &[Descriptor],
+        digest: &str,
+        path: &str,
+    ) -> Result<Vec<u8>, ResolveError> {
+        for layer in layers.iter().rev() {
+            match self.read_layer_file(client, image, layer, path).await {
+                Err(ResolveError::Layer {
+                    source: LayerError::NotFound { .. },
+                    ..
+                }) => continue,
+                other => return other,
+            }
+        }
+        Err(ResolveError::LayerNotInImage {
+            image: image.to_string(),
+            digest: digest.to_owned(),
+            path: path.to_owned(),
+        })
     }
 
     /// Streams one layer into a blocking tar reader that stops at the file.

@@ -1,0 +1,273 @@
+//! Debian's `docker-registry` (distribution 2.8) on loopback in three set-ups: htpasswd + TLS,
+//! token auth + TLS (with `token_server.py`), and plain HTTP (a "mirror"). Fresh certificates,
+//! ports and storage per run; the processes die with the test binary.
+
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+use tempfile::TempDir;
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+pub const USER: &str = "tester";
+pub const PASSWORD: &str = "s3cret-pass";
+
+/// One registry process.
+pub struct Registry {
+    /// `127.0.0.1:<port>`
+    pub host: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Registry {
+    /// Stops the registry (to simulate an outage).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn log_tail(&self) -> String {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// All registries of a test run.
+pub struct Registries {
+    pub dir: TempDir,
+    /// htpasswd + TLS.
+    pub basic: Registry,
+    /// Token auth + TLS.
+    pub token: Registry,
+    /// Plain HTTP, no auth.
+    pub plain: Registry,
+    token_server: Child,
+    /// Port of the token server.
+    pub token_port: u16,
+}
+
+impl Drop for Registries {
+    fn drop(&mut self) {
+        let _ = self.token_server.kill();
+        let _ = self.token_server.wait();
+    }
+}
+
+fn free_port() -> Result<u16, Error> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
+    let log = fs::File::create(log)?;
+    cmd.stdout(log.try_clone()?)
+        .stderr(log)
+        .stdin(Stdio::null());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| {
+        format!(
+            "cannot start {:?}: {e} (is it installed? .ci/run installs it)",
+            cmd.get_program()
+        )
+        .into()
+    })
+}
+
+fn wait_port(port: u16, what: &str, deadline: Instant) -> Result<(), Error> {
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!("{what} did not listen on 127.0.0.1:{port}").into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn pki(dir: &Path) -> Result<(), Error> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.distinguished_name
+        .push(DnType::CommonName, "llso-registry-test-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &issuer)?;
+    fs::create_dir_all(dir.join("cadir"))?;
+    fs::write(dir.join("cadir/ca.crt"), ca_cert.pem())?;
+    fs::write(dir.join("ca.pem"), ca_cert.pem())?;
+    fs::write(dir.join("server.crt"), cert.pem())?;
+    fs::write(dir.join("server.key"), key.serialize_pem())?;
+    Ok(())
+}
+
+fn start_registry(dir: &Path, name: &str, http: &str, auth: &str) -> Result<Registry, Error> {
+    let port = free_port()?;
+    let config = format!(
+        "version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: {root}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: llso-test-only\n{http}{auth}",
+        root = dir.join(format!("data-{name}")).display(),
+    );
+    let config_path = dir.join(format!("{name}.yml"));
+    fs::write(&config_path, config)?;
+    let log = dir.join(format!("{name}.log"));
+    let child = spawn(
+        Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config_path),
+        &log,
+    )?;
+    let registry = Registry {
+        host: format!("127.0.0.1:{port}"),
+        child,
+        log,
+    };
+    wait_port(port, name, Instant::now() + Duration::from_secs(20))
+        .map_err(|e| format!("{e}\n{}", registry.log_tail()))?;
+    Ok(registry)
+}
+
+impl Registries {
+    /// Starts the token server and the three registries.
+    pub fn start() -> Result<Self, Error> {
+        let dir = tempfile::Builder::new()
+            .prefix("llso-registries-")
+            .tempdir()?;
+        let d = dir.path();
+        pki(d)?;
+        let tls = format!(
+            "  tls: {{certificate: {}, key: {}}}\n",
+            d.join("server.crt").display(),
+            d.join("server.key").display()
+        );
+        let htpasswd = Command::new("htpasswd")
+            .args(["-Bbn", USER, PASSWORD])
+            .output()
+            .map_err(|e| format!("cannot run htpasswd: {e} (apache2-utils)"))?;
+        if !htpasswd.status.success() {
+            return Err("htpasswd failed".into());
+        }
+        fs::write(d.join("htpasswd"), htpasswd.stdout)?;
+
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/token_server.py");
+        let port_file = d.join("token.port");
+        let token_server = spawn(
+            Command::new("python3")
+                .arg(script)
+                .args(["--user", USER, "--password", PASSWORD])
+                .arg("--signer-cert")
+                .arg(d.join("signer.crt"))
+                .arg("--tls-cert")
+                .arg(d.join("server.crt"))
+                .arg("--tls-key")
+                .arg(d.join("server.key"))
+                .arg("--port-file")
+                .arg(&port_file),
+            &d.join("token-server.log"),
+        )?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let token_port: u16 = loop {
+            if let Ok(text) = fs::read_to_string(&port_file) {
+                break text.trim().parse()?;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "token server did not start: {}",
+                    fs::read_to_string(d.join("token-server.log")).unwrap_or_default()
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+
+        let basic = start_registry(
+            d,
+            "basic",
+            &tls,
+            &format!(
+                "auth:\n  htpasswd: {{realm: llso-test, path: {}}}\n",
+                d.join("htpasswd").display()
+            ),
+        )?;
+        let token = start_registry(
+            d,
+            "token",
+            &tls,
+            &format!(
+                "auth:\n  token: {{realm: \"https://127.0.0.1:{token_port}/token\", service: llso-test-registry, issuer: llso-test-issuer, rootcertbundle: {}}}\n",
+                d.join("signer.crt").display()
+            ),
+        )?;
+        let plain = start_registry(d, "plain", "", "")?;
+        Ok(Self {
+            dir,
+            basic,
+            token,
+            plain,
+            token_server,
+            token_port,
+        })
+    }
+
+    /// A further plain-HTTP registry the test owns (and may stop).
+    pub fn start_extra_plain(&self, name: &str) -> Result<Registry, Error> {
+        start_registry(self.dir.path(), name, "", "")
+    }
+
+    /// PEM of the CA that signed the registries' and token server's certificates.
+    pub fn ca_pem(&self) -> Vec<u8> {
+        fs::read(self.dir.path().join("ca.pem")).unwrap_or_default()
+    }
+
+    /// Directory for skopeo's `--cert-dir`.
+    pub fn cert_dir(&self) -> PathBuf {
+        self.dir.path().join("cadir")
+    }
+
+    /// Token requests the token server answered (issued + denied).
+    pub fn token_requests(&self) -> Result<u64, Error> {
+        // The stats endpoint is plain JSON over TLS; skopeo-free, curl-free: use openssl? Keep
+        // it simple and read it with python, which the token server needs anyway.
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import json,ssl,urllib.request;c=ssl.create_default_context(cafile='{}');print(json.load(urllib.request.urlopen('https://127.0.0.1:{}/stats',context=c))['requests'])",
+                self.dir.path().join("ca.pem").display(),
+                self.token_port
+            ))
+            .output()?;
+        Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+    }
+}

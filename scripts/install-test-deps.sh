@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the integration suites need besides Rust and Go: Debian's docker-registry,
+# skopeo and htpasswd (registry tests), and Python's `cryptography` (the test token server).
+# Idempotent; does nothing when everything is present.
+set -euo pipefail
+
+need_apt=()
+command -v docker-registry >/dev/null || need_apt+=(docker-registry)
+command -v skopeo >/dev/null || need_apt+=(skopeo)
+command -v htpasswd >/dev/null || need_apt+=(apache2-utils)
+if ((${#need_apt[@]})); then
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  # The docker-registry package starts a system service on :5000 where an init system runs;
+  # the tests start their own instances, so keep the package's service from starting.
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+    $sudo chmod +x /usr/sbin/policy-rc.d
+    trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
