@@ -1,6 +1,7 @@
 //! Command-line interface of the `llama-stack-operator` binary.
 
 pub mod crdgen;
+mod resolve;
 
 use std::process::ExitCode;
 
@@ -18,13 +19,16 @@ pub struct Cli {
 enum Command {
     /// Print the LlamaStackDistribution CRD (both versions) as YAML.
     Crdgen(crdgen::Args),
+    /// Resolve a distribution name or image to a digest-pinned image and its base config.
+    Resolve(resolve::Args),
 }
 
 impl Cli {
     /// Runs the chosen subcommand; errors are printed as one line on stderr.
     pub fn run(self) -> ExitCode {
-        let result = match self.command {
-            Command::Crdgen(args) => crdgen::run(&args),
+        let result: Result<(), Box<dyn std::error::Error>> = match self.command {
+            Command::Crdgen(args) => crdgen::run(&args).map_err(Into::into),
+            Command::Resolve(args) => resolve::run(args).map_err(Into::into),
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

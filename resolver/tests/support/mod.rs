@@ -1,4 +1,6 @@
 //! Real registries on loopback for the resolver's integration tests, and OCI fixtures.
+//! Shared by several test binaries, each of which uses a part.
+#![allow(dead_code)]
 
 pub mod oci;
 pub mod registries;

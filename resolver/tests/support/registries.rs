@@ -181,7 +181,9 @@ impl Registries {
         }
         fs::write(d.join("htpasswd"), htpasswd.stdout)?;
 
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/token_server.py");
+        // Embedded, so any crate that includes this module finds it.
+        let script = d.join("token_server.py");
+        fs::write(&script, include_str!("token_server.py"))?;
         let port_file = d.join("token.port");
         let token_server = spawn(
             Command::new("python3")

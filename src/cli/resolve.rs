@@ -1,0 +1,226 @@
+//! `resolve`: a distribution name or image to the pinned image and base config the operator
+//! would deploy, with the same code the controller uses.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use llama_stack_resolver::catalog::parse_image_overrides;
+use llama_stack_resolver::keyring::{CredentialSource, Keyring};
+use llama_stack_resolver::manifest::Platform;
+use llama_stack_resolver::mirror::MirrorRule;
+use llama_stack_resolver::pull_secret::{SecretOutcome, add_pull_secret};
+use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
+use serde::Serialize;
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum Format {
+    /// JSON.
+    #[default]
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+/// Options of `resolve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A distribution name (e.g. `starter`) or an image reference.
+    distribution: String,
+    /// The operator ConfigMap's `image-overrides` value (a YAML map of name to image).
+    #[arg(long, value_name = "FILE")]
+    overrides: Option<PathBuf>,
+    /// A Secret manifest (YAML or JSON) of type kubernetes.io/dockerconfigjson or
+    /// kubernetes.io/dockercfg; repeat in the order kubelet would try them.
+    #[arg(long = "pull-secret", value_name = "FILE")]
+    pull_secrets: Vec<PathBuf>,
+    /// A mirror rule FROM=TO (registry or repository prefixes); repeatable.
+    #[arg(long = "mirror", value_name = "FROM=TO")]
+    mirrors: Vec<MirrorRule>,
+    /// Extra CA certificates (PEM) to trust for registries.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
+    /// A registry reached over plain HTTP; repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    insecure_registries: Vec<String>,
+    /// Platform whose image carries the labels.
+    #[arg(long, default_value = "linux/amd64")]
+    platform: Platform,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t)]
+    format: Format,
+    /// Also print the base config.
+    #[arg(long)]
+    show_config: bool,
+}
+
+/// Errors of `resolve`, each one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveCliError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A pull secret file is not a Secret.
+    #[error("{path} is not a Kubernetes Secret manifest: {detail}")]
+    NotASecret {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// A pull secret is unusable.
+    #[error("{0}")]
+    PullSecret(#[from] llama_stack_resolver::pull_secret::PullSecretError),
+    /// A pull secret has another type.
+    #[error(
+        "{path}: type {secret_type} is not a pull secret; use kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg"
+    )]
+    NotAPullSecret {
+        /// The file.
+        path: PathBuf,
+        /// Its type.
+        secret_type: String,
+    },
+    /// Resolution failed.
+    #[error("{0}")]
+    Resolve(Arc<llama_stack_resolver::ResolveError>),
+    /// Set-up failed.
+    #[error("{0}")]
+    Setup(llama_stack_resolver::ResolveError),
+    /// Output failed.
+    #[error("cannot write the result: {0}")]
+    Output(String),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Output<'a> {
+    image: &'a str,
+    pinned: bool,
+    config_source: &'a str,
+    config_hash: &'a str,
+    config_version: u64,
+    stale: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stale_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<&'a str>,
+}
+
+fn read(path: &PathBuf) -> Result<String, ResolveCliError> {
+    std::fs::read_to_string(path).map_err(|source| ResolveCliError::Read {
+        path: path.clone(),
+        source,
+    })
+}
+
+fn keyring(paths: &[PathBuf]) -> Result<Keyring, ResolveCliError> {
+    let mut keyring = Keyring::default();
+    for path in paths {
+        let secret: Secret =
+            serde_saphyr::from_str(&read(path)?).map_err(|e| ResolveCliError::NotASecret {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+        let mut data: std::collections::BTreeMap<String, Vec<u8>> = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        data.extend(
+            secret
+                .string_data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes())),
+        );
+        let source = CredentialSource {
+            namespace: secret
+                .metadata
+                .namespace
+                .unwrap_or_else(|| "default".to_owned()),
+            name: secret
+                .metadata
+                .name
+                .unwrap_or_else(|| path.display().to_string()),
+        };
+        let secret_type = secret.type_.unwrap_or_default();
+        if let SecretOutcome::IgnoredType(t) =
+            add_pull_secret(&mut keyring, source, &secret_type, &data)?
+        {
+            return Err(ResolveCliError::NotAPullSecret {
+                path: path.clone(),
+                secret_type: t,
+            });
+        }
+    }
+    Ok(keyring)
+}
+
+pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
+    let mut catalog = Catalog::embedded().map_err(|e| ResolveCliError::Output(e.to_string()))?;
+    if let Some(path) = &args.overrides {
+        let (valid, problems) = parse_image_overrides(&read(path)?);
+        for problem in problems {
+            eprintln!("warning: {problem}");
+        }
+        catalog = catalog.with_overrides(&valid);
+    }
+    let distribution = if catalog.image(&args.distribution).is_ok()
+        || !args.distribution.contains(['/', ':', '@'])
+    {
+        Distribution::Name(args.distribution.clone())
+    } else {
+        Distribution::Image(args.distribution.clone())
+    };
+    let keyring = keyring(&args.pull_secrets)?;
+    let mut options = ResolverOptions::new(catalog);
+    options.mirrors = args.mirrors;
+    options.platform = args.platform;
+    options.insecure_registries = args.insecure_registries;
+    if let Some(path) = &args.ca_file {
+        options.extra_ca_pem =
+            Some(std::fs::read(path).map_err(|source| ResolveCliError::Read {
+                path: path.clone(),
+                source,
+            })?);
+    }
+    let resolver = Resolver::new(options).map_err(ResolveCliError::Setup)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ResolveCliError::Output(e.to_string()))?;
+    let resolution = runtime
+        .block_on(resolver.resolve(&distribution, &keyring))
+        .map_err(ResolveCliError::Resolve)?;
+    let output = Output {
+        image: &resolution.image,
+        pinned: resolution.pinned,
+        config_source: resolution.config.source.as_str(),
+        config_hash: &resolution.config.hash,
+        config_version: resolution.config.version,
+        stale: resolution.stale.is_some(),
+        stale_reason: resolution.stale.as_ref().map(ToString::to_string),
+        config: args.show_config.then_some(&*resolution.config.yaml),
+    };
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&output)
+            .map(|mut s| {
+                s.push('\n');
+                s
+            })
+            .map_err(|e| ResolveCliError::Output(e.to_string()))?,
+        Format::Yaml => {
+            serde_saphyr::to_string(&output).map_err(|e| ResolveCliError::Output(e.to_string()))?
+        }
+    };
+    print!("{text}");
+    Ok(())
+}

@@ -1,0 +1,282 @@
+//! `llama-stack-operator resolve` against real registries: what a user runs to see what the
+//! operator would deploy.
+
+#[path = "../resolver/tests/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::sync::{Arc, OnceLock};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::{Value, json};
+use support::oci::{Comp, Entry, ImageSpec, Layer, sha256, skopeo_copy, write_layout};
+use support::registries::{PASSWORD, Registries, USER};
+
+struct Env {
+    regs: Registries,
+    dir: tempfile::TempDir,
+    digest: String,
+    config: String,
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+        .arg("resolve")
+        .args(args)
+        .output()
+        .expect("the operator binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn secret_file(dir: &Path, name: &str, host: &str, password: &str, secret_type: &str) -> String {
+    let config = json!({"auths": {host: {"auth": STANDARD.encode(format!("{USER}:{password}"))}}});
+    let key = if secret_type == "kubernetes.io/dockercfg" {
+        ".dockercfg"
+    } else {
+        ".dockerconfigjson"
+    };
+    let body = if secret_type == "kubernetes.io/dockercfg" {
+        config["auths"].clone()
+    } else {
+        config
+    };
+    let yaml = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: team}}\ntype: {secret_type}\ndata:\n  {key}: {}\n",
+        STANDARD.encode(body.to_string())
+    );
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, yaml).expect("write secret");
+    path.display().to_string()
+}
+
+fn pinned_with_pull_secret(env: &Env) -> Result<(), Failed> {
+    let host = &env.regs.basic.host;
+    let ca = env.regs.dir.path().join("ca.pem");
+    let secret = secret_file(
+        env.dir.path(),
+        "pull",
+        host,
+        PASSWORD,
+        "kubernetes.io/dockerconfigjson",
+    );
+    let (code, stdout, stderr) = run(&[
+        &format!("{host}/cli/app:v1"),
+        "--pull-secret",
+        &secret,
+        "--ca-file",
+        ca.to_str().unwrap_or_default(),
+    ]);
+    if code != 0 {
+        return Err(format!("exit {code}: {stderr}").into());
+    }
+    let out: Value = serde_json::from_str(&stdout)?;
+    let want = json!({
+        "image": format!("{host}/cli/app@{}", env.digest),
+        "pinned": true,
+        "configSource": "oci-label",
+        "configHash": sha256(env.config.as_bytes()),
+        "configVersion": 2,
+        "stale": false,
+    });
+    if out != want {
+        return Err(format!("got {out:#}\nwant {want:#}").into());
+    }
+    Ok(())
+}
+
+fn legacy_dockercfg_yaml_output_and_config(env: &Env) -> Result<(), Failed> {
+    let host = &env.regs.basic.host;
+    let ca = env.regs.dir.path().join("ca.pem");
+    let secret = secret_file(
+        env.dir.path(),
+        "legacy",
+        host,
+        PASSWORD,
+        "kubernetes.io/dockercfg",
+    );
+    let (code, stdout, stderr) = run(&[
+        &format!("{host}/cli/app:v1"),
+        "--pull-secret",
+        &secret,
+        "--ca-file",
+        ca.to_str().unwrap_or_default(),
+        "-o",
+        "yaml",
+        "--show-config",
+    ]);
+    if code != 0 {
+        return Err(format!("exit {code}: {stderr}").into());
+    }
+    let out: Value = serde_saphyr::from_str(&stdout)?;
+    if out["config"] != json!(env.config) || out["configSource"] != json!("oci-label") {
+        return Err(format!("unexpected YAML output:\n{stdout}").into());
+    }
+    Ok(())
+}
+
+fn mirror_and_insecure_registry(env: &Env) -> Result<(), Failed> {
+    let (basic, plain) = (&env.regs.basic.host, &env.regs.plain.host);
+    let (code, stdout, stderr) = run(&[
+        &format!("{basic}/cli/app:v1"),
+        "--mirror",
+        &format!("{basic}/cli={plain}/mirrored"),
+        "--insecure-registry",
+        plain,
+    ]);
+    if code != 0 {
+        return Err(format!("exit {code}: {stderr}").into());
+    }
+    let out: Value = serde_json::from_str(&stdout)?;
+    if out["image"] != json!(format!("{plain}/mirrored/app@{}", env.digest)) {
+        return Err(format!("the mirror must be deployed: {out}").into());
+    }
+    Ok(())
+}
+
+fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
+    let host = &env.regs.basic.host;
+    let ca = env.regs.dir.path().join("ca.pem");
+    let ca = ca.to_str().unwrap_or_default();
+    let wrong = secret_file(
+        env.dir.path(),
+        "wrong",
+        host,
+        "not-the-password",
+        "kubernetes.io/dockerconfigjson",
+    );
+    let opaque = env.dir.path().join("opaque.yaml");
+    std::fs::write(
+        &opaque,
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: opaque}\ntype: Opaque\nstringData: {a: b}\n",
+    )?;
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (vec![format!("{host}/cli/app:v1"), "--pull-secret".into(), wrong, "--ca-file".into(), ca.into()],
+         format!("error: registry {host} rejected every pull secret that matches {host}/cli/app:v1 (tried, in kubelet's order: team/wrong)")),
+        (vec![format!("{host}/cli/app:v1"), "--ca-file".into(), ca.into()], "no pull secret matches this registry".into()),
+        (vec!["startr".into()], "error: unknown distribution \"startr\"; known distributions: nvidia, oci, open-benchmark, postgres-demo, starter, watsonx".into()),
+        (vec!["meta-reference-gpu".into()], "no longer exists in llama-stack 0.7".into()),
+        (vec!["starter".into(), "--pull-secret".into(), opaque.display().to_string()], "type Opaque is not a pull secret".into()),
+        (vec!["starter".into(), "--mirror".into(), "quay.io".into()], "must be FROM=TO".into()),
+        (vec!["starter".into(), "--platform".into(), "amd64".into()], "must be OS/ARCH".into()),
+    ];
+    for (args, needle) in cases {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, stderr) = run(&refs);
+        if code == 0 || !stderr.contains(&needle) || stderr.trim().lines().count() > 3 {
+            return Err(
+                format!("{args:?}: exit {code}, stderr {stderr:?}, expected {needle:?}").into(),
+            );
+        }
+        if stderr.contains("not-the-password") {
+            return Err("a password reached the output".into());
+        }
+    }
+    Ok(())
+}
+
+type Test = fn(&Env) -> Result<(), Failed>;
+
+const TESTS: &[(&str, Test)] = &[
+    ("pinned_with_pull_secret", pinned_with_pull_secret),
+    (
+        "legacy_dockercfg_yaml_output_and_config",
+        legacy_dockercfg_yaml_output_and_config,
+    ),
+    ("mirror_and_insecure_registry", mirror_and_insecure_registry),
+    (
+        "errors_are_one_actionable_line",
+        errors_are_one_actionable_line,
+    ),
+];
+
+fn start() -> Result<Env, support::registries::Error> {
+    let regs = Registries::start()?;
+    let dir = tempfile::Builder::new().prefix("llso-cli-").tempdir()?;
+    let config = "version: 2\ndistro_name: cli-fixture\nproviders: {}\n".to_owned();
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: vec![
+            ("io.llamastack.config.layer", "{layer0}".into()),
+            ("io.llamastack.config.path", "/app/config.yaml".into()),
+        ],
+        layers: vec![Layer {
+            entries: vec![Entry::File("/app/config.yaml", config.clone().into_bytes())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let layout = dir.path().join("layout");
+    let digest = write_layout(
+        &layout,
+        "v1",
+        &[
+            image.clone(),
+            ImageSpec {
+                arch: "arm64",
+                ..image
+            },
+        ],
+        true,
+    )?;
+    let cert_dir = regs.cert_dir();
+    let creds = format!("{USER}:{PASSWORD}");
+    skopeo_copy(
+        &format!("oci:{}:v1", layout.display()),
+        &format!("docker://{}/cli/app:v1", regs.basic.host),
+        &[
+            "--preserve-digests",
+            "--dest-creds",
+            &creds,
+            "--dest-cert-dir",
+            cert_dir.to_str().unwrap_or_default(),
+        ],
+    )?;
+    skopeo_copy(
+        &format!("oci:{}:v1", layout.display()),
+        &format!("docker://{}/mirrored/app:v1", regs.plain.host),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )?;
+    Ok(Env {
+        regs,
+        dir,
+        digest,
+        config,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
+    let trials: Vec<Trial> = TESTS
+        .iter()
+        .map(|(name, test)| {
+            let (env, test) = (env.clone(), *test);
+            Trial::test(*name, move || {
+                test(env.get().ok_or("registries not started")?)
+            })
+        })
+        .collect();
+    let selected = trials
+        .iter()
+        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
+    if !args.list && selected {
+        match start() {
+            Ok(e) => {
+                let _ = env.set(e);
+            }
+            Err(err) => {
+                eprintln!("error: cannot start the test registries: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    drop(Arc::try_unwrap(env).ok().and_then(OnceLock::into_inner));
+    conclusion.exit_code()
+}
