@@ -3,3 +3,4 @@
 
 pub mod api;
 pub mod cli;
+pub mod config;

@@ -1,6 +1,7 @@
 //! Command-line interface of the `llama-stack-operator` binary.
 
 pub mod crdgen;
+pub mod render;
 mod resolve;
 
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ enum Command {
     Crdgen(crdgen::Args),
     /// Resolve a distribution name or image to a digest-pinned image and its base config.
     Resolve(resolve::Args),
+    /// Print what the operator generates for a LlamaStackDistribution (offline).
+    Render(render::Args),
 }
 
 impl Cli {
@@ -29,6 +32,7 @@ impl Cli {
         let result: Result<(), Box<dyn std::error::Error>> = match self.command {
             Command::Crdgen(args) => crdgen::run(&args).map_err(Into::into),
             Command::Resolve(args) => resolve::run(args).map_err(Into::into),
+            Command::Render(args) => render::run(&args).map_err(Into::into),
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

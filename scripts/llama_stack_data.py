@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Exports the llama-stack data the operator embeds, from an installed llama-stack.
+
+  python llama_stack_data.py export OUT_DIR     # inside a venv with llama-stack installed
+      writes OUT_DIR/configs/<distribution>/config.yaml and OUT_DIR/providers.json
+  python llama_stack_data.py table REGISTRY.json VERSION
+      prints providers.json derived from a registry dump (the format `export` dumps too)
+
+providers.json maps API -> provider_type -> {kind, urlField, secretField, hostPort, configKeys}.
+Field names come from each provider's config schema (by alias, as the server parses YAML), by a
+fixed preference order, never by guessing per provider:
+  urlField:    the first of base_url, url, uri, orchestrator_url present
+  secretField: the first of api_token, api_key, access_token, token, password present
+  hostPort:    true when the schema has host and port but no URL field (e.g. pgvector)
+  requiredKeys: the schema's required properties (the server refuses the provider without them)
+  apiDependencies: APIs the provider needs served (it fails to start without them)
+"""
+
+import importlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+URL_FIELDS = ["base_url", "url", "uri", "orchestrator_url"]
+SECRET_FIELDS = ["api_token", "api_key", "access_token", "token", "password"]
+
+
+def derive(entry):
+    schema = entry.get("config_schema") or {}
+    keys = sorted(schema.get("properties", {}).keys())
+    url = next((k for k in URL_FIELDS if k in keys), None)
+    secret = next((k for k in SECRET_FIELDS if k in keys), None)
+    out = {"configKeys": keys}
+    if url:
+        out["urlField"] = url
+    if secret:
+        out["secretField"] = secret
+    if not url and "host" in keys and "port" in keys:
+        out["hostPort"] = True
+    if schema.get("required"):
+        out["requiredKeys"] = sorted(schema["required"])
+    if entry.get("api_dependencies"):
+        out["apiDependencies"] = sorted(entry["api_dependencies"])
+    return out
+
+
+def table(registry, version):
+    providers = {}
+    for api in sorted(registry):
+        providers[api] = {}
+        for provider_type in sorted(registry[api]):
+            entry = registry[api][provider_type]
+            row = {"kind": provider_type.split("::", 1)[0]}
+            row.update(derive(entry))
+            if entry.get("deprecation_error"):
+                row["deprecationError"] = entry["deprecation_error"]
+            elif entry.get("deprecation_warning"):
+                row["deprecationWarning"] = entry["deprecation_warning"]
+            providers[api][provider_type] = row
+    return {"llamaStackVersion": version, "providers": providers}
+
+
+def dump_registry():
+    from llama_stack.core.distribution import get_provider_registry
+
+    registry = {}
+    for api, specs in get_provider_registry().items():
+        api_name = getattr(api, "value", str(api))
+        registry[api_name] = {}
+        for provider_type, spec in specs.items():
+            schema = None
+            config_class = getattr(spec, "config_class", None)
+            if config_class:
+                module_name, _, class_name = config_class.rpartition(".")
+                try:
+                    cls = getattr(importlib.import_module(module_name), class_name)
+                    schema = cls.model_json_schema(by_alias=True)
+                except Exception as e:  # a provider whose optional deps are missing
+                    print(f"warning: cannot load {config_class}: {e}", file=sys.stderr)
+            registry[api_name][provider_type] = {
+                "config_schema": schema,
+                "api_dependencies": [getattr(a, "value", str(a)) for a in getattr(spec, "api_dependencies", []) or []],
+                "deprecation_warning": getattr(spec, "deprecation_warning", None),
+                "deprecation_error": getattr(spec, "deprecation_error", None),
+            }
+    return registry
+
+
+def export(out_dir):
+    import llama_stack
+    from importlib.metadata import version as dist_version
+
+    version = dist_version("llama-stack")
+    out = Path(out_dir)
+    distributions = Path(llama_stack.__file__).parent / "distributions"
+    for config in sorted(distributions.glob("*/config.yaml")):
+        target = out / "configs" / config.parent.name / "config.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(config, target)
+    registry = dump_registry()
+    (out / "providers.json").write_text(json.dumps(table(registry, version), indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["export"]:
+        export(sys.argv[2])
+    elif sys.argv[1:2] == ["table"]:
+        registry = json.loads(Path(sys.argv[2]).read_text())
+        print(json.dumps(table(registry, sys.argv[3]), indent=1, sort_keys=True))
+    else:
+        sys.exit(__doc__)

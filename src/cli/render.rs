@@ -1,0 +1,160 @@
+//! `render`: what the operator would generate for a LlamaStackDistribution, offline, on the
+//! embedded distribution configs.
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use llama_stack_resolver::catalog::parse_image_overrides;
+use llama_stack_resolver::embedded::embedded_config;
+use llama_stack_resolver::{Catalog, LookupError};
+
+use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::config::{GeneratedConfig, ProviderTable, generate};
+
+/// Options of `render`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The LlamaStackDistribution manifest (v1alpha2, YAML or JSON).
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    file: PathBuf,
+    /// Print only the generated config.yaml.
+    #[arg(long, conflicts_with = "env")]
+    config: bool,
+    /// Print only the environment variables the server container gets.
+    #[arg(long)]
+    env: bool,
+    /// The operator ConfigMap's `image-overrides` (names it adds need --base-config).
+    #[arg(long, value_name = "FILE")]
+    overrides: Option<PathBuf>,
+    /// A base config.yaml to use instead of the embedded one (e.g. for distribution.image).
+    #[arg(long, value_name = "FILE")]
+    base_config: Option<PathBuf>,
+}
+
+/// Errors of `render`.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The manifest is not a v1alpha2 LlamaStackDistribution.
+    #[error("{path} is not a llamastack.io/v1alpha2 LlamaStackDistribution: {detail}")]
+    Manifest {
+        /// File.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// Unknown distribution.
+    #[error("spec.distribution.name: {0}")]
+    Lookup(#[from] LookupError),
+    /// No base config offline.
+    #[error("{0}")]
+    NoBase(String),
+    /// Generation failed.
+    #[error("{0}")]
+    Generate(#[from] crate::config::GenerateError),
+    /// Output failed.
+    #[error("cannot serialize the output: {0}")]
+    Output(String),
+}
+
+fn read(path: &PathBuf) -> Result<String, RenderError> {
+    std::fs::read_to_string(path).map_err(|source| RenderError::Read {
+        path: path.clone(),
+        source,
+    })
+}
+
+/// Name of the generated ConfigMap: `<cr>-config-<first 8 hex of the content hash>`.
+pub fn config_map_name(cr: &str, hash: &str) -> String {
+    let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
+    format!("{cr}-config-{}", &hex[..8.min(hex.len())])
+}
+
+fn config_map(
+    cr: &LlamaStackDistribution,
+    generated: &GeneratedConfig,
+) -> Result<ConfigMap, RenderError> {
+    let name = cr.metadata.name.clone().unwrap_or_default();
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": config_map_name(&name, &generated.hash),
+            "namespace": cr.metadata.namespace,
+            "labels": {
+                "app.kubernetes.io/name": "llama-stack",
+                "app.kubernetes.io/instance": name,
+                "app.kubernetes.io/managed-by": "llama-stack-operator",
+            },
+            "annotations": {"llamastack.io/config-hash": generated.hash},
+        },
+        "immutable": true,
+        "data": {"config.yaml": generated.yaml},
+    }))
+    .map_err(|e| RenderError::Output(e.to_string()))
+}
+
+pub(super) fn run(args: &Args) -> Result<(), RenderError> {
+    let text = read(&args.file)?;
+    let cr: LlamaStackDistribution =
+        serde_saphyr::from_str(&text).map_err(|e| RenderError::Manifest {
+            path: args.file.clone(),
+            detail: e.to_string(),
+        })?;
+    if cr.metadata.name.as_deref().unwrap_or_default().is_empty() {
+        return Err(RenderError::Manifest {
+            path: args.file.clone(),
+            detail: "metadata.name is required".to_owned(),
+        });
+    }
+    if let Some(o) = &cr.spec.override_config {
+        return Err(RenderError::NoBase(format!(
+            "spec.overrideConfig: the server uses ConfigMap {:?} as is; there is nothing to generate",
+            o.config_map_name
+        )));
+    }
+    let base = match (&args.base_config, &cr.spec.distribution.name) {
+        (Some(path), _) => read(path)?,
+        (None, Some(name)) => {
+            let mut catalog =
+                Catalog::embedded().map_err(|e| RenderError::Output(e.to_string()))?;
+            if let Some(path) = &args.overrides {
+                let (valid, problems) = parse_image_overrides(&read(path)?);
+                for problem in problems {
+                    eprintln!("warning: {problem}");
+                }
+                catalog = catalog.with_overrides(&valid);
+            }
+            catalog.image(name)?;
+            embedded_config(name)
+                .ok_or_else(|| RenderError::NoBase(format!("spec.distribution.name: {name:?} has no embedded config; pass --base-config FILE")))?
+                .to_owned()
+        }
+        (None, None) => {
+            return Err(RenderError::NoBase(
+                "spec.distribution.image: the base config comes from the image's labels, which render does not fetch; pass --base-config FILE (or run `llama-stack-operator resolve IMAGE --show-config`)".to_owned(),
+            ));
+        }
+    };
+    let generated = generate(&cr.spec, &base, ProviderTable::embedded())?;
+    for warning in &generated.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let out = if args.config {
+        generated.yaml.clone()
+    } else if args.env {
+        serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))?
+    } else {
+        serde_saphyr::to_string(&config_map(&cr, &generated)?)
+            .map_err(|e| RenderError::Output(e.to_string()))?
+    };
+    print!("{out}");
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! Config generation: a v1alpha2 spec and the distribution's base config to the llama-stack
+//! `config.yaml`, environment variables and content hash. Pure: no I/O.
+
+pub mod apis;
+pub mod env;
+pub mod generate;
+pub mod table;
+
+pub use generate::{FieldError, GenerateError, GeneratedConfig, generate};
+pub use table::ProviderTable;
