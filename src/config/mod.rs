@@ -8,3 +8,6 @@ pub mod table;
 
 pub use generate::{FieldError, GenerateError, GeneratedConfig, generate};
 pub use table::ProviderTable;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,390 @@
+//! Generator cases: spec 002's user stories and edge cases on the embedded starter config.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::env::{EnvSource, UrlPart};
+use super::{GenerateError, GeneratedConfig, ProviderTable, generate};
+use crate::api::v1alpha2::LlamaStackDistributionSpec;
+
+const STARTER: &str = include_str!("../../configs/starter/config.yaml");
+
+fn spec(v: Value) -> LlamaStackDistributionSpec {
+    let mut v = v;
+    v["distribution"] = json!({"name": "starter"});
+    serde_json::from_value(v).expect("valid spec")
+}
+
+fn run(v: Value) -> GeneratedConfig {
+    generate(&spec(v), STARTER, ProviderTable::embedded()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn errors(v: Value) -> Vec<String> {
+    match generate(&spec(v), STARTER, ProviderTable::embedded()) {
+        Err(GenerateError::Invalid(errors)) => errors.iter().map(ToString::to_string).collect(),
+        other => panic!("expected field errors, got {other:?}"),
+    }
+}
+
+fn config(g: &GeneratedConfig) -> Value {
+    serde_saphyr::from_str(&g.yaml).expect("generated YAML parses")
+}
+
+fn provider<'a>(c: &'a Value, api: &str, id: &str) -> &'a Value {
+    c["providers"][api]
+        .as_array()
+        .and_then(|l| l.iter().find(|p| p["provider_id"] == id))
+        .unwrap_or_else(|| panic!("no {api} provider {id}"))
+}
+
+#[test]
+fn us1_vllm_endpoint_and_key_go_to_base_url_and_api_token() {
+    let g = run(
+        json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://vllm:8000/v1",
+        "apiKey": {"secretKeyRef": {"name": "vllm-creds", "key": "token"}}}}}),
+    );
+    let c = config(&g);
+    let ids: Vec<&str> = c["providers"]["inference"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["provider_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["vllm"], "the inference list is replaced");
+    let vllm = provider(&c, "inference", "vllm");
+    assert_eq!(vllm["provider_type"], "remote::vllm");
+    assert_eq!(vllm["config"]["base_url"], "http://vllm:8000/v1");
+    assert_eq!(vllm["config"]["api_token"], "${env.LLSD_VLLM_API_KEY}");
+    assert!(vllm["config"].get("api_key").is_none() && vllm["config"].get("url").is_none());
+    assert_eq!(
+        vllm["config"]["max_tokens"], "${env.VLLM_MAX_TOKENS:=4096}",
+        "defaults of the base vllm provider are kept"
+    );
+    assert_eq!(g.env.len(), 1);
+    assert_eq!(g.env[0].name, "LLSD_VLLM_API_KEY");
+    assert!(
+        matches!(&g.env[0].source, EnvSource::SecretKeyRef(r) if r.name == "vllm-creds" && r.key == "token")
+    );
+    assert!(
+        !g.yaml.contains("vllm-creds"),
+        "no secret reference details in the config"
+    );
+    // Other APIs keep the distribution's providers; dangling embedding defaults are removed.
+    assert!(!c["providers"]["vector_io"].as_array().unwrap().is_empty());
+    assert!(c["vector_stores"].get("default_embedding_model").is_none());
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.contains("vector_stores.default_embedding_model")
+                && w.contains("sentence-transformers"))
+    );
+}
+
+#[test]
+fn us1_distribution_only_is_the_base_config_byte_for_byte() {
+    let g = run(json!({}));
+    assert_eq!(g.yaml, STARTER);
+    assert_eq!(
+        g.hash,
+        llama_stack_resolver::base_config::sha256_hex(STARTER.as_bytes())
+    );
+    assert!(g.env.is_empty() && g.warnings.is_empty());
+}
+
+#[test]
+fn us2_lists_need_ids_and_ids_are_unique_across_apis() {
+    let errs = errors(
+        json!({"providers": {"inference": [{"provider": "vllm"}, {"id": "b", "provider": "openai"}]}}),
+    );
+    assert_eq!(
+        errs,
+        [
+            "spec.providers.inference[0].id: id is required when inference lists more than one provider"
+        ]
+    );
+    let errs = errors(
+        json!({"providers": {"inference": {"id": "shared", "provider": "vllm", "endpoint": "http://v"},
+        "safety": {"id": "shared", "provider": "llama-guard"}}}),
+    );
+    assert_eq!(
+        errs,
+        [
+            "spec.providers.safety.id: provider id \"shared\" is already used by spec.providers.inference; provider ids must be unique across all APIs"
+        ]
+    );
+    let g = run(
+        json!({"providers": {"inference": [{"id": "vllm-primary", "provider": "vllm", "endpoint": "http://a"},
+        {"id": "openai-fallback", "provider": "openai", "apiKey": {"secretKeyRef": {"name": "o", "key": "k"}}}]}}),
+    );
+    let c = config(&g);
+    assert_eq!(
+        provider(&c, "inference", "openai-fallback")["config"]["api_key"],
+        "${env.LLSD_OPENAI_FALLBACK_API_KEY}"
+    );
+    assert_eq!(
+        g.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+        ["LLSD_OPENAI_FALLBACK_API_KEY"]
+    );
+}
+
+#[test]
+fn us3_models_shields_and_tools() {
+    let g = run(json!({
+        "providers": {"inference": [{"id": "small", "provider": "vllm", "endpoint": "http://a"}, {"id": "big", "provider": "vllm", "endpoint": "http://b"}],
+                      "safety": {"provider": "llama-guard"}, "toolRuntime": {"provider": "brave-search"}},
+        "resources": {"models": ["m1", {"name": "m2", "provider": "big", "contextLength": 128000, "modelType": "llm", "quantization": "fp8"}],
+                      "shields": ["llama-guard"], "tools": ["websearch"]}}));
+    let c = config(&g);
+    let models = c["registered_resources"]["models"].as_array().unwrap();
+    assert_eq!(
+        models[models.len() - 2],
+        json!({"model_id": "m1", "provider_id": "small", "provider_model_id": "m1", "model_type": "llm"})
+    );
+    assert_eq!(
+        models[models.len() - 1],
+        json!({"model_id": "m2", "provider_id": "big", "provider_model_id": "m2", "model_type": "llm",
+        "metadata": {"context_length": 128000, "quantization": "fp8"}})
+    );
+    let shields = c["registered_resources"]["shields"].as_array().unwrap();
+    assert!(shields.contains(&json!({"shield_id": "llama-guard", "provider_id": "llama-guard", "provider_shield_id": "llama-guard"})));
+    assert_eq!(g.resource_count, 4);
+    let errs = errors(
+        json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://a"}},
+        "resources": {"models": [{"name": "x", "provider": "nope"}], "tools": ["wolfram_alpha"]}}),
+    );
+    assert!(errs[0].starts_with("spec.resources.models[0].provider: no inference provider has id \"nope\"; available: vllm"), "{errs:?}");
+    assert!(errs[1].contains("tool group \"wolfram_alpha\" needs a toolRuntime provider of type remote::wolfram-alpha"), "{errs:?}");
+}
+
+#[test]
+fn missing_providers_for_resources_use_the_spec_messages() {
+    let base = "version: 2\ndistro_name: tiny\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm\n    provider_type: remote::vllm\n    config: {base_url: http://x}\n";
+    let s = spec(json!({"resources": {"shields": ["guard"], "tools": ["websearch"]}}));
+    match generate(&s, base, ProviderTable::embedded()) {
+        Err(GenerateError::Invalid(errs)) => {
+            let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
+            assert_eq!(
+                text,
+                [
+                    "spec.resources.shields[0]: resources.shields requires at least one safety provider to be configured",
+                    "spec.resources.tools[0]: resources.tools requires at least one toolRuntime provider to be configured",
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn us4_storage_backends() {
+    let g = run(
+        json!({"storage": {"sql": {"type": "postgres", "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}},
+        "kv": {"type": "redis", "endpoint": "redis://redis.state:6380"}}}),
+    );
+    let c = config(&g);
+    assert_eq!(
+        c["storage"]["backends"]["kv_default"],
+        json!({"type": "kv_redis", "host": "redis.state", "port": 6380})
+    );
+    let sql = &c["storage"]["backends"]["sql_default"];
+    assert_eq!(sql["type"], "sql_postgres");
+    assert_eq!(sql["password"], "${env.LLSD_STORAGE_SQL_PASSWORD}");
+    let parts: Vec<UrlPart> = g
+        .env
+        .iter()
+        .filter_map(|e| match &e.source {
+            EnvSource::SecretUrlPart { part, .. } => Some(*part),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parts.len(), 5);
+    assert!(
+        c["storage"]["stores"]["metadata"]["backend"] == "kv_default",
+        "stores keep pointing at the replaced backends"
+    );
+    let g = run(json!({"storage": {"kv": {}}}));
+    assert_eq!(
+        config(&g)["storage"]["backends"]["kv_default"]["type"],
+        "kv_sqlite"
+    );
+    assert_eq!(
+        errors(
+            json!({"storage": {"kv": {"type": "redis", "endpoint": "redis://r:6379", "password": {"secretKeyRef": {"name": "r", "key": "p"}}}}})
+        )[0],
+        "spec.storage.kv.password: llama-stack 0.7.3's redis backend has no password setting (it would connect without one); use a Redis that needs no password on the cluster network, or sqlite/postgres"
+    );
+}
+
+#[test]
+fn disabled_apis() {
+    let g = run(json!({"disabled": ["eval", "postTraining"]}));
+    let c = config(&g);
+    assert!(c["providers"].get("eval").is_none());
+    assert!(!c["apis"].as_array().unwrap().contains(&json!("eval")));
+    assert!(g.warnings.iter().any(|w| {
+        w.starts_with("spec.disabled[1]: \"postTraining\" does not exist in llama-stack 0.7")
+    }));
+    let errs = errors(
+        json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://a"}}, "disabled": ["inference"]}),
+    );
+    assert_eq!(
+        errs,
+        [
+            "spec.disabled[0]: inference is both configured under spec.providers and disabled; remove one of them"
+        ]
+    );
+    // Disabling vector_io removes the file-search tool runtime that needs it, with a warning.
+    let g = run(json!({"disabled": ["vectorIo"]}));
+    let c = config(&g);
+    assert!(
+        !c["providers"]["tool_runtime"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["provider_type"] == "inline::file-search")
+    );
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.contains("file-search") && w.contains("vector_io")),
+        "{:?}",
+        g.warnings
+    );
+}
+
+#[test]
+fn settings_secrets_unknown_keys_and_conflicts() {
+    let g = run(
+        json!({"providers": {"vectorIo": {"provider": "pgvector", "endpoint": "postgres://llama@pg.db:5433/vectors",
+        "settings": {"password": {"secretKeyRef": {"name": "pg", "key": "password"}},
+                     "vector_index": {"type": "HNSW", "auth": {"secretKeyRef": {"name": "not", "key": "resolved"}}}, "bogus": 1}}}}),
+    );
+    let c = config(&g);
+    let pg = provider(&c, "vector_io", "pgvector");
+    assert_eq!(
+        (
+            pg["config"]["host"].as_str(),
+            pg["config"]["port"].as_u64(),
+            pg["config"]["db"].as_str(),
+            pg["config"]["user"].as_str()
+        ),
+        (Some("pg.db"), Some(5433), Some("vectors"), Some("llama"))
+    );
+    assert_eq!(pg["config"]["password"], "${env.LLSD_PGVECTOR_PASSWORD}");
+    assert_eq!(
+        pg["config"]["vector_index"]["auth"]["secretKeyRef"]["name"], "not",
+        "nested secretKeyRefs pass through untouched"
+    );
+    let errs = errors(
+        json!({"providers": {"vectorIo": {"provider": "pgvector", "settings": {"password": {"secretKeyRef": {"name": "p", "key": "k"}, "extra": 1}}}}}),
+    );
+    assert_eq!(
+        errs,
+        ["spec.providers.vectorIo.settings.password: a secretKeyRef value must have no other keys"]
+    );
+    assert!(g.warnings.iter().any(|w| w.starts_with(
+        "spec.providers.vectorIo.settings.bogus: remote::pgvector has no setting \"bogus\""
+    )));
+    let errs = errors(
+        json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://a", "settings": {"base_url": "http://b"}}}}),
+    );
+    assert_eq!(
+        errs,
+        [
+            "spec.providers.inference.settings.base_url: base_url is already set by endpoint or apiKey; set it in one place"
+        ]
+    );
+    let errs = errors(
+        json!({"providers": {"vectorIo": {"provider": "pgvector", "endpoint": "postgres://u:secret@h/db"}}}),
+    );
+    assert!(
+        errs[0].contains("the endpoint contains a password"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn wrong_provider_fields_are_errors_not_silent() {
+    let errs = errors(
+        json!({"providers": {"inference": {"provider": "ollama", "endpoint": "http://o:11434/v1",
+        "apiKey": {"secretKeyRef": {"name": "o", "key": "k"}}}}}),
+    );
+    assert!(
+        errs[0].starts_with(
+            "spec.providers.inference.apiKey: remote::ollama takes no API key in llama-stack 0.7.3"
+        ),
+        "{errs:?}"
+    );
+    let errs = errors(json!({"providers": {"inference": {"provider": "vllm2"}}}));
+    assert!(errs[0].starts_with("spec.providers.inference.provider: \"vllm2\" is not a inference provider of llama-stack 0.7.3; available: inline::sentence-transformers"), "{errs:?}");
+    // A type the base config does not have starts empty: its required keys must come from the spec.
+    let errs = errors(json!({"providers": {"vectorIo": {"provider": "remote::milvus"}}}));
+    assert_eq!(
+        errs,
+        [
+            "spec.providers.vectorIo: remote::milvus requires persistence, token, uri (set them with endpoint or settings)"
+        ]
+    );
+}
+
+#[test]
+fn telemetry_becomes_opentelemetry_environment() {
+    let g = run(
+        json!({"providers": {"telemetry": {"provider": "opentelemetry", "endpoint": "http://otel:4318",
+        "settings": {"serviceName": "my-stack"}, "apiKey": {"secretKeyRef": {"name": "otel", "key": "token"}}}}}),
+    );
+    let env: Vec<(String, String)> = g
+        .env
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                match &e.source {
+                    EnvSource::Value(v) => v.clone(),
+                    EnvSource::SecretKeyRef(r) => format!("secret:{}/{}", r.name, r.key),
+                    EnvSource::SecretUrlPart { .. } => "part".into(),
+                },
+            )
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("LLSD_TELEMETRY_API_KEY".into(), "secret:otel/token".into()),
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+                "http://otel:4318".into()
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS".into(),
+                "Authorization=Bearer $(LLSD_TELEMETRY_API_KEY)".into()
+            ),
+            ("OTEL_SERVICE_NAME".into(), "my-stack".into()),
+        ]
+    );
+    assert!(
+        !g.yaml.contains("telemetry"),
+        "no telemetry API in the config"
+    );
+}
+
+proptest! {
+    #[test]
+    fn same_input_same_bytes(max_tokens in 1u32..100_000, keys in proptest::collection::btree_set("[a-z]{1,6}", 0..4), model in "[a-z0-9-]{1,12}") {
+        let mut settings = serde_json::Map::new();
+        settings.insert("max_tokens".into(), json!(max_tokens));
+        for k in &keys {
+            settings.insert(k.clone(), json!(k));
+        }
+        let v = json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": settings}}, "resources": {"models": [model]}});
+        let a = run(v.clone());
+        let b = run(v);
+        prop_assert_eq!(&a.yaml, &b.yaml);
+        prop_assert_eq!(&a.hash, &b.hash);
+        prop_assert_eq!(&a.env, &b.env);
+        // Key order in the output follows the base config, then the user's order.
+        let c = config(&a);
+        let first_keys: Vec<&String> = c.as_object().unwrap().keys().take(3).collect();
+        prop_assert_eq!(first_keys, ["version", "distro_name", "apis"]);
+    }
+}
