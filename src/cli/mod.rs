@@ -1,6 +1,7 @@
 //! Command-line interface of the `llama-stack-operator` binary.
 
 pub mod crdgen;
+pub mod merge_config;
 pub mod render;
 mod resolve;
 
@@ -24,6 +25,8 @@ enum Command {
     Resolve(resolve::Args),
     /// Print what the operator generates for a LlamaStackDistribution (offline).
     Render(render::Args),
+    /// Merge external providers into a config (runs in the Pod, spec 001).
+    MergeConfig(merge_config::Args),
 }
 
 impl Cli {
@@ -33,6 +36,7 @@ impl Cli {
             Command::Crdgen(args) => crdgen::run(&args).map_err(Into::into),
             Command::Resolve(args) => resolve::run(args).map_err(Into::into),
             Command::Render(args) => render::run(&args).map_err(Into::into),
+            Command::MergeConfig(args) => merge_config::run(&args).map_err(Into::into),
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

