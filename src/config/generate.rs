@@ -977,6 +977,16 @@ pub fn generate(
             .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
             .unwrap_or(0),
     };
+    if !llama_stack_resolver::base_config::SUPPORTED_CONFIG_VERSIONS.contains(&config_version) {
+        let version = config
+            .get("version")
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_default();
+        return Err(GenerateError::BaseConfig(
+            llama_stack_resolver::base_config::BaseConfigError::UnsupportedVersion { version }
+                .to_string(),
+        ));
+    }
     let before = base_provider_ids(&Value::Object(config.clone()));
     let mut ctx = Ctx {
         table,

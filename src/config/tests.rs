@@ -216,6 +216,21 @@ fn us4_storage_backends() {
 }
 
 #[test]
+fn unsupported_config_versions_are_refused_with_the_fr029_message() {
+    let base = STARTER.replacen("version: 2", "version: 3", 1);
+    let err = generate(
+        &spec(json!({"disabled": ["eval"]})),
+        &base,
+        ProviderTable::embedded(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the base config is not a llama-stack config: Unsupported config.yaml version 3. Supported versions: 2, 1"
+    );
+}
+
+#[test]
 fn disabled_apis() {
     let g = run(json!({"disabled": ["eval", "postTraining"]}));
     let c = config(&g);

@@ -1,0 +1,137 @@
+//! `llama-stack-operator render` on every v1alpha2 sample: offline, on the embedded configs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::config::{ProviderTable, generate};
+use serde_json::Value;
+
+fn render(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+        .arg("render")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sample(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/samples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
+    for name in [
+        "v1alpha2_us1_minimal_inference.yaml",
+        "v1alpha2_us1_distribution_defaults.yaml",
+        "v1alpha2_us2_multiple_providers.yaml",
+        "v1alpha2_us3_resources.yaml",
+        "v1alpha2_us4_state_storage.yaml",
+        "v1alpha2_us5_networking.yaml",
+        "v1alpha2_us8_production.yaml",
+        "v1alpha2_ext_us1_custom_provider.yaml",
+        "v1alpha2_ext_us2_override_provider.yaml",
+    ] {
+        let path = sample(name);
+        let (code, stdout, stderr) = render(&["-f", &path]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        let cm: Value = serde_saphyr::from_str(&stdout).unwrap();
+        let cr: LlamaStackDistribution =
+            serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let expected = generate(
+            &cr.spec,
+            llama_stack_resolver::embedded::embedded_config("starter").unwrap(),
+            ProviderTable::embedded(),
+        )
+        .unwrap();
+        let hex = expected.hash.trim_start_matches("sha256:");
+        assert_eq!(cm["kind"], "ConfigMap");
+        assert_eq!(cm["immutable"], true);
+        assert_eq!(
+            cm["metadata"]["name"],
+            format!("{}-config-{}", cr.metadata.name.unwrap(), &hex[..8]),
+            "{name}"
+        );
+        assert_eq!(cm["data"]["config.yaml"], expected.yaml.as_str(), "{name}");
+        let (code, config, _) = render(&["-f", &path, "--config"]);
+        assert_eq!(
+            (code, config.as_str()),
+            (0, expected.yaml.as_str()),
+            "{name} --config"
+        );
+        let (_, again, _) = render(&["-f", &path]);
+        assert_eq!(
+            again, stdout,
+            "{name}: rendering twice gives the same bytes"
+        );
+    }
+}
+
+#[test]
+fn env_output_names_secrets_but_never_holds_values() {
+    let (code, stdout, _) = render(&[
+        "-f",
+        &sample("v1alpha2_us2_multiple_providers.yaml"),
+        "--env",
+    ]);
+    assert_eq!(code, 0);
+    let env: Vec<Value> = serde_saphyr::from_str(&stdout).unwrap();
+    let names: Vec<&str> = env.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["LLSD_OPENAI_FALLBACK_API_KEY", "LLSD_VLLM_PRIMARY_API_KEY"]
+    );
+    assert_eq!(env[1]["secretKeyRef"]["name"], "vllm-credentials");
+}
+
+#[test]
+fn errors_name_the_field_and_the_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |name: &str, spec: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, format!("apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {{name: x}}\nspec:\n{spec}")).unwrap();
+        path.display().to_string()
+    };
+    let cases = [
+        (
+            write("a.yaml", "  distribution: {name: remote-vllm}\n"),
+            "spec.distribution.name: distribution \"remote-vllm\" no longer exists in llama-stack 0.7",
+        ),
+        (
+            write("b.yaml", "  distribution: {image: quay.io/x/y:1}\n"),
+            "spec.distribution.image: the base config comes from the image's labels",
+        ),
+        (
+            write(
+                "c.yaml",
+                "  distribution: {name: starter}\n  providers:\n    inference: [{provider: vllm}, {provider: openai}]\n",
+            ),
+            "spec.providers.inference[0].id: id is required when inference lists more than one provider",
+        ),
+        (
+            write(
+                "d.yaml",
+                "  distribution: {name: starter}\n  providers:\n    inference: vllm\n",
+            ),
+            "expected a provider object or a list of provider objects, found a string",
+        ),
+        (
+            sample("v1alpha2_us6_override_config.yaml"),
+            "spec.overrideConfig: the server uses ConfigMap \"my-llama-stack-config\" as is",
+        ),
+    ];
+    for (path, needle) in cases {
+        let (code, _, stderr) = render(&["-f", &path]);
+        assert_eq!(code, 1, "{path}");
+        assert!(stderr.contains(needle), "{path}: {stderr}");
+    }
+}
