@@ -4,3 +4,4 @@
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod convert;
