@@ -5,3 +5,4 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod convert;
+pub mod webhook;

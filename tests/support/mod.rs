@@ -1,3 +1,4 @@
-//! Shared test infrastructure: real processes on loopback, never mocks.
+//! Shared test infrastructure: real processes on loopback, never mocks. Each test binary uses a part.
+#![allow(dead_code)]
 
 pub mod control_plane;

@@ -1,0 +1,229 @@
+//! The conversion and validating admission webhooks, served over HTTPS (axum + rustls/ring).
+//!
+//! `POST /convert` answers ConversionReviews (v1alpha2 is the hub, see [`crate::convert`]);
+//! `POST /validate` answers AdmissionReviews with Kubernetes-style causes and warnings;
+//! `GET /healthz` for probes. Bodies over 3 MiB are refused (the API server's own limit for
+//! objects is 1.5 MiB, conversion reviews carry lists).
+
+pub mod validation;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+use kube::core::response::{StatusCause, StatusDetails};
+use kube::core::{DynamicObject, Status};
+use llama_stack_resolver::Catalog;
+
+use crate::convert::convert;
+
+/// Shared state of the handlers.
+#[derive(Clone)]
+pub struct WebhookState {
+    /// Distribution names (with image-overrides) for admission.
+    pub catalog: Arc<Catalog>,
+}
+
+/// The routes.
+pub fn router(state: WebhookState) -> Router {
+    Router::new()
+        .route("/convert", post(convert_handler))
+        .route("/validate", post(validate_handler))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(3 << 20))
+        .with_state(state)
+}
+
+async fn convert_handler(Json(review): Json<ConversionReview>) -> Json<ConversionReview> {
+    let request = match ConversionRequest::from_review(review) {
+        Ok(r) => r,
+        Err(_) => {
+            return Json(
+                ConversionResponse::invalid(Status::failure(
+                    "the ConversionReview has no request",
+                    "BadRequest",
+                ))
+                .into_review(),
+            );
+        }
+    };
+    let desired = request.desired_api_version.clone();
+    let mut converted = Vec::with_capacity(request.objects.len());
+    for object in &request.objects {
+        match convert(object, &desired) {
+            Ok(o) => converted.push(o),
+            Err(e) => {
+                let name = object
+                    .pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?")
+                    .to_owned();
+                let status = Status::failure(
+                    &format!("cannot convert {name} to {desired}: {e}"),
+                    "ConversionFailed",
+                );
+                return Json(
+                    ConversionResponse::for_request(request)
+                        .failure(status)
+                        .into_review(),
+                );
+            }
+        }
+    }
+    Json(
+        ConversionResponse::for_request(request)
+            .success(converted)
+            .into_review(),
+    )
+}
+
+async fn validate_handler(
+    State(state): State<WebhookState>,
+    Json(review): Json<AdmissionReview<DynamicObject>>,
+) -> Json<AdmissionReview<DynamicObject>> {
+    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
+        Ok(r) => r,
+        Err(e) => return Json(AdmissionResponse::invalid(e.to_string()).into_review()),
+    };
+    let mut response = AdmissionResponse::from(&request);
+    let Some(object) = request
+        .object
+        .as_ref()
+        .and_then(|o| serde_json::to_value(o).ok())
+    else {
+        return Json(response.into_review());
+    };
+    let verdict = match object.get("apiVersion").and_then(|v| v.as_str()) {
+        Some("llamastack.io/v1alpha2") => validation::validate_v1alpha2(&object, &state.catalog),
+        Some("llamastack.io/v1alpha1") => validation::validate_v1alpha1(&object, &state.catalog),
+        _ => validation::Verdict::default(),
+    };
+    if !verdict.warnings.is_empty() {
+        response.warnings = Some(verdict.warnings);
+    }
+    if !verdict.errors.is_empty() {
+        let message = verdict
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        response = response.deny(message);
+        response.result.reason = "Invalid".to_owned();
+        response.result.code = 422;
+        response.result.details = Some(StatusDetails {
+            causes: verdict
+                .errors
+                .iter()
+                .map(|e| StatusCause {
+                    reason: "FieldValueInvalid".to_owned(),
+                    message: e.message.clone(),
+                    field: e.path.clone(),
+                })
+                .collect(),
+            name: request.name.clone(),
+            group: "llamastack.io".to_owned(),
+            kind: "LlamaStackDistribution".to_owned(),
+            uid: String::new(),
+            retry_after_seconds: 0,
+        });
+    }
+    Json(response.into_review())
+}
+
+/// Errors starting the webhook server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The certificate or key could not be loaded.
+    #[error("cannot load the webhook certificate {cert} / key {key}: {source}")]
+    Tls {
+        /// Certificate path.
+        cert: PathBuf,
+        /// Key path.
+        key: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The server failed.
+    #[error("webhook server on {addr} failed: {source}")]
+    Serve {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// A running server's handle: reload certificates, shut down.
+pub struct WebhookServer {
+    /// Reload the certificate files in place (rotation without a restart).
+    pub tls: axum_server::tls_rustls::RustlsConfig,
+    /// Triggers graceful shutdown.
+    pub handle: axum_server::Handle<SocketAddr>,
+}
+
+impl WebhookServer {
+    /// Re-reads the certificate and key files; new connections use them.
+    pub async fn reload(
+        &self,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+    ) -> Result<(), ServeError> {
+        self.tls
+            .reload_from_pem_file(cert, key)
+            .await
+            .map_err(|source| ServeError::Tls {
+                cert: cert.to_owned(),
+                key: key.to_owned(),
+                source,
+            })
+    }
+}
+
+/// Serves the webhooks on `addr` with a PEM certificate and key; returns once listening.
+pub async fn serve(
+    addr: SocketAddr,
+    cert: PathBuf,
+    key: PathBuf,
+    state: WebhookState,
+) -> Result<
+    (
+        WebhookServer,
+        SocketAddr,
+        tokio::task::JoinHandle<Result<(), ServeError>>,
+    ),
+    ServeError,
+> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
+        .await
+        .map_err(|source| ServeError::Tls {
+            cert: cert.clone(),
+            key: key.clone(),
+            source,
+        })?;
+    let handle = axum_server::Handle::new();
+    let server = axum_server::bind_rustls(addr, tls.clone()).handle(handle.clone());
+    let app = router(state);
+    let task = tokio::spawn(async move {
+        server
+            .serve(app.into_make_service())
+            .await
+            .map_err(|source| ServeError::Serve { addr, source })
+    });
+    let bound = tokio::time::timeout(Duration::from_secs(10), handle.listening())
+        .await
+        .ok()
+        .flatten()
+        .ok_or(ServeError::Serve {
+            addr,
+            source: std::io::Error::other("did not start listening"),
+        })?;
+    Ok((WebhookServer { tls, handle }, bound, task))
+}

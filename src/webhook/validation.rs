@@ -1,0 +1,291 @@
+//! Admission checks CEL cannot express (the polymorphic fields are untyped in the CRD): shapes
+//! and unknown keys of those fields, explicit ids in lists, ids unique across APIs, an API both
+//! configured and disabled, model providers, known distribution names, and everything the config
+//! generator would refuse. Unknown provider settings come back as warnings. Pure.
+
+use serde_json::Value;
+
+use crate::api::polymorphic::json_kind;
+use crate::api::v1alpha2::LlamaStackDistributionSpec;
+use crate::config::{FieldError, GenerateError, ProviderTable, generate};
+use llama_stack_resolver::Catalog;
+use llama_stack_resolver::embedded::embedded_config;
+
+/// What admission says.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Denial causes (empty: allowed).
+    pub errors: Vec<FieldError>,
+    /// Warnings for the client.
+    pub warnings: Vec<String>,
+}
+
+const PROVIDER_KEYS: &[&str] = &["id", "provider", "endpoint", "apiKey", "settings"];
+const MODEL_KEYS: &[&str] = &[
+    "name",
+    "provider",
+    "contextLength",
+    "modelType",
+    "quantization",
+];
+const EXPOSE_KEYS: &[&str] = &["enabled", "hostname"];
+
+/// A base config for checks when the real one is not known offline (an image distribution):
+/// only spec-internal rules apply then.
+const EMPTY_BASE: &str = "version: 2\ndistro_name: unknown\napis: []\nproviders: {}\n";
+
+fn err(errors: &mut Vec<FieldError>, path: impl Into<String>, message: impl Into<String>) {
+    errors.push(FieldError {
+        path: path.into(),
+        message: message.into(),
+    });
+}
+
+fn check_keys(
+    errors: &mut Vec<FieldError>,
+    path: &str,
+    value: &Value,
+    allowed: &[&str],
+    what: &str,
+) {
+    for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+        if !allowed.contains(&key.as_str()) {
+            err(
+                errors,
+                format!("{path}.{key}"),
+                format!("unknown field of a {what}; allowed: {}", allowed.join(", ")),
+            );
+        }
+    }
+}
+
+fn check_shapes(spec: &Value, errors: &mut Vec<FieldError>) {
+    for (api, value) in spec
+        .get("providers")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let path = format!("spec.providers.{api}");
+        match value {
+            Value::Object(_) => check_keys(errors, &path, value, PROVIDER_KEYS, "provider"),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if item.is_object() {
+                        check_keys(
+                            errors,
+                            &format!("{path}[{i}]"),
+                            item,
+                            PROVIDER_KEYS,
+                            "provider",
+                        );
+                    } else {
+                        err(
+                            errors,
+                            format!("{path}[{i}]"),
+                            format!("expected a provider object, found {}", json_kind(item)),
+                        );
+                    }
+                }
+            }
+            other => err(
+                errors,
+                path,
+                format!(
+                    "expected a provider object or a list of provider objects, found {}",
+                    json_kind(other)
+                ),
+            ),
+        }
+    }
+    for (i, model) in spec
+        .pointer("/resources/models")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = format!("spec.resources.models[{i}]");
+        match model {
+            Value::String(_) => {}
+            Value::Object(_) => check_keys(errors, &path, model, MODEL_KEYS, "model"),
+            other => err(
+                errors,
+                path,
+                format!(
+                    "expected a model name or a model object, found {}",
+                    json_kind(other)
+                ),
+            ),
+        }
+    }
+    match spec.pointer("/networking/expose") {
+        None | Some(Value::Bool(_)) => {}
+        Some(value @ Value::Object(_)) => check_keys(
+            errors,
+            "spec.networking.expose",
+            value,
+            EXPOSE_KEYS,
+            "expose object",
+        ),
+        Some(other) => err(
+            errors,
+            "spec.networking.expose",
+            format!(
+                "expected true, false or an object with hostname, found {}",
+                json_kind(other)
+            ),
+        ),
+    }
+}
+
+/// Validates a v1alpha2 object (as JSON). `catalog` carries the operator's image-overrides.
+pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
+    let mut verdict = Verdict::default();
+    let spec_json = object.get("spec").cloned().unwrap_or(Value::Null);
+    check_shapes(&spec_json, &mut verdict.errors);
+    if !verdict.errors.is_empty() {
+        return verdict;
+    }
+    let spec: LlamaStackDistributionSpec = match serde_json::from_value(spec_json) {
+        Ok(spec) => spec,
+        Err(e) => {
+            err(&mut verdict.errors, "spec", e.to_string());
+            return verdict;
+        }
+    };
+    if spec.override_config.is_some() {
+        return verdict;
+    }
+    let (base, spec_only) = match &spec.distribution.name {
+        Some(name) => match catalog.image(name) {
+            Err(e) => {
+                err(&mut verdict.errors, "spec.distribution.name", e.to_string());
+                return verdict;
+            }
+            Ok(_) => match embedded_config(name) {
+                Some(base) => (base, false),
+                None => (EMPTY_BASE, true),
+            },
+        },
+        None => (EMPTY_BASE, true),
+    };
+    match generate(&spec, base, ProviderTable::embedded()) {
+        Ok(generated) => verdict.warnings = generated.warnings,
+        Err(GenerateError::Invalid(errors)) => {
+            // Without the real base config, only rules about the spec itself are decisive.
+            verdict.errors = errors
+                .into_iter()
+                .filter(|e| {
+                    !spec_only
+                        || e.path.starts_with("spec.providers")
+                        || e.path.starts_with("spec.disabled")
+                })
+                .collect();
+        }
+        Err(GenerateError::BaseConfig(message)) => {
+            err(&mut verdict.errors, "spec.distribution", message)
+        }
+    }
+    verdict
+}
+
+/// Validates a v1alpha1 object: the distribution name must be known.
+pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
+    let mut verdict = Verdict::default();
+    if let Some(name) = object
+        .pointer("/spec/server/distribution/name")
+        .and_then(Value::as_str)
+        && let Err(e) = catalog.image(name)
+    {
+        err(
+            &mut verdict.errors,
+            "spec.server.distribution.name",
+            e.to_string(),
+        );
+    }
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check(spec: Value) -> Verdict {
+        validate_v1alpha2(
+            &json!({"apiVersion": "llamastack.io/v1alpha2", "spec": spec}),
+            &Catalog::embedded().unwrap(),
+        )
+    }
+
+    fn paths(v: &Verdict) -> Vec<String> {
+        v.errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn shapes_and_unknown_keys() {
+        let v = check(
+            json!({"distribution": {"name": "starter"}, "providers": {"inference": "vllm", "safety": [{"provider": "llama-guard", "endpiont": "x"}]},
+            "resources": {"models": [7]}, "networking": {"expose": "yes"}}),
+        );
+        assert_eq!(
+            paths(&v),
+            [
+                "spec.providers.inference: expected a provider object or a list of provider objects, found a string",
+                "spec.providers.safety[0].endpiont: unknown field of a provider; allowed: id, provider, endpoint, apiKey, settings",
+                "spec.resources.models[0]: expected a model name or a model object, found a number",
+                "spec.networking.expose: expected true, false or an object with hostname, found a string",
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_rules_hold_for_image_distributions_too() {
+        let v = check(
+            json!({"distribution": {"image": "quay.io/x/y:1"}, "providers": {"inference": [{"provider": "vllm"}, {"id": "b", "provider": "openai"}]},
+            "resources": {"shields": ["s"]}}),
+        );
+        assert_eq!(
+            paths(&v),
+            [
+                "spec.providers.inference[0].id: id is required when inference lists more than one provider"
+            ],
+            "base-dependent rules are left out"
+        );
+    }
+
+    #[test]
+    fn names_models_and_warnings() {
+        let v = check(json!({"distribution": {"name": "remote-vllm"}}));
+        assert!(
+            paths(&v)[0].starts_with(
+                "spec.distribution.name: distribution \"remote-vllm\" no longer exists"
+            ),
+            "{:?}",
+            paths(&v)
+        );
+        let v = check(
+            json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": {"max_tokenz": 1}}},
+            "resources": {"models": [{"name": "m", "provider": "nope"}]}}),
+        );
+        assert_eq!(
+            paths(&v),
+            [
+                "spec.resources.models[0].provider: no inference provider has id \"nope\"; available: vllm"
+            ]
+        );
+        let v = check(
+            json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": {"max_tokenz": 1}}}}),
+        );
+        assert!(v.errors.is_empty());
+        assert!(
+            v.warnings.iter().any(|w| w.starts_with(
+                "spec.providers.inference.settings.max_tokenz: remote::vllm has no setting"
+            )),
+            "{:?}",
+            v.warnings
+        );
+    }
+}

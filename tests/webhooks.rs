@@ -1,0 +1,456 @@
+//! The conversion and validating webhooks, called over TLS by a real kube-apiserver.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::process::{ExitCode, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use libtest_mimic::{Arguments, Failed, Trial};
+use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
+use llama_stack_resolver::Catalog;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
+use serde_json::{Value, json};
+use support::control_plane::{ControlPlane, committed_crd, install_crd};
+
+struct Env {
+    plane: ControlPlane,
+    client: kube::Client,
+    rt: tokio::runtime::Runtime,
+    server: WebhookServer,
+    dir: tempfile::TempDir,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+type Test = fn(&Env) -> Result<(), Failed>;
+
+fn api(env: &Env, ns: &str, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("llamastack.io", version, "LlamaStackDistribution");
+    Api::namespaced_with(
+        env.client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions"),
+    )
+}
+
+fn namespace(env: &Env, name: &str) -> Result<String, Failed> {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    env.rt
+        .block_on(Api::<Namespace>::all(env.client.clone()).create(&PostParams::default(), &ns))?;
+    Ok(name.to_owned())
+}
+
+fn create(env: &Env, ns: &str, object: Value) -> Result<Value, kube::Error> {
+    let version = object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("llamastack.io/")
+        .to_owned();
+    let obj: DynamicObject = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
+    let created = env
+        .rt
+        .block_on(api(env, ns, &version).create(&PostParams::default(), &obj))?;
+    serde_json::to_value(created).map_err(kube::Error::SerdeError)
+}
+
+fn read(env: &Env, ns: &str, version: &str, name: &str) -> Result<Value, Failed> {
+    Ok(serde_json::to_value(
+        env.rt.block_on(api(env, ns, version).get(name))?,
+    )?)
+}
+
+fn serving_cert(issuer: &Issuer<'static, KeyPair>) -> Result<(String, String), Failed> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    Ok((params.signed_by(&key, issuer)?.pem(), key.serialize_pem()))
+}
+
+fn v1alpha1_objects_round_trip_through_v1alpha2(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "conv-v1")?;
+    let object = json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution", "metadata": {"name": "old"},
+        "spec": {"replicas": 2, "server": {"distribution": {"name": "starter"},
+            "containerSpec": {"name": "server", "port": 9000, "env": [{"name": "A", "value": "b"}]},
+            "userConfig": {"configMapName": "cfg", "configMapNamespace": "elsewhere"},
+            "storage": {"size": "5Gi"}, "tlsConfig": {"caBundle": {"configMapName": "ca"}}},
+            "network": {"exposeRoute": true}}});
+    let created = create(env, &ns, object)?;
+    let v2 = read(env, &ns, "v1alpha2", "old")?;
+    let s = &v2["spec"];
+    let checks = [
+        (&s["workload"]["replicas"], json!(2)),
+        (&s["networking"]["port"], json!(9000)),
+        (&s["overrideConfig"]["configMapName"], json!("cfg")),
+        (&s["workload"]["storage"]["size"], json!("5Gi")),
+        (&s["networking"]["expose"], json!(true)),
+        (&s["workload"]["overrides"]["env"][0]["name"], json!("A")),
+    ];
+    for (got, want) in checks {
+        if *got != want {
+            return Err(format!("read as v1alpha2: got {got}, want {want}\n{v2:#}").into());
+        }
+    }
+    let back = read(env, &ns, "v1alpha1", "old")?;
+    if back["spec"] != created["spec"] {
+        return Err(format!(
+            "v1alpha1 -> v1alpha2 -> v1alpha1 changed the spec:\n{:#}\nwas\n{:#}",
+            back["spec"], created["spec"]
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn v1alpha2_objects_round_trip_through_v1alpha1(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "conv-v2")?;
+    let sample: Value = serde_saphyr::from_str(&std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/samples/v1alpha2_us8_production.yaml"
+    ))?)?;
+    let created = create(env, &ns, sample)?;
+    let v1 = read(env, &ns, "v1alpha1", "us8-production")?;
+    let carried = v1["metadata"]["annotations"]["llamastack.io/v1alpha2-fields"]
+        .as_str()
+        .ok_or("no v1alpha2-fields annotation")?;
+    if !carried.contains("pgvector") {
+        return Err(format!("the providers should ride in the annotation: {carried}").into());
+    }
+    if v1["spec"]["server"]["autoscaling"]["maxReplicas"] != 5 {
+        return Err(format!("autoscaling should map to spec.server.autoscaling: {v1:#}").into());
+    }
+    let back = read(env, &ns, "v1alpha2", "us8-production")?;
+    if back["spec"] != created["spec"] {
+        return Err(format!(
+            "v1alpha2 -> v1alpha1 -> v1alpha2 changed the spec:\n{:#}\nwas\n{:#}",
+            back["spec"], created["spec"]
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn every_sample_is_accepted_including_v1alpha1(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "samples")?;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/samples");
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let object: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path)?)?;
+        create(env, &ns, object).map_err(|e| format!("{}: {e}", path.display()))?;
+        count += 1;
+    }
+    if count < 12 {
+        return Err(format!("only {count} samples").into());
+    }
+    Ok(())
+}
+
+fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "denials")?;
+    let v2 = |spec: Value| json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "bad"}, "spec": spec});
+    let cases = [
+        (
+            v2(json!({"distribution": {"name": "starter"}, "providers": {"inference": "vllm"}})),
+            "spec.providers.inference",
+            "expected a provider object or a list of provider objects",
+        ),
+        (
+            v2(
+                json!({"distribution": {"name": "starter"}, "providers": {"inference": [{"provider": "vllm"}, {"id": "b", "provider": "openai"}]}}),
+            ),
+            "spec.providers.inference[0].id",
+            "id is required when inference lists more than one provider",
+        ),
+        (
+            v2(
+                json!({"distribution": {"name": "starter"}, "providers": {"inference": {"id": "x", "provider": "vllm", "endpoint": "http://v"}, "safety": {"id": "x", "provider": "llama-guard"}}}),
+            ),
+            "spec.providers.safety.id",
+            "provider ids must be unique across all APIs",
+        ),
+        (
+            v2(
+                json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}, "disabled": ["inference"]}),
+            ),
+            "spec.disabled[0]",
+            "both configured under spec.providers and disabled",
+        ),
+        (
+            v2(
+                json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}, "resources": {"models": [{"name": "m", "provider": "nope"}]}}),
+            ),
+            "spec.resources.models[0].provider",
+            "available: vllm",
+        ),
+        (
+            v2(json!({"distribution": {"name": "remote-vllm"}})),
+            "spec.distribution.name",
+            "no longer exists in llama-stack 0.7",
+        ),
+        (
+            json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution", "metadata": {"name": "bad"}, "spec": {"server": {"distribution": {"name": "startr"}}}}),
+            "spec.server.distribution.name",
+            "known distributions: nvidia",
+        ),
+    ];
+    for (object, field, needle) in cases {
+        match create(env, &ns, object) {
+            Err(kube::Error::Api(status)) => {
+                let causes = status
+                    .details
+                    .as_ref()
+                    .map(|d| d.causes.clone())
+                    .unwrap_or_default();
+                if !status.message.contains("denied the request")
+                    || !causes
+                        .iter()
+                        .any(|c| c.field == field && c.message.contains(needle))
+                {
+                    return Err(format!("expected a webhook denial at {field} containing {needle:?}, got {}: {causes:?}", status.message).into());
+                }
+            }
+            other => return Err(format!("expected a denial at {field}, got {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
+fn unknown_settings_are_warnings(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "warnings")?;
+    let manifest = "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: w}\nspec:\n  distribution: {name: starter}\n  providers:\n    inference: {provider: vllm, endpoint: 'http://v', settings: {max_tokenz: 10}}\n";
+    let mut child = env
+        .plane
+        .kubectl()
+        .args(["apply", "--server-side", "-n", &ns, "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(&mut child.stdin.take().ok_or("stdin")?, manifest.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success()
+        || !stderr.contains(
+            "Warning: spec.providers.inference.settings.max_tokenz: remote::vllm has no setting",
+        )
+    {
+        return Err(format!(
+            "expected success with a warning, got {:?}: {stderr}",
+            out.status
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn certificate_rotation_without_failed_requests(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "rotation")?;
+    let (cert, key) = serving_cert(&env.issuer)?;
+    let (cert_path, key_path) = (
+        env.dir.path().join("tls.crt"),
+        env.dir.path().join("tls.key"),
+    );
+    std::fs::write(&cert_path, cert)?;
+    std::fs::write(&key_path, key)?;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut i = 0;
+    while Instant::now() < deadline {
+        if i == 5 {
+            env.rt.block_on(env.server.reload(&cert_path, &key_path))?;
+        }
+        let object = json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution", "metadata": {"name": format!("r{i}")}, "spec": {"server": {"distribution": {"name": "starter"}}}});
+        create(env, &ns, object)
+            .map_err(|e| format!("request {i} failed around the rotation: {e}"))?;
+        i += 1;
+    }
+    Ok(())
+}
+
+const TESTS: &[(&str, Test)] = &[
+    (
+        "v1alpha1_objects_round_trip_through_v1alpha2",
+        v1alpha1_objects_round_trip_through_v1alpha2,
+    ),
+    (
+        "v1alpha2_objects_round_trip_through_v1alpha1",
+        v1alpha2_objects_round_trip_through_v1alpha1,
+    ),
+    (
+        "every_sample_is_accepted_including_v1alpha1",
+        every_sample_is_accepted_including_v1alpha1,
+    ),
+    ("denials_carry_field_paths", denials_carry_field_paths),
+    (
+        "unknown_settings_are_warnings",
+        unknown_settings_are_warnings,
+    ),
+    (
+        "certificate_rotation_without_failed_requests",
+        certificate_rotation_without_failed_requests,
+    ),
+];
+
+fn start() -> Result<Env, Failed> {
+    let plane = ControlPlane::start().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = rt.block_on(plane.client()).map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir()?;
+    let ca_key = KeyPair::generate()?;
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    let ca_pem = ca.self_signed(&ca_key)?.pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let (cert, key) = serving_cert(&issuer)?;
+    std::fs::write(dir.path().join("tls.crt"), cert)?;
+    std::fs::write(dir.path().join("tls.key"), key)?;
+    let state = WebhookState {
+        catalog: Arc::new(Catalog::embedded()?),
+    };
+    let (server, addr, _task) = rt.block_on(serve(
+        "127.0.0.1:0".parse()?,
+        dir.path().join("tls.crt"),
+        dir.path().join("tls.key"),
+        state,
+    ))?;
+    let base = format!("https://{addr}");
+    let mut crd = committed_crd().map_err(|e| e.to_string())?;
+    let conversion = crd
+        .spec
+        .conversion
+        .as_mut()
+        .and_then(|c| c.webhook.as_mut())
+        .and_then(|w| w.client_config.as_mut())
+        .ok_or("no conversion stanza")?;
+    conversion.service = None;
+    conversion.url = Some(format!("{base}/convert"));
+    conversion.ca_bundle = Some(ByteString(ca_pem.clone().into_bytes()));
+    rt.block_on(install_crd(&client, &crd))
+        .map_err(|e| e.to_string())?;
+    let vwc: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": "llama-stack-operator"},
+        "webhooks": [{"name": "validate.llamastack.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 5,
+            "clientConfig": {"url": format!("{base}/validate"), "caBundle": ByteString(ca_pem.into_bytes())},
+            "rules": [{"apiGroups": ["llamastack.io"], "apiVersions": ["v1alpha1", "v1alpha2"], "operations": ["CREATE", "UPDATE"], "resources": ["llamastackdistributions"]}]}]
+    }))?;
+    rt.block_on(
+        Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .create(&PostParams::default(), &vwc),
+    )?;
+    let env = Env {
+        plane,
+        client,
+        rt,
+        server,
+        dir,
+        issuer,
+    };
+    // The API server picks up webhook configurations asynchronously: wait until a denial comes back.
+    namespace(&env, "probe")?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let probe = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "probe"}, "spec": {"distribution": {"name": "startr"}}});
+        match create(&env, "probe", probe) {
+            Err(kube::Error::Api(s)) if s.message.contains("denied the request") => return Ok(env),
+            _ if Instant::now() > deadline => {
+                return Err("the validating webhook was not called within 30 s".into());
+            }
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// With the webhook down: the failure policy (Fail) refuses writes, objects stay readable in the
+/// storage version, and reading them as v1alpha1 fails instead of returning unconverted data.
+fn webhook_down(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "down")?;
+    let ok = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "kept"}, "spec": {"distribution": {"name": "starter"}}});
+    create(env, &ns, ok)?;
+    env.server.handle.shutdown();
+    std::thread::sleep(Duration::from_millis(300));
+    let write = create(
+        env,
+        &ns,
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "new"}, "spec": {"distribution": {"name": "starter"}}}),
+    );
+    match write {
+        Err(kube::Error::Api(s)) if s.message.contains("failed calling webhook") => {}
+        other => {
+            return Err(format!(
+                "with the webhook down a write must fail (failurePolicy Fail), got {other:?}"
+            )
+            .into());
+        }
+    }
+    read(env, &ns, "v1alpha2", "kept")?;
+    if read(env, &ns, "v1alpha1", "kept").is_ok() {
+        return Err("reading as v1alpha1 must fail without the conversion webhook".into());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
+    let trials: Vec<Trial> = TESTS
+        .iter()
+        .map(|(name, test)| {
+            let (env, test) = (env.clone(), *test);
+            Trial::test(*name, move || {
+                test(env.get().ok_or("webhooks not started")?)
+            })
+        })
+        .collect();
+    let selected = trials
+        .iter()
+        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
+    if args.list || !selected {
+        return libtest_mimic::run(&args, trials).exit_code();
+    }
+    match start() {
+        Ok(e) => {
+            let _ = env.set(e);
+        }
+        Err(err) => {
+            eprintln!(
+                "error: cannot start the control plane and webhooks: {}",
+                err.message().unwrap_or_default()
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Runs last, alone: it stops the webhook server.
+    let down = env.get().map(webhook_down);
+    let down_ok = match down {
+        Some(Ok(())) => {
+            eprintln!("test webhook_down_behaves_as_documented ... ok");
+            true
+        }
+        Some(Err(e)) => {
+            eprintln!(
+                "test webhook_down_behaves_as_documented ... FAILED: {}",
+                e.message().unwrap_or_default()
+            );
+            false
+        }
+        None => false,
+    };
+    drop(Arc::try_unwrap(env).ok().and_then(OnceLock::into_inner));
+    if conclusion.has_failed() || !down_ok {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
