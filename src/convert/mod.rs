@@ -76,10 +76,10 @@ fn put(v: &mut Value, path: &[&str], value: Value) {
     };
     let mut cur = v;
     for k in parents {
-        if !cur.get(*k).is_some_and(Value::is_object) {
-            if let Some(obj) = cur.as_object_mut() {
-                obj.insert((*k).to_owned(), json!({}));
-            }
+        if !cur.get(*k).is_some_and(Value::is_object)
+            && let Some(obj) = cur.as_object_mut()
+        {
+            obj.insert((*k).to_owned(), json!({}));
         }
         let Some(next) = cur.get_mut(*k) else { return };
         cur = next;
