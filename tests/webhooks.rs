@@ -251,6 +251,41 @@ fn unknown_settings_are_warnings(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+fn missing_references_are_warnings_not_denials(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "references")?;
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(
+        json!({"metadata": {"name": "present"}, "stringData": {"other": "x"}}),
+    )?;
+    env.rt.block_on(
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(env.client.clone(), &ns)
+            .create(&PostParams::default(), &secret),
+    )?;
+    let manifest = "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: refs}\nspec:\n  distribution: {name: starter}\n  providers:\n    inference:\n    - {id: a, provider: vllm, endpoint: 'http://v', apiKey: {secretKeyRef: {name: missing, key: token}}}\n    - {id: b, provider: openai, apiKey: {secretKeyRef: {name: present, key: token}}}\n";
+    let mut child = env
+        .plane
+        .kubectl()
+        .args(["apply", "--server-side", "-n", &ns, "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(&mut child.stdin.take().ok_or("stdin")?, manifest.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let wanted = [
+        "Warning: spec.providers.inference[0].apiKey.secretKeyRef.name: Secret \"missing\" not found in namespace \"references\"",
+        "Warning: spec.providers.inference[1].apiKey.secretKeyRef: key \"token\" not found in Secret \"present\" (namespace \"references\"); available keys: other",
+    ];
+    if !out.status.success() || !wanted.iter().all(|w| stderr.contains(w)) {
+        return Err(format!(
+            "expected success with both warnings, got {:?}: {stderr}",
+            out.status
+        )
+        .into());
+    }
+    Ok(())
+}
+
 fn certificate_rotation_without_failed_requests(env: &Env) -> Result<(), Failed> {
     let ns = namespace(env, "rotation")?;
     let (cert, key) = serving_cert(&env.issuer)?;
@@ -293,6 +328,10 @@ const TESTS: &[(&str, Test)] = &[
         unknown_settings_are_warnings,
     ),
     (
+        "missing_references_are_warnings_not_denials",
+        missing_references_are_warnings_not_denials,
+    ),
+    (
         "certificate_rotation_without_failed_requests",
         certificate_rotation_without_failed_requests,
     ),
@@ -317,6 +356,7 @@ fn start() -> Result<Env, Failed> {
     std::fs::write(dir.path().join("tls.key"), key)?;
     let state = WebhookState {
         catalog: Arc::new(Catalog::embedded()?),
+        client: Some(client.clone()),
     };
     let (server, addr, _task) = rt.block_on(serve(
         "127.0.0.1:0".parse()?,

@@ -1,9 +1,11 @@
 //! Command-line interface of the `llama-stack-operator` binary.
 
+mod convert;
 pub mod crdgen;
 pub mod merge_config;
 pub mod render;
 mod resolve;
+mod run;
 
 use std::process::ExitCode;
 
@@ -19,6 +21,10 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run the operator (currently: the conversion and validating webhooks).
+    Run(run::Args),
+    /// Convert a LlamaStackDistribution manifest between v1alpha1 and v1alpha2.
+    Convert(convert::Args),
     /// Print the LlamaStackDistribution CRD (both versions) as YAML.
     Crdgen(crdgen::Args),
     /// Resolve a distribution name or image to a digest-pinned image and its base config.
@@ -33,6 +39,8 @@ impl Cli {
     /// Runs the chosen subcommand; errors are printed as one line on stderr.
     pub fn run(self) -> ExitCode {
         let result: Result<(), Box<dyn std::error::Error>> = match self.command {
+            Command::Run(args) => run::run(&args).map_err(Into::into),
+            Command::Convert(args) => convert::run(&args).map_err(Into::into),
             Command::Crdgen(args) => crdgen::run(&args).map_err(Into::into),
             Command::Resolve(args) => resolve::run(args).map_err(Into::into),
             Command::Render(args) => render::run(&args).map_err(Into::into),

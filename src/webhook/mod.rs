@@ -5,6 +5,7 @@
 //! `GET /healthz` for probes. Bodies over 3 MiB are refused (the API server's own limit for
 //! objects is 1.5 MiB, conversion reviews carry lists).
 
+pub mod references;
 pub mod validation;
 
 use std::net::SocketAddr;
@@ -28,6 +29,8 @@ use crate::convert::convert;
 pub struct WebhookState {
     /// Distribution names (with image-overrides) for admission.
     pub catalog: Arc<Catalog>,
+    /// API access to check referenced Secrets and ConfigMaps (warnings); `None` skips the checks.
+    pub client: Option<kube::Client>,
 }
 
 /// The routes.
@@ -99,11 +102,19 @@ async fn validate_handler(
     else {
         return Json(response.into_review());
     };
-    let verdict = match object.get("apiVersion").and_then(|v| v.as_str()) {
+    let mut verdict = match object.get("apiVersion").and_then(|v| v.as_str()) {
         Some("llamastack.io/v1alpha2") => validation::validate_v1alpha2(&object, &state.catalog),
         Some("llamastack.io/v1alpha1") => validation::validate_v1alpha1(&object, &state.catalog),
         _ => validation::Verdict::default(),
     };
+    if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())
+        && verdict.errors.is_empty()
+    {
+        let refs = references::references(&object);
+        verdict
+            .warnings
+            .extend(references::check(client, namespace, &refs).await);
+    }
     if !verdict.warnings.is_empty() {
         response.warnings = Some(verdict.warnings);
     }

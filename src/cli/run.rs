@@ -1,0 +1,109 @@
+//! `run`: the operator's long-running process. Serves the conversion and validating webhooks
+//! over HTTPS (the controller joins it in the reconciler issue).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use llama_stack_resolver::Catalog;
+use llama_stack_resolver::catalog::parse_image_overrides;
+
+use crate::webhook::{ServeError, WebhookState, serve};
+
+/// Options of `run`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Address of the HTTPS webhook server.
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    webhook_addr: SocketAddr,
+    /// PEM certificate of the webhook server (re-read when it changes, for rotation).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/tmp/k8s-webhook-server/serving-certs/tls.crt"
+    )]
+    tls_cert: PathBuf,
+    /// PEM private key of the webhook server.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/tmp/k8s-webhook-server/serving-certs/tls.key"
+    )]
+    tls_key: PathBuf,
+    /// The operator ConfigMap's `image-overrides` (names it adds become known to admission).
+    #[arg(long, value_name = "FILE")]
+    image_overrides: Option<PathBuf>,
+    /// How often to check the certificate files for changes.
+    #[arg(long, default_value = "30", value_name = "SECONDS")]
+    cert_check_interval: u64,
+    /// Do not check referenced Secrets and ConfigMaps at admission (no API access needed).
+    #[arg(long)]
+    no_reference_checks: bool,
+}
+
+/// Errors of `run`.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Start-up failed.
+    #[error("{0}")]
+    Startup(String),
+    /// The webhook server failed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+pub(super) fn run(args: &Args) -> Result<(), RunError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Startup(e.to_string()))?;
+    runtime.block_on(async {
+        let mut catalog = Catalog::embedded().map_err(|e| RunError::Startup(e.to_string()))?;
+        if let Some(path) = &args.image_overrides {
+            let text = std::fs::read_to_string(path).map_err(|e| RunError::Startup(format!("cannot read {}: {e}", path.display())))?;
+            let (valid, problems) = parse_image_overrides(&text);
+            for problem in problems {
+                eprintln!("warning: {problem}");
+            }
+            catalog = catalog.with_overrides(&valid);
+        }
+        let client = if args.no_reference_checks {
+            None
+        } else {
+            Some(kube::Client::try_default().await.map_err(|e| RunError::Startup(format!("cannot reach the Kubernetes API (use --no-reference-checks to run without it): {e}")))?)
+        };
+        let state = WebhookState { catalog: Arc::new(catalog), client };
+        let (server, addr, task) = serve(args.webhook_addr, args.tls_cert.clone(), args.tls_key.clone(), state).await?;
+        eprintln!("webhooks listening on https://{addr} (/convert, /validate, /healthz)");
+        let (cert, key) = (args.tls_cert.clone(), args.tls_key.clone());
+        let interval = Duration::from_secs(args.cert_check_interval.max(1));
+        let mut seen = (modified(&cert), modified(&key));
+        let shutdown = server.handle.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            shutdown.graceful_shutdown(Some(Duration::from_secs(10)));
+        });
+        let watcher = async {
+            loop {
+                tokio::time::sleep(interval).await;
+                let now = (modified(&cert), modified(&key));
+                if now != seen {
+                    match server.reload(&cert, &key).await {
+                        Ok(()) => eprintln!("reloaded the webhook certificate"),
+                        Err(e) => eprintln!("warning: keeping the previous webhook certificate: {e}"),
+                    }
+                    seen = now;
+                }
+            }
+        };
+        tokio::select! {
+            result = task => result.map_err(|e| RunError::Startup(e.to_string()))?.map_err(RunError::from),
+            () = watcher => Ok(()),
+        }
+    })
+}

@@ -1,0 +1,182 @@
+//! Secrets and ConfigMaps a LlamaStackDistribution refers to, and whether they exist.
+//!
+//! Admission reports missing ones as **warnings**, not denials: GitOps tools often apply a
+//! resource before its Secret, and denying would deadlock them. The reconciler reports the
+//! same problem in `SecretsResolved` until it is fixed.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
+use serde_json::Value;
+
+/// Kind of a referenced object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefKind {
+    /// A Secret.
+    Secret,
+    /// A ConfigMap.
+    ConfigMap,
+}
+
+/// One reference, with the field path that holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// Secret or ConfigMap.
+    pub kind: RefKind,
+    /// Namespace, when the field names one.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Key that must exist, when the field names one.
+    pub key: Option<String>,
+    /// Field path of the name.
+    pub path: String,
+}
+
+fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
+    if let Some(r) = value.get("secretKeyRef") {
+        if let Some(name) = r.get("name").and_then(Value::as_str) {
+            out.push(Reference {
+                kind: RefKind::Secret,
+                namespace: None,
+                name: name.to_owned(),
+                key: r.get("key").and_then(Value::as_str).map(str::to_owned),
+                path: format!("{path}.secretKeyRef.name"),
+            });
+        }
+    }
+}
+
+/// The references of a v1alpha2 or v1alpha1 object.
+pub fn references(object: &Value) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    for (api, value) in spec
+        .get("providers")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let items: Vec<(String, &Value)> = match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("spec.providers.{api}[{i}]"), v))
+                .collect(),
+            v => vec![(format!("spec.providers.{api}"), v)],
+        };
+        for (path, provider) in items {
+            if let Some(key) = provider.get("apiKey") {
+                secret_key_ref(key, format!("{path}.apiKey"), &mut out);
+            }
+            for (k, v) in provider
+                .get("settings")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if v.as_object().is_some_and(|o| o.len() == 1) {
+                    secret_key_ref(v, format!("{path}.settings.{k}"), &mut out);
+                }
+            }
+        }
+    }
+    if let Some(v) = spec.pointer("/storage/kv/password") {
+        secret_key_ref(v, "spec.storage.kv.password".into(), &mut out);
+    }
+    if let Some(v) = spec.pointer("/storage/sql/connectionString") {
+        secret_key_ref(v, "spec.storage.sql.connectionString".into(), &mut out);
+    }
+    let mut config_map = |pointer: &str, ns_pointer: Option<&str>, path: &str| {
+        if let Some(name) = spec.pointer(pointer).and_then(Value::as_str) {
+            let namespace = ns_pointer
+                .and_then(|p| spec.pointer(p))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            out.push(Reference {
+                kind: RefKind::ConfigMap,
+                namespace,
+                name: name.to_owned(),
+                key: None,
+                path: path.to_owned(),
+            });
+        }
+    };
+    config_map(
+        "/overrideConfig/configMapName",
+        None,
+        "spec.overrideConfig.configMapName",
+    );
+    config_map(
+        "/networking/tls/caBundle/configMapName",
+        Some("/networking/tls/caBundle/configMapNamespace"),
+        "spec.networking.tls.caBundle.configMapName",
+    );
+    config_map(
+        "/server/userConfig/configMapName",
+        None,
+        "spec.server.userConfig.configMapName",
+    );
+    config_map(
+        "/server/tlsConfig/caBundle/configMapName",
+        Some("/server/tlsConfig/caBundle/configMapNamespace"),
+        "spec.server.tlsConfig.caBundle.configMapName",
+    );
+    if let Some(name) = spec
+        .pointer("/networking/tls/secretName")
+        .and_then(Value::as_str)
+    {
+        out.push(Reference {
+            kind: RefKind::Secret,
+            namespace: None,
+            name: name.to_owned(),
+            key: None,
+            path: "spec.networking.tls.secretName".into(),
+        });
+    }
+    out
+}
+
+/// Warnings for references that do not resolve (never the content of a Secret).
+pub async fn check(client: &kube::Client, namespace: &str, refs: &[Reference]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for r in refs {
+        let ns = r.namespace.as_deref().unwrap_or(namespace);
+        let (found, keys): (Result<Option<()>, kube::Error>, Vec<String>) = match r.kind {
+            RefKind::Secret => match Api::<Secret>::namespaced(client.clone(), ns)
+                .get_opt(&r.name)
+                .await
+            {
+                Ok(Some(s)) => {
+                    let mut keys: Vec<String> = s.data.unwrap_or_default().into_keys().collect();
+                    keys.extend(s.string_data.unwrap_or_default().into_keys());
+                    (Ok(Some(())), keys)
+                }
+                Ok(None) => (Ok(None), Vec::new()),
+                Err(e) => (Err(e), Vec::new()),
+            },
+            RefKind::ConfigMap => match Api::<ConfigMap>::namespaced(client.clone(), ns)
+                .get_opt(&r.name)
+                .await
+            {
+                Ok(found) => (Ok(found.map(|_| ())), Vec::new()),
+                Err(e) => (Err(e), Vec::new()),
+            },
+        };
+        let kind = match r.kind {
+            RefKind::Secret => "Secret",
+            RefKind::ConfigMap => "ConfigMap",
+        };
+        match found {
+            Ok(None) => warnings.push(format!("{}: {kind} {:?} not found in namespace {ns:?}; the operator reports it in the status until it exists", r.path, r.name)),
+            Ok(Some(())) => {
+                if let Some(key) = &r.key
+                    && !keys.contains(key)
+                {
+                    warnings.push(format!("{}: key {key:?} not found in Secret {:?} (namespace {ns:?}); available keys: {}", r.path.trim_end_matches(".name"), r.name, keys.join(", ")));
+                }
+            }
+            Err(e) => warnings.push(format!("{}: cannot check {kind} {:?}: {e}", r.path, r.name)),
+        }
+    }
+    warnings
+}
