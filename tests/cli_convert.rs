@@ -5,8 +5,16 @@ use std::process::Command;
 use serde_json::Value;
 
 fn convert(file: &std::path::Path, to: &str) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_llama-stack-operator")).args(["convert", "--to", to, "-f"]).arg(file).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+        .args(["convert", "--to", to, "-f"])
+        .arg(file)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -15,8 +23,13 @@ fn every_sample_survives_a_round_trip_through_the_other_version() {
     let tmp = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let original: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let (there, back) = if original["apiVersion"] == "llamastack.io/v1alpha1" { ("v1alpha2", "v1alpha1") } else { ("v1alpha1", "v1alpha2") };
+        let original: Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let (there, back) = if original["apiVersion"] == "llamastack.io/v1alpha1" {
+            ("v1alpha2", "v1alpha1")
+        } else {
+            ("v1alpha1", "v1alpha2")
+        };
         let (code, converted, stderr) = convert(&path, there);
         assert_eq!(code, 0, "{}: {stderr}", path.display());
         let mid = tmp.path().join("mid.yaml");
@@ -32,8 +45,15 @@ fn every_sample_survives_a_round_trip_through_the_other_version() {
 fn a_non_llsd_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("cm.yaml");
-    std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap();
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
     let (code, _, stderr) = convert(&file, "v1alpha2");
     assert_eq!(code, 1);
-    assert!(stderr.contains("not a LlamaStackDistribution of llamastack.io/v1alpha1 or v1alpha2"), "{stderr}");
+    assert!(
+        stderr.contains("not a LlamaStackDistribution of llamastack.io/v1alpha1 or v1alpha2"),
+        "{stderr}"
+    );
 }

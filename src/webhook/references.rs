@@ -33,17 +33,19 @@ pub struct Reference {
 }
 
 fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
-    if let Some(r) = value.get("secretKeyRef") {
-        if let Some(name) = r.get("name").and_then(Value::as_str) {
-            out.push(Reference {
-                kind: RefKind::Secret,
-                namespace: None,
-                name: name.to_owned(),
-                key: r.get("key").and_then(Value::as_str).map(str::to_owned),
-                path: format!("{path}.secretKeyRef.name"),
-            });
-        }
-    }
+    let Some(r) = value.get("secretKeyRef") else {
+        return;
+    };
+    let Some(name) = r.get("name").and_then(Value::as_str) else {
+        return;
+    };
+    out.push(Reference {
+        kind: RefKind::Secret,
+        namespace: None,
+        name: name.to_owned(),
+        key: r.get("key").and_then(Value::as_str).map(str::to_owned),
+        path: format!("{path}.secretKeyRef.name"),
+    });
 }
 
 /// The references of a v1alpha2 or v1alpha1 object.
