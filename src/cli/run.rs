@@ -9,6 +9,9 @@ use std::time::{Duration, SystemTime};
 use llama_stack_resolver::Catalog;
 use llama_stack_resolver::catalog::parse_image_overrides;
 
+use time::OffsetDateTime;
+
+use crate::webhook::certs::{CertManager, Plan};
 use crate::webhook::{ServeError, WebhookState, serve};
 
 /// Options of `run`.
@@ -40,6 +43,26 @@ pub struct Args {
     /// Do not check referenced Secrets and ConfigMaps at admission (no API access needed).
     #[arg(long)]
     no_reference_checks: bool,
+    /// Create and rotate the webhook CA and certificate in a Secret and inject the CA bundle into
+    /// the CRD and the ValidatingWebhookConfiguration (instead of cert-manager).
+    #[arg(long)]
+    self_managed_certs: bool,
+    /// Namespace of the operator (the certificate Secret lives here).
+    #[arg(
+        long,
+        env = "POD_NAMESPACE",
+        default_value = "llama-stack-operator-system"
+    )]
+    namespace: String,
+    /// Name of the webhook Service (for the certificate's DNS names).
+    #[arg(long, default_value = "llama-stack-operator-webhook")]
+    webhook_service: String,
+    /// Secret holding the self-managed certificates.
+    #[arg(long, default_value = "llama-stack-operator-webhook-certs")]
+    cert_secret: String,
+    /// ValidatingWebhookConfiguration to inject the CA bundle into.
+    #[arg(long, default_value = "llama-stack-operator")]
+    webhook_configuration: String,
 }
 
 /// Errors of `run`.
@@ -72,11 +95,38 @@ pub(super) fn run(args: &Args) -> Result<(), RunError> {
             }
             catalog = catalog.with_overrides(&valid);
         }
-        let client = if args.no_reference_checks {
-            None
-        } else {
+        let needs_api = !args.no_reference_checks || args.self_managed_certs;
+        let api = if needs_api {
             Some(kube::Client::try_default().await.map_err(|e| RunError::Startup(format!("cannot reach the Kubernetes API (use --no-reference-checks to run without it): {e}")))?)
+        } else {
+            None
         };
+        let client = if args.no_reference_checks { None } else { api.clone() };
+        if let (true, Some(api)) = (args.self_managed_certs, api.clone()) {
+            let svc = &args.webhook_service;
+            let ns = &args.namespace;
+            let manager = CertManager {
+                client: api,
+                namespace: ns.clone(),
+                secret_name: args.cert_secret.clone(),
+                dns_names: vec![svc.clone(), format!("{svc}.{ns}"), format!("{svc}.{ns}.svc"), format!("{svc}.{ns}.svc.cluster.local")],
+                crd_name: "llamastackdistributions.llamastack.io".to_owned(),
+                webhook_configuration: args.webhook_configuration.clone(),
+                cert_file: args.tls_cert.clone(),
+                key_file: args.tls_key.clone(),
+            };
+            manager.reconcile(OffsetDateTime::now_utc()).await.map_err(|e| RunError::Startup(e.to_string()))?;
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    match manager.reconcile(OffsetDateTime::now_utc()).await {
+                        Ok(Plan::Keep) => {}
+                        Ok(plan) => eprintln!("webhook certificates: {plan:?}"),
+                        Err(e) => eprintln!("warning: webhook certificates: {e}"),
+                    }
+                }
+            });
+        }
         let state = WebhookState { catalog: Arc::new(catalog), client };
         let (server, addr, task) = serve(args.webhook_addr, args.tls_cert.clone(), args.tls_key.clone(), state).await?;
         eprintln!("webhooks listening on https://{addr} (/convert, /validate, /healthz)");
