@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition,
+};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -309,7 +312,32 @@ fn certificate_rotation_without_failed_requests(env: &Env) -> Result<(), Failed>
     Ok(())
 }
 
+/// An object stored while the CRD had no conversion reads correctly in both versions once the
+/// webhook conversion is enabled.
+fn objects_stored_before_conversion_read_in_both_versions(env: &Env) -> Result<(), Failed> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let v1 = loop {
+        match read(env, "default", "v1alpha1", "early") {
+            Ok(v1) => break v1,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => return Err(e),
+        }
+    };
+    if v1["spec"]["replicas"] != 3 || v1["spec"]["server"]["distribution"]["name"] != "starter" {
+        return Err(format!("the early object reads wrong as v1alpha1: {v1:#}").into());
+    }
+    let v2 = read(env, "default", "v1alpha2", "early")?;
+    if v2["spec"]["providers"]["inference"]["endpoint"] != "http://v" {
+        return Err(format!("the early object changed: {v2:#}").into());
+    }
+    Ok(())
+}
+
 const TESTS: &[(&str, Test)] = &[
+    (
+        "objects_stored_before_conversion_read_in_both_versions",
+        objects_stored_before_conversion_read_in_both_versions,
+    ),
     (
         "v1alpha1_objects_round_trip_through_v1alpha2",
         v1alpha1_objects_round_trip_through_v1alpha2,
@@ -366,18 +394,45 @@ fn start() -> Result<Env, Failed> {
     ))?;
     let base = format!("https://{addr}");
     let mut crd = committed_crd().map_err(|e| e.to_string())?;
-    let conversion = crd
-        .spec
-        .conversion
-        .as_mut()
-        .and_then(|c| c.webhook.as_mut())
-        .and_then(|w| w.client_config.as_mut())
-        .ok_or("no conversion stanza")?;
-    conversion.service = None;
-    conversion.url = Some(format!("{base}/convert"));
-    conversion.ca_bundle = Some(ByteString(ca_pem.clone().into_bytes()));
+    let webhook_conversion = {
+        let mut conversion = crd.spec.conversion.clone().ok_or("no conversion stanza")?;
+        let config = conversion
+            .webhook
+            .as_mut()
+            .and_then(|w| w.client_config.as_mut())
+            .ok_or("no client config")?;
+        config.service = None;
+        config.url = Some(format!("{base}/convert"));
+        config.ca_bundle = Some(ByteString(ca_pem.clone().into_bytes()));
+        conversion
+    };
+    // First without conversion, as a cluster that stored objects before the webhook existed.
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "None".to_owned(),
+        webhook: None,
+    });
     rt.block_on(install_crd(&client, &crd))
         .map_err(|e| e.to_string())?;
+    let early: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "early", "namespace": "default"},
+        "spec": {"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}, "workload": {"replicas": 3}}}),
+    )?;
+    let gvk = GroupVersionKind::gvk("llamastack.io", "v1alpha2", "LlamaStackDistribution");
+    let v2api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions"),
+    );
+    rt.block_on(v2api.create(&PostParams::default(), &early))?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut installed = rt.block_on(crds.get("llamastackdistributions.llamastack.io"))?;
+    installed.spec.conversion = Some(webhook_conversion);
+    rt.block_on(crds.replace(
+        "llamastackdistributions.llamastack.io",
+        &PostParams::default(),
+        &installed,
+    ))?;
     let vwc: ValidatingWebhookConfiguration = serde_json::from_value(json!({
         "metadata": {"name": "llama-stack-operator"},
         "webhooks": [{"name": "validate.llamastack.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 5,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, State};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
@@ -34,6 +35,23 @@ pub struct WebhookState {
     pub client: Option<kube::Client>,
 }
 
+/// How long one review may take; the API server gives up after `timeoutSeconds` (5 s) anyway.
+const HANDLER_TIMEOUT: Duration = Duration::from_secs(8);
+
+async fn with_timeout(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    match tokio::time::timeout(HANDLER_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "review timed out",
+        )
+            .into_response(),
+    }
+}
+
 /// The routes.
 pub fn router(state: WebhookState) -> Router {
     Router::new()
@@ -41,6 +59,7 @@ pub fn router(state: WebhookState) -> Router {
         .route("/validate", post(validate_handler))
         .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(3 << 20))
+        .layer(axum::middleware::from_fn(with_timeout))
         .with_state(state)
 }
 
@@ -221,7 +240,13 @@ pub async fn serve(
             source,
         })?;
     let handle = axum_server::Handle::new();
-    let server = axum_server::bind_rustls(addr, tls.clone()).handle(handle.clone());
+    let mut server = axum_server::bind_rustls(addr, tls.clone()).handle(handle.clone());
+    // Slow clients cannot hold connections open forever.
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10));
     let app = router(state);
     let task = tokio::spawn(async move {
         server
