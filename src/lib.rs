@@ -4,5 +4,6 @@
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod convert;
 pub mod webhook;

@@ -21,7 +21,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run the operator (currently: the conversion and validating webhooks).
+    /// Run the operator: the controller and the webhooks.
     Run(run::Args),
     /// Convert a LlamaStackDistribution manifest between v1alpha1 and v1alpha2.
     Convert(convert::Args),

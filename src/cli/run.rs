@@ -1,5 +1,5 @@
-//! `run`: the operator's long-running process. Serves the conversion and validating webhooks
-//! over HTTPS (the controller joins it in the reconciler issue).
+//! `run`: the operator's long-running process: the controller, and the conversion and
+//! validating webhooks over HTTPS.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,9 @@ use llama_stack_resolver::catalog::parse_image_overrides;
 
 use time::OffsetDateTime;
 
+use llama_stack_resolver::{Resolver, ResolverOptions};
+
+use crate::controller::{self, Context};
 use crate::webhook::certs::{CertManager, Plan};
 use crate::webhook::{ServeError, WebhookState, serve};
 
@@ -63,6 +66,9 @@ pub struct Args {
     /// ValidatingWebhookConfiguration to inject the CA bundle into.
     #[arg(long, default_value = "llama-stack-operator")]
     webhook_configuration: String,
+    /// Serve only the webhooks, without the controller.
+    #[arg(long)]
+    no_controller: bool,
 }
 
 /// Errors of `run`.
@@ -95,7 +101,7 @@ pub(super) fn run(args: &Args) -> Result<(), RunError> {
             }
             catalog = catalog.with_overrides(&valid);
         }
-        let needs_api = !args.no_reference_checks || args.self_managed_certs;
+        let needs_api = !args.no_reference_checks || args.self_managed_certs || !args.no_controller;
         let api = if needs_api {
             Some(kube::Client::try_default().await.map_err(|e| RunError::Startup(format!("cannot reach the Kubernetes API (use --no-reference-checks to run without it): {e}")))?)
         } else {
@@ -126,6 +132,12 @@ pub(super) fn run(args: &Args) -> Result<(), RunError> {
                     }
                 }
             });
+        }
+        if let (false, Some(api)) = (args.no_controller, api.clone()) {
+            let resolver = Resolver::new(ResolverOptions::new(catalog.clone())).map_err(|e| RunError::Startup(e.to_string()))?;
+            let ctx = Arc::new(Context { client: api, resolver: Arc::new(resolver) });
+            tokio::spawn(controller::run(ctx));
+            eprintln!("controller started");
         }
         let state = WebhookState { catalog: Arc::new(catalog), client };
         let (server, addr, task) = serve(args.webhook_addr, args.tls_cert.clone(), args.tls_key.clone(), state).await?;

@@ -1,0 +1,538 @@
+//! The controller: LlamaStackDistribution (v1alpha2) -> generated ConfigMap, Deployment, Service.
+//!
+//! One reconcile: resolve the distribution (digest-pinned image + its base config), generate the
+//! config, check the referenced Secrets, then create the hash-named immutable ConfigMap and apply
+//! the Deployment **once** with image, config volume, env vars and hash together. When nothing
+//! changed no write is made (the Deployment carries the hash of what was applied). When anything
+//! fails the Deployment is left exactly as it was and the status says why.
+
+pub mod builders;
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use llama_stack_resolver::keyring::Keyring;
+use llama_stack_resolver::{Distribution, Resolver};
+use serde_json::json;
+
+use crate::api::common::DistributionPhase;
+use crate::api::v1alpha2::{
+    ConfigGenerationStatus, ConfigSource, LlamaStackDistribution, ResolvedDistributionStatus,
+};
+use crate::cli::render::config_map_name;
+use crate::config::{GenerateError, ProviderTable, generate};
+use crate::webhook::references::{RefKind, references};
+use builders::{DESIRED_HASH, FIELD_MANAGER};
+use status::set_condition;
+
+/// Generated ConfigMaps kept besides those a live ReplicaSet still mounts.
+const KEEP_CONFIG_MAPS: usize = 2;
+
+/// Reconcile errors (API failures; spec problems are reported in the status instead).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server refused a call.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was attempted.
+        action: String,
+        /// Cause.
+        source: kube::Error,
+    },
+    /// A builder produced an invalid object (a bug).
+    #[error("cannot build {what}: {source}")]
+    Build {
+        /// Object.
+        what: &'static str,
+        /// Cause.
+        source: serde_json::Error,
+    },
+}
+
+fn api_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Api { action, source }
+}
+
+/// What the reconciler needs.
+pub struct Context {
+    /// API client.
+    pub client: kube::Client,
+    /// Distribution resolver (with the operator's catalog, mirrors, caches).
+    pub resolver: Arc<Resolver>,
+}
+
+/// The outcome of the config half of a reconcile.
+struct Planned {
+    image: String,
+    source: ConfigSource,
+    base_hash: String,
+    generated: crate::config::GeneratedConfig,
+    stale: Option<String>,
+}
+
+/// Reconciles one LlamaStackDistribution.
+pub async fn reconcile(
+    cr: Arc<LlamaStackDistribution>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let ns = cr.namespace().unwrap_or_default();
+    let name = cr.name_any();
+    let previous = cr.status.clone().unwrap_or_default();
+    let old_conditions = previous.conditions.clone().unwrap_or_default();
+    let mut status = previous.clone();
+    let mut conditions: Vec<Condition> = old_conditions.clone();
+    let generation = cr.metadata.generation;
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let current = deployments
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read Deployment {ns}/{name}")))?;
+
+    let plan = plan(&cr, &ctx).await;
+    let mut requeue = Duration::from_secs(300);
+    match plan {
+        Err(failure) => {
+            // FR-101: the image the name resolves to changed (operator upgrade) and its base config
+            // does not take the spec: say so, and keep the running Deployment.
+            let running = previous
+                .resolved_distribution
+                .as_ref()
+                .and_then(|r| r.image.as_deref());
+            let upgraded = failure.reason == "ConfigGenerationFailed"
+                && current.is_some()
+                && matches!((running, failure.image.as_deref()), (Some(old), Some(new)) if old != new);
+            let (reason, message) = if upgraded {
+                (
+                    "UpgradeConfigFailure",
+                    format!(
+                        "Config generation failed after operator upgrade: {}",
+                        failure.message
+                    ),
+                )
+            } else {
+                (failure.reason, failure.message)
+            };
+            set_condition(
+                &mut conditions,
+                &old_conditions,
+                "ConfigGenerated",
+                false,
+                reason,
+                message,
+                generation,
+            );
+            requeue = Duration::from_secs(30);
+        }
+        Ok(planned) => {
+            let refs = references(&serde_json::to_value(cr.as_ref()).unwrap_or_default());
+            let missing = missing_secrets(&ctx.client, &ns, &refs).await?;
+            let secret_count = refs.iter().filter(|r| r.kind == RefKind::Secret).count();
+            if let Some(message) = missing {
+                set_condition(
+                    &mut conditions,
+                    &old_conditions,
+                    "SecretsResolved",
+                    false,
+                    "SecretNotFound",
+                    message,
+                    generation,
+                );
+                requeue = Duration::from_secs(15);
+            } else {
+                set_condition(
+                    &mut conditions,
+                    &old_conditions,
+                    "SecretsResolved",
+                    true,
+                    "AllSecretsFound",
+                    format!("Resolved {secret_count} secret references"),
+                    generation,
+                );
+                let cm_name = config_map_name(&name, &planned.generated.hash);
+                apply_objects(&cr, &ctx, &planned, current.as_ref()).await?;
+                let message = match &planned.stale {
+                    Some(why) => format!(
+                        "Generated config.yaml with {} providers and {} models (registry unreachable, using {}: {why})",
+                        planned.generated.provider_count,
+                        planned.generated.resource_count,
+                        planned.image
+                    ),
+                    None => format!(
+                        "Generated config.yaml with {} providers and {} models",
+                        planned.generated.provider_count, planned.generated.resource_count
+                    ),
+                };
+                set_condition(
+                    &mut conditions,
+                    &old_conditions,
+                    "ConfigGenerated",
+                    true,
+                    "ConfigGenerationSucceeded",
+                    message,
+                    generation,
+                );
+                set_condition(
+                    &mut conditions,
+                    &old_conditions,
+                    "DeploymentUpdated",
+                    true,
+                    "DeploymentUpdateSucceeded",
+                    format!("Deployment updated with config {cm_name}"),
+                    generation,
+                );
+                let same_config = previous
+                    .config_generation
+                    .as_ref()
+                    .and_then(|g| g.config_map_name.as_ref())
+                    == Some(&cm_name);
+                status.config_generation = Some(ConfigGenerationStatus {
+                    config_map_name: Some(cm_name),
+                    generated_at: if same_config {
+                        previous
+                            .config_generation
+                            .as_ref()
+                            .and_then(|g| g.generated_at.clone())
+                    } else {
+                        Some(Time(jiff::Timestamp::now()))
+                    },
+                    provider_count: i32::try_from(planned.generated.provider_count).ok(),
+                    resource_count: i32::try_from(planned.generated.resource_count).ok(),
+                    config_version: i32::try_from(planned.generated.config_version).ok(),
+                });
+                status.resolved_distribution = Some(ResolvedDistributionStatus {
+                    image: Some(planned.image.clone()),
+                    config_source: Some(planned.source),
+                    config_hash: Some(planned.base_hash.clone()),
+                });
+                prune_config_maps(
+                    &ctx.client,
+                    &ns,
+                    &name,
+                    &config_map_name(&name, &planned.generated.hash),
+                )
+                .await?;
+            }
+        }
+    }
+
+    let deployment = deployments
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read Deployment {ns}/{name}")))?;
+    let desired = deployment
+        .as_ref()
+        .and_then(|d| d.spec.as_ref())
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let available = deployment
+        .as_ref()
+        .and_then(|d| d.status.as_ref())
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    let ready = deployment.is_some() && available >= desired && desired > 0;
+    set_condition(
+        &mut conditions,
+        &old_conditions,
+        "Available",
+        ready,
+        if ready {
+            "MinimumReplicasAvailable"
+        } else {
+            "ReplicasUnavailable"
+        },
+        format!("{available}/{desired} replicas available"),
+        generation,
+    );
+    let failed = conditions.iter().any(|c| {
+        c.status == "False" && matches!(c.type_.as_str(), "ConfigGenerated" | "SecretsResolved")
+    });
+    status.phase = Some(if failed {
+        DistributionPhase::Failed
+    } else if deployment.is_none() {
+        DistributionPhase::Pending
+    } else if ready {
+        DistributionPhase::Ready
+    } else {
+        DistributionPhase::Initializing
+    });
+    status.available_replicas = Some(available);
+    status.service_url = deployment.as_ref().map(|_| {
+        format!(
+            "http://{name}-service.{ns}.svc.cluster.local:{}",
+            cr.spec.networking.as_ref().map_or(8321, |n| n.port)
+        )
+    });
+    conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+    status.conditions = Some(conditions);
+    if status != previous {
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
+        let patch = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "status": status});
+        llsds
+            .patch_status(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(api_err(format!("update the status of {ns}/{name}")))?;
+    }
+    Ok(Action::requeue(requeue))
+}
+
+/// Why no config could be planned: the condition reason and message, and the image resolved.
+struct Failure {
+    reason: &'static str,
+    message: String,
+    image: Option<String>,
+}
+
+/// Resolve + generate.
+async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Failure> {
+    let distribution = match (&cr.spec.distribution.name, &cr.spec.distribution.image) {
+        (Some(name), _) => Distribution::Name(name.clone()),
+        (None, Some(image)) => Distribution::Image(image.clone()),
+        (None, None) => {
+            return Err(Failure {
+                reason: "ConfigGenerationFailed",
+                message: "spec.distribution: set name or image".to_owned(),
+                image: None,
+            });
+        }
+    };
+    // Pull secrets of the workload (pod template, else its ServiceAccount) are not wired yet:
+    // anonymous and node-level pulls only.
+    let resolution = ctx
+        .resolver
+        .resolve(&distribution, &Keyring::default())
+        .await
+        .map_err(|e| Failure {
+            reason: e.reason(),
+            message: e.to_string(),
+            image: None,
+        })?;
+    let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
+        .map_err(|e| {
+            let (reason, message) = match e {
+                GenerateError::BaseConfig(m) if m.contains("Unsupported config.yaml version") => {
+                    ("UnsupportedConfigVersion", m)
+                }
+                other => (
+                    "ConfigGenerationFailed",
+                    format!("Failed to generate config.yaml: {other}"),
+                ),
+            };
+            Failure {
+                reason,
+                message,
+                image: Some(resolution.image.clone()),
+            }
+        })?;
+    Ok(Planned {
+        image: resolution.image.clone(),
+        source: match resolution.config.source {
+            llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
+            llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
+        },
+        base_hash: resolution.config.hash.clone(),
+        generated,
+        stale: resolution.stale.as_ref().map(ToString::to_string),
+    })
+}
+
+async fn missing_secrets(
+    client: &kube::Client,
+    ns: &str,
+    refs: &[crate::webhook::references::Reference],
+) -> Result<Option<String>, Error> {
+    for r in refs.iter().filter(|r| r.kind == RefKind::Secret) {
+        let secret = Api::<Secret>::namespaced(client.clone(), ns)
+            .get_opt(&r.name)
+            .await
+            .map_err(api_err(format!("read Secret {ns}/{}", r.name)))?;
+        match secret {
+            None => {
+                return Ok(Some(format!(
+                    "Secret \"{}\" not found in namespace \"{ns}\". Referenced by: {}",
+                    r.name, r.path
+                )));
+            }
+            Some(s) => {
+                if let Some(key) = &r.key {
+                    let has = s.data.as_ref().is_some_and(|d| d.contains_key(key))
+                        || s.string_data.as_ref().is_some_and(|d| d.contains_key(key));
+                    if !has {
+                        return Ok(Some(format!(
+                            "Key \"{key}\" not found in Secret \"{}/{ns}\". Referenced by: {}",
+                            r.name,
+                            r.path.trim_end_matches(".name")
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+async fn apply_objects(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    planned: &Planned,
+    current: Option<&Deployment>,
+) -> Result<(), Error> {
+    let ns = cr.namespace().unwrap_or_default();
+    let name = cr.name_any();
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let cm = builders::config_map(cr, &planned.generated).map_err(|source| Error::Build {
+        what: "ConfigMap",
+        source,
+    })?;
+    let cm_name = cm.name_any();
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    if cms
+        .get_opt(&cm_name)
+        .await
+        .map_err(api_err(format!("read ConfigMap {ns}/{cm_name}")))?
+        .is_none()
+    {
+        cms.create(&PostParams::default(), &cm)
+            .await
+            .map_err(api_err(format!("create ConfigMap {ns}/{cm_name}")))?;
+    }
+    let deployment =
+        builders::deployment(cr, &planned.image, &planned.generated).map_err(|source| {
+            Error::Build {
+                what: "Deployment",
+                source,
+            }
+        })?;
+    let desired_hash = deployment.annotations().get(DESIRED_HASH).cloned();
+    if current.map(|d| d.annotations().get(DESIRED_HASH).cloned()) != Some(desired_hash) {
+        Api::<Deployment>::namespaced(ctx.client.clone(), &ns)
+            .patch(&name, &pp, &Patch::Apply(&deployment))
+            .await
+            .map_err(api_err(format!("apply Deployment {ns}/{name}")))?;
+    }
+    let service = builders::service(cr).map_err(|source| Error::Build {
+        what: "Service",
+        source,
+    })?;
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &ns);
+    let svc_name = service.name_any();
+    let existing = services
+        .get_opt(&svc_name)
+        .await
+        .map_err(api_err(format!("read Service {ns}/{svc_name}")))?;
+    let wanted_ports = service.spec.as_ref().and_then(|s| s.ports.clone());
+    if existing
+        .as_ref()
+        .and_then(|s| s.spec.as_ref())
+        .and_then(|s| s.ports.clone())
+        .map(|p| p.into_iter().map(|p| (p.port, p.name)).collect::<Vec<_>>())
+        != wanted_ports.map(|p| p.into_iter().map(|p| (p.port, p.name)).collect())
+    {
+        services
+            .patch(&svc_name, &pp, &Patch::Apply(&service))
+            .await
+            .map_err(api_err(format!("apply Service {ns}/{svc_name}")))?;
+    }
+    Ok(())
+}
+
+/// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
+/// ReplicaSet still mounts (a rollout in progress).
+async fn prune_config_maps(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    current: &str,
+) -> Result<(), Error> {
+    let selector =
+        format!("app.kubernetes.io/instance={name},app.kubernetes.io/managed-by={FIELD_MANAGER}");
+    let lp = ListParams::default().labels(&selector);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let mut generated: Vec<ConfigMap> = cms
+        .list(&lp)
+        .await
+        .map_err(api_err(format!("list ConfigMaps of {ns}/{name}")))?
+        .items
+        .into_iter()
+        .filter(|c| c.name_any().starts_with(&format!("{name}-config-")))
+        .collect();
+    if generated.len() <= KEEP_CONFIG_MAPS {
+        return Ok(());
+    }
+    let in_use: Vec<String> = Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .map_err(api_err(format!("list ReplicaSets of {ns}/{name}")))?
+        .items
+        .iter()
+        .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) > 0)
+        .flat_map(|rs| {
+            rs.spec
+                .iter()
+                .flat_map(|s| s.template.iter())
+                .flat_map(|t| t.spec.iter())
+                .flat_map(|p| p.volumes.iter().flatten())
+        })
+        .filter_map(|v| v.config_map.as_ref().map(|c| c.name.clone()))
+        .collect();
+    // The current one first, then newest first (creation timestamps have one-second resolution).
+    generated.sort_by_key(|c| {
+        (
+            c.name_any() != current,
+            std::cmp::Reverse(c.metadata.creation_timestamp.clone().map(|t| t.0)),
+        )
+    });
+    for old in generated.iter().skip(KEEP_CONFIG_MAPS) {
+        let old_name = old.name_any();
+        if !in_use.contains(&old_name) {
+            cms.delete(&old_name, &DeleteParams::default())
+                .await
+                .map_err(api_err(format!("delete ConfigMap {ns}/{old_name}")))?;
+        }
+    }
+    Ok(())
+}
+
+fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) -> Action {
+    tracing::warn!(%error, "reconcile failed");
+    Action::requeue(Duration::from_secs(10))
+}
+
+/// Runs the controller until the stream ends (shutdown signal).
+pub async fn run(ctx: Arc<Context>) {
+    let client = ctx.client.clone();
+    Controller::new(
+        Api::<LlamaStackDistribution>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Deployment>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<ConfigMap>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(Api::<Service>::all(client), watcher::Config::default())
+    .shutdown_on_signal()
+    .run(reconcile, error_policy, ctx)
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(%error, "reconcile error");
+        }
+    })
+    .await;
+}

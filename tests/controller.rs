@@ -1,0 +1,232 @@
+//! The controller against a real kube-apiserver (no scheduler or kubelet: Deployments get no
+//! Pods, so the checks are on the objects the operator writes and on its writes themselves).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::controller::{Context, reconcile};
+use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
+use serde_json::{Value, json};
+use support::control_plane::{ControlPlane, committed_crd, install_crd};
+
+struct Fixture {
+    client: kube::Client,
+    ctx: Arc<Context>,
+    ns: String,
+}
+
+impl Fixture {
+    fn llsds(&self) -> Api<LlamaStackDistribution> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    async fn reconcile(&self, name: &str) -> Action {
+        let cr = self.llsds().get(name).await.expect("the LLSD exists");
+        reconcile(Arc::new(cr), self.ctx.clone())
+            .await
+            .expect("reconcile succeeds")
+    }
+
+    async fn config_maps(&self, name: &str) -> Vec<ConfigMap> {
+        let lp = ListParams::default().labels(&format!("app.kubernetes.io/instance={name}"));
+        Api::<ConfigMap>::namespaced(self.client.clone(), &self.ns)
+            .list(&lp)
+            .await
+            .unwrap()
+            .items
+    }
+
+    async fn deployment(&self, name: &str) -> Deployment {
+        Api::<Deployment>::namespaced(self.client.clone(), &self.ns)
+            .get(name)
+            .await
+            .unwrap()
+    }
+
+    async fn condition(&self, name: &str, type_: &str) -> (String, String, String) {
+        let cr = self.llsds().get(name).await.unwrap();
+        let c = cr
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} condition"));
+        (c.status, c.reason, c.message)
+    }
+}
+
+fn container_env(d: &Deployment) -> Vec<Value> {
+    serde_json::to_value(
+        &d.spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers[0]
+            .env,
+    )
+    .unwrap()
+    .as_array()
+    .cloned()
+    .unwrap_or_default()
+}
+
+#[test]
+fn reconcile_creates_updates_and_preserves() {
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "stacks"}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+        // The test machine reaches no public registry: names resolve to their embedded config.
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = Duration::from_secs(2);
+        let resolver = Arc::new(Resolver::new(options).unwrap());
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context { client: client.clone(), resolver }), ns: "stacks".into() };
+
+        // Missing Secret: no Deployment, the condition says which and where.
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s1"}, "spec": {"distribution": {"name": "starter"},
+            "providers": {"inference": {"provider": "vllm", "endpoint": "http://vllm:8000/v1", "apiKey": {"secretKeyRef": {"name": "vllm-creds", "key": "token"}}}}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("s1").await;
+        assert_eq!(f.condition("s1", "SecretsResolved").await, ("False".into(), "SecretNotFound".into(),
+            "Secret \"vllm-creds\" not found in namespace \"stacks\". Referenced by: spec.providers.inference.apiKey.secretKeyRef.name".into()));
+        assert!(Api::<Deployment>::namespaced(client.clone(), "stacks").get_opt("s1").await.unwrap().is_none());
+
+        // The Secret appears: config, Deployment and Service are created.
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "vllm-creds"}, "stringData": {"token": "not-logged"}})).unwrap();
+        Api::<Secret>::namespaced(client.clone(), "stacks").create(&PostParams::default(), &secret).await.unwrap();
+        f.reconcile("s1").await;
+        let cms = f.config_maps("s1").await;
+        assert_eq!(cms.len(), 1);
+        let cm = &cms[0];
+        assert_eq!(cm.immutable, Some(true));
+        let yaml = &cm.data.as_ref().unwrap()["config.yaml"];
+        assert!(yaml.contains("api_token: ${env.LLSD_VLLM_API_KEY}") && !yaml.contains("not-logged"));
+        let hash = &cm.metadata.annotations.as_ref().unwrap()["llamastack.io/config-hash"];
+        assert_eq!(cm.metadata.name.as_deref().unwrap(), format!("s1-config-{}", &hash["sha256:".len().."sha256:".len() + 8]));
+        let d = f.deployment("s1").await;
+        let env = container_env(&d);
+        assert!(env.contains(&json!({"name": "LLSD_VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-creds", "key": "token"}}})));
+        assert!(env.contains(&json!({"name": "LLAMA_STACK_PORT", "value": "8321"})));
+        let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        assert_eq!(pod.volumes.as_ref().unwrap()[0].config_map.as_ref().unwrap().name, cm.metadata.name.clone().unwrap());
+        assert_eq!(pod.containers[0].image.as_deref(), Some("docker.io/llamastack/distribution-starter:0.7.3"));
+        assert_eq!(d.metadata.owner_references.as_ref().unwrap()[0].controller, Some(true));
+        Api::<Service>::namespaced(client.clone(), "stacks").get("s1-service").await.unwrap();
+        assert_eq!(f.condition("s1", "ConfigGenerated").await.0, "True");
+        let status = f.llsds().get("s1").await.unwrap().status.unwrap();
+        assert_eq!(status.config_generation.as_ref().unwrap().config_map_name, cm.metadata.name);
+
+        // Nothing changed (a label edit): no write at all, status included.
+        let before = (f.deployment("s1").await.metadata.resource_version, f.llsds().get("s1").await.unwrap().metadata.resource_version);
+        f.llsds().patch("s1", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}}))).await.unwrap();
+        let cr_rv = f.llsds().get("s1").await.unwrap().metadata.resource_version;
+        f.reconcile("s1").await;
+        f.reconcile("s1").await;
+        assert_eq!(f.deployment("s1").await.metadata.resource_version, before.0, "no Deployment write");
+        assert_eq!(f.llsds().get("s1").await.unwrap().metadata.resource_version, cr_rv, "no status write");
+        assert_eq!(f.config_maps("s1").await.len(), 1);
+
+        // A real change: one new ConfigMap, one Deployment update.
+        let gen_before = f.deployment("s1").await.metadata.generation;
+        f.llsds().patch("s1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"resources": {"models": ["meta-llama/Llama-3.2-3B-Instruct"]}}}))).await.unwrap();
+        f.reconcile("s1").await;
+        assert_eq!(f.config_maps("s1").await.len(), 2);
+        assert_eq!(f.deployment("s1").await.metadata.generation, gen_before.map(|g| g + 1), "exactly one Deployment update");
+
+        // An invalid change: the Deployment stays exactly as it was, the condition says why.
+        let rv = f.deployment("s1").await.metadata.resource_version;
+        f.llsds().patch("s1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"resources": {"models": [{"name": "m", "provider": "nope"}]}}}))).await.unwrap();
+        f.reconcile("s1").await;
+        assert_eq!(f.deployment("s1").await.metadata.resource_version, rv, "a bad change never touches the running Deployment");
+        let (status, reason, message) = f.condition("s1", "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "ConfigGenerationFailed"));
+        assert!(message.contains("spec.resources.models[0].provider: no inference provider has id \"nope\""), "{message}");
+
+        // Three more configs: only the newest two generated ConfigMaps are kept.
+        for model in ["a", "b", "c"] {
+            f.llsds().patch("s1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"resources": {"models": [model]}}}))).await.unwrap();
+            f.reconcile("s1").await;
+        }
+        let kept = f.config_maps("s1").await;
+        assert_eq!(kept.len(), 2);
+        let current = f.deployment("s1").await.spec.unwrap().template.spec.unwrap().volumes.unwrap()[0].config_map.clone().unwrap().name;
+        assert!(kept.iter().any(|c| c.metadata.name.as_deref() == Some(current.as_str())), "the ConfigMap in use is never pruned");
+    });
+}
+
+#[test]
+fn the_running_controller_converges_from_watches() {
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap())
+            .await
+            .unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = Duration::from_secs(2);
+        let ctx = Arc::new(Context {
+            client: client.clone(),
+            resolver: Arc::new(Resolver::new(options).unwrap()),
+        });
+        let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
+        let cr: LlamaStackDistribution = serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "watched"}, "spec": {"distribution": {"name": "starter"}}}),
+        )
+        .unwrap();
+        Api::<LlamaStackDistribution>::namespaced(client.clone(), "default")
+            .create(&PostParams::default(), &cr)
+            .await
+            .unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let mut found = None;
+        for _ in 0..100 {
+            if let Some(d) = deployments.get_opt("watched").await.unwrap() {
+                found = Some(d);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let d = found.expect("the controller created the Deployment from its watch");
+        let cm_name = d.spec.unwrap().template.spec.unwrap().volumes.unwrap()[0]
+            .config_map
+            .clone()
+            .unwrap()
+            .name;
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), "default")
+            .get(&cm_name)
+            .await
+            .unwrap();
+        assert_eq!(
+            cm.data.unwrap()["config.yaml"],
+            llama_stack_resolver::embedded::embedded_config("starter").unwrap(),
+            "distribution defaults: the embedded config unchanged"
+        );
+        controller.abort();
+    });
+}
