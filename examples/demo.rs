@@ -1,6 +1,8 @@
 //! `scripts/demo.sh`: brings up a local control plane (etcd + kube-apiserver built from Go
 //! modules), installs the CRD from `crds/`, applies the v1alpha2 samples from
-//! `deploy/samples/`, and shows them with `kubectl get llsd`.
+//! `deploy/samples/`, runs the operator's controller on the embedded distribution configs, and
+//! shows what it did: `kubectl get llsd`, the objects it created, and one generated config.
+//! (The control plane has no scheduler or kubelet, so no Pod starts: stacks stay Initializing.)
 //!
 //! `--keep` leaves the control plane running until Ctrl-C and prints a KUBECONFIG to use.
 
@@ -66,12 +68,80 @@ fn demo(keep: bool) -> Result<(), Error> {
             .arg(path))?;
     }
     println!(
-        "    (v1alpha1 samples are stored as v1alpha2 through the operator's conversion webhook, which this demo does not run yet)"
+        "    (v1alpha1 samples need the conversion webhook, which `llama-stack-operator run` serves in a cluster)"
     );
+    run(plane.kubectl().args([
+        "-n",
+        "demo",
+        "create",
+        "secret",
+        "generic",
+        "vllm-credentials",
+        "--from-literal=token=demo-token",
+    ]))?;
+    println!(
+        "==> running the controller (no registry is reachable here: names resolve to their embedded configs)"
+    );
+    rt.block_on(async {
+        let client = plane.client().await?;
+        let mut options =
+            llama_stack_resolver::ResolverOptions::new(llama_stack_resolver::Catalog::embedded()?);
+        options.timeout = std::time::Duration::from_secs(2);
+        let resolver = std::sync::Arc::new(llama_stack_resolver::Resolver::new(options)?);
+        let ctx =
+            std::sync::Arc::new(llama_stack_operator::controller::Context { client, resolver });
+        let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
+        tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+        controller.abort();
+        Ok::<(), Error>(())
+    })?;
     println!("==> kubectl get llsd -n demo -o wide");
     run(plane
         .kubectl()
         .args(["get", "llsd", "-n", "demo", "-o", "wide"]))?;
+    println!(
+        "==> what it created (kubectl get deployments,services,configmaps -l app.kubernetes.io/managed-by=llama-stack-operator)"
+    );
+    run(plane.kubectl().args([
+        "get",
+        "deployments,services,configmaps",
+        "-n",
+        "demo",
+        "-l",
+        "app.kubernetes.io/managed-by=llama-stack-operator",
+    ]))?;
+    println!("==> conditions of us2-multiple-providers (its Secrets do not exist):");
+    run(plane.kubectl().args(["get", "llsd", "us2-multiple-providers", "-n", "demo", "-o",
+        "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}"]))?;
+    println!("==> the generated config of us1-minimal-inference (first 25 lines):");
+    let out = plane
+        .kubectl()
+        .args([
+            "get",
+            "llsd",
+            "us1-minimal-inference",
+            "-n",
+            "demo",
+            "-o",
+            "jsonpath={.status.configGeneration.configMapName}",
+        ])
+        .output()?;
+    let cm = String::from_utf8_lossy(&out.stdout).into_owned();
+    let out = plane
+        .kubectl()
+        .args([
+            "get",
+            "configmap",
+            &cm,
+            "-n",
+            "demo",
+            "-o",
+            "jsonpath={.data.config\\.yaml}",
+        ])
+        .output()?;
+    for line in String::from_utf8_lossy(&out.stdout).lines().take(25) {
+        println!("    {line}");
+    }
     println!("==> an invalid object is refused by the API server with the field and the fix");
     let bad = plane
         .kubectl()

@@ -175,6 +175,46 @@ fn reconcile_creates_updates_and_preserves() {
 }
 
 #[test]
+fn override_config_mounts_the_users_config_map() {
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = Duration::from_secs(2);
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context { client: client.clone(), resolver: Arc::new(Resolver::new(options).unwrap()) }), ns: "default".into() };
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "own"}, "spec": {"distribution": {"name": "starter"}, "overrideConfig": {"configMapName": "my-config"}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("own").await;
+        let (status, _, message) = f.condition("own", "ConfigGenerated").await;
+        assert_eq!(status, "False");
+        assert_eq!(message, "ConfigMap \"my-config\" not found in namespace \"default\". Referenced by: spec.overrideConfig.configMapName");
+        let user: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "my-config"}, "data": {"config.yaml": "version: 2\ndistro_name: mine\nproviders:\n  inference: []\n"}})).unwrap();
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        cms.create(&PostParams::default(), &user).await.unwrap();
+        f.reconcile("own").await;
+        let d = f.deployment("own").await;
+        let pod = d.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.volumes.unwrap()[0].config_map.as_ref().unwrap().name, "my-config");
+        assert!(f.config_maps("own").await.iter().all(|c| !c.metadata.name.as_deref().unwrap_or_default().starts_with("own-config-")), "nothing is generated");
+        let status = f.llsds().get("own").await.unwrap().status.unwrap();
+        assert_eq!(status.resolved_distribution.unwrap().config_source, Some(llama_stack_operator::api::v1alpha2::ConfigSource::OverrideConfig));
+        // Editing the user's ConfigMap changes the hash: the Pods roll.
+        let hash_before = f.deployment("own").await.spec.unwrap().template.metadata.unwrap().annotations.unwrap()["llamastack.io/config-hash"].clone();
+        cms.patch("my-config", &PatchParams::default(), &Patch::Merge(json!({"data": {"config.yaml": "version: 2\ndistro_name: mine2\nproviders: {}\n"}}))).await.unwrap();
+        f.reconcile("own").await;
+        let hash_after = f.deployment("own").await.spec.unwrap().template.metadata.unwrap().annotations.unwrap()["llamastack.io/config-hash"].clone();
+        assert_ne!(hash_before, hash_after);
+    });
+}
+
+#[test]
 fn the_running_controller_converges_from_watches() {
     let plane = ControlPlane::start().expect("control plane");
     let rt = tokio::runtime::Builder::new_multi_thread()

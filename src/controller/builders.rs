@@ -96,15 +96,16 @@ fn env_vars(cr: &LlamaStackDistribution, generated: &GeneratedConfig) -> Vec<Val
 }
 
 /// The Deployment running the server with `image` and the generated config.
+/// `config_map` is the generated ConfigMap, or the user's for `overrideConfig`.
 pub fn deployment(
     cr: &LlamaStackDistribution,
     image: &str,
     generated: &GeneratedConfig,
+    config_map: &str,
 ) -> Result<Deployment, serde_json::Error> {
     let name = cr.metadata.name.clone().unwrap_or_default();
     let workload = cr.spec.workload.clone().unwrap_or_default();
     let overrides = workload.overrides.clone().unwrap_or_default();
-    let config_map = config_map_name(&name, &generated.hash);
     let mut container = json!({
         "name": "llama-stack",
         "image": image,

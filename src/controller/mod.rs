@@ -73,6 +73,10 @@ pub struct Context {
 
 /// The outcome of the config half of a reconcile.
 struct Planned {
+    /// ConfigMap the Pods mount: generated, or the user's (`overrideConfig`).
+    config_map: String,
+    /// Whether `config_map` is generated (and so created and pruned by the operator).
+    generated_config_map: bool,
     image: String,
     source: ConfigSource,
     base_hash: String,
@@ -158,7 +162,7 @@ pub async fn reconcile(
                     format!("Resolved {secret_count} secret references"),
                     generation,
                 );
-                let cm_name = config_map_name(&name, &planned.generated.hash);
+                let cm_name = planned.config_map.clone();
                 apply_objects(&cr, &ctx, &planned, current.as_ref()).await?;
                 let message = match &planned.stale {
                     Some(why) => format!(
@@ -320,6 +324,9 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
             message: e.to_string(),
             image: None,
         })?;
+    if let Some(over) = &cr.spec.override_config {
+        return override_config(cr, ctx, &over.config_map_name, &resolution).await;
+    }
     let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
         .map_err(|e| {
             let (reason, message) = match e {
@@ -338,6 +345,8 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
             }
         })?;
     Ok(Planned {
+        config_map: config_map_name(&cr.name_any(), &generated.hash),
+        generated_config_map: true,
         image: resolution.image.clone(),
         source: match resolution.config.source {
             llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
@@ -345,6 +354,63 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
         },
         base_hash: resolution.config.hash.clone(),
         generated,
+        stale: resolution.stale.as_ref().map(ToString::to_string),
+    })
+}
+
+/// User story 6: the user's ConfigMap is the config, as is; its content hash rolls the Pods on edits.
+async fn override_config(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    name: &str,
+    resolution: &llama_stack_resolver::Resolution,
+) -> Result<Planned, Failure> {
+    let ns = cr.namespace().unwrap_or_default();
+    let fail = |message: String| Failure {
+        reason: "ConfigGenerationFailed",
+        message,
+        image: Some(resolution.image.clone()),
+    };
+    let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(name)
+        .await
+        .map_err(|e| fail(format!("cannot read ConfigMap {ns}/{name}: {e}")))?
+        .ok_or_else(|| fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName")))?;
+    let yaml = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("config.yaml"))
+        .cloned()
+        .ok_or_else(|| fail(format!("ConfigMap \"{name}\" has no config.yaml key. Referenced by: spec.overrideConfig.configMapName")))?;
+    let parsed: serde_json::Value = serde_saphyr::from_str(&yaml).map_err(|e| {
+        fail(format!(
+            "config.yaml of ConfigMap \"{name}\" is not valid YAML: {e}"
+        ))
+    })?;
+    let provider_count = parsed
+        .get("providers")
+        .and_then(|p| p.as_object())
+        .map(|p| p.values().filter_map(|l| l.as_array()).map(Vec::len).sum())
+        .unwrap_or(0);
+    let hash = llama_stack_resolver::base_config::sha256_hex(yaml.as_bytes());
+    Ok(Planned {
+        config_map: name.to_owned(),
+        generated_config_map: false,
+        image: resolution.image.clone(),
+        source: ConfigSource::OverrideConfig,
+        base_hash: hash.clone(),
+        generated: crate::config::GeneratedConfig {
+            yaml,
+            hash,
+            env: Vec::new(),
+            provider_count,
+            resource_count: 0,
+            config_version: parsed
+                .get("version")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(2),
+            warnings: Vec::new(),
+        },
         stale: resolution.stale.as_ref().map(ToString::to_string),
     })
 }
@@ -393,29 +459,31 @@ async fn apply_objects(
     let ns = cr.namespace().unwrap_or_default();
     let name = cr.name_any();
     let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let cm = builders::config_map(cr, &planned.generated).map_err(|source| Error::Build {
-        what: "ConfigMap",
-        source,
-    })?;
-    let cm_name = cm.name_any();
-    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
-    if cms
-        .get_opt(&cm_name)
-        .await
-        .map_err(api_err(format!("read ConfigMap {ns}/{cm_name}")))?
-        .is_none()
-    {
-        cms.create(&PostParams::default(), &cm)
+    if planned.generated_config_map {
+        let cm = builders::config_map(cr, &planned.generated).map_err(|source| Error::Build {
+            what: "ConfigMap",
+            source,
+        })?;
+        let cm_name = cm.name_any();
+        let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+        if cms
+            .get_opt(&cm_name)
             .await
-            .map_err(api_err(format!("create ConfigMap {ns}/{cm_name}")))?;
+            .map_err(api_err(format!("read ConfigMap {ns}/{cm_name}")))?
+            .is_none()
+        {
+            cms.create(&PostParams::default(), &cm)
+                .await
+                .map_err(api_err(format!("create ConfigMap {ns}/{cm_name}")))?;
+        }
     }
     let deployment =
-        builders::deployment(cr, &planned.image, &planned.generated).map_err(|source| {
-            Error::Build {
+        builders::deployment(cr, &planned.image, &planned.generated, &planned.config_map).map_err(
+            |source| Error::Build {
                 what: "Deployment",
                 source,
-            }
-        })?;
+            },
+        )?;
     let desired_hash = deployment.annotations().get(DESIRED_HASH).cloned();
     if current.map(|d| d.annotations().get(DESIRED_HASH).cloned()) != Some(desired_hash) {
         Api::<Deployment>::namespaced(ctx.client.clone(), &ns)
