@@ -3,8 +3,10 @@
 //! meant. A fake OpenAI-compatible upstream records the Authorization headers it receives, which
 //! proves that each API key reaches its provider under the key the provider really reads.
 
-#[path = "support/llama_stack.rs"]
-mod llama_stack;
+#[path = "support/mod.rs"]
+mod support;
+
+use support::llama_stack;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};

@@ -7,8 +7,6 @@
 
 use std::fs;
 use std::io::Read;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,7 +20,8 @@ use tempfile::TempDir;
 /// How long etcd plus kube-apiserver may take to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
 
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
+pub use super::process::Error;
+use super::process::{free_port, spawn_tied as spawn};
 
 /// A running etcd + kube-apiserver pair.
 pub struct ControlPlane {
@@ -56,28 +55,6 @@ pub fn control_plane_bin() -> Result<PathBuf, Error> {
         .into());
     }
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
-}
-
-fn free_port() -> Result<u16, Error> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Spawns a child that receives SIGKILL when the spawning thread's process goes away.
-fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
-    let log = fs::File::create(log)?;
-    cmd.stdout(log.try_clone()?)
-        .stderr(log)
-        .stdin(Stdio::null());
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    Ok(cmd.spawn()?)
 }
 
 struct Pki {

@@ -3,13 +3,12 @@
 //! offline start-up, and `llama stack run` on loopback.
 
 use std::fs;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
+pub use super::process::Error;
+use super::process::{free_port, spawn_tied};
 
 /// tiktoken caches a download under the sha1 of its URL; this is cl100k_base's.
 const CL100K_CACHE_NAME: &str = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4";
@@ -102,9 +101,8 @@ impl Server {
         env: &[(String, String)],
         dir: &Path,
     ) -> Result<Self, Error> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = free_port()?;
         let log = dir.join("server.log");
-        let out = fs::File::create(&log)?;
         let state = dir.join("state");
         fs::create_dir_all(&state)?;
         let mut cmd = Command::new(venv.join("bin/llama"));
@@ -117,21 +115,9 @@ impl Server {
             .env("TIKTOKEN_CACHE_DIR", tiktoken_cache(venv, dir)?)
             .env("HF_HUB_OFFLINE", "1")
             .env("NO_PROXY", "127.0.0.1,localhost")
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .stdin(Stdio::null());
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+            .envs(env.iter().map(|(k, v)| (k, v)));
         let mut server = Server {
-            child: cmd.spawn()?,
+            child: spawn_tied(&mut cmd, &log)?,
             url: format!("http://127.0.0.1:{port}"),
             log,
         };

@@ -2,3 +2,6 @@
 #![allow(dead_code)]
 
 pub mod control_plane;
+pub mod llama_stack;
+#[path = "../../resolver/tests/support/process.rs"]
+pub mod process;

@@ -16,9 +16,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{Response, StatusCode};
-use sha2::{Digest as _, Sha256};
 use tokio::sync::Mutex;
 
+use crate::base_config::sha256_hex;
 use crate::keyring::Credential;
 pub use challenge::{Challenge, parse_challenge};
 
@@ -121,17 +121,6 @@ impl RegistryError {
             _ => false,
         }
     }
-}
-
-/// `sha256:<hex>` of bytes.
-pub fn sha256_digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut out = String::with_capacity(71);
-    out.push_str("sha256:");
-    for b in hash {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
 }
 
 /// A manifest or index as fetched.
@@ -453,7 +442,7 @@ impl RegistryClient {
             )
             .await?;
         let bytes = self.bounded(response, &what, limit).await?;
-        let digest = sha256_digest(&bytes);
+        let digest = sha256_hex(&bytes);
         if reference.contains(':') && reference != digest {
             return Err(RegistryError::DigestMismatch {
                 registry: self.registry.clone(),
@@ -482,7 +471,7 @@ impl RegistryClient {
             )
             .await?;
         let bytes = self.bounded(response, &what, limit).await?;
-        let actual = sha256_digest(&bytes);
+        let actual = sha256_hex(&bytes);
         if actual != digest {
             return Err(RegistryError::DigestMismatch {
                 registry: self.registry.clone(),

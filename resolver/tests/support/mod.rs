@@ -3,4 +3,5 @@
 #![allow(dead_code)]
 
 pub mod oci;
+pub mod process;
 pub mod registries;

@@ -3,10 +3,9 @@
 //! ports and storage per run; the processes die with the test binary.
 
 use std::fs;
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use rcgen::{
@@ -15,7 +14,8 @@ use rcgen::{
 };
 use tempfile::TempDir;
 
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
+pub use super::process::Error;
+use super::process::{free_port, spawn_tied as spawn};
 
 pub const USER: &str = "tester";
 pub const PASSWORD: &str = "s3cret-pass";
@@ -71,33 +71,6 @@ impl Drop for Registries {
         let _ = self.token_server.kill();
         let _ = self.token_server.wait();
     }
-}
-
-fn free_port() -> Result<u16, Error> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-fn spawn(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
-    let log = fs::File::create(log)?;
-    cmd.stdout(log.try_clone()?)
-        .stderr(log)
-        .stdin(Stdio::null());
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.spawn().map_err(|e| {
-        format!(
-            "cannot start {:?}: {e} (is it installed? .ci/run installs it)",
-            cmd.get_program()
-        )
-        .into()
-    })
 }
 
 fn wait_port(port: u16, what: &str, deadline: Instant) -> Result<(), Error> {
