@@ -97,7 +97,7 @@ pub async fn reconcile(
     let mut conditions: Vec<Condition> = old_conditions.clone();
     let generation = cr.metadata.generation;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
-    let current = deployments
+    let mut current = deployments
         .get_opt(&name)
         .await
         .map_err(api_err(format!("read Deployment {ns}/{name}")))?;
@@ -163,7 +163,9 @@ pub async fn reconcile(
                     generation,
                 );
                 let cm_name = planned.config_map.clone();
-                apply_objects(&cr, &ctx, &planned, current.as_ref()).await?;
+                if let Some(written) = apply_objects(&cr, &ctx, &planned, current.as_ref()).await? {
+                    current = Some(written);
+                }
                 let message = match &planned.stale {
                     Some(why) => format!(
                         "Generated config.yaml with {} providers and {} models (registry unreachable, using {}: {why})",
@@ -229,10 +231,8 @@ pub async fn reconcile(
         }
     }
 
-    let deployment = deployments
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read Deployment {ns}/{name}")))?;
+    // The Deployment as read at the start, or as the apply returned it: no second read.
+    let deployment = current;
     let desired = deployment
         .as_ref()
         .and_then(|d| d.spec.as_ref())
@@ -450,12 +450,13 @@ async fn missing_secrets(
     Ok(None)
 }
 
+/// Creates the ConfigMap and applies what changed; returns the Deployment when it was written.
 async fn apply_objects(
     cr: &LlamaStackDistribution,
     ctx: &Context,
     planned: &Planned,
     current: Option<&Deployment>,
-) -> Result<(), Error> {
+) -> Result<Option<Deployment>, Error> {
     let ns = cr.namespace().unwrap_or_default();
     let name = cr.name_any();
     let pp = PatchParams::apply(FIELD_MANAGER).force();
@@ -485,11 +486,14 @@ async fn apply_objects(
             },
         )?;
     let desired_hash = deployment.annotations().get(DESIRED_HASH).cloned();
+    let mut applied = None;
     if current.map(|d| d.annotations().get(DESIRED_HASH).cloned()) != Some(desired_hash) {
-        Api::<Deployment>::namespaced(ctx.client.clone(), &ns)
-            .patch(&name, &pp, &Patch::Apply(&deployment))
-            .await
-            .map_err(api_err(format!("apply Deployment {ns}/{name}")))?;
+        applied = Some(
+            Api::<Deployment>::namespaced(ctx.client.clone(), &ns)
+                .patch(&name, &pp, &Patch::Apply(&deployment))
+                .await
+                .map_err(api_err(format!("apply Deployment {ns}/{name}")))?,
+        );
     }
     let service = builders::service(cr).map_err(|source| Error::Build {
         what: "Service",
@@ -514,7 +518,7 @@ async fn apply_objects(
             .await
             .map_err(api_err(format!("apply Service {ns}/{svc_name}")))?;
     }
-    Ok(())
+    Ok(applied)
 }
 
 /// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
