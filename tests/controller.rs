@@ -215,6 +215,53 @@ fn override_config_mounts_the_users_config_map() {
 }
 
 #[test]
+fn postgres_connection_strings_are_split_into_an_owned_secret() {
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = Duration::from_secs(2);
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context { client: client.clone(), resolver: Arc::new(Resolver::new(options).unwrap()) }), ns: "default".into() };
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+        let pg: Secret = serde_json::from_value(json!({"metadata": {"name": "pg"}, "stringData": {"url": "not a url with s3cr3t"}})).unwrap();
+        secrets.create(&PostParams::default(), &pg).await.unwrap();
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "db"}, "spec": {"distribution": {"name": "starter"},
+            "storage": {"sql": {"type": "postgres", "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("db").await;
+        let (status, _, message) = f.condition("db", "ConfigGenerated").await;
+        assert_eq!(status, "False");
+        assert!(message.contains("is not a PostgreSQL URL") && !message.contains("s3cr3t"), "{message}");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("db").await.unwrap().is_none());
+
+        secrets.patch("pg", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"url": "postgres://llama:p%40ss@pg.db:5433/stack"}}))).await.unwrap();
+        f.reconcile("db").await;
+        let derived = secrets.get("db-derived").await.unwrap();
+        let data = derived.data.unwrap();
+        let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+        assert_eq!((text("storage-sql-host"), text("storage-sql-port"), text("storage-sql-db"), text("storage-sql-user"), text("storage-sql-password")),
+            ("pg.db".into(), "5433".into(), "stack".into(), "llama".into(), "p@ss".into()));
+        assert_eq!(derived.metadata.owner_references.unwrap()[0].name, "db");
+        let env = container_env(&f.deployment("db").await);
+        assert!(env.contains(&json!({"name": "LLSD_STORAGE_SQL_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db-derived", "key": "storage-sql-password"}}})));
+        let cm = &f.config_maps("db").await[0];
+        let yaml = &cm.data.as_ref().unwrap()["config.yaml"];
+        assert!(yaml.contains("password: ${env.LLSD_STORAGE_SQL_PASSWORD}") && !yaml.contains("p@ss"));
+        // Unchanged: the derived Secret is not rewritten.
+        let rv = secrets.get("db-derived").await.unwrap().metadata.resource_version;
+        f.reconcile("db").await;
+        assert_eq!(secrets.get("db-derived").await.unwrap().metadata.resource_version, rv);
+    });
+}
+
+#[test]
 fn the_running_controller_converges_from_watches() {
     let plane = ControlPlane::start().expect("control plane");
     let rt = tokio::runtime::Builder::new_multi_thread()

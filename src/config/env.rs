@@ -90,3 +90,111 @@ mod tests {
         assert_eq!(env_ref("LLSD_X_API_KEY"), "${env.LLSD_X_API_KEY}");
     }
 }
+
+/// The parts of a connection URL (`postgres://user:password@host:5432/db?…`), percent-decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlParts {
+    /// Host name.
+    pub host: String,
+    /// Port (`5432` when absent).
+    pub port: String,
+    /// Database.
+    pub db: String,
+    /// User.
+    pub user: String,
+    /// Password (empty when absent).
+    pub password: String,
+}
+
+impl UrlParts {
+    /// The value of one part.
+    pub fn get(&self, part: UrlPart) -> &str {
+        match part {
+            UrlPart::Host => &self.host,
+            UrlPart::Port => &self.port,
+            UrlPart::Db => &self.db,
+            UrlPart::User => &self.user,
+            UrlPart::Password => &self.password,
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Splits a PostgreSQL connection URL. `None` when it is not `scheme://user[:password]@host[:port]/db`.
+/// Callers must not echo the input: it holds a password.
+pub fn split_postgres_url(url: &str) -> Option<UrlParts> {
+    let (scheme, rest) = url.trim().split_once("://")?;
+    if !matches!(scheme, "postgres" | "postgresql") {
+        return None;
+    }
+    let rest = rest.split(['?', '#']).next()?;
+    let (authority, db) = rest.split_once('/')?;
+    let (userinfo, hostport) = authority.rsplit_once('@')?;
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
+        _ => (hostport, "5432"),
+    };
+    if host.is_empty() || db.is_empty() || user.is_empty() {
+        return None;
+    }
+    Some(UrlParts {
+        host: host.to_owned(),
+        port: port.to_owned(),
+        db: percent_decode(db)?,
+        user: percent_decode(user)?,
+        password: percent_decode(password)?,
+    })
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn postgres_urls_split_and_decode() {
+        let p =
+            split_postgres_url("postgres://llama:p%40ss%3Aword@pg.db:5433/stack?sslmode=require")
+                .unwrap();
+        assert_eq!(
+            (
+                p.host.as_str(),
+                p.port.as_str(),
+                p.db.as_str(),
+                p.user.as_str(),
+                p.password.as_str()
+            ),
+            ("pg.db", "5433", "stack", "llama", "p@ss:word")
+        );
+        assert_eq!(
+            split_postgres_url("postgresql://u@h/d").unwrap().port,
+            "5432"
+        );
+        for bad in [
+            "mysql://u:p@h/d",
+            "postgres://h/d",
+            "postgres://u:p@h",
+            "postgres://u:p@/d",
+            "not a url",
+            "postgres://u:%zz@h/d",
+        ] {
+            assert!(split_postgres_url(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -16,10 +16,10 @@ use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::{Distribution, Resolver};
 use serde_json::json;
@@ -162,71 +162,80 @@ pub async fn reconcile(
                     format!("Resolved {secret_count} secret references"),
                     generation,
                 );
-                let cm_name = planned.config_map.clone();
-                if let Some(written) = apply_objects(&cr, &ctx, &planned, current.as_ref()).await? {
-                    current = Some(written);
+                if let Some(message) = derive_url_secrets(&cr, &ctx, &planned.generated).await? {
+                    set_condition(
+                        &mut conditions,
+                        &old_conditions,
+                        "ConfigGenerated",
+                        false,
+                        "ConfigGenerationFailed",
+                        message,
+                        generation,
+                    );
+                    requeue = Duration::from_secs(30);
+                } else {
+                    let cm_name = planned.config_map.clone();
+                    if let Some(written) =
+                        apply_objects(&cr, &ctx, &planned, current.as_ref()).await?
+                    {
+                        current = Some(written);
+                    }
+                    let message = match &planned.stale {
+                        Some(why) => format!(
+                            "Generated config.yaml with {} providers and {} models (registry unreachable, using {}: {why})",
+                            planned.generated.provider_count,
+                            planned.generated.resource_count,
+                            planned.image
+                        ),
+                        None => format!(
+                            "Generated config.yaml with {} providers and {} models",
+                            planned.generated.provider_count, planned.generated.resource_count
+                        ),
+                    };
+                    set_condition(
+                        &mut conditions,
+                        &old_conditions,
+                        "ConfigGenerated",
+                        true,
+                        "ConfigGenerationSucceeded",
+                        message,
+                        generation,
+                    );
+                    set_condition(
+                        &mut conditions,
+                        &old_conditions,
+                        "DeploymentUpdated",
+                        true,
+                        "DeploymentUpdateSucceeded",
+                        format!("Deployment updated with config {cm_name}"),
+                        generation,
+                    );
+                    let same_config = previous
+                        .config_generation
+                        .as_ref()
+                        .and_then(|g| g.config_map_name.as_ref())
+                        == Some(&cm_name);
+                    status.config_generation = Some(ConfigGenerationStatus {
+                        config_map_name: Some(cm_name),
+                        generated_at: if same_config {
+                            previous
+                                .config_generation
+                                .as_ref()
+                                .and_then(|g| g.generated_at.clone())
+                        } else {
+                            Some(Time(jiff::Timestamp::now()))
+                        },
+                        provider_count: i32::try_from(planned.generated.provider_count).ok(),
+                        resource_count: i32::try_from(planned.generated.resource_count).ok(),
+                        config_version: i32::try_from(planned.generated.config_version).ok(),
+                    });
+                    status.resolved_distribution = Some(ResolvedDistributionStatus {
+                        image: Some(planned.image.clone()),
+                        config_source: Some(planned.source),
+                        config_hash: Some(planned.base_hash.clone()),
+                    });
+                    prune_config_maps(&ctx.client, &ns, &name, &planned.config_map).await?;
                 }
-                let message = match &planned.stale {
-                    Some(why) => format!(
-                        "Generated config.yaml with {} providers and {} models (registry unreachable, using {}: {why})",
-                        planned.generated.provider_count,
-                        planned.generated.resource_count,
-                        planned.image
-                    ),
-                    None => format!(
-                        "Generated config.yaml with {} providers and {} models",
-                        planned.generated.provider_count, planned.generated.resource_count
-                    ),
-                };
-                set_condition(
-                    &mut conditions,
-                    &old_conditions,
-                    "ConfigGenerated",
-                    true,
-                    "ConfigGenerationSucceeded",
-                    message,
-                    generation,
-                );
-                set_condition(
-                    &mut conditions,
-                    &old_conditions,
-                    "DeploymentUpdated",
-                    true,
-                    "DeploymentUpdateSucceeded",
-                    format!("Deployment updated with config {cm_name}"),
-                    generation,
-                );
-                let same_config = previous
-                    .config_generation
-                    .as_ref()
-                    .and_then(|g| g.config_map_name.as_ref())
-                    == Some(&cm_name);
-                status.config_generation = Some(ConfigGenerationStatus {
-                    config_map_name: Some(cm_name),
-                    generated_at: if same_config {
-                        previous
-                            .config_generation
-                            .as_ref()
-                            .and_then(|g| g.generated_at.clone())
-                    } else {
-                        Some(Time(jiff::Timestamp::now()))
-                    },
-                    provider_count: i32::try_from(planned.generated.provider_count).ok(),
-                    resource_count: i32::try_from(planned.generated.resource_count).ok(),
-                    config_version: i32::try_from(planned.generated.config_version).ok(),
-                });
-                status.resolved_distribution = Some(ResolvedDistributionStatus {
-                    image: Some(planned.image.clone()),
-                    config_source: Some(planned.source),
-                    config_hash: Some(planned.base_hash.clone()),
-                });
-                prune_config_maps(
-                    &ctx.client,
-                    &ns,
-                    &name,
-                    &config_map_name(&name, &planned.generated.hash),
-                )
-                .await?;
             }
         }
     }
@@ -413,6 +422,86 @@ async fn override_config(
         },
         stale: resolution.stale.as_ref().map(ToString::to_string),
     })
+}
+
+/// Splits URL secrets (postgres connection strings) into the owned `<cr>-derived` Secret the
+/// Deployment's env vars read. Written only when its content changed; never logged. Returns the
+/// condition message when a URL cannot be split (without the URL: it holds a password).
+async fn derive_url_secrets(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    generated: &crate::config::GeneratedConfig,
+) -> Result<Option<String>, Error> {
+    use crate::config::env::{EnvSource, split_postgres_url};
+    use std::collections::BTreeMap;
+    let ns = cr.namespace().unwrap_or_default();
+    let mut data: BTreeMap<String, k8s_openapi::ByteString> = BTreeMap::new();
+    for var in &generated.env {
+        let EnvSource::SecretUrlPart {
+            secret_key_ref,
+            part,
+        } = &var.source
+        else {
+            continue;
+        };
+        let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+            .get_opt(&secret_key_ref.name)
+            .await
+            .map_err(api_err(format!("read Secret {ns}/{}", secret_key_ref.name)))?;
+        let Some(url) = secret
+            .and_then(|s| s.data)
+            .and_then(|d| d.get(&secret_key_ref.key).cloned())
+            .and_then(|v| String::from_utf8(v.0).ok())
+        else {
+            // Reported by SecretsResolved.
+            return Ok(None);
+        };
+        let Some(parts) = split_postgres_url(&url) else {
+            return Ok(Some(format!(
+                "the value of key \"{}\" in Secret \"{}\" is not a PostgreSQL URL like postgres://user:password@host:5432/db (spec.storage.sql.connectionString)",
+                secret_key_ref.key, secret_key_ref.name
+            )));
+        };
+        let key = format!(
+            "storage-sql-{}",
+            serde_json::to_value(part)
+                .ok()
+                .and_then(|p| p.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        );
+        data.insert(
+            key,
+            k8s_openapi::ByteString(parts.get(*part).as_bytes().to_vec()),
+        );
+    }
+    if data.is_empty() {
+        return Ok(None);
+    }
+    let name = format!("{}-derived", cr.name_any());
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let existing = secrets
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
+    if existing.and_then(|s| s.data).as_ref() != Some(&data) {
+        let secret: Secret = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns, "labels": {"app.kubernetes.io/instance": cr.name_any(), "app.kubernetes.io/managed-by": FIELD_MANAGER},
+                "ownerReferences": [cr.controller_owner_ref(&())]},
+            "type": "Opaque",
+            "data": data,
+        }))
+        .map_err(|source| Error::Build { what: "Secret", source })?;
+        secrets
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&secret),
+            )
+            .await
+            .map_err(api_err(format!("apply Secret {ns}/{name}")))?;
+    }
+    Ok(None)
 }
 
 async fn missing_secrets(
