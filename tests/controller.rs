@@ -314,6 +314,38 @@ fn the_running_controller_converges_from_watches() {
             llama_stack_resolver::embedded::embedded_config("starter").unwrap(),
             "distribution defaults: the embedded config unchanged"
         );
+        // A Secret created later triggers a reconcile through the Secret watch (the requeue after a
+        // missing Secret is 15 s; this must happen well before).
+        let late: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "late"}, "spec": {"distribution": {"name": "starter"},
+            "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "apiKey": {"secretKeyRef": {"name": "late-creds", "key": "token"}}}}}})).unwrap();
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        llsds.create(&PostParams::default(), &late).await.unwrap();
+        let mut reported = false;
+        for _ in 0..50 {
+            let conds = llsds.get("late").await.unwrap().status.and_then(|s| s.conditions).unwrap_or_default();
+            if conds.iter().any(|c| c.type_ == "SecretsResolved" && c.status == "False") {
+                reported = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(reported, "the missing Secret is reported");
+        // Let the reconciles caused by the status write settle, so only the Secret can trigger the next.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "late-creds"}, "stringData": {"token": "t"}})).unwrap();
+        let created = std::time::Instant::now();
+        Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+        let mut converged = false;
+        while created.elapsed() < Duration::from_secs(8) {
+            if deployments.get_opt("late").await.unwrap().is_some() {
+                converged = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        eprintln!("late Secret: Deployment after {:?}", created.elapsed());
+        assert!(converged, "the Secret watch reconciles the LlamaStackDistribution that refers to it");
         controller.abort();
     });
 }

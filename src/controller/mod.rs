@@ -17,7 +17,9 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use llama_stack_resolver::keyring::Keyring;
@@ -675,25 +677,64 @@ fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) 
 /// Runs the controller until the stream ends (shutdown signal).
 pub async fn run(ctx: Arc<Context>) {
     let client = ctx.client.clone();
-    Controller::new(
+    let controller = Controller::new(
         Api::<LlamaStackDistribution>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .owns(
-        Api::<Deployment>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(
-        Api::<ConfigMap>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(Api::<Service>::all(client), watcher::Config::default())
-    .shutdown_on_signal()
-    .run(reconcile, error_policy, ctx)
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "reconcile error");
-        }
-    })
-    .await;
+    );
+    let store = controller.store();
+    // Referenced Secrets and ConfigMaps are watched by metadata only (no values are read here) and
+    // mapped back to the LlamaStackDistributions that refer to them: users label nothing.
+    let referrers = move |kind: RefKind, meta: &kube::core::ObjectMeta| {
+        let (ns, name) = (
+            meta.namespace.clone(),
+            meta.name.clone().unwrap_or_default(),
+        );
+        store
+            .state()
+            .into_iter()
+            .filter(|cr| cr.metadata.namespace == ns)
+            .filter(|cr| {
+                let object = serde_json::to_value(cr.as_ref()).unwrap_or_default();
+                let own_ns = cr.metadata.namespace.clone().unwrap_or_default();
+                references(&object).iter().any(|r| {
+                    r.kind == kind
+                        && r.name == name
+                        && r.namespace.as_deref().unwrap_or(&own_ns) == own_ns
+                })
+            })
+            .map(|cr| ObjectRef::from_obj(cr.as_ref()))
+            .collect::<Vec<_>>()
+    };
+    let for_configmaps = referrers.clone();
+    controller
+        .owns(
+            Api::<Deployment>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<ConfigMap>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<Service>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .watches(
+            Api::<PartialObjectMeta<Secret>>::all(client.clone()),
+            watcher::Config::default(),
+            move |s| referrers(RefKind::Secret, &s.metadata),
+        )
+        .watches(
+            Api::<PartialObjectMeta<ConfigMap>>::all(client),
+            watcher::Config::default(),
+            move |c| for_configmaps(RefKind::ConfigMap, &c.metadata),
+        )
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile error");
+            }
+        })
+        .await;
 }
