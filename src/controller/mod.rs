@@ -324,11 +324,10 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
             });
         }
     };
-    // Pull secrets of the workload (pod template, else its ServiceAccount) are not wired yet:
-    // anonymous and node-level pulls only.
+    let keyring = pull_keyring(cr, ctx).await?;
     let resolution = ctx
         .resolver
-        .resolve(&distribution, &Keyring::default())
+        .resolve(&distribution, &keyring)
         .await
         .map_err(|e| Failure {
             reason: e.reason(),
@@ -367,6 +366,68 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
         generated,
         stale: resolution.stale.as_ref().map(ToString::to_string),
     })
+}
+
+/// The credentials kubelet would use for the server Pod: the pod template has no pull secrets,
+/// so those of its ServiceAccount (`workload.overrides.serviceAccountName`, else `default`), in
+/// order. Missing Secrets are skipped, as kubelet does; a malformed one fails like the pull would.
+async fn pull_keyring(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Keyring, Failure> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use llama_stack_resolver::keyring::CredentialSource;
+    use llama_stack_resolver::pull_secret::add_pull_secret;
+    let ns = cr.namespace().unwrap_or_default();
+    let fail = |message: String| Failure {
+        reason: "RegistryError",
+        message,
+        image: None,
+    };
+    let sa_name = cr
+        .spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.overrides.as_ref())
+        .and_then(|o| o.service_account_name.clone())
+        .unwrap_or_else(|| "default".to_owned());
+    let mut keyring = Keyring::default();
+    let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(&sa_name)
+        .await
+        .map_err(|e| {
+            fail(format!(
+                "cannot read ServiceAccount {ns}/{sa_name} for its imagePullSecrets: {e}"
+            ))
+        })?;
+    let names: Vec<String> = sa
+        .and_then(|sa| sa.image_pull_secrets)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    for name in names {
+        let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+            .get_opt(&name)
+            .await
+            .map_err(|e| fail(format!("cannot read pull secret {ns}/{name}: {e}")))?;
+        let Some(secret) = secret else { continue };
+        let data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        let source = CredentialSource {
+            namespace: ns.clone(),
+            name,
+        };
+        add_pull_secret(
+            &mut keyring,
+            source,
+            secret.type_.as_deref().unwrap_or_default(),
+            &data,
+        )
+        .map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(keyring)
 }
 
 /// User story 6: the user's ConfigMap is the config, as is; its content hash rolls the Pods on edits.

@@ -1,0 +1,100 @@
+//! The controller resolving a private image with the ServiceAccount's pull secrets, as kubelet
+//! would pull it: a real htpasswd + TLS registry and a real kube-apiserver.
+
+#[path = "../resolver/tests/support/mod.rs"]
+mod registry_support;
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use base64::Engine;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use kube::api::{Api, PostParams};
+use llama_stack_operator::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
+use llama_stack_operator::controller::{Context, reconcile};
+use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
+use registry_support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
+use registry_support::registries::{PASSWORD, Registries, USER};
+use serde_json::json;
+use support::control_plane::{ControlPlane, committed_crd, install_crd};
+
+#[test]
+fn private_images_resolve_with_the_service_accounts_pull_secrets() {
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let config = "version: 2\ndistro_name: private-fixture\napis: [inference]\nproviders:\n  inference: []\n";
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: vec![(
+            "io.llamastack.config.base64",
+            base64::engine::general_purpose::STANDARD.encode(config),
+        )],
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let digest = write_layout(&work.path().join("layout"), "v1", &[image], false).unwrap();
+    let creds = format!("{USER}:{PASSWORD}");
+    skopeo_copy(
+        &format!("oci:{}:v1", work.path().join("layout").display()),
+        &format!("docker://{}/t/private:v1", regs.basic.host),
+        &[
+            "--preserve-digests",
+            "--dest-creds",
+            &creds,
+            "--dest-cert-dir",
+            regs.cert_dir().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.extra_ca_pem = Some(regs.ca_pem());
+        let ctx = Arc::new(Context { client: client.clone(), resolver: Arc::new(Resolver::new(options).unwrap()) });
+        let auth = base64::engine::general_purpose::STANDARD.encode(&creds);
+        for (ns, with_secret) in [("with-creds", true), ("without-creds", false)] {
+            let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+            Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+            let pull_secrets = if with_secret { json!([{"name": "regcred"}]) } else { json!([]) };
+            let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}, "imagePullSecrets": pull_secrets})).unwrap();
+            Api::<ServiceAccount>::namespaced(client.clone(), ns).create(&PostParams::default(), &sa).await.unwrap();
+            if with_secret {
+                let docker_config = json!({"auths": {regs.basic.host.clone(): {"auth": auth}}}).to_string();
+                let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "regcred"}, "type": "kubernetes.io/dockerconfigjson",
+                    "stringData": {".dockerconfigjson": docker_config}})).unwrap();
+                Api::<Secret>::namespaced(client.clone(), ns).create(&PostParams::default(), &secret).await.unwrap();
+            }
+            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": "private"}, "spec": {"distribution": {"image": format!("{}/t/private:v1", regs.basic.host)}}})).unwrap();
+            let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), ns);
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+            reconcile(Arc::new(llsds.get("private").await.unwrap()), ctx.clone()).await.unwrap();
+            let status = llsds.get("private").await.unwrap().status.unwrap();
+            if with_secret {
+                let resolved = status.resolved_distribution.unwrap();
+                assert_eq!(resolved.image.as_deref(), Some(format!("{}/t/private@{digest}", regs.basic.host).as_str()));
+                assert_eq!(resolved.config_source, Some(ConfigSource::OciLabel));
+                let d = Api::<Deployment>::namespaced(client.clone(), ns).get("private").await.unwrap();
+                let pod = d.spec.unwrap().template.spec.unwrap();
+                assert_eq!(pod.containers[0].image.as_deref(), Some(format!("{}/t/private@{digest}", regs.basic.host).as_str()), "the digest is deployed");
+            } else {
+                let c = status.conditions.unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap();
+                assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "RegistryError"));
+                assert!(c.message.contains("no pull secret matches this registry"), "{}", c.message);
+                assert!(Api::<Deployment>::namespaced(client.clone(), ns).get_opt("private").await.unwrap().is_none());
+            }
+        }
+    });
+}
