@@ -1,8 +1,6 @@
 //! The controller resolving a private image with the ServiceAccount's pull secrets, as kubelet
 //! would pull it: a real htpasswd + TLS registry and a real kube-apiserver.
 
-#[path = "../resolver/tests/support/mod.rs"]
-mod registry_support;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -15,10 +13,10 @@ use kube::api::{Api, PostParams};
 use llama_stack_operator::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
 use llama_stack_operator::controller::{Context, reconcile};
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
-use registry_support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
-use registry_support::registries::{PASSWORD, Registries, USER};
 use serde_json::json;
 use support::control_plane::{ControlPlane, committed_crd, install_crd};
+use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
+use support::registry::registries::{PASSWORD, Registries, USER};
 
 #[test]
 fn private_images_resolve_with_the_service_accounts_pull_secrets() {

@@ -3,5 +3,7 @@
 
 pub mod control_plane;
 pub mod llama_stack;
-#[path = "../../resolver/tests/support/process.rs"]
-pub mod process;
+/// The resolver's registry support (docker-registry, OCI fixtures, child processes).
+#[path = "../../resolver/tests/support/mod.rs"]
+pub mod registry;
+pub use registry::process;
