@@ -88,8 +88,9 @@ fn demo(keep: bool) -> Result<(), Error> {
             llama_stack_resolver::ResolverOptions::new(llama_stack_resolver::Catalog::embedded()?);
         options.timeout = std::time::Duration::from_secs(2);
         let resolver = std::sync::Arc::new(llama_stack_resolver::Resolver::new(options)?);
-        let ctx =
-            std::sync::Arc::new(llama_stack_operator::controller::Context { client, resolver });
+        let ctx = std::sync::Arc::new(llama_stack_operator::controller::Context::new(
+            client, resolver,
+        ));
         let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
         tokio::time::sleep(std::time::Duration::from_secs(8)).await;
         controller.abort();

@@ -99,7 +99,7 @@ fn reconcile_creates_updates_and_preserves() {
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.timeout = Duration::from_secs(2);
         let resolver = Arc::new(Resolver::new(options).unwrap());
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context { client: client.clone(), resolver }), ns: "stacks".into() };
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), resolver)), ns: "stacks".into() };
 
         // Missing Secret: no Deployment, the condition says which and where.
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
@@ -187,7 +187,7 @@ fn override_config_mounts_the_users_config_map() {
         install_crd(&client, &committed_crd().unwrap()).await.unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.timeout = Duration::from_secs(2);
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context { client: client.clone(), resolver: Arc::new(Resolver::new(options).unwrap()) }), ns: "default".into() };
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "own"}, "spec": {"distribution": {"name": "starter"}, "overrideConfig": {"configMapName": "my-config"}}})).unwrap();
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
@@ -227,7 +227,7 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
         install_crd(&client, &committed_crd().unwrap()).await.unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.timeout = Duration::from_secs(2);
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context { client: client.clone(), resolver: Arc::new(Resolver::new(options).unwrap()) }), ns: "default".into() };
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
         let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
         let pg: Secret = serde_json::from_value(json!({"metadata": {"name": "pg"}, "stringData": {"url": "not a url with s3cr3t"}})).unwrap();
         secrets.create(&PostParams::default(), &pg).await.unwrap();
@@ -276,10 +276,7 @@ fn the_running_controller_converges_from_watches() {
             .unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.timeout = Duration::from_secs(2);
-        let ctx = Arc::new(Context {
-            client: client.clone(),
-            resolver: Arc::new(Resolver::new(options).unwrap()),
-        });
+        let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()),));
         let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
         let cr: LlamaStackDistribution = serde_json::from_value(
             json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",

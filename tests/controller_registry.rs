@@ -60,7 +60,7 @@ fn private_images_resolve_with_the_service_accounts_pull_secrets() {
         install_crd(&client, &committed_crd().unwrap()).await.unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.extra_ca_pem = Some(regs.ca_pem());
-        let ctx = Arc::new(Context { client: client.clone(), resolver: Arc::new(Resolver::new(options).unwrap()) });
+        let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())));
         let auth = base64::engine::general_purpose::STANDARD.encode(&creds);
         for (ns, with_secret) in [("with-creds", true), ("without-creds", false)] {
             let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
@@ -94,5 +94,76 @@ fn private_images_resolve_with_the_service_accounts_pull_secrets() {
                 assert!(Api::<Deployment>::namespaced(client.clone(), ns).get_opt("private").await.unwrap().is_none());
             }
         }
+    });
+}
+
+#[test]
+fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: vec![],
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let digest = write_layout(&work.path().join("layout"), "v1", &[image], false).unwrap();
+    let plain = regs.plain.host.clone();
+    skopeo_copy(
+        &format!("oci:{}:v1", work.path().join("layout").display()),
+        &format!("docker://{plain}/mirror/starter:v1"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-system"}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = std::time::Duration::from_secs(2);
+        let ctx = Context::new(client.clone(), Arc::new(Resolver::new(options.clone()).unwrap())).with_operator_config("llama-stack-operator-system", options);
+        let controller = tokio::spawn(llama_stack_operator::controller::run(Arc::new(ctx)));
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "stack"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        Api::<LlamaStackDistribution>::namespaced(client.clone(), "default").create(&PostParams::default(), &cr).await.unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let image_of = |d: &Deployment| d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0].image.clone().unwrap_or_default();
+        let mut first = None;
+        for _ in 0..100 {
+            if let Some(d) = deployments.get_opt("stack").await.unwrap() {
+                first = Some(d);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let first = first.expect("the Deployment is created");
+        assert_eq!(image_of(&first), "docker.io/llamastack/distribution-starter:0.7.3", "no registry reachable: the catalog tag, unpinned");
+
+        let operator_config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-config"},
+            "data": {"image-overrides": format!("starter: {plain}/mirror/starter:v1\n"), "insecure-registries": format!("[\"{plain}\"]")}})).unwrap();
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "llama-stack-operator-system").create(&PostParams::default(), &operator_config).await.unwrap();
+        let wanted = format!("{plain}/mirror/starter@{digest}");
+        let mut rolled = None;
+        for _ in 0..100 {
+            let d = deployments.get("stack").await.unwrap();
+            if image_of(&d) == wanted {
+                rolled = Some(d);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let rolled = rolled.expect("the image override is rolled out within 20 s");
+        assert_eq!(rolled.metadata.generation, first.metadata.generation.map(|g| g + 1), "one Deployment update");
+        controller.abort();
     });
 }

@@ -135,7 +135,9 @@ pub(super) fn run(args: &Args) -> Result<(), RunError> {
         }
         if let (false, Some(api)) = (args.no_controller, api.clone()) {
             let resolver = Resolver::new(ResolverOptions::new(catalog.clone())).map_err(|e| RunError::Startup(e.to_string()))?;
-            let ctx = Arc::new(Context { client: api, resolver: Arc::new(resolver) });
+            let ctx = Arc::new(
+                Context::new(api, Arc::new(resolver)).with_operator_config(&args.namespace, ResolverOptions::new(catalog.clone())),
+            );
             tokio::spawn(controller::run(ctx));
             eprintln!("controller started");
         }

@@ -7,6 +7,7 @@
 //! fails the Deployment is left exactly as it was and the status says why.
 
 pub mod builders;
+pub mod operator_config;
 pub mod status;
 
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use llama_stack_resolver::keyring::Keyring;
-use llama_stack_resolver::{Distribution, Resolver};
+use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
 use serde_json::json;
 
 use crate::api::common::DistributionPhase;
@@ -69,8 +70,44 @@ fn api_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
 pub struct Context {
     /// API client.
     pub client: kube::Client,
-    /// Distribution resolver (with the operator's catalog, mirrors, caches).
-    pub resolver: Arc<Resolver>,
+    /// Distribution resolver (with the operator's catalog, mirrors, caches); replaced when the
+    /// operator ConfigMap changes.
+    resolver: std::sync::RwLock<Arc<Resolver>>,
+    /// Where the operator ConfigMap lives, and the options it is layered on.
+    operator_config: Option<(String, ResolverOptions)>,
+}
+
+impl Context {
+    /// A context with a fixed resolver.
+    pub fn new(client: kube::Client, resolver: Arc<Resolver>) -> Self {
+        Self {
+            client,
+            resolver: std::sync::RwLock::new(resolver),
+            operator_config: None,
+        }
+    }
+
+    /// Also follow the operator ConfigMap in `namespace`: its settings are layered on `base`.
+    pub fn with_operator_config(mut self, namespace: &str, base: ResolverOptions) -> Self {
+        self.operator_config = Some((namespace.to_owned(), base));
+        self
+    }
+
+    /// The current resolver.
+    pub fn resolver(&self) -> Arc<Resolver> {
+        match self.resolver.read() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn replace_resolver(&self, resolver: Resolver) {
+        let resolver = Arc::new(resolver);
+        match self.resolver.write() {
+            Ok(mut slot) => *slot = resolver,
+            Err(poisoned) => *poisoned.into_inner() = resolver,
+        }
+    }
 }
 
 /// The outcome of the config half of a reconcile.
@@ -326,7 +363,7 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
     };
     let keyring = pull_keyring(cr, ctx).await?;
     let resolution = ctx
-        .resolver
+        .resolver()
         .resolve(&distribution, &keyring)
         .await
         .map_err(|e| Failure {
@@ -730,6 +767,59 @@ async fn prune_config_maps(
     Ok(())
 }
 
+/// Watches the operator ConfigMap; on every change rebuilds the resolver and asks for a
+/// reconcile of every LlamaStackDistribution (a changed image-override rolls image and config
+/// together).
+async fn follow_operator_config(
+    ctx: Arc<Context>,
+    namespace: String,
+    base: ResolverOptions,
+    trigger: tokio::sync::mpsc::Sender<()>,
+) {
+    use kube::runtime::watcher::Event;
+    let embedded = base.catalog.clone();
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let config = watcher::Config::default().fields(&format!(
+        "metadata.name={}",
+        operator_config::OPERATOR_CONFIG_MAP
+    ));
+    let mut events = std::pin::pin!(watcher::watcher(api, config));
+    let mut last: Option<std::collections::BTreeMap<String, String>> = None;
+    while let Some(event) = events.next().await {
+        let data = match event {
+            Ok(Event::Apply(cm) | Event::InitApply(cm)) => cm.data.unwrap_or_default(),
+            Ok(Event::Delete(_)) => Default::default(),
+            Ok(Event::Init | Event::InitDone) => continue,
+            Err(error) => {
+                tracing::warn!(%error, "watching the operator ConfigMap");
+                continue;
+            }
+        };
+        if last.as_ref() == Some(&data) {
+            continue;
+        }
+        let (options, problems) = operator_config::resolver_options(&base, &embedded, &data);
+        for problem in &problems {
+            tracing::warn!(problem = %problem, "operator ConfigMap");
+        }
+        match Resolver::new(options) {
+            Ok(resolver) => {
+                ctx.replace_resolver(resolver);
+                last = Some(data);
+                let _ = trigger.try_send(());
+            }
+            Err(error) => {
+                tracing::warn!(%error, "operator ConfigMap: keeping the previous settings")
+            }
+        }
+    }
+}
+
+/// Options for the resolver from the embedded catalog (used by `run` and tests).
+pub fn default_resolver_options() -> Result<ResolverOptions, llama_stack_resolver::CatalogError> {
+    Ok(ResolverOptions::new(Catalog::embedded()?))
+}
+
 fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) -> Action {
     tracing::warn!(%error, "reconcile failed");
     Action::requeue(Duration::from_secs(10))
@@ -767,7 +857,20 @@ pub async fn run(ctx: Arc<Context>) {
             .collect::<Vec<_>>()
     };
     let for_configmaps = referrers.clone();
+    let (trigger, triggered) = tokio::sync::mpsc::channel::<()>(1);
+    if let Some((namespace, base)) = ctx.operator_config.clone() {
+        tokio::spawn(follow_operator_config(
+            ctx.clone(),
+            namespace,
+            base,
+            trigger,
+        ));
+    }
+    let reconcile_all = futures_util::stream::unfold(triggered, |mut rx| async move {
+        rx.recv().await.map(|()| ((), rx))
+    });
     controller
+        .reconcile_all_on(reconcile_all)
         .owns(
             Api::<Deployment>::all(client.clone()),
             watcher::Config::default(),

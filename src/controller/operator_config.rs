@@ -1,0 +1,106 @@
+//! The operator ConfigMap (`llama-stack-operator-config` in the operator's namespace): settings
+//! that change the resolver at runtime. Every invalid entry is reported, none silently dropped.
+//!
+//! Keys:
+//! - `image-overrides`: YAML map of distribution name to image;
+//! - `mirrors`: YAML list of `FROM=TO` rules;
+//! - `insecure-registries`: YAML list of `host[:port]` reached over plain HTTP.
+
+use std::collections::BTreeMap;
+
+use llama_stack_resolver::catalog::parse_image_overrides;
+use llama_stack_resolver::mirror::MirrorRule;
+use llama_stack_resolver::{Catalog, ResolverOptions};
+
+/// Name of the operator ConfigMap.
+pub const OPERATOR_CONFIG_MAP: &str = "llama-stack-operator-config";
+
+fn yaml_list(
+    data: &BTreeMap<String, String>,
+    key: &str,
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    let Some(text) = data.get(key) else {
+        return Vec::new();
+    };
+    match serde_saphyr::from_str::<Vec<String>>(text) {
+        Ok(items) => items,
+        Err(e) => {
+            problems.push(format!(
+                "{OPERATOR_CONFIG_MAP} key {key:?} ignored: it must be a YAML list of strings: {e}"
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// Resolver options from the ConfigMap's data on top of `base`, and the problems found.
+pub fn resolver_options(
+    base: &ResolverOptions,
+    embedded: &Catalog,
+    data: &BTreeMap<String, String>,
+) -> (ResolverOptions, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut options = base.clone();
+    let (overrides, override_problems) =
+        parse_image_overrides(data.get("image-overrides").map_or("", String::as_str));
+    problems.extend(override_problems.iter().map(ToString::to_string));
+    options.catalog = embedded.with_overrides(&overrides);
+    for rule in yaml_list(data, "mirrors", &mut problems) {
+        match rule.parse::<MirrorRule>() {
+            Ok(rule) => options.mirrors.push(rule),
+            Err(e) => problems.push(format!("{OPERATOR_CONFIG_MAP} mirrors entry ignored: {e}")),
+        }
+    }
+    options
+        .insecure_registries
+        .extend(yaml_list(data, "insecure-registries", &mut problems));
+    (options, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_apply_and_problems_are_named() {
+        let embedded = Catalog::embedded().unwrap();
+        let base = ResolverOptions::new(embedded.clone());
+        let data = BTreeMap::from([
+            (
+                "image-overrides".to_owned(),
+                "starter: mirror.corp/lls/starter:0.7.3\nbad: Not/Valid Ref\n".to_owned(),
+            ),
+            (
+                "mirrors".to_owned(),
+                "- docker.io/llamastack=mirror.corp/lls\n- nonsense\n".to_owned(),
+            ),
+            (
+                "insecure-registries".to_owned(),
+                "[mirror.corp:5000]".to_owned(),
+            ),
+        ]);
+        let (options, problems) = resolver_options(&base, &embedded, &data);
+        assert_eq!(
+            options.catalog.image("starter").unwrap(),
+            "mirror.corp/lls/starter:0.7.3"
+        );
+        assert_eq!(options.mirrors.len(), 1);
+        assert_eq!(options.insecure_registries, ["mirror.corp:5000"]);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("image-overrides entry \"bad\" ignored"),
+            "{problems:?}"
+        );
+        assert!(problems[1].contains("must be FROM=TO"), "{problems:?}");
+        let (options, problems) = resolver_options(
+            &base,
+            &embedded,
+            &BTreeMap::from([("mirrors".to_owned(), "{a: b}".to_owned())]),
+        );
+        assert!(
+            options.mirrors.is_empty() && problems[0].contains("must be a YAML list of strings"),
+            "{problems:?}"
+        );
+    }
+}
