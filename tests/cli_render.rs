@@ -44,7 +44,18 @@ fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
         let path = sample(name);
         let (code, stdout, stderr) = render(&["-f", &path]);
         assert_eq!(code, 0, "{name}: {stderr}");
-        let cm: Value = serde_saphyr::from_str(&stdout).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+        let kinds: Vec<&str> = docs
+            .iter()
+            .map(|d| d["kind"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(kinds, ["ConfigMap", "Deployment", "Service"], "{name}");
+        let cm = &docs[0];
+        assert_eq!(
+            docs[1]["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+            cm["metadata"]["name"],
+            "{name}: the Deployment mounts the generated ConfigMap"
+        );
         let cr: LlamaStackDistribution =
             serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let expected = generate(

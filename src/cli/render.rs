@@ -1,15 +1,16 @@
-//! `render`: what the operator would generate for a LlamaStackDistribution, offline, on the
-//! embedded distribution configs.
+//! `render`: what the operator would apply for a LlamaStackDistribution, offline, on the
+//! embedded distribution configs: the same builders as the controller (the image is the catalog's
+//! reference, not pinned, since render does not reach a registry).
 
 use std::path::PathBuf;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use llama_stack_resolver::catalog::parse_image_overrides;
 use llama_stack_resolver::embedded::embedded_config;
 use llama_stack_resolver::{Catalog, LookupError};
 
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::config::{GeneratedConfig, ProviderTable, generate};
+use crate::controller::builders;
 
 /// Options of `render`.
 #[derive(clap::Args, Debug)]
@@ -77,28 +78,25 @@ pub fn config_map_name(cr: &str, hash: &str) -> String {
     format!("{cr}-config-{}", &hex[..8.min(hex.len())])
 }
 
-fn config_map(
+/// Every object the controller applies, as one YAML stream, built by the controller's builders.
+fn objects(
     cr: &LlamaStackDistribution,
+    image: &str,
     generated: &GeneratedConfig,
-) -> Result<ConfigMap, RenderError> {
-    let name = cr.metadata.name.clone().unwrap_or_default();
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": config_map_name(&name, &generated.hash),
-            "namespace": cr.metadata.namespace,
-            "labels": {
-                "app.kubernetes.io/name": "llama-stack",
-                "app.kubernetes.io/instance": name,
-                "app.kubernetes.io/managed-by": "llama-stack-operator",
-            },
-            "annotations": {"llamastack.io/config-hash": generated.hash},
-        },
-        "immutable": true,
-        "data": {"config.yaml": generated.yaml},
-    }))
-    .map_err(|e| RenderError::Output(e.to_string()))
+) -> Result<String, RenderError> {
+    let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
+    let cm = builders::config_map(cr, generated).map_err(|e| err(&e))?;
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    let docs = [
+        serde_saphyr::to_string(&cm).map_err(|e| err(&e))?,
+        serde_saphyr::to_string(
+            &builders::deployment(cr, image, generated, &name).map_err(|e| err(&e))?,
+        )
+        .map_err(|e| err(&e))?,
+        serde_saphyr::to_string(&builders::service(cr).map_err(|e| err(&e))?)
+            .map_err(|e| err(&e))?,
+    ];
+    Ok(docs.join("---\n"))
 }
 
 pub(super) fn run(args: &Args) -> Result<(), RenderError> {
@@ -120,6 +118,8 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
             o.config_map_name
         )));
     }
+    // Offline: the catalog's (or the given) reference, not pinned to a digest.
+    let mut image = cr.spec.distribution.image.clone().unwrap_or_default();
     let base = match (&args.base_config, &cr.spec.distribution.name) {
         (Some(path), _) => read(path)?,
         (None, Some(name)) => {
@@ -132,7 +132,7 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
                 }
                 catalog = catalog.with_overrides(&valid);
             }
-            catalog.image(name)?;
+            image = catalog.image(name)?.to_owned();
             embedded_config(name)
                 .ok_or_else(|| RenderError::NoBase(format!("spec.distribution.name: {name:?} has no embedded config; pass --base-config FILE")))?
                 .to_owned()
@@ -152,8 +152,7 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
     } else if args.env {
         serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))?
     } else {
-        serde_saphyr::to_string(&config_map(&cr, &generated)?)
-            .map_err(|e| RenderError::Output(e.to_string()))?
+        objects(&cr, &image, &generated)?
     };
     print!("{out}");
     Ok(())

@@ -45,8 +45,14 @@ fn selector(cr: &LlamaStackDistribution) -> Value {
     json!({"app.kubernetes.io/name": "llama-stack", "app.kubernetes.io/instance": cr.metadata.name})
 }
 
-fn owner(cr: &LlamaStackDistribution) -> Value {
-    serde_json::to_value(cr.controller_owner_ref(&())).unwrap_or(Value::Null)
+/// The controller owner reference; none for an object not yet stored (no uid, e.g. `render`).
+fn owners(cr: &LlamaStackDistribution) -> Value {
+    Value::Array(
+        cr.controller_owner_ref(&())
+            .and_then(|o| serde_json::to_value(o).ok())
+            .into_iter()
+            .collect(),
+    )
 }
 
 fn port(cr: &LlamaStackDistribution) -> i32 {
@@ -62,7 +68,7 @@ pub fn config_map(
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": config_map_name(&name, &generated.hash), "namespace": cr.metadata.namespace,
-            "labels": labels(cr), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": [owner(cr)]},
+            "labels": labels(cr), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(cr)},
         "immutable": true,
         "data": {"config.yaml": generated.yaml},
     }))
@@ -159,7 +165,7 @@ pub fn deployment(
     }
     let mut deployment = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": cr.metadata.namespace, "labels": labels(cr), "ownerReferences": [owner(cr)]},
+        "metadata": {"name": name, "namespace": cr.metadata.namespace, "labels": labels(cr), "ownerReferences": owners(cr)},
         "spec": spec,
     });
     let desired_hash =
@@ -173,7 +179,7 @@ pub fn service(cr: &LlamaStackDistribution) -> Result<Service, serde_json::Error
     let name = cr.metadata.name.clone().unwrap_or_default();
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": format!("{name}-service"), "namespace": cr.metadata.namespace, "labels": labels(cr), "ownerReferences": [owner(cr)]},
+        "metadata": {"name": format!("{name}-service"), "namespace": cr.metadata.namespace, "labels": labels(cr), "ownerReferences": owners(cr)},
         "spec": {"selector": selector(cr), "ports": [{"name": "http", "port": port(cr), "targetPort": "http", "protocol": "TCP"}]},
     }))
 }
