@@ -262,6 +262,42 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
 }
 
 #[test]
+fn workload_storage_gets_a_pvc_that_is_never_shrunk() {
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = Duration::from_secs(2);
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "kept"}, "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {"size": "5Gi", "mountPath": "/data"}}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("kept").await;
+        let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+        let size = |p: &k8s_openapi::api::core::v1::PersistentVolumeClaim| p.spec.as_ref().unwrap().resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0.clone();
+        let pvc = pvcs.get("kept-pvc").await.unwrap();
+        assert_eq!(size(&pvc), "5Gi");
+        assert_eq!(pvc.metadata.owner_references.unwrap()[0].name, "kept");
+        let d = f.deployment("kept").await;
+        let spec = d.spec.unwrap();
+        assert_eq!(spec.strategy.unwrap().type_.as_deref(), Some("Recreate"), "an RWO volume needs Recreate");
+        let pod = spec.template.spec.unwrap();
+        assert_eq!(pod.volumes.unwrap()[1].persistent_volume_claim.as_ref().unwrap().claim_name, "kept-pvc");
+        let env = serde_json::to_value(&pod.containers[0].env).unwrap();
+        assert!(env.as_array().unwrap().contains(&json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": "/data"})));
+        f.llsds().patch("kept", &PatchParams::default(), &Patch::Merge(json!({"spec": {"workload": {"storage": {"size": "2Gi"}}}}))).await.unwrap();
+        f.reconcile("kept").await;
+        assert_eq!(size(&pvcs.get("kept-pvc").await.unwrap()), "5Gi", "a PVC is never shrunk");
+    });
+}
+
+#[test]
 fn the_running_controller_converges_from_watches() {
     let plane = ControlPlane::start().expect("control plane");
     let rt = tokio::runtime::Builder::new_multi_thread()

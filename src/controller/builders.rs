@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use kube::Resource;
 use serde_json::{Value, json};
 
@@ -23,6 +23,42 @@ pub const DESIRED_HASH: &str = "llamastack.io/desired-hash";
 pub const CONFIG_DIR: &str = "/etc/llama-stack";
 const DEFAULT_PORT: i32 = 8321;
 const DATA_DIR: &str = "/.llama";
+/// Size of the data PVC when `workload.storage.size` is not set.
+pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
+
+/// Where the server keeps its state: `workload.storage.mountPath`, else `/.llama`.
+fn data_dir(cr: &LlamaStackDistribution) -> String {
+    cr.spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.storage.as_ref())
+        .and_then(|s| s.mount_path.clone())
+        .unwrap_or_else(|| DATA_DIR.to_owned())
+}
+
+/// Name of the data PVC.
+pub fn pvc_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-pvc", cr.metadata.name.clone().unwrap_or_default())
+}
+
+/// The PersistentVolumeClaim for `workload.storage`, if asked for.
+pub fn persistent_volume_claim(
+    cr: &LlamaStackDistribution,
+) -> Result<Option<PersistentVolumeClaim>, serde_json::Error> {
+    let Some(storage) = cr.spec.workload.as_ref().and_then(|w| w.storage.as_ref()) else {
+        return Ok(None);
+    };
+    let size = storage
+        .size
+        .as_ref()
+        .map_or(DEFAULT_STORAGE_SIZE.to_owned(), |q| q.0.clone());
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": pvc_name(cr), "namespace": cr.metadata.namespace, "labels": labels(cr), "ownerReferences": owners(cr)},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
+    }))
+    .map(Some)
+}
 
 fn labels(cr: &LlamaStackDistribution) -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -79,9 +115,9 @@ fn env_vars(cr: &LlamaStackDistribution, generated: &GeneratedConfig) -> Vec<Val
         json!({"name": "LLAMA_STACK_CONFIG", "value": format!("{CONFIG_DIR}/config.yaml")}),
         // `llama stack run` ignores server.port; the port comes from here.
         json!({"name": "LLAMA_STACK_PORT", "value": port(cr).to_string()}),
-        json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": DATA_DIR}),
-        json!({"name": "SQLITE_STORE_DIR", "value": format!("{DATA_DIR}/state")}),
-        json!({"name": "HF_HOME", "value": format!("{DATA_DIR}/huggingface")}),
+        json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(cr)}),
+        json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(cr))}),
+        json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(cr))}),
     ];
     for var in &generated.env {
         env.push(match &var.source {
@@ -117,7 +153,7 @@ pub fn deployment(
         "image": image,
         "ports": [{"name": "http", "containerPort": port(cr), "protocol": "TCP"}],
         "env": env_vars(cr, generated),
-        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": true}, {"name": "data", "mountPath": DATA_DIR}],
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": true}, {"name": "data", "mountPath": data_dir(cr)}],
         "resources": workload.resources.clone().map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
             .unwrap_or_else(|| json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}})),
         "startupProbe": {"httpGet": {"path": "/v1/health", "port": "http"}, "periodSeconds": 5, "failureThreshold": 60},
@@ -137,7 +173,12 @@ pub fn deployment(
     }
     let mut volumes = vec![
         json!({"name": "config", "configMap": {"name": config_map}}),
-        json!({"name": "data", "emptyDir": {}}),
+        match workload.storage {
+            Some(_) => {
+                json!({"name": "data", "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
+            }
+            None => json!({"name": "data", "emptyDir": {}}),
+        },
     ];
     volumes.extend(
         overrides
@@ -159,6 +200,10 @@ pub fn deployment(
     });
     if workload.autoscaling.is_none() {
         spec["replicas"] = json!(workload.replicas.unwrap_or(1));
+    }
+    if workload.storage.is_some() {
+        // A ReadWriteOnce volume cannot be attached to the old and the new Pod at once.
+        spec["strategy"] = json!({"type": "Recreate"});
     }
     if let Some(sa) = &overrides.service_account_name {
         spec["template"]["spec"]["serviceAccountName"] = json!(sa);

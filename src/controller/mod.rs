@@ -667,6 +667,12 @@ async fn apply_objects(
                 .map_err(api_err(format!("create ConfigMap {ns}/{cm_name}")))?;
         }
     }
+    if let Some(pvc) = builders::persistent_volume_claim(cr).map_err(|source| Error::Build {
+        what: "PersistentVolumeClaim",
+        source,
+    })? {
+        ensure_pvc(ctx, &ns, &pvc).await?;
+    }
     let deployment =
         builders::deployment(cr, &planned.image, &planned.generated, &planned.config_map).map_err(
             |source| Error::Build {
@@ -708,6 +714,81 @@ async fn apply_objects(
             .map_err(api_err(format!("apply Service {ns}/{svc_name}")))?;
     }
     Ok(applied)
+}
+
+/// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
+/// server refuses it anyway).
+async fn ensure_pvc(
+    ctx: &Context,
+    ns: &str,
+    desired: &k8s_openapi::api::core::v1::PersistentVolumeClaim,
+) -> Result<(), Error> {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let name = desired.name_any();
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), ns);
+    let size = |p: &PersistentVolumeClaim| -> Option<Quantity> {
+        p.spec
+            .as_ref()?
+            .resources
+            .as_ref()?
+            .requests
+            .as_ref()?
+            .get("storage")
+            .cloned()
+    };
+    match api
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read PersistentVolumeClaim {ns}/{name}")))?
+    {
+        None => {
+            api.create(&PostParams::default(), desired)
+                .await
+                .map_err(api_err(format!("create PersistentVolumeClaim {ns}/{name}")))?;
+        }
+        Some(current) => {
+            let (Some(have), Some(want)) = (
+                size(&current).and_then(|q| bytes(&q.0)),
+                size(desired).and_then(|q| bytes(&q.0)),
+            ) else {
+                return Ok(());
+            };
+            // The API server lets a claim grow only once it is bound (and its class allows it).
+            let bound = current.status.as_ref().and_then(|st| st.phase.as_deref()) == Some("Bound");
+            if want > have && bound {
+                let patch = json!({"spec": {"resources": {"requests": {"storage": size(desired).map(|q| q.0)}}}});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_err(format!("grow PersistentVolumeClaim {ns}/{name}")))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of a storage quantity (`10Gi`, `500M`, `1073741824`); `None` when not understood.
+fn bytes(quantity: &str) -> Option<u128> {
+    let split = quantity
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(quantity.len());
+    let (number, suffix) = quantity.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let factor: f64 = match suffix {
+        "" => 1.0,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        _ => return None,
+    };
+    Some((number * factor) as u128)
 }
 
 /// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
@@ -901,4 +982,18 @@ pub async fn run(ctx: Arc<Context>) {
             }
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes;
+
+    #[test]
+    fn storage_quantities_compare_in_bytes() {
+        assert_eq!(bytes("10Gi"), Some(10 * 1024 * 1024 * 1024));
+        assert_eq!(bytes("500M"), Some(500_000_000));
+        assert_eq!(bytes("1073741824"), Some(1 << 30));
+        assert!(bytes("1.5Gi") > bytes("1Gi"));
+        assert_eq!(bytes("10Zz"), None);
+    }
 }
