@@ -24,7 +24,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use llama_stack_resolver::keyring::Keyring;
-use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
+use llama_stack_resolver::{Distribution, Resolver, ResolverOptions};
 use serde_json::json;
 
 use crate::api::common::DistributionPhase;
@@ -894,11 +894,6 @@ async fn follow_operator_config(
             }
         }
     }
-}
-
-/// Options for the resolver from the embedded catalog (used by `run` and tests).
-pub fn default_resolver_options() -> Result<ResolverOptions, llama_stack_resolver::CatalogError> {
-    Ok(ResolverOptions::new(Catalog::embedded()?))
 }
 
 fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) -> Action {
