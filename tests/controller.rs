@@ -262,6 +262,30 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
 }
 
 #[test]
+fn external_providers_are_refused_not_ignored() {
+    let plane = ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = Duration::from_secs(2);
+        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "ext"}, "spec": {"distribution": {"name": "starter"}, "externalProviders": {"safety": [{"providerId": "p", "image": "reg/p:1"}]}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("ext").await;
+        let (status, reason, _) = f.condition("ext", "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "ExternalProvidersUnsupported"));
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("ext").await.unwrap().is_none());
+    });
+}
+
+#[test]
 fn workload_storage_gets_a_pvc_that_is_never_shrunk() {
     let plane = ControlPlane::start().expect("control plane");
     let rt = tokio::runtime::Builder::new_multi_thread()

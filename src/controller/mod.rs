@@ -361,6 +361,19 @@ async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Fai
             });
         }
     };
+    // External providers (spec 001) need init containers this controller does not build yet;
+    // deploying without them would silently drop part of the spec.
+    let external = serde_json::to_value(&cr.spec.external_providers).unwrap_or_default();
+    if external.as_object().is_some_and(|apis| {
+        apis.values()
+            .any(|l| l.as_array().is_some_and(|l| !l.is_empty()))
+    }) {
+        return Err(Failure {
+            reason: "ExternalProvidersUnsupported",
+            message: "spec.externalProviders: installing external providers is not supported by this operator version yet; remove them to deploy without them".to_owned(),
+            image: None,
+        });
+    }
     let keyring = pull_keyring(cr, ctx).await?;
     let resolution = ctx
         .resolver()
