@@ -15,7 +15,7 @@ use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::controller::{Context, reconcile};
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, committed_crd, install_crd};
+use support::control_plane::start_with_crd;
 
 struct Fixture {
     client: kube::Client,
@@ -23,7 +23,24 @@ struct Fixture {
     ns: String,
 }
 
+/// Resolver options for the test machine, which reaches no public registry: names resolve to
+/// their embedded config, after a short timeout.
+fn offline_options() -> ResolverOptions {
+    let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+    options.timeout = Duration::from_secs(2);
+    options
+}
+
 impl Fixture {
+    fn new(client: &kube::Client, ns: &str) -> Self {
+        let resolver = Arc::new(Resolver::new(offline_options()).unwrap());
+        Self {
+            client: client.clone(),
+            ctx: Arc::new(Context::new(client.clone(), resolver)),
+            ns: ns.to_owned(),
+        }
+    }
+
     fn llsds(&self) -> Api<LlamaStackDistribution> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
@@ -84,22 +101,11 @@ fn container_env(d: &Deployment) -> Vec<Value> {
 
 #[test]
 fn reconcile_creates_updates_and_preserves() {
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "stacks"}})).unwrap();
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
-        // The test machine reaches no public registry: names resolve to their embedded config.
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-        options.timeout = Duration::from_secs(2);
-        let resolver = Arc::new(Resolver::new(options).unwrap());
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), resolver)), ns: "stacks".into() };
+        let f = Fixture::new(&client, "stacks");
 
         // Missing Secret: no Deployment, the condition says which and where.
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
@@ -176,18 +182,9 @@ fn reconcile_creates_updates_and_preserves() {
 
 #[test]
 fn override_config_mounts_the_users_config_map() {
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-        options.timeout = Duration::from_secs(2);
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
+        let f = Fixture::new(&client, "default");
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "own"}, "spec": {"distribution": {"name": "starter"}, "overrideConfig": {"configMapName": "my-config"}}})).unwrap();
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
@@ -216,18 +213,9 @@ fn override_config_mounts_the_users_config_map() {
 
 #[test]
 fn postgres_connection_strings_are_split_into_an_owned_secret() {
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-        options.timeout = Duration::from_secs(2);
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
+        let f = Fixture::new(&client, "default");
         let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
         let pg: Secret = serde_json::from_value(json!({"metadata": {"name": "pg"}, "stringData": {"url": "not a url with s3cr3t"}})).unwrap();
         secrets.create(&PostParams::default(), &pg).await.unwrap();
@@ -263,18 +251,9 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
 
 #[test]
 fn external_providers_are_refused_not_ignored() {
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-        options.timeout = Duration::from_secs(2);
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
+        let f = Fixture::new(&client, "default");
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "ext"}, "spec": {"distribution": {"name": "starter"}, "externalProviders": {"safety": [{"providerId": "p", "image": "reg/p:1"}]}}})).unwrap();
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
@@ -287,18 +266,9 @@ fn external_providers_are_refused_not_ignored() {
 
 #[test]
 fn workload_storage_gets_a_pvc_that_is_never_shrunk() {
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-        options.timeout = Duration::from_secs(2);
-        let f = Fixture { client: client.clone(), ctx: Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()))), ns: "default".into() };
+        let f = Fixture::new(&client, "default");
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "kept"}, "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {"size": "5Gi", "mountPath": "/data"}}}})).unwrap();
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
@@ -323,20 +293,9 @@ fn workload_storage_gets_a_pvc_that_is_never_shrunk() {
 
 #[test]
 fn the_running_controller_converges_from_watches() {
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap())
-            .await
-            .unwrap();
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-        options.timeout = Duration::from_secs(2);
-        let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap()),));
+        let ctx = Fixture::new(&client, "default").ctx;
         let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
         let cr: LlamaStackDistribution = serde_json::from_value(
             json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",

@@ -14,7 +14,7 @@ use llama_stack_operator::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
 use llama_stack_operator::controller::{Context, reconcile};
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::json;
-use support::control_plane::{ControlPlane, committed_crd, install_crd};
+use support::control_plane::start_with_crd;
 use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registry::registries::{PASSWORD, Registries, USER};
 
@@ -49,15 +49,8 @@ fn private_images_resolve_with_the_service_accounts_pull_secrets() {
     )
     .unwrap();
 
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.extra_ca_pem = Some(regs.ca_pem());
         let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())));
@@ -118,15 +111,8 @@ fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
     )
     .unwrap();
 
-    let plane = ControlPlane::start().expect("control plane");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let client = plane.client().await.unwrap();
-        install_crd(&client, &committed_crd().unwrap()).await.unwrap();
         let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-system"}})).unwrap();
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());

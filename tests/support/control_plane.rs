@@ -325,3 +325,19 @@ pub fn committed_crd() -> Result<
         fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(serde_saphyr::from_str(&text)?)
 }
+
+/// A started control plane with the committed CRD installed, plus a runtime and an admin client
+/// to drive it. Keep the returned `ControlPlane` alive for the length of the test.
+pub fn start_with_crd() -> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
+    let plane = ControlPlane::start()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = rt.block_on(async {
+        let client = plane.client().await?;
+        install_crd(&client, &committed_crd()?).await?;
+        Ok::<_, Error>(client)
+    })?;
+    Ok((plane, rt, client))
+}
