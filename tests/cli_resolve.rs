@@ -6,12 +6,12 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use std::sync::{Arc, OnceLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use serde_json::{Value, json};
+use support::harness::{run_suite, table};
 use support::oci::{Comp, Entry, ImageSpec, Layer, sha256, skopeo_copy, write_layout};
 use support::registries::{PASSWORD, Registries, USER};
 
@@ -251,32 +251,10 @@ fn start() -> Result<Env, support::registries::Error> {
 }
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
-    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
-    let trials: Vec<Trial> = TESTS
-        .iter()
-        .map(|(name, test)| {
-            let (env, test) = (env.clone(), *test);
-            Trial::test(*name, move || {
-                test(env.get().ok_or("registries not started")?)
-            })
-        })
-        .collect();
-    let selected = trials
-        .iter()
-        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
-    if !args.list && selected {
-        match start() {
-            Ok(e) => {
-                let _ = env.set(e);
-            }
-            Err(err) => {
-                eprintln!("error: cannot start the test registries: {err}");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    let conclusion = libtest_mimic::run(&args, trials);
-    drop(Arc::try_unwrap(env).ok().and_then(OnceLock::into_inner));
-    conclusion.exit_code()
+    run_suite(
+        table(TESTS),
+        "the test registries",
+        || start().map_err(|e| e.to_string()),
+        None,
+    )
 }

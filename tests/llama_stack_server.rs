@@ -13,14 +13,15 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::config::env::EnvSource;
 use llama_stack_operator::config::{GeneratedConfig, ProviderTable, generate};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
+use support::registry::harness::{TestFn, run_suite};
 
 /// An OpenAI-compatible upstream on loopback that records (path, Authorization) per request.
 struct FakeUpstream {
@@ -341,31 +342,20 @@ fn prepare() -> Result<Env, llama_stack::Error> {
 }
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
-    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
-    let trials: Vec<Trial> = cases()
+    let tests = cases()
         .iter()
         .enumerate()
         .map(|(i, case)| {
-            let env = env.clone();
-            Trial::test(case.name, move || {
-                run_case(env.get().ok_or("llama-stack not prepared")?, i)
-            })
+            (
+                case.name.to_owned(),
+                Box::new(move |env: &Env| run_case(env, i)) as TestFn<Env>,
+            )
         })
         .collect();
-    let selected = trials
-        .iter()
-        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
-    if !args.list && selected {
-        match prepare() {
-            Ok(e) => {
-                let _ = env.set(e);
-            }
-            Err(err) => {
-                eprintln!("error: cannot prepare llama-stack: {err}");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    libtest_mimic::run(&args, trials).exit_code()
+    run_suite(
+        tests,
+        "llama-stack",
+        || prepare().map_err(|e| e.to_string()),
+        None,
+    )
 }

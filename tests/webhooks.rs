@@ -4,7 +4,7 @@
 mod support;
 
 use std::process::{ExitCode, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
@@ -15,12 +15,13 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
 use llama_stack_resolver::Catalog;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, committed_crd, install_crd};
+use support::registry::harness::{run_suite, table};
 
 struct Env {
     plane: ControlPlane,
@@ -496,56 +497,11 @@ fn webhook_down(env: &Env) -> Result<(), Failed> {
 }
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
-    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
-    let trials: Vec<Trial> = TESTS
-        .iter()
-        .map(|(name, test)| {
-            let (env, test) = (env.clone(), *test);
-            Trial::test(*name, move || {
-                test(env.get().ok_or("webhooks not started")?)
-            })
-        })
-        .collect();
-    let selected = trials
-        .iter()
-        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
-    if args.list || !selected {
-        return libtest_mimic::run(&args, trials).exit_code();
-    }
-    match start() {
-        Ok(e) => {
-            let _ = env.set(e);
-        }
-        Err(err) => {
-            eprintln!(
-                "error: cannot start the control plane and webhooks: {}",
-                err.message().unwrap_or_default()
-            );
-            return ExitCode::FAILURE;
-        }
-    }
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Runs last, alone: it stops the webhook server.
-    let down = env.get().map(webhook_down);
-    let down_ok = match down {
-        Some(Ok(())) => {
-            eprintln!("test webhook_down_behaves_as_documented ... ok");
-            true
-        }
-        Some(Err(e)) => {
-            eprintln!(
-                "test webhook_down_behaves_as_documented ... FAILED: {}",
-                e.message().unwrap_or_default()
-            );
-            false
-        }
-        None => false,
-    };
-    drop(Arc::try_unwrap(env).ok().and_then(OnceLock::into_inner));
-    if conclusion.has_failed() || !down_ok {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    // The webhook-down check stops the webhook server, so it runs last, alone.
+    run_suite(
+        table(TESTS),
+        "the control plane and webhooks",
+        || start().map_err(|e| e.message().unwrap_or_default().to_owned()),
+        Some(("webhook_down_behaves_as_documented", webhook_down)),
+    )
 }

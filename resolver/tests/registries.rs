@@ -6,10 +6,10 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use llama_stack_resolver::base_config::{ConfigSource, sha256_hex};
 use llama_stack_resolver::catalog::Catalog;
 use llama_stack_resolver::keyring::{CredentialSource, Keyring};
@@ -17,6 +17,7 @@ use llama_stack_resolver::limits::Limits;
 use llama_stack_resolver::manifest::Platform;
 use llama_stack_resolver::pull_secret::{DOCKER_CONFIG_JSON, add_pull_secret};
 use llama_stack_resolver::{Distribution, ResolveError, Resolver, ResolverOptions};
+use support::harness::{run_suite, table};
 use support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registries::{PASSWORD, Registries, USER};
 
@@ -878,42 +879,22 @@ const TESTS: &[(&str, Test)] = &[
 ];
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
-    let env: Arc<OnceLock<Env>> = Arc::new(OnceLock::new());
-    let trials: Vec<Trial> = TESTS
-        .iter()
-        .map(|(name, test)| {
-            let (env, test) = (env.clone(), *test);
-            Trial::test(*name, move || {
-                test(env.get().ok_or("registries not started")?)
-            })
-        })
-        .collect();
-    let selected = trials
-        .iter()
-        .any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
-    if !args.list && selected {
-        let started = Registries::start().and_then(|regs| {
+    run_suite(
+        table(TESTS),
+        "the test registries",
+        || {
+            let regs = Registries::start().map_err(|e| e.to_string())?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
-                .build()?;
+                .build()
+                .map_err(|e| e.to_string())?;
             let work = tempfile::Builder::new()
                 .prefix("llso-fixtures-")
-                .tempdir()?;
+                .tempdir()
+                .map_err(|e| e.to_string())?;
             Ok(Env { regs, rt, work })
-        });
-        match started {
-            Ok(e) => {
-                let _ = env.set(e);
-            }
-            Err(err) => {
-                eprintln!("error: cannot start the test registries: {err}");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    let conclusion = libtest_mimic::run(&args, trials);
-    drop(Arc::try_unwrap(env).ok().and_then(OnceLock::into_inner));
-    conclusion.exit_code()
+        },
+        None,
+    )
 }
