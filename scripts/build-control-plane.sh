@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the test control plane (etcd, kube-apiserver, kubectl) from Go modules and caches the
+# Builds the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubectl, and kwok, which plays the kubelet for Pods on fake nodes) from Go modules and caches the
 # binaries outside the clone, keyed by version. Rebuilds only when a version (or this recipe) changes.
 #
 # Usage: scripts/build-control-plane.sh            # prints the bin directory on stdout
@@ -7,9 +8,10 @@
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
-RECIPE_REV=1   # bump when the build recipe changes in a way that must invalidate the cache
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+RECIPE_REV=3   # bump when the build recipe changes in a way that must invalidate the cache
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
-KEY="kube-${KUBE_VERSION}-r${RECIPE_REV}"
+KEY="kube-${KUBE_VERSION}-kwok-${KWOK_VERSION}-r${RECIPE_REV}"
 OUT="$CACHE_ROOT/control-plane/$KEY"
 BIN="$OUT/bin"
 
@@ -59,8 +61,9 @@ LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.
 
 cd "$WORK/kube"
 log "resolving dependencies"
-go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" "k8s.io/kubernetes/cmd/kubectl@$KUBE_VERSION" >&2
-for cmd in kube-apiserver kubectl; do
+KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+go get $(printf "k8s.io/kubernetes/cmd/%s@$KUBE_VERSION " "${KUBE_CMDS[@]}") >&2
+for cmd in "${KUBE_CMDS[@]}"; do
   log "building $cmd"
   go build -ldflags "$LDFLAGS" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
 done
@@ -71,9 +74,20 @@ printf 'module llso.local/etcd\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\
 go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
 go build -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3 >&2
 
+log "building kwok $KWOK_VERSION"
+GOBIN="$BIN" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+# kwok needs stages (how nodes and Pods evolve); its module ships them: nodes initialise and renew
+# their leases, Pods become Ready, finish, and go away when deleted.
+STAGES="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+         pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+  [[ -f "$STAGES/$f" ]] || { log "ERROR: kwok stage $f is missing from $STAGES"; exit 1; }
+  cat "$STAGES/$f"; echo "---"
+done > "$BIN/kwok-stages.yaml"
+
 "$BIN/kube-apiserver" --version >&2
 "$BIN/etcd" --version >&2
-printf 'kube=%s\netcd=%s\n' "$KUBE_VERSION" "$ETCD_VERSION" > "$OUT/versions"
+printf 'kube=%s\netcd=%s\nkwok=%s\n' "$KUBE_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" > "$OUT/versions"
 rm -rf "$WORK"
 touch "$OUT/.complete"
 log "built: $BIN"

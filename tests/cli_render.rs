@@ -30,16 +30,35 @@ fn sample(name: &str) -> String {
 
 #[test]
 fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
-    for name in [
-        "v1alpha2_us1_minimal_inference.yaml",
-        "v1alpha2_us1_distribution_defaults.yaml",
-        "v1alpha2_us2_multiple_providers.yaml",
-        "v1alpha2_us3_resources.yaml",
-        "v1alpha2_us4_state_storage.yaml",
-        "v1alpha2_us5_networking.yaml",
-        "v1alpha2_us8_production.yaml",
-        "v1alpha2_ext_us1_custom_provider.yaml",
-        "v1alpha2_ext_us2_override_provider.yaml",
+    const BASE: &[&str] = &["ConfigMap", "ServiceAccount", "Deployment", "Service"];
+    // us5 sets allowedFrom and expose; us8 sets storage, autoscaling with two replicas at least.
+    const NETWORKED: &[&str] = &[
+        "ConfigMap",
+        "ServiceAccount",
+        "Deployment",
+        "Service",
+        "NetworkPolicy",
+        "Ingress",
+    ];
+    const PRODUCTION: &[&str] = &[
+        "ConfigMap",
+        "ServiceAccount",
+        "PersistentVolumeClaim",
+        "Deployment",
+        "Service",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+    ];
+    for (name, expected_kinds) in [
+        ("v1alpha2_us1_minimal_inference.yaml", BASE),
+        ("v1alpha2_us1_distribution_defaults.yaml", BASE),
+        ("v1alpha2_us2_multiple_providers.yaml", BASE),
+        ("v1alpha2_us3_resources.yaml", BASE),
+        ("v1alpha2_us4_state_storage.yaml", BASE),
+        ("v1alpha2_us5_networking.yaml", NETWORKED),
+        ("v1alpha2_us8_production.yaml", PRODUCTION),
+        ("v1alpha2_ext_us1_custom_provider.yaml", BASE),
+        ("v1alpha2_ext_us2_override_provider.yaml", BASE),
     ] {
         let path = sample(name);
         let (code, stdout, stderr) = render(&["-f", &path]);
@@ -49,10 +68,11 @@ fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
             .iter()
             .map(|d| d["kind"].as_str().unwrap_or_default())
             .collect();
-        assert_eq!(kinds, ["ConfigMap", "Deployment", "Service"], "{name}");
+        assert_eq!(kinds, expected_kinds, "{name}");
         let cm = &docs[0];
+        let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
         assert_eq!(
-            docs[1]["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+            deployment["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
             cm["metadata"]["name"],
             "{name}: the Deployment mounts the generated ConfigMap"
         );

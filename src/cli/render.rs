@@ -79,23 +79,54 @@ pub fn config_map_name(cr: &str, hash: &str) -> String {
 }
 
 /// Every object the controller applies, as one YAML stream, built by the controller's builders.
+/// Offline, so without the values only the cluster knows (CA bundle, Secret hashes, pull secrets).
 fn objects(
     cr: &LlamaStackDistribution,
     image: &str,
     generated: &GeneratedConfig,
 ) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let cm = builders::config_map(cr, generated).map_err(|e| err(&e))?;
-    let name = cm.metadata.name.clone().unwrap_or_default();
-    let docs = [
-        serde_saphyr::to_string(&cm).map_err(|e| err(&e))?,
-        serde_saphyr::to_string(
-            &builders::deployment(cr, image, generated, &name).map_err(|e| err(&e))?,
-        )
-        .map_err(|e| err(&e))?,
-        serde_saphyr::to_string(&builders::service(cr).map_err(|e| err(&e))?)
-            .map_err(|e| err(&e))?,
-    ];
+    let config_map = config_map_name(
+        cr.metadata.name.as_deref().unwrap_or_default(),
+        &generated.hash,
+    );
+    let inputs = builders::Inputs {
+        image,
+        generated: Some(generated),
+        config_map: &config_map,
+        generated_config_map: true,
+        ..Default::default()
+    };
+    let desired = builders::desired(cr, &inputs).map_err(|e| err(&e))?;
+    let mut docs = Vec::new();
+    let mut push =
+        |value: Result<String, serde_saphyr::SerializeError>| -> Result<(), RenderError> {
+            docs.push(value.map_err(|e| err(&e))?);
+            Ok(())
+        };
+    if let Some(cm) = &desired.config_map {
+        push(serde_saphyr::to_string(cm))?;
+    }
+    if let Some(sa) = &desired.service_account {
+        push(serde_saphyr::to_string(sa))?;
+    }
+    if let Some(pvc) = &desired.pvc {
+        push(serde_saphyr::to_string(pvc))?;
+    }
+    push(serde_saphyr::to_string(&desired.deployment))?;
+    push(serde_saphyr::to_string(&desired.service))?;
+    if let Some(np) = &desired.network_policy {
+        push(serde_saphyr::to_string(np))?;
+    }
+    if let Some(ingress) = &desired.ingress {
+        push(serde_saphyr::to_string(ingress))?;
+    }
+    if let Some(hpa) = &desired.hpa {
+        push(serde_saphyr::to_string(hpa))?;
+    }
+    if let Some(pdb) = &desired.pdb {
+        push(serde_saphyr::to_string(pdb))?;
+    }
     Ok(docs.join("---\n"))
 }
 

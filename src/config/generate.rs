@@ -116,6 +116,37 @@ fn base_provider_ids(config: &Value) -> BTreeMap<String, String> {
     ids
 }
 
+/// Where the serving certificate Secret is mounted (`kubernetes.io/tls` keys).
+pub const TLS_DIR: &str = "/etc/llama-stack-tls";
+
+/// `networking.tls` and `workload.workers` in the server section; returns whether anything was
+/// set. (`llama stack run` ignores `server.port`; the port is passed in the environment.)
+fn server(spec: &LlamaStackDistributionSpec, config: &mut Map<String, Value>) -> bool {
+    let tls = spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.tls.as_ref())
+        .is_some_and(|t| t.enabled && t.secret_name.is_some());
+    let workers = spec.workload.as_ref().and_then(|w| w.workers);
+    if !tls && workers.is_none() {
+        return false;
+    }
+    let server = config
+        .entry("server")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !server.is_object() {
+        *server = Value::Object(Map::new());
+    }
+    if tls {
+        server["tls_certfile"] = Value::String(format!("{TLS_DIR}/tls.crt"));
+        server["tls_keyfile"] = Value::String(format!("{TLS_DIR}/tls.key"));
+    }
+    if let Some(workers) = workers {
+        server["workers"] = Value::from(workers);
+    }
+    true
+}
+
 /// Parses a URL of the form `scheme://[user[:password]@]host[:port][/path]`.
 struct ParsedUrl<'a> {
     user: Option<&'a str>,
@@ -1003,6 +1034,7 @@ pub fn generate(
     repair_references(&mut ctx, &mut config, &before);
     let resource_count = resources(&mut ctx, spec, &mut config);
     storage(&mut ctx, spec, &mut config);
+    let serving = server(spec, &mut config);
 
     if !ctx.errors.is_empty() {
         return Err(GenerateError::Invalid(ctx.errors));
@@ -1016,7 +1048,8 @@ pub fn generate(
     let untouched = spec.providers.is_none()
         && spec.resources.is_none()
         && spec.storage.is_none()
-        && spec.disabled.is_none();
+        && spec.disabled.is_none()
+        && !serving;
     let yaml = if untouched {
         base_yaml.to_owned()
     } else {

@@ -221,6 +221,7 @@ fn shell(object: &Value, api_version: &str) -> Value {
 
 const STATUS_SHARED: &[&str] = &[
     "phase",
+    "observedGeneration",
     "conditions",
     "externalProviders",
     "version",

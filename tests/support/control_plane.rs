@@ -17,6 +17,9 @@ use rcgen::{
 };
 use tempfile::TempDir;
 
+/// User name of the token [`ControlPlane::operator_client`] uses.
+pub const OPERATOR_USER: &str = "llso-operator";
+
 /// How long etcd plus kube-apiserver may take to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -120,7 +123,14 @@ impl ControlPlane {
         let token = format!("llso-admin-{}", std::process::id());
         fs::write(
             d.join("tokens.csv"),
-            format!("{token},admin,admin-uid,system:masters\n"),
+            format!(
+                "{token},admin,admin-uid,system:masters\n{token}-operator,{OPERATOR_USER},operator-uid,system:masters\n"
+            ),
+        )?;
+        // Every write is recorded (reads are not): tests and benchmarks count the operator's.
+        fs::write(
+            d.join("audit-policy.yaml"),
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: None\n  verbs: [get, list, watch]\n- level: Metadata\n",
         )?;
 
         let started = Instant::now();
@@ -179,6 +189,15 @@ impl ControlPlane {
                     .arg("--service-cluster-ip-range=10.96.0.0/16")
                     .arg("--allow-privileged=true")
                     .arg("--enable-priority-and-fairness=false")
+                    .arg(format!(
+                        "--audit-policy-file={}",
+                        d.join("audit-policy.yaml").display()
+                    ))
+                    .arg(format!(
+                        "--audit-log-path={}",
+                        d.join("audit.log").display()
+                    ))
+                    .arg("--audit-log-mode=blocking")
                     .arg("--v=1"),
                 &d.join("kube-apiserver.log"),
             )?,
@@ -200,6 +219,108 @@ impl ControlPlane {
         plane.wait_ready()?;
         plane.start_time = started.elapsed();
         Ok(plane)
+    }
+
+    /// Like [`ControlPlane::start`], plus kube-controller-manager (Deployments make Pods, owner
+    /// references garbage-collect, HPAs run), kube-scheduler, and kwok playing the kubelet of one
+    /// fake node, so Pods get scheduled and become Ready without a container runtime.
+    pub fn start_cluster() -> Result<Self, Error> {
+        let mut plane = Self::start()?;
+        for name in ["kube-controller-manager", "kube-scheduler", "kwok"] {
+            if !plane.bin.join(name).is_file() {
+                return Err(format!("{} is missing from {}", name, plane.bin.display()).into());
+            }
+        }
+        let d = plane.dir.path().to_owned();
+        let kubeconfig = plane.kubeconfig.display().to_string();
+        let (kcm_port, scheduler_port) = (free_port()?, free_port()?);
+        let kcm = spawn(
+            Command::new(plane.bin.join("kube-controller-manager"))
+                .arg(format!("--kubeconfig={kubeconfig}"))
+                .arg(format!("--authentication-kubeconfig={kubeconfig}"))
+                .arg(format!("--authorization-kubeconfig={kubeconfig}"))
+                .arg("--leader-elect=false")
+                .arg("--bind-address=127.0.0.1")
+                .arg(format!("--secure-port={kcm_port}"))
+                .arg(format!("--cert-dir={}", d.join("kcm-certs").display()))
+                .arg(format!(
+                    "--service-account-private-key-file={}",
+                    d.join("sa.key").display()
+                ))
+                .arg(format!("--root-ca-file={}", d.join("ca.crt").display()))
+                .arg("--use-service-account-credentials=false")
+                .arg("--v=1"),
+            &d.join("kube-controller-manager.log"),
+        )?;
+        plane.children.push(("kube-controller-manager", kcm));
+        let scheduler = spawn(
+            Command::new(plane.bin.join("kube-scheduler"))
+                .arg(format!("--kubeconfig={kubeconfig}"))
+                .arg(format!("--authentication-kubeconfig={kubeconfig}"))
+                .arg(format!("--authorization-kubeconfig={kubeconfig}"))
+                .arg("--leader-elect=false")
+                .arg("--bind-address=127.0.0.1")
+                .arg(format!("--secure-port={scheduler_port}"))
+                .arg(format!(
+                    "--cert-dir={}",
+                    d.join("scheduler-certs").display()
+                ))
+                .arg("--v=1"),
+            &d.join("kube-scheduler.log"),
+        )?;
+        plane.children.push(("kube-scheduler", scheduler));
+        let kwok = spawn(
+            Command::new(plane.bin.join("kwok"))
+                .arg(format!("--kubeconfig={kubeconfig}"))
+                .arg("--manage-all-nodes=false")
+                .arg("--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
+                .arg("--cidr=10.244.0.0/16")
+                .arg(format!(
+                    "--config={}",
+                    plane.bin.join("kwok-stages.yaml").display()
+                ))
+                .env("HOME", &d),
+            &d.join("kwok.log"),
+        )?;
+        plane.children.push(("kwok", kwok));
+        plane.add_fake_node("kwok-node-0")?;
+        Ok(plane)
+    }
+
+    /// Registers a node kwok keeps Ready, with room for many Pods.
+    fn add_fake_node(&mut self, name: &str) -> Result<(), Error> {
+        let node = format!(
+            r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}","annotations":{{"kwok.x-k8s.io/node":"fake","node.alpha.kubernetes.io/ttl":"0"}},"labels":{{"kubernetes.io/hostname":"{name}","kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","type":"kwok"}}}},"status":{{"allocatable":{{"cpu":"64","memory":"512Gi","pods":"2000"}},"capacity":{{"cpu":"64","memory":"512Gi","pods":"2000"}}}}}}"#
+        );
+        let path = self.dir.path().join(format!("{name}.json"));
+        fs::write(&path, node)?;
+        let out = self.kubectl().args(["create", "-f"]).arg(&path).output()?;
+        if !out.status.success() {
+            return Err(format!(
+                "cannot create node {name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let out = self
+                .kubectl()
+                .args(["get", "node", name, "-o"])
+                .arg("jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+                .output()?;
+            if out.stdout == b"True" {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "node {name} not Ready after {START_TIMEOUT:?}; kwok log:\n{}",
+                    self.log_tail("kwok")
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     fn wait_ready(&mut self) -> Result<(), Error> {
@@ -261,6 +382,35 @@ impl ControlPlane {
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
         Ok(kube::Client::try_from(config)?)
+    }
+
+    /// A cluster-admin client authenticated as [`OPERATOR_USER`], so the audit log tells the
+    /// operator's writes from the test's.
+    pub async fn operator_client(&self) -> Result<kube::Client, Error> {
+        let mut kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        for user in &mut kubeconfig.auth_infos {
+            if let Some(auth) = user.auth_info.as_mut()
+                && let Some(token) = auth.token.as_ref()
+            {
+                use secrecy::ExposeSecret;
+                auth.token = Some(format!("{}-operator", token.expose_secret()).into());
+            }
+        }
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Writes (create, update, patch, delete) `user` made so far, as audit events.
+    pub fn audit_writes(&self, user: &str) -> Result<Vec<serde_json::Value>, Error> {
+        let text = fs::read_to_string(self.dir.path().join("audit.log")).unwrap_or_default();
+        let mut writes = Vec::new();
+        for line in text.lines() {
+            let event: serde_json::Value = serde_json::from_str(line)?;
+            if event["user"]["username"] == user && event["stage"] == "ResponseComplete" {
+                writes.push(event);
+            }
+        }
+        Ok(writes)
     }
 }
 
@@ -329,7 +479,18 @@ pub fn committed_crd() -> Result<
 /// A started control plane with the committed CRD installed, plus a runtime and an admin client
 /// to drive it. Keep the returned `ControlPlane` alive for the length of the test.
 pub fn start_with_crd() -> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
-    let plane = ControlPlane::start()?;
+    with_crd(ControlPlane::start()?)
+}
+
+/// [`start_with_crd`] on a cluster whose Pods run (see [`ControlPlane::start_cluster`]).
+pub fn start_cluster_with_crd()
+-> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
+    with_crd(ControlPlane::start_cluster()?)
+}
+
+fn with_crd(
+    plane: ControlPlane,
+) -> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,0 +1,134 @@
+//! How the server is reached: Service, NetworkPolicy (`allowedFrom`), Ingress or Route (`expose`).
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use kube::api::{ApiResource, DynamicObject};
+use serde_json::{Value, json};
+
+use super::{metadata, name_of, port, selector, stamped};
+use crate::api::polymorphic::BoolOrObject;
+use crate::api::v1alpha2::LlamaStackDistribution;
+
+/// Name of the Service.
+pub fn service_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-service", name_of(cr))
+}
+
+/// Name of the NetworkPolicy.
+pub fn network_policy_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-network-policy", name_of(cr))
+}
+
+/// Name of the Ingress (and of the Route).
+pub fn ingress_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-ingress", name_of(cr))
+}
+
+/// OpenShift's `route.openshift.io/v1` Route.
+pub fn route_resource() -> ApiResource {
+    ApiResource {
+        group: "route.openshift.io".to_owned(),
+        version: "v1".to_owned(),
+        api_version: "route.openshift.io/v1".to_owned(),
+        kind: "Route".to_owned(),
+        plural: "routes".to_owned(),
+    }
+}
+
+/// The ClusterIP Service in front of the server.
+pub(super) fn service(cr: &LlamaStackDistribution) -> Result<Service, serde_json::Error> {
+    stamped(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": metadata(cr, &service_name(cr)),
+        "spec": {"selector": selector(cr), "ports": [{"name": "http", "port": port(cr), "targetPort": "http", "protocol": "TCP"}]},
+    }))
+}
+
+/// Only the listed namespaces (plus the own namespace and the operator's) reach the server port;
+/// `*` opens it to every namespace. Without `allowedFrom` no policy is made.
+pub(super) fn network_policy(
+    cr: &LlamaStackDistribution,
+    operator_namespace: Option<&str>,
+) -> Result<Option<NetworkPolicy>, serde_json::Error> {
+    let Some(allowed) = cr
+        .spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.allowed_from.as_ref())
+    else {
+        return Ok(None);
+    };
+    let namespaces = allowed.namespaces.clone().unwrap_or_default();
+    let by_name = |ns: &str| json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}});
+    let from: Vec<Value> = if namespaces.iter().any(|n| n == "*") {
+        vec![json!({"namespaceSelector": {}})]
+    } else {
+        let mut peers = vec![json!({"podSelector": {}})];
+        peers.extend(operator_namespace.map(by_name));
+        peers.extend(namespaces.iter().map(|n| by_name(n)));
+        peers.extend(allowed.labels.iter().flatten().map(|key| {
+            json!({"namespaceSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]}})
+        }));
+        peers
+    };
+    stamped(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": metadata(cr, &network_policy_name(cr)),
+        "spec": {"podSelector": {"matchLabels": selector(cr)}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": from, "ports": [{"protocol": "TCP", "port": port(cr)}]}]},
+    }))
+    .map(Some)
+}
+
+/// `expose`: an Ingress, or a Route where the cluster serves Routes. `(None, None)` when not exposed.
+pub(super) fn exposure(
+    cr: &LlamaStackDistribution,
+    routes_available: bool,
+) -> Result<(Option<Ingress>, Option<DynamicObject>), serde_json::Error> {
+    let hostname = match cr.spec.networking.as_ref().and_then(|n| n.expose.as_ref()) {
+        None | Some(BoolOrObject::Bool(false)) => return Ok((None, None)),
+        Some(BoolOrObject::Bool(true)) => None,
+        Some(BoolOrObject::Object(o)) if o.enabled == Some(false) => return Ok((None, None)),
+        Some(BoolOrObject::Object(o)) => o.hostname.clone().filter(|h| !h.is_empty()),
+    };
+    let tls = cr
+        .spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.tls.as_ref())
+        .is_some_and(|t| t.enabled);
+    if routes_available {
+        let mut spec = json!({"to": {"kind": "Service", "name": service_name(cr)}, "port": {"targetPort": "http"}});
+        if let Some(host) = &hostname {
+            spec["host"] = json!(host);
+        }
+        // The server terminates TLS itself: the router passes the connection through.
+        spec["tls"] = if tls {
+            json!({"termination": "passthrough", "insecureEdgeTerminationPolicy": "Redirect"})
+        } else {
+            json!({"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"})
+        };
+        let route = stamped(json!({
+            "apiVersion": "route.openshift.io/v1", "kind": "Route",
+            "metadata": metadata(cr, &ingress_name(cr)),
+            "spec": spec,
+        }))?;
+        return Ok((None, Some(route)));
+    }
+    let mut rule = json!({"http": {"paths": [{"path": "/", "pathType": "Prefix",
+        "backend": {"service": {"name": service_name(cr), "port": {"name": "http"}}}}]}});
+    if let Some(host) = &hostname {
+        rule["host"] = json!(host);
+    }
+    let mut metadata = metadata(cr, &ingress_name(cr));
+    if tls {
+        // The backend speaks HTTPS; common controllers read this annotation.
+        metadata["annotations"] = json!({"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"});
+    }
+    let ingress = stamped(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": metadata,
+        "spec": {"rules": [rule]},
+    }))?;
+    Ok((Some(ingress), None))
+}

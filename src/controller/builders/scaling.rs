@@ -1,0 +1,99 @@
+//! Replicas under load and under disruption: HorizontalPodAutoscaler and PodDisruptionBudget.
+
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde_json::{Value, json};
+
+use super::{metadata, name_of, selector, stamped};
+use crate::api::v1alpha2::LlamaStackDistribution;
+
+/// CPU utilization target when autoscaling names no metric.
+const DEFAULT_CPU_TARGET: i32 = 80;
+
+/// Name of the HorizontalPodAutoscaler.
+pub fn hpa_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-hpa", name_of(cr))
+}
+
+/// Name of the PodDisruptionBudget.
+pub fn pdb_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-pdb", name_of(cr))
+}
+
+/// The fewest replicas that can be running: the fixed count, or the autoscaler's minimum.
+pub fn minimum_replicas(cr: &LlamaStackDistribution) -> i32 {
+    let workload = cr.spec.workload.as_ref();
+    match workload.and_then(|w| w.autoscaling.as_ref()) {
+        Some(a) => a.min_replicas.unwrap_or(1).max(1),
+        None => workload.and_then(|w| w.replicas).unwrap_or(1),
+    }
+}
+
+pub(super) fn hpa(
+    cr: &LlamaStackDistribution,
+) -> Result<Option<HorizontalPodAutoscaler>, serde_json::Error> {
+    let Some(autoscaling) = cr
+        .spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.autoscaling.as_ref())
+    else {
+        return Ok(None);
+    };
+    let target = |resource: &str, percent: i32| -> Value {
+        json!({"type": "Resource", "resource": {"name": resource, "target": {"type": "Utilization", "averageUtilization": percent}}})
+    };
+    let mut metrics = Vec::new();
+    if let Some(cpu) = autoscaling.target_cpu_utilization_percentage {
+        metrics.push(target("cpu", cpu));
+    }
+    if let Some(memory) = autoscaling.target_memory_utilization_percentage {
+        metrics.push(target("memory", memory));
+    }
+    if metrics.is_empty() {
+        metrics.push(target("cpu", DEFAULT_CPU_TARGET));
+    }
+    let min = autoscaling.min_replicas.unwrap_or(1).max(1);
+    stamped(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": metadata(cr, &hpa_name(cr)),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name_of(cr)},
+            "minReplicas": min,
+            "maxReplicas": autoscaling.max_replicas.max(min),
+            "metrics": metrics,
+        },
+    }))
+    .map(Some)
+}
+
+/// A budget only when at least two replicas always run: with one, any budget that protects it
+/// would block every node drain. The user's budget, else at most one Pod down at a time.
+pub(super) fn pdb(
+    cr: &LlamaStackDistribution,
+) -> Result<Option<PodDisruptionBudget>, serde_json::Error> {
+    if minimum_replicas(cr) < 2 {
+        return Ok(None);
+    }
+    let user = cr
+        .spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.pod_disruption_budget.as_ref());
+    let mut spec = json!({"selector": {"matchLabels": selector(cr)}});
+    match user {
+        Some(budget) if budget.min_available.is_some() => {
+            spec["minAvailable"] = json!(budget.min_available);
+        }
+        Some(budget) if budget.max_unavailable.is_some() => {
+            spec["maxUnavailable"] = json!(budget.max_unavailable);
+        }
+        _ => spec["maxUnavailable"] = json!(1),
+    }
+    stamped(json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": metadata(cr, &pdb_name(cr)),
+        "spec": spec,
+    }))
+    .map(Some)
+}

@@ -1,0 +1,240 @@
+use kube::ResourceExt;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::config::GeneratedConfig;
+
+fn cr(spec: Value) -> LlamaStackDistribution {
+    serde_json::from_value(
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u-1"}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+fn generated() -> GeneratedConfig {
+    GeneratedConfig {
+        yaml: "version: 2\n".to_owned(),
+        hash: "sha256:0123456789abcdef".to_owned(),
+        env: Vec::new(),
+        provider_count: 0,
+        resource_count: 0,
+        config_version: 2,
+        warnings: Vec::new(),
+    }
+}
+
+fn build(spec: Value, tweak: impl FnOnce(&mut Inputs)) -> Desired {
+    let g = generated();
+    let mut inputs = Inputs {
+        image: "reg/img@sha256:aa",
+        generated: Some(&g),
+        config_map: "s-config-01234567",
+        generated_config_map: true,
+        ..Default::default()
+    };
+    tweak(&mut inputs);
+    desired(&cr(spec), &inputs).unwrap()
+}
+
+fn value<T: serde::Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap()
+}
+
+#[test]
+fn one_replica_never_gets_a_budget_that_would_block_drains() {
+    let one = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"podDisruptionBudget": {"minAvailable": 1}}}),
+        |_| {},
+    );
+    assert!(
+        one.pdb.is_none(),
+        "a budget for one replica would block every drain"
+    );
+    let two = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"replicas": 2}}),
+        |_| {},
+    );
+    assert_eq!(value(&two.pdb.unwrap().spec)["maxUnavailable"], json!(1));
+    let user = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"replicas": 3, "podDisruptionBudget": {"minAvailable": "50%"}}}),
+        |_| {},
+    );
+    let spec = value(&user.pdb.unwrap().spec);
+    assert_eq!(
+        (spec["minAvailable"].clone(), spec.get("maxUnavailable")),
+        (json!("50%"), None)
+    );
+    let scaled = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"autoscaling": {"minReplicas": 2, "maxReplicas": 5}}}),
+        |_| {},
+    );
+    assert!(scaled.pdb.is_some(), "the autoscaler's minimum counts");
+}
+
+#[test]
+fn autoscaling_takes_the_replica_count_from_the_deployment() {
+    let d = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"replicas": 3, "autoscaling": {"maxReplicas": 5}}}),
+        |_| {},
+    );
+    assert_eq!(
+        value(&d.deployment.spec)["replicas"],
+        Value::Null,
+        "the HPA owns replicas"
+    );
+    let hpa = value(&d.hpa.unwrap().spec);
+    assert_eq!(hpa["minReplicas"], json!(1));
+    assert_eq!(hpa["maxReplicas"], json!(5));
+    assert_eq!(
+        hpa["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}])
+    );
+    assert_eq!(
+        hpa["scaleTargetRef"],
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "s"})
+    );
+}
+
+#[test]
+fn allowed_from_star_opens_every_namespace_only() {
+    let open = build(
+        json!({"distribution": {"name": "starter"}, "networking": {"allowedFrom": {"namespaces": ["*", "x"]}}}),
+        |i| i.operator_namespace = Some("op"),
+    );
+    let spec = value(&open.network_policy.unwrap().spec);
+    assert_eq!(
+        spec["ingress"][0]["from"],
+        json!([{"namespaceSelector": {}}])
+    );
+    assert_eq!(
+        spec["ingress"][0]["ports"],
+        json!([{"protocol": "TCP", "port": 8321}])
+    );
+    let none = build(json!({"distribution": {"name": "starter"}}), |_| {});
+    assert!(none.network_policy.is_none());
+}
+
+#[test]
+fn expose_is_an_ingress_or_a_route_never_both() {
+    let spec = json!({"distribution": {"name": "starter"}, "networking": {"expose": {"hostname": "h.example"}}});
+    let plain = build(spec.clone(), |_| {});
+    assert!(plain.route.is_none());
+    assert_eq!(
+        value(&plain.ingress.unwrap().spec)["rules"][0]["host"],
+        "h.example"
+    );
+    let openshift = build(spec, |i| i.routes_available = true);
+    assert!(openshift.ingress.is_none());
+    let route = openshift.route.unwrap();
+    assert_eq!(route.data["spec"]["host"], "h.example");
+    assert_eq!(route.data["spec"]["to"]["name"], "s-service");
+    let off = build(
+        json!({"distribution": {"name": "starter"}, "networking": {"expose": {"enabled": false, "hostname": "h"}}}),
+        |_| {},
+    );
+    assert!(off.ingress.is_none() && off.route.is_none());
+}
+
+#[test]
+fn the_managed_service_account_has_no_token_and_the_namespace_pull_secrets() {
+    let pull = vec!["regcred".to_owned()];
+    let d = build(json!({"distribution": {"name": "starter"}}), |i| {
+        i.pull_secrets = &[]
+    });
+    assert_eq!(
+        d.service_account
+            .as_ref()
+            .unwrap()
+            .automount_service_account_token,
+        Some(false)
+    );
+    let with = desired(
+        &cr(json!({"distribution": {"name": "starter"}})),
+        &Inputs {
+            pull_secrets: &pull,
+            config_map: "c",
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        value(&with.service_account.unwrap().image_pull_secrets),
+        json!([{"name": "regcred"}])
+    );
+    let own = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"serviceAccountName": "mine"}}}),
+        |_| {},
+    );
+    assert!(own.service_account.is_none());
+    assert_eq!(
+        value(&own.deployment.spec)["template"]["spec"]["serviceAccountName"],
+        "mine"
+    );
+}
+
+#[test]
+fn tls_and_ca_bundle_change_the_pod() {
+    let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+    let d = build(
+        json!({"distribution": {"name": "starter"}, "networking": {"tls": {"enabled": true, "secretName": "srv"}}}),
+        |i| i.ca_bundle = Some(pem),
+    );
+    let pod = value(&d.deployment.spec)["template"].clone();
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+    assert!(container["env"].as_array().unwrap().contains(
+        &json!({"name": "SSL_CERT_FILE", "value": "/etc/ssl/certs/ca-bundle/ca-bundle.crt"})
+    ));
+    let volumes = pod["spec"]["volumes"].as_array().unwrap();
+    assert!(volumes.contains(&json!({"name": "tls", "secret": {"secretName": "srv"}})));
+    assert!(volumes.contains(&json!({"name": "ca-bundle", "configMap": {"name": "s-ca-bundle"}})));
+    assert!(pod["metadata"]["annotations"][CA_BUNDLE_HASH].is_string());
+    assert_eq!(value(&d.ca_bundle.unwrap().data)["ca-bundle.crt"], pem);
+}
+
+#[test]
+fn the_desired_hash_follows_the_content() {
+    let spec = json!({"distribution": {"name": "starter"}});
+    let a = build(spec.clone(), |_| {});
+    let b = build(spec.clone(), |_| {});
+    let hash = |d: &Desired| d.deployment.annotations().get(DESIRED_HASH).cloned();
+    assert!(hash(&a).is_some());
+    assert_eq!(hash(&a), hash(&b), "same input, same hash: no write");
+    let c = build(spec, |i| i.secrets_hash = Some("0011"));
+    assert_ne!(hash(&a), hash(&c), "a Secret value change rolls");
+}
+
+#[test]
+fn ca_bundles_keep_only_valid_certificates_and_respect_the_limits() {
+    use rcgen::{CertificateParams, KeyPair};
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["ca".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap()
+        .pem();
+    let with_key = format!("{cert}{}", key.serialize_pem());
+    let out = collect_certificates(&[("a".into(), with_key)]).unwrap();
+    assert_eq!(out.matches("BEGIN CERTIFICATE").count(), 1);
+    assert!(!out.contains("PRIVATE"));
+    assert_eq!(
+        collect_certificates(&[("k".into(), key.serialize_pem())]),
+        Err(CaBundleError::Empty { key: "k".into() })
+    );
+    let garbage =
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n".to_owned();
+    assert!(
+        matches!(collect_certificates(&[("g".into(), garbage)]), Err(CaBundleError::Invalid { key, .. }) if key == "g")
+    );
+    let many = cert.repeat(ca_bundle::MAX_CERTIFICATES + 1);
+    assert_eq!(
+        collect_certificates(&[("m".into(), many)]),
+        Err(CaBundleError::TooMany)
+    );
+    let huge = "x".repeat(ca_bundle::MAX_BUNDLE_BYTES + 1);
+    assert_eq!(
+        collect_certificates(&[("h".into(), huge)]),
+        Err(CaBundleError::TooLarge)
+    );
+}

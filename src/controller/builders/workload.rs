@@ -1,0 +1,293 @@
+//! The server workload: generated ConfigMap, Deployment, ServiceAccount and data PVC.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
+use serde_json::{Value, json};
+
+use super::{
+    CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, labels, metadata, name_of,
+    owners, port, selector, stamped,
+};
+use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::cli::render::config_map_name;
+use crate::config::GeneratedConfig;
+use crate::config::env::EnvSource;
+use crate::config::generate::TLS_DIR;
+
+/// Where the config is mounted.
+pub const CONFIG_DIR: &str = "/etc/llama-stack";
+const DATA_DIR: &str = "/.llama";
+/// Size of the data PVC when `workload.storage.size` is not set.
+pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
+
+/// Where the server keeps its state: `workload.storage.mountPath`, else `/.llama`.
+fn data_dir(cr: &LlamaStackDistribution) -> String {
+    cr.spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.storage.as_ref())
+        .and_then(|s| s.mount_path.clone())
+        .unwrap_or_else(|| DATA_DIR.to_owned())
+}
+
+/// Name of the data PVC.
+pub fn pvc_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-pvc", name_of(cr))
+}
+
+/// The ServiceAccount the server Pods run as: the user's, else the operator-managed `<cr>-sa`.
+pub fn service_account_name(cr: &LlamaStackDistribution) -> String {
+    user_service_account(cr).unwrap_or_else(|| format!("{}-sa", name_of(cr)))
+}
+
+fn user_service_account(cr: &LlamaStackDistribution) -> Option<String> {
+    cr.spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.overrides.as_ref())
+        .and_then(|o| o.service_account_name.clone())
+}
+
+/// The managed ServiceAccount: no API token (the server never calls the API server), and the
+/// pull secrets of the namespace's `default` ServiceAccount, so private images pull as they
+/// would without it. `None` when the user names their own.
+pub fn service_account(
+    cr: &LlamaStackDistribution,
+    pull_secrets: &[String],
+) -> Result<Option<ServiceAccount>, serde_json::Error> {
+    if user_service_account(cr).is_some() {
+        return Ok(None);
+    }
+    let secrets: Vec<Value> = pull_secrets.iter().map(|n| json!({"name": n})).collect();
+    stamped(json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": metadata(cr, &service_account_name(cr)),
+        "automountServiceAccountToken": false,
+        "imagePullSecrets": secrets,
+    }))
+    .map(Some)
+}
+
+/// The PersistentVolumeClaim for `workload.storage`, if asked for.
+pub fn persistent_volume_claim(
+    cr: &LlamaStackDistribution,
+) -> Result<Option<PersistentVolumeClaim>, serde_json::Error> {
+    let Some(storage) = cr.spec.workload.as_ref().and_then(|w| w.storage.as_ref()) else {
+        return Ok(None);
+    };
+    let size = storage
+        .size
+        .as_ref()
+        .map_or(DEFAULT_STORAGE_SIZE.to_owned(), |q| q.0.clone());
+    stamped(json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": metadata(cr, &pvc_name(cr)),
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
+    }))
+    .map(Some)
+}
+
+/// The generated, immutable, hash-named ConfigMap.
+pub fn config_map(
+    cr: &LlamaStackDistribution,
+    generated: &GeneratedConfig,
+) -> Result<ConfigMap, serde_json::Error> {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": config_map_name(&name_of(cr), &generated.hash), "namespace": cr.metadata.namespace,
+            "labels": labels(cr), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(cr)},
+        "immutable": true,
+        "data": {"config.yaml": generated.yaml},
+    }))
+}
+
+fn tls_secret(cr: &LlamaStackDistribution) -> Option<String> {
+    cr.spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.tls.as_ref())
+        .filter(|t| t.enabled)
+        .and_then(|t| t.secret_name.clone())
+}
+
+fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
+    let mut env = vec![
+        json!({"name": "LLAMA_STACK_CONFIG", "value": format!("{CONFIG_DIR}/config.yaml")}),
+        // `llama stack run` ignores server.port; the port comes from here.
+        json!({"name": "LLAMA_STACK_PORT", "value": port(cr).to_string()}),
+        json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(cr)}),
+        json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(cr))}),
+        json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(cr))}),
+    ];
+    if inputs.ca_bundle.is_some() {
+        env.push(json!({"name": "SSL_CERT_FILE", "value": format!("{}/{}", ca_bundle::MOUNT_DIR, ca_bundle::CA_BUNDLE_KEY)}));
+    }
+    for var in inputs.generated.iter().flat_map(|g| g.env.iter()) {
+        env.push(match &var.source {
+            EnvSource::SecretKeyRef(r) => json!({"name": var.name, "valueFrom": {"secretKeyRef": {"name": r.name, "key": r.key}}}),
+            EnvSource::Value(v) => json!({"name": var.name, "value": v}),
+            // The reconciler splits URLs into an owned Secret named after the resource.
+            EnvSource::SecretUrlPart { part, .. } => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
+                "name": format!("{}-derived", name_of(cr)),
+                "key": format!("storage-sql-{}", serde_json::to_value(part).ok().and_then(|p| p.as_str().map(str::to_owned)).unwrap_or_default())}}}),
+        });
+    }
+    if let Some(overrides) = cr.spec.workload.as_ref().and_then(|w| w.overrides.as_ref()) {
+        for var in overrides.env.iter().flatten() {
+            env.push(serde_json::to_value(var).unwrap_or(Value::Null));
+        }
+    }
+    env
+}
+
+fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
+    let workload = cr.spec.workload.clone().unwrap_or_default();
+    let overrides = workload.overrides.clone().unwrap_or_default();
+    let scheme = if tls_secret(cr).is_some() {
+        "HTTPS"
+    } else {
+        "HTTP"
+    };
+    let probe = |extra: Value| {
+        let mut p = json!({"httpGet": {"path": "/v1/health", "port": "http", "scheme": scheme}});
+        if let (Some(p), Some(extra)) = (p.as_object_mut(), extra.as_object()) {
+            p.extend(extra.clone());
+        }
+        p
+    };
+    let mut mounts = vec![
+        json!({"name": "config", "mountPath": CONFIG_DIR, "readOnly": true}),
+        json!({"name": "data", "mountPath": data_dir(cr)}),
+    ];
+    if inputs.ca_bundle.is_some() {
+        mounts.push(
+            json!({"name": "ca-bundle", "mountPath": ca_bundle::MOUNT_DIR, "readOnly": true}),
+        );
+    }
+    if tls_secret(cr).is_some() {
+        mounts.push(json!({"name": "tls", "mountPath": TLS_DIR, "readOnly": true}));
+    }
+    mounts.extend(
+        overrides
+            .volume_mounts
+            .iter()
+            .flatten()
+            .filter_map(|m| serde_json::to_value(m).ok()),
+    );
+    // One worker is one process; requests follow the worker count unless the user sets them.
+    let workers = workload.workers.unwrap_or(1).max(1);
+    let default_resources = json!({"requests": {"cpu": format!("{}m", 500 * workers), "memory": format!("{}Gi", workers)},
+        "limits": {"memory": format!("{}Gi", 4 * workers)}});
+    let mut container = json!({
+        "name": "llama-stack",
+        "image": inputs.image,
+        "ports": [{"name": "http", "containerPort": port(cr), "protocol": "TCP"}],
+        "env": env_vars(cr, inputs),
+        "volumeMounts": mounts,
+        "resources": workload.resources.clone().and_then(|r| serde_json::to_value(r).ok()).unwrap_or(default_resources),
+        "startupProbe": probe(json!({"periodSeconds": 5, "failureThreshold": 60})),
+        "readinessProbe": probe(json!({"periodSeconds": 10})),
+        "livenessProbe": probe(json!({"periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 6})),
+        "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
+    });
+    if let Some(command) = &overrides.command {
+        container["command"] = json!(command);
+    }
+    if let Some(args) = &overrides.args {
+        container["args"] = json!(args);
+    }
+    container
+}
+
+fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
+    let workload = cr.spec.workload.clone().unwrap_or_default();
+    let mut volumes = vec![
+        json!({"name": "config", "configMap": {"name": inputs.config_map}}),
+        match workload.storage {
+            Some(_) => {
+                json!({"name": "data", "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
+            }
+            None => json!({"name": "data", "emptyDir": {}}),
+        },
+    ];
+    if inputs.ca_bundle.is_some() {
+        volumes.push(
+            json!({"name": "ca-bundle", "configMap": {"name": ca_bundle::ca_bundle_name(cr)}}),
+        );
+    }
+    if let Some(secret) = tls_secret(cr) {
+        volumes.push(json!({"name": "tls", "secret": {"secretName": secret}}));
+    }
+    volumes.extend(
+        workload
+            .overrides
+            .iter()
+            .flat_map(|o| o.volumes.iter().flatten())
+            .filter_map(|v| serde_json::to_value(v).ok()),
+    );
+    volumes
+}
+
+/// The Deployment running the server with the resolved image and the config ConfigMap.
+pub fn deployment(
+    cr: &LlamaStackDistribution,
+    inputs: &Inputs,
+) -> Result<Deployment, serde_json::Error> {
+    let workload = cr.spec.workload.clone().unwrap_or_default();
+    let overrides = workload.overrides.clone().unwrap_or_default();
+    let mut annotations = serde_json::Map::new();
+    if let Some(generated) = inputs.generated {
+        annotations.insert(CONFIG_HASH.to_owned(), json!(generated.hash));
+    }
+    if let Some(hash) = inputs.secrets_hash {
+        annotations.insert(SECRETS_HASH.to_owned(), json!(hash));
+    }
+    if let Some(pem) = inputs.ca_bundle {
+        annotations.insert(
+            CA_BUNDLE_HASH.to_owned(),
+            json!(llama_stack_resolver::base_config::sha256_hex(
+                pem.as_bytes()
+            )),
+        );
+    }
+    let mut pod = json!({
+        "serviceAccountName": service_account_name(cr),
+        "automountServiceAccountToken": false,
+        "containers": [container(cr, inputs)],
+        "volumes": volumes(cr, inputs),
+        "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+    });
+    if let Some(seconds) = overrides.termination_grace_period_seconds {
+        pod["terminationGracePeriodSeconds"] = json!(seconds);
+    }
+    let replicas = workload.replicas.unwrap_or(1);
+    let spreading = workload
+        .autoscaling
+        .as_ref()
+        .map_or(replicas, |a| a.max_replicas);
+    match &workload.topology_spread_constraints {
+        Some(user) => pod["topologySpreadConstraints"] = json!(user),
+        // More than one replica: prefer different nodes, without ever blocking scheduling.
+        None if spreading > 1 => {
+            pod["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector(cr)}}]);
+        }
+        None => {}
+    }
+    let mut spec = json!({
+        "selector": {"matchLabels": selector(cr)},
+        "template": {"metadata": {"labels": super::labels(cr), "annotations": annotations}, "spec": pod},
+    });
+    if workload.autoscaling.is_none() {
+        spec["replicas"] = json!(replicas);
+    }
+    if workload.storage.is_some() {
+        // A ReadWriteOnce volume cannot be attached to the old and the new Pod at once.
+        spec["strategy"] = json!({"type": "Recreate"});
+    }
+    stamped(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": metadata(cr, &name_of(cr)),
+        "spec": spec,
+    }))
+}

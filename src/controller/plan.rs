@@ -1,0 +1,235 @@
+//! The config half of a reconcile (no writes): resolve the distribution with the Pod's pull
+//! credentials, then generate the config (or read the user's `overrideConfig`).
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use kube::ResourceExt;
+use kube::api::Api;
+use llama_stack_resolver::Distribution;
+use llama_stack_resolver::keyring::Keyring;
+
+use super::Context;
+use crate::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
+use crate::cli::render::config_map_name;
+use crate::config::{GenerateError, ProviderTable, generate};
+
+/// The outcome of the config half of a reconcile.
+pub(super) struct Planned {
+    /// ConfigMap the Pods mount: generated, or the user's (`overrideConfig`).
+    pub(super) config_map: String,
+    /// Whether `config_map` is generated (and so created and pruned by the operator).
+    pub(super) generated_config_map: bool,
+    pub(super) image: String,
+    pub(super) source: ConfigSource,
+    pub(super) base_hash: String,
+    pub(super) generated: crate::config::GeneratedConfig,
+    pub(super) stale: Option<String>,
+    /// Pull secrets of the Pod's ServiceAccount (copied into the managed one).
+    pub(super) pull_secrets: Vec<String>,
+}
+
+/// Why no config could be planned: the condition reason and message, and the image resolved.
+pub(super) struct Failure {
+    pub(super) reason: &'static str,
+    pub(super) message: String,
+    pub(super) image: Option<String>,
+}
+
+/// Resolve + generate.
+pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Failure> {
+    let distribution = match (&cr.spec.distribution.name, &cr.spec.distribution.image) {
+        (Some(name), _) => Distribution::Name(name.clone()),
+        (None, Some(image)) => Distribution::Image(image.clone()),
+        (None, None) => {
+            return Err(Failure {
+                reason: "ConfigGenerationFailed",
+                message: "spec.distribution: set name or image".to_owned(),
+                image: None,
+            });
+        }
+    };
+    // External providers (spec 001) need init containers this controller does not build yet;
+    // deploying without them would silently drop part of the spec.
+    let external = serde_json::to_value(&cr.spec.external_providers).unwrap_or_default();
+    if external.as_object().is_some_and(|apis| {
+        apis.values()
+            .any(|l| l.as_array().is_some_and(|l| !l.is_empty()))
+    }) {
+        return Err(Failure {
+            reason: "ExternalProvidersUnsupported",
+            message: "spec.externalProviders: installing external providers is not supported by this operator version yet; remove them to deploy without them".to_owned(),
+            image: None,
+        });
+    }
+    let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
+    let resolution = ctx
+        .resolver()
+        .resolve(&distribution, &keyring)
+        .await
+        .map_err(|e| Failure {
+            reason: e.reason(),
+            message: e.to_string(),
+            image: None,
+        })?;
+    if let Some(over) = &cr.spec.override_config {
+        return override_config(cr, ctx, &over.config_map_name, &resolution)
+            .await
+            .map(|planned| Planned {
+                pull_secrets,
+                ..planned
+            });
+    }
+    let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
+        .map_err(|e| {
+            let (reason, message) = match e {
+                GenerateError::BaseConfig(m) if m.contains("Unsupported config.yaml version") => {
+                    ("UnsupportedConfigVersion", m)
+                }
+                other => (
+                    "ConfigGenerationFailed",
+                    format!("Failed to generate config.yaml: {other}"),
+                ),
+            };
+            Failure {
+                reason,
+                message,
+                image: Some(resolution.image.clone()),
+            }
+        })?;
+    Ok(Planned {
+        config_map: config_map_name(&cr.name_any(), &generated.hash),
+        generated_config_map: true,
+        image: resolution.image.clone(),
+        source: match resolution.config.source {
+            llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
+            llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
+        },
+        base_hash: resolution.config.hash.clone(),
+        generated,
+        stale: resolution.stale.as_ref().map(ToString::to_string),
+        pull_secrets,
+    })
+}
+
+/// The credentials kubelet would use for the server Pod, and their Secret names: the pod template
+/// has no pull secrets, so those of its ServiceAccount: the user's
+/// (`workload.overrides.serviceAccountName`), else the namespace's `default`, whose list the
+/// managed `<cr>-sa` copies. Missing Secrets are skipped, as kubelet does; a malformed one fails
+/// like the pull would.
+async fn pull_keyring(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+) -> Result<(Keyring, Vec<String>), Failure> {
+    use llama_stack_resolver::keyring::CredentialSource;
+    use llama_stack_resolver::pull_secret::add_pull_secret;
+    let ns = cr.namespace().unwrap_or_default();
+    let fail = |message: String| Failure {
+        reason: "RegistryError",
+        message,
+        image: None,
+    };
+    let sa_name = cr
+        .spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.overrides.as_ref())
+        .and_then(|o| o.service_account_name.clone())
+        .unwrap_or_else(|| "default".to_owned());
+    let mut keyring = Keyring::default();
+    let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(&sa_name)
+        .await
+        .map_err(|e| {
+            fail(format!(
+                "cannot read ServiceAccount {ns}/{sa_name} for its imagePullSecrets: {e}"
+            ))
+        })?;
+    let names: Vec<String> = sa
+        .and_then(|sa| sa.image_pull_secrets)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    for name in names.clone() {
+        let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+            .get_opt(&name)
+            .await
+            .map_err(|e| fail(format!("cannot read pull secret {ns}/{name}: {e}")))?;
+        let Some(secret) = secret else { continue };
+        let data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        let source = CredentialSource {
+            namespace: ns.clone(),
+            name,
+        };
+        add_pull_secret(
+            &mut keyring,
+            source,
+            secret.type_.as_deref().unwrap_or_default(),
+            &data,
+        )
+        .map_err(|e| fail(e.to_string()))?;
+    }
+    Ok((keyring, names))
+}
+
+/// User story 6: the user's ConfigMap is the config, as is; its content hash rolls the Pods on edits.
+async fn override_config(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    name: &str,
+    resolution: &llama_stack_resolver::Resolution,
+) -> Result<Planned, Failure> {
+    let ns = cr.namespace().unwrap_or_default();
+    let fail = |message: String| Failure {
+        reason: "ConfigGenerationFailed",
+        message,
+        image: Some(resolution.image.clone()),
+    };
+    let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(name)
+        .await
+        .map_err(|e| fail(format!("cannot read ConfigMap {ns}/{name}: {e}")))?
+        .ok_or_else(|| fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName")))?;
+    let yaml = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("config.yaml"))
+        .cloned()
+        .ok_or_else(|| fail(format!("ConfigMap \"{name}\" has no config.yaml key. Referenced by: spec.overrideConfig.configMapName")))?;
+    let parsed: serde_json::Value = serde_saphyr::from_str(&yaml).map_err(|e| {
+        fail(format!(
+            "config.yaml of ConfigMap \"{name}\" is not valid YAML: {e}"
+        ))
+    })?;
+    let provider_count = parsed
+        .get("providers")
+        .and_then(|p| p.as_object())
+        .map(|p| p.values().filter_map(|l| l.as_array()).map(Vec::len).sum())
+        .unwrap_or(0);
+    let hash = llama_stack_resolver::base_config::sha256_hex(yaml.as_bytes());
+    Ok(Planned {
+        config_map: name.to_owned(),
+        generated_config_map: false,
+        image: resolution.image.clone(),
+        source: ConfigSource::OverrideConfig,
+        base_hash: hash.clone(),
+        generated: crate::config::GeneratedConfig {
+            yaml,
+            hash,
+            env: Vec::new(),
+            provider_count,
+            resource_count: 0,
+            config_version: parsed
+                .get("version")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(2),
+            warnings: Vec::new(),
+        },
+        stale: resolution.stale.as_ref().map(ToString::to_string),
+        pull_secrets: Vec::new(),
+    })
+}

@@ -1,0 +1,695 @@
+//! The running controller on a cluster whose Pods run: kube-apiserver, etcd,
+//! kube-controller-manager, kube-scheduler and kwok (the kubelet of a fake node). Deployments get
+//! Pods that become Ready, owner references garbage-collect, HPAs scale. The operator writes as
+//! its own user, so the API server's audit log counts exactly its writes.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use libtest_mimic::Failed;
+use llama_stack_operator::api::common::DistributionPhase;
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::controller::{self, Context};
+use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
+use serde_json::{Value, json};
+use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
+use support::registry::harness::{run_suite, table};
+
+const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
+/// Pods on the kwok node become Ready within seconds; leave room on a loaded CI machine.
+const CONVERGE: Duration = Duration::from_secs(60);
+
+struct Env {
+    plane: ControlPlane,
+    rt: tokio::runtime::Runtime,
+    client: kube::Client,
+    operator: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+fn offline_options() -> ResolverOptions {
+    let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+    options.timeout = Duration::from_secs(2);
+    options
+}
+
+impl Env {
+    /// Starts the controller as the operator user.
+    fn start_operator(&self) -> Result<(), Failed> {
+        let client = self
+            .rt
+            .block_on(self.plane.operator_client())
+            .map_err(|e| e.to_string())?;
+        let resolver = Arc::new(Resolver::new(offline_options())?);
+        let ctx = Context::new(client, resolver)
+            .with_operator_config(OPERATOR_NAMESPACE, offline_options());
+        let handle = self.rt.spawn(controller::run(Arc::new(ctx)));
+        *self.operator.lock().unwrap() = Some(handle);
+        Ok(())
+    }
+
+    fn stop_operator(&self) {
+        if let Some(handle) = self.operator.lock().unwrap().take() {
+            handle.abort();
+            let _ = self.rt.block_on(handle);
+        }
+    }
+
+    fn namespace(&self, name: &str) -> Result<(), Failed> {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+        self.rt.block_on(
+            Api::<Namespace>::all(self.client.clone()).create(&PostParams::default(), &ns),
+        )?;
+        Ok(())
+    }
+
+    fn api<K>(&self, ns: &str) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    fn create_llsd(&self, ns: &str, name: &str, spec: Value) -> Result<(), Failed> {
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({
+            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": name}, "spec": spec}))?;
+        self.rt.block_on(
+            self.api::<LlamaStackDistribution>(ns)
+                .create(&PostParams::default(), &cr),
+        )?;
+        Ok(())
+    }
+
+    /// Waits until the distribution is Ready for its current generation.
+    fn wait_ready(&self, ns: &str, name: &str) -> Result<LlamaStackDistribution, Failed> {
+        self.eventually(&format!("{ns}/{name} Ready"), || async {
+            let cr = self
+                .api::<LlamaStackDistribution>(ns)
+                .get(name)
+                .await
+                .ok()?;
+            let status = cr.status.as_ref()?;
+            (status.phase == Some(DistributionPhase::Ready)
+                && status.observed_generation == cr.metadata.generation)
+                .then_some(cr.clone())
+        })
+    }
+
+    fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> Result<T, Failed>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let start = Instant::now();
+        self.rt.block_on(async {
+            loop {
+                if let Some(value) = probe().await {
+                    return Ok(value);
+                }
+                if start.elapsed() > CONVERGE {
+                    return Err(Failed::from(format!(
+                        "not reached within {CONVERGE:?}: {what}"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    }
+
+    /// Writes the operator made in `ns` so far.
+    fn operator_writes(&self, ns: &str) -> Result<Vec<Value>, Failed> {
+        let writes = self
+            .plane
+            .audit_writes(OPERATOR_USER)
+            .map_err(|e| e.to_string())?;
+        Ok(writes
+            .into_iter()
+            .filter(|w| w["objectRef"]["namespace"] == ns)
+            .collect())
+    }
+
+    fn condition(&self, cr: &LlamaStackDistribution, type_: &str) -> (String, String, String) {
+        let c = cr
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == type_).cloned())
+            .unwrap_or_else(|| panic!("no {type_} condition in {:?}", cr.status));
+        (c.status, c.reason, c.message)
+    }
+}
+
+fn pod_template(d: &Deployment) -> k8s_openapi::api::core::v1::PodTemplateSpec {
+    d.spec.as_ref().unwrap().template.clone()
+}
+
+fn env_of(d: &Deployment) -> Value {
+    serde_json::to_value(&pod_template(d).spec.unwrap().containers[0].env).unwrap()
+}
+
+fn every_object_of_a_ready_distribution(env: &Env) -> Result<(), Failed> {
+    let ns = "ready";
+    env.namespace(ns)?;
+    env.create_llsd(ns, "llama", json!({"distribution": {"name": "starter"},
+        "networking": {"allowedFrom": {"namespaces": ["team-b"], "labels": ["llama-clients"]}, "expose": {"hostname": "llama.example.com"}},
+        "workload": {"replicas": 2}}))?;
+    let cr = env.wait_ready(ns, "llama")?;
+    let status = cr.status.clone().unwrap();
+    assert_eq!(status.available_replicas, Some(2));
+    assert_eq!(
+        status.service_url.as_deref(),
+        Some("http://llama-service.ready.svc.cluster.local:8321")
+    );
+    assert_eq!(
+        status.route_url.as_deref(),
+        Some("http://llama.example.com")
+    );
+    for (type_, reason) in [
+        ("Available", "MinimumReplicasAvailable"),
+        ("DeploymentReady", "DeploymentReady"),
+        ("HealthCheck", "HealthCheckPassed"),
+        ("ServiceReady", "ServiceReady"),
+        ("ConfigGenerated", "ConfigGenerationSucceeded"),
+        ("DeploymentUpdated", "DeploymentUpdateSucceeded"),
+        ("SecretsResolved", "AllSecretsFound"),
+    ] {
+        let (s, r, _) = env.condition(&cr, type_);
+        assert_eq!((s.as_str(), r.as_str()), ("True", reason), "{type_}");
+    }
+    assert!(
+        cr.status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .all(|c| c.type_ != "StorageReady"),
+        "no storage, no StorageReady"
+    );
+
+    let uid = cr.uid().unwrap();
+    let owned_by_cr = |meta: &kube::core::ObjectMeta| {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid && o.controller == Some(true))
+    };
+    let rt = &env.rt;
+    let d = rt.block_on(env.api::<Deployment>(ns).get("llama"))?;
+    assert!(owned_by_cr(&d.metadata));
+    let pod = pod_template(&d).spec.unwrap();
+    assert_eq!(pod.service_account_name.as_deref(), Some("llama-sa"));
+    assert_eq!(
+        pod.topology_spread_constraints.as_ref().map(Vec::len),
+        Some(1),
+        "two replicas spread over nodes"
+    );
+    let sa = rt.block_on(env.api::<ServiceAccount>(ns).get("llama-sa"))?;
+    assert_eq!(sa.automount_service_account_token, Some(false));
+    assert!(owned_by_cr(&sa.metadata));
+    let svc = rt.block_on(env.api::<Service>(ns).get("llama-service"))?;
+    assert!(owned_by_cr(&svc.metadata));
+    let np = rt.block_on(env.api::<NetworkPolicy>(ns).get("llama-network-policy"))?;
+    let peers = serde_json::to_value(&np.spec.as_ref().unwrap().ingress.as_ref().unwrap()[0].from)?;
+    assert_eq!(
+        peers,
+        json!([{"podSelector": {}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OPERATOR_NAMESPACE}}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-b"}}},
+        {"namespaceSelector": {"matchExpressions": [{"key": "llama-clients", "operator": "Exists"}]}}])
+    );
+    let ingress = rt.block_on(env.api::<Ingress>(ns).get("llama-ingress"))?;
+    assert_eq!(
+        ingress.spec.unwrap().rules.unwrap()[0].host.as_deref(),
+        Some("llama.example.com")
+    );
+    let pdb = rt.block_on(env.api::<PodDisruptionBudget>(ns).get("llama-pdb"))?;
+    assert_eq!(
+        serde_json::to_value(pdb.spec.unwrap().max_unavailable)?,
+        json!(1)
+    );
+    let pods = rt.block_on(
+        env.api::<Pod>(ns)
+            .list(&ListParams::default().labels("app.kubernetes.io/instance=llama")),
+    )?;
+    assert_eq!(pods.items.len(), 2, "two Pods run");
+    let events = rt.block_on(env.api::<Event>(ns).list(&ListParams::default()))?;
+    assert!(
+        events
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Created")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("llama")),
+        "a Normal event for the rollout"
+    );
+
+    // Exposure and the policy removed: their objects are deleted, nothing else is touched.
+    let rv = d.metadata.resource_version.clone();
+    rt.block_on(env.api::<LlamaStackDistribution>(ns).patch(
+        "llama",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"networking": {"allowedFrom": null, "expose": null}}})),
+    ))?;
+    env.eventually("the Ingress and NetworkPolicy are deleted", || async {
+        let gone = env
+            .api::<Ingress>(ns)
+            .get_opt("llama-ingress")
+            .await
+            .ok()?
+            .is_none()
+            && env
+                .api::<NetworkPolicy>(ns)
+                .get_opt("llama-network-policy")
+                .await
+                .ok()?
+                .is_none();
+        gone.then_some(())
+    })?;
+    let cr = env.wait_ready(ns, "llama")?;
+    assert_eq!(cr.status.unwrap().route_url, None);
+    assert_eq!(
+        rt.block_on(env.api::<Deployment>(ns).get("llama"))?
+            .metadata
+            .resource_version,
+        rv,
+        "the Deployment is untouched"
+    );
+    Ok(())
+}
+
+fn an_hpa_owns_the_replicas_and_ready_follows_it(env: &Env) -> Result<(), Failed> {
+    let ns = "scaled";
+    env.namespace(ns)?;
+    env.create_llsd(ns, "auto", json!({"distribution": {"name": "starter"},
+        "workload": {"autoscaling": {"minReplicas": 2, "maxReplicas": 4, "targetMemoryUtilizationPercentage": 70}}}))?;
+    let hpa = env.eventually("the HPA exists", || async {
+        env.api::<HorizontalPodAutoscaler>(ns)
+            .get_opt("auto-hpa")
+            .await
+            .ok()?
+    })?;
+    let spec = hpa.spec.unwrap();
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 4));
+    assert_eq!(
+        serde_json::to_value(&spec.metrics)?[0]["resource"]["name"],
+        "memory"
+    );
+    // The autoscaler (kube-controller-manager) raises the Deployment to its minimum; Ready is
+    // judged against that, and the operator never fights it over the replica count.
+    let cr = env.eventually("two replicas available", || async {
+        let cr = env
+            .api::<LlamaStackDistribution>(ns)
+            .get("auto")
+            .await
+            .ok()?;
+        let st = cr.status.as_ref()?;
+        (st.phase == Some(DistributionPhase::Ready) && st.available_replicas == Some(2))
+            .then_some(cr.clone())
+    })?;
+    assert_eq!(env.condition(&cr, "Available").2, "2/2 replicas available");
+    let d = env.rt.block_on(env.api::<Deployment>(ns).get("auto"))?;
+    assert_eq!(d.spec.as_ref().unwrap().replicas, Some(2));
+    let pdb = env.eventually("a PDB for two replicas", || async {
+        env.api::<PodDisruptionBudget>(ns)
+            .get_opt("auto-pdb")
+            .await
+            .ok()?
+    })?;
+    assert!(pdb.spec.is_some());
+    // Down to a single possible replica: the budget goes, so it can never block a drain.
+    env.rt
+        .block_on(env.api::<LlamaStackDistribution>(ns).patch(
+            "auto",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"workload": {"autoscaling": {"minReplicas": 1}}}})),
+        ))?;
+    env.eventually("the PDB is removed", || async {
+        env.api::<PodDisruptionBudget>(ns)
+            .get_opt("auto-pdb")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })?;
+    Ok(())
+}
+
+fn a_secret_value_change_rolls_the_pods_once(env: &Env) -> Result<(), Failed> {
+    let ns = "rotate";
+    env.namespace(ns)?;
+    let secrets = env.api::<Secret>(ns);
+    let secret: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "vllm"}, "stringData": {"token": "first-value"}}),
+    )?;
+    env.rt
+        .block_on(secrets.create(&PostParams::default(), &secret))?;
+    env.create_llsd(ns, "keyed", json!({"distribution": {"name": "starter"},
+        "providers": {"inference": {"provider": "vllm", "endpoint": "http://vllm:8000/v1", "apiKey": {"secretKeyRef": {"name": "vllm", "key": "token"}}}}}))?;
+    env.wait_ready(ns, "keyed")?;
+    let deployments = env.api::<Deployment>(ns);
+    let before = env.rt.block_on(deployments.get("keyed"))?;
+    let hash_before =
+        pod_template(&before).metadata.unwrap().annotations.unwrap()["llamastack.io/secrets-hash"]
+            .clone();
+    assert!(
+        !serde_json::to_string(&before)?.contains("first-value"),
+        "no secret value in the Deployment"
+    );
+
+    // A label on the Secret is not a value change: no rollout.
+    env.rt.block_on(secrets.patch(
+        "vllm",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"rotated": "no"}}})),
+    ))?;
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        env.rt
+            .block_on(deployments.get("keyed"))?
+            .metadata
+            .generation,
+        before.metadata.generation
+    );
+
+    env.rt.block_on(secrets.patch(
+        "vllm",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"stringData": {"token": "second-value"}})),
+    ))?;
+    let after = env.eventually("the Pods roll", || async {
+        let d = deployments.get("keyed").await.ok()?;
+        (d.metadata.generation != before.metadata.generation).then_some(d)
+    })?;
+    let hash_after =
+        pod_template(&after).metadata.unwrap().annotations.unwrap()["llamastack.io/secrets-hash"]
+            .clone();
+    assert_ne!(hash_before, hash_after);
+    assert_eq!(
+        after.metadata.generation,
+        before.metadata.generation.map(|g| g + 1),
+        "one update"
+    );
+    assert_eq!(
+        env_of(&after),
+        env_of(&before),
+        "the Secret is read by reference: only the hash changed"
+    );
+    env.wait_ready(ns, "keyed")?;
+    Ok(())
+}
+
+fn the_steady_state_makes_no_writes(env: &Env) -> Result<(), Failed> {
+    let ns = "steady";
+    env.namespace(ns)?;
+    env.create_llsd(
+        ns,
+        "calm",
+        json!({"distribution": {"name": "starter"}, "workload": {"replicas": 2},
+        "networking": {"allowedFrom": {"namespaces": ["*"]}}}),
+    )?;
+    env.wait_ready(ns, "calm")?;
+    // Let the last status write and its echo settle.
+    std::thread::sleep(Duration::from_secs(3));
+    let before = env.operator_writes(ns)?.len();
+    assert!(before > 0, "the audit log sees the operator's writes");
+    // Each of these triggers reconciles: a label on the resource, a whitespace-only edit of an
+    // owned object's labels by someone else, a Pod deleted and replaced.
+    let llsds = env.api::<LlamaStackDistribution>(ns);
+    env.rt.block_on(llsds.patch(
+        "calm",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+    ))?;
+    env.rt.block_on(env.api::<Service>(ns).patch(
+        "calm-service",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"seen": "yes"}}})),
+    ))?;
+    std::thread::sleep(Duration::from_secs(5));
+    env.wait_ready(ns, "calm")?;
+    let writes = env.operator_writes(ns)?;
+    let extra: Vec<String> = writes[before..]
+        .iter()
+        .map(|w| {
+            format!(
+                "{} {}/{}",
+                w["verb"], w["objectRef"]["resource"], w["objectRef"]["name"]
+            )
+        })
+        .collect();
+    assert!(extra.is_empty(), "steady state wrote: {extra:?}");
+    Ok(())
+}
+
+fn deleting_the_resource_collects_everything(env: &Env) -> Result<(), Failed> {
+    let ns = "gone";
+    env.namespace(ns)?;
+    env.create_llsd(ns, "brief", json!({"distribution": {"name": "starter"}, "workload": {"replicas": 2, "storage": {"size": "1Gi"}},
+        "networking": {"allowedFrom": {"namespaces": ["x"]}, "expose": true}}))?;
+    env.eventually("the objects exist", || async {
+        env.api::<Ingress>(ns)
+            .get_opt("brief-ingress")
+            .await
+            .ok()?
+            .map(|_| ())
+    })?;
+    assert!(
+        env.rt
+            .block_on(env.api::<PersistentVolumeClaim>(ns).get_opt("brief-pvc"))?
+            .is_some()
+    );
+    env.rt.block_on(
+        env.api::<LlamaStackDistribution>(ns)
+            .delete("brief", &DeleteParams::default()),
+    )?;
+    env.eventually("everything garbage-collected", || async {
+        let lp = ListParams::default().labels("app.kubernetes.io/instance=brief");
+        let left = env.api::<Deployment>(ns).list(&lp).await.ok()?.items.len()
+            + env.api::<ReplicaSet>(ns).list(&lp).await.ok()?.items.len()
+            + env.api::<Service>(ns).list(&lp).await.ok()?.items.len()
+            + env.api::<ConfigMap>(ns).list(&lp).await.ok()?.items.len()
+            + env
+                .api::<ServiceAccount>(ns)
+                .list(&lp)
+                .await
+                .ok()?
+                .items
+                .len()
+            + env
+                .api::<NetworkPolicy>(ns)
+                .list(&lp)
+                .await
+                .ok()?
+                .items
+                .len()
+            + env.api::<Ingress>(ns).list(&lp).await.ok()?.items.len()
+            + env
+                .api::<PodDisruptionBudget>(ns)
+                .list(&lp)
+                .await
+                .ok()?
+                .items
+                .len()
+            + env
+                .api::<PersistentVolumeClaim>(ns)
+                .list(&lp)
+                .await
+                .ok()?
+                .items
+                .len();
+        (left == 0).then_some(())
+    })?;
+    Ok(())
+}
+
+fn ca_bundles_are_validated_copied_and_mounted(env: &Env) -> Result<(), Failed> {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ns = "trust";
+    env.namespace(ns)?;
+    env.namespace("shared-certs")?;
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key)?.pem();
+    // A stray private key next to the certificate must never reach the Pods.
+    let source: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "corp-ca"},
+        "data": {"ca.pem": format!("{cert}{}", key.serialize_pem()), "broken.pem": "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"}}))?;
+    env.rt.block_on(
+        env.api::<ConfigMap>("shared-certs")
+            .create(&PostParams::default(), &source),
+    )?;
+    env.create_llsd(ns, "tls", json!({"distribution": {"name": "starter"},
+        "networking": {"tls": {"caBundle": {"configMapName": "corp-ca", "configMapNamespace": "shared-certs", "configMapKeys": ["ca.pem"]}}}}))?;
+    env.wait_ready(ns, "tls")?;
+    let managed = env
+        .rt
+        .block_on(env.api::<ConfigMap>(ns).get("tls-ca-bundle"))?;
+    let bundle = managed.data.unwrap()["ca-bundle.crt"].clone();
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 1);
+    assert!(
+        !bundle.contains("PRIVATE KEY"),
+        "only certificates are copied"
+    );
+    let d = env.rt.block_on(env.api::<Deployment>(ns).get("tls"))?;
+    assert!(env_of(&d).as_array().unwrap().contains(
+        &json!({"name": "SSL_CERT_FILE", "value": "/etc/ssl/certs/ca-bundle/ca-bundle.crt"})
+    ));
+    let rv = d.metadata.resource_version.clone();
+
+    // A key holding garbage: the running Deployment stays, the condition names the key.
+    env.rt.block_on(env.api::<LlamaStackDistribution>(ns).patch("tls", &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"networking": {"tls": {"caBundle": {"configMapKeys": ["ca.pem", "broken.pem"]}}}}}))))?;
+    let cr = env.eventually("the bad bundle is reported", || async {
+        let cr = env
+            .api::<LlamaStackDistribution>(ns)
+            .get("tls")
+            .await
+            .ok()?;
+        (cr.status.as_ref()?.phase == Some(DistributionPhase::Failed)).then_some(cr)
+    })?;
+    let (status, reason, message) = env.condition(&cr, "ConfigGenerated");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "CABundleInvalid")
+    );
+    assert!(
+        message.contains("key \"broken.pem\"") && message.contains("shared-certs/corp-ca"),
+        "{message}"
+    );
+    assert_eq!(
+        env.rt
+            .block_on(env.api::<Deployment>(ns).get("tls"))?
+            .metadata
+            .resource_version,
+        rv
+    );
+    let events = env
+        .rt
+        .block_on(env.api::<Event>(ns).list(&ListParams::default()))?;
+    assert!(
+        events
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("CABundleInvalid")
+                && e.type_.as_deref() == Some("Warning"))
+    );
+    Ok(())
+}
+
+/// Runs last, alone: it restarts the operator.
+fn a_restarted_operator_converges_without_duplicates(env: &Env) -> Result<(), Failed> {
+    let ns = "restart";
+    env.namespace(ns)?;
+    env.stop_operator();
+    let names = ["r1", "r2", "r3"];
+    for name in names {
+        env.create_llsd(
+            ns,
+            name,
+            json!({"distribution": {"name": "starter"}, "workload": {"replicas": 2}}),
+        )?;
+    }
+    // Interrupted right after it started writing.
+    env.start_operator()?;
+    env.eventually("a first write", || async {
+        env.api::<Deployment>(ns)
+            .get_opt("r1")
+            .await
+            .ok()?
+            .map(|_| ())
+    })?;
+    env.stop_operator();
+    env.start_operator()?;
+    for name in names {
+        env.wait_ready(ns, name)?;
+        let lp = ListParams::default().labels(&format!("app.kubernetes.io/instance={name}"));
+        let rt = &env.rt;
+        assert_eq!(
+            rt.block_on(env.api::<Deployment>(ns).list(&lp))?
+                .items
+                .len(),
+            1
+        );
+        assert_eq!(
+            rt.block_on(env.api::<ConfigMap>(ns).list(&lp))?.items.len(),
+            1,
+            "one generated ConfigMap"
+        );
+        assert_eq!(
+            rt.block_on(env.api::<ReplicaSet>(ns).list(&lp))?
+                .items
+                .len(),
+            1,
+            "one rollout only"
+        );
+        assert_eq!(rt.block_on(env.api::<Pod>(ns).list(&lp))?.items.len(), 2);
+    }
+    env.stop_operator();
+    Ok(())
+}
+
+fn start() -> Result<Env, Failed> {
+    let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
+    let env = Env {
+        plane,
+        rt,
+        client,
+        operator: Mutex::new(None),
+    };
+    env.namespace(OPERATOR_NAMESPACE)?;
+    env.start_operator()?;
+    Ok(env)
+}
+
+fn main() -> ExitCode {
+    run_suite(
+        table(&[
+            (
+                "every_object_of_a_ready_distribution",
+                every_object_of_a_ready_distribution,
+            ),
+            (
+                "an_hpa_owns_the_replicas_and_ready_follows_it",
+                an_hpa_owns_the_replicas_and_ready_follows_it,
+            ),
+            (
+                "a_secret_value_change_rolls_the_pods_once",
+                a_secret_value_change_rolls_the_pods_once,
+            ),
+            (
+                "the_steady_state_makes_no_writes",
+                the_steady_state_makes_no_writes,
+            ),
+            (
+                "deleting_the_resource_collects_everything",
+                deleting_the_resource_collects_everything,
+            ),
+            (
+                "ca_bundles_are_validated_copied_and_mounted",
+                ca_bundles_are_validated_copied_and_mounted,
+            ),
+        ]),
+        "the cluster (control plane, controllers, scheduler, kwok) and the operator",
+        || start().map_err(|e| e.message().unwrap_or_default().to_owned()),
+        Some((
+            "a_restarted_operator_converges_without_duplicates",
+            a_restarted_operator_converges_without_duplicates,
+        )),
+    )
+}
