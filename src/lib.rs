@@ -6,4 +6,6 @@ pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod convert;
+pub mod leader;
+pub mod metrics;
 pub mod webhook;

@@ -15,6 +15,7 @@ pub mod pull_secret;
 pub mod reference;
 pub mod registry;
 pub mod resolve;
+pub mod stats;
 
 pub use catalog::{Catalog, CatalogError, LookupError};
 pub use resolve::{Distribution, Resolution, ResolveError, Resolver, ResolverOptions};

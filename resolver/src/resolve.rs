@@ -9,7 +9,6 @@
 //! stale, with the error.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use moka::future::Cache;
@@ -28,6 +27,7 @@ use crate::manifest::{
 use crate::mirror::{MirrorRule, apply_mirrors};
 use crate::reference::{ImageRef, ReferenceError};
 use crate::registry::{RegistryClient, RegistryError};
+use crate::stats::{CacheKind, Stats};
 
 /// What to resolve.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -70,6 +70,8 @@ pub struct ResolverOptions {
     pub config_cache_bytes: u64,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// Counters, shared by every resolver built from these options.
+    pub stats: Arc<Stats>,
 }
 
 impl ResolverOptions {
@@ -86,6 +88,7 @@ impl ResolverOptions {
             insecure_registries: Vec::new(),
             config_cache_bytes: 64 << 20,
             timeout: Duration::from_secs(30),
+            stats: Arc::default(),
         }
     }
 }
@@ -240,7 +243,6 @@ enum ConfigOutcome {
 pub struct Resolver {
     options: ResolverOptions,
     http: reqwest::Client,
-    requests: Arc<AtomicU64>,
     clients: Cache<String, Arc<RegistryClient>>,
     tags: Cache<String, Arc<PinnedImage>>,
     digests: Cache<String, Arc<PinnedImage>>,
@@ -300,7 +302,6 @@ impl Resolver {
         };
         Ok(Self {
             http,
-            requests: Arc::new(AtomicU64::new(0)),
             clients: Cache::builder().max_capacity(256).build(),
             tags: Cache::builder()
                 .max_capacity(4096)
@@ -322,7 +323,12 @@ impl Resolver {
 
     /// HTTP requests sent to registries so far (for tests and metrics).
     pub fn registry_requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.options.stats.requests()
+    }
+
+    /// The counters behind [`Resolver::registry_requests`], for metrics.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.options.stats.clone()
     }
 
     /// Resolves a distribution with the credentials kubelet would use for it.
@@ -476,7 +482,7 @@ impl Resolver {
                     &host,
                     plain,
                     credential.cloned(),
-                    self.requests.clone(),
+                    self.options.stats.clone(),
                 ))
             })
             .await;
@@ -502,9 +508,14 @@ impl Resolver {
         } else {
             &self.tags
         };
-        cache
-            .try_get_with(key, self.fetch_pinned(client, image))
-            .await
+        let entry = cache
+            .entry(key)
+            .or_try_insert_with(self.fetch_pinned(client, image))
+            .await?;
+        self.options
+            .stats
+            .lookup(CacheKind::Manifest, entry.is_fresh());
+        Ok(entry.into_value())
     }
 
     async fn fetch_pinned(
@@ -557,13 +568,15 @@ impl Resolver {
         pinned: &PinnedImage,
     ) -> Result<Resolution, Arc<ResolveError>> {
         let deployed = image.pinned(&pinned.digest);
-        let outcome = self
+        let entry = self
             .configs
-            .try_get_with(
-                pinned.config.digest.clone(),
-                self.read_config(client, &deployed, pinned),
-            )
+            .entry(pinned.config.digest.clone())
+            .or_try_insert_with(self.read_config(client, &deployed, pinned))
             .await?;
+        self.options
+            .stats
+            .lookup(CacheKind::Config, entry.is_fresh());
+        let outcome = entry.into_value();
         let config = match outcome.as_ref() {
             ConfigOutcome::Labelled(config) => config.clone(),
             ConfigOutcome::NoLabels => match distribution {

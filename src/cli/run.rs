@@ -1,19 +1,19 @@
-//! `run`: the operator's long-running process: the controller, and the conversion and
-//! validating webhooks over HTTPS.
+//! `run`: the operator's long-running process: the controller (optionally only while it holds
+//! the leader Lease), the conversion and validating webhooks over HTTPS, and the plain-HTTP
+//! metrics and health server.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use llama_stack_resolver::Catalog;
 use llama_stack_resolver::catalog::parse_image_overrides;
-
+use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use time::OffsetDateTime;
 
-use llama_stack_resolver::{Resolver, ResolverOptions};
-
 use crate::controller::{self, Context};
+use crate::leader::{LeaseConfig, run_as_leader};
+use crate::metrics::{Health, Metrics};
 use crate::webhook::certs::{CertManager, Plan};
 use crate::webhook::{ServeError, WebhookState, serve};
 
@@ -69,11 +69,47 @@ pub struct Args {
     /// Serve only the webhooks, without the controller.
     #[arg(long)]
     no_controller: bool,
+    /// Run only the controller, without the webhook server.
+    #[arg(long)]
+    no_webhooks: bool,
+    /// Address of the plain-HTTP server for /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Run the controller only while holding the leader Lease (for more than one replica).
+    #[arg(long)]
+    leader_elect: bool,
+    /// Name of the leader Lease (in the operator namespace).
+    #[arg(long, default_value = "llama-stack-operator-leader")]
+    lease_name: String,
+    /// This replica's identity in the Lease (default: the Pod name, else the host name).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// Log filter: a level (`info`, `debug`) or tracing directives (`llama_stack_operator=debug`).
+    #[arg(long, env = "LOG_LEVEL", default_value = "info")]
+    log_level: String,
+    /// Timeout of one registry request.
+    #[arg(long, default_value = "30", value_name = "SECONDS")]
+    registry_timeout: u64,
+}
+
+/// Log output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Errors of `run`.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The leader lease was lost: exit so a fresh process rejoins the election.
+    #[error(transparent)]
+    Leader(#[from] crate::leader::LeaderError),
     /// Start-up failed.
     #[error("{0}")]
     Startup(String),
@@ -86,88 +122,233 @@ fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
+fn init_logging(args: &Args) -> Result<(), RunError> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
+        .map_err(|e| RunError::Startup(format!("--log-level {:?}: {e}", args.log_level)))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match args.log_format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| RunError::Startup(format!("cannot set up logging: {e}")))
+}
+
+/// SIGTERM (how Kubernetes stops a Pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+fn catalog(args: &Args) -> Result<Catalog, RunError> {
+    let mut catalog = Catalog::embedded().map_err(|e| RunError::Startup(e.to_string()))?;
+    if let Some(path) = &args.image_overrides {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| RunError::Startup(format!("cannot read {}: {e}", path.display())))?;
+        let (valid, problems) = parse_image_overrides(&text);
+        for problem in problems {
+            tracing::warn!(%problem, "image overrides");
+        }
+        catalog = catalog.with_overrides(&valid);
+    }
+    Ok(catalog)
+}
+
+/// Creates and rotates the webhook certificates (self-managed mode), now and then hourly.
+async fn manage_certificates(args: &Args, api: kube::Client) -> Result<(), RunError> {
+    let svc = &args.webhook_service;
+    let ns = &args.namespace;
+    let manager = CertManager {
+        client: api,
+        namespace: ns.clone(),
+        secret_name: args.cert_secret.clone(),
+        dns_names: vec![
+            svc.clone(),
+            format!("{svc}.{ns}"),
+            format!("{svc}.{ns}.svc"),
+            format!("{svc}.{ns}.svc.cluster.local"),
+        ],
+        crd_name: "llamastackdistributions.llamastack.io".to_owned(),
+        webhook_configuration: args.webhook_configuration.clone(),
+        cert_file: args.tls_cert.clone(),
+        key_file: args.tls_key.clone(),
+    };
+    manager
+        .reconcile(OffsetDateTime::now_utc())
+        .await
+        .map_err(|e| RunError::Startup(e.to_string()))?;
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            match manager.reconcile(OffsetDateTime::now_utc()).await {
+                Ok(Plan::Keep) => {}
+                Ok(plan) => tracing::info!(?plan, "webhook certificates"),
+                Err(error) => tracing::warn!(%error, "webhook certificates"),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The controller until shutdown; with `--leader-elect`, only while holding the Lease.
+async fn run_controller(args: &Args, api: kube::Client, ctx: Arc<Context>) -> Result<(), RunError> {
+    if !args.leader_elect {
+        controller::run(ctx).await;
+        return Ok(());
+    }
+    let identity = args.identity.clone().unwrap_or_else(|| {
+        std::fs::read_to_string("/etc/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_else(|_| format!("llama-stack-operator-{}", std::process::id()))
+    });
+    let config = LeaseConfig::new(&args.namespace, &args.lease_name, &identity);
+    tracing::info!(lease = %args.lease_name, %identity, "waiting to lead");
+    run_as_leader(api, config, controller::run(ctx)).await?;
+    Ok(())
+}
+
+/// Serves the webhooks until shutdown, reloading the certificate when its files change.
+async fn run_webhooks(args: &Args, state: WebhookState) -> Result<(), RunError> {
+    let (server, addr, task) = serve(
+        args.webhook_addr,
+        args.tls_cert.clone(),
+        args.tls_key.clone(),
+        state,
+    )
+    .await?;
+    tracing::info!(%addr, "webhooks listening (/convert, /validate, /healthz)");
+    let (cert, key) = (args.tls_cert.clone(), args.tls_key.clone());
+    let interval = Duration::from_secs(args.cert_check_interval.max(1));
+    let mut seen = (modified(&cert), modified(&key));
+    let shutdown = server.handle.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        shutdown.graceful_shutdown(Some(Duration::from_secs(10)));
+    });
+    let reload = async {
+        loop {
+            tokio::time::sleep(interval).await;
+            let now = (modified(&cert), modified(&key));
+            if now != seen {
+                match server.reload(&cert, &key).await {
+                    Ok(()) => tracing::info!("reloaded the webhook certificate"),
+                    Err(error) => {
+                        tracing::warn!(%error, "keeping the previous webhook certificate")
+                    }
+                }
+                seen = now;
+            }
+        }
+    };
+    tokio::select! {
+        result = task => result.map_err(|e| RunError::Startup(e.to_string()))?.map_err(RunError::from),
+        () = reload => Ok(()),
+    }
+}
+
 pub(super) fn run(args: &Args) -> Result<(), RunError> {
+    init_logging(args)?;
+    if args.no_controller && args.no_webhooks {
+        return Err(RunError::Startup(
+            "--no-controller and --no-webhooks leave nothing to run".to_owned(),
+        ));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| RunError::Startup(e.to_string()))?;
-    runtime.block_on(async {
-        let mut catalog = Catalog::embedded().map_err(|e| RunError::Startup(e.to_string()))?;
-        if let Some(path) = &args.image_overrides {
-            let text = std::fs::read_to_string(path).map_err(|e| RunError::Startup(format!("cannot read {}: {e}", path.display())))?;
-            let (valid, problems) = parse_image_overrides(&text);
-            for problem in problems {
-                eprintln!("warning: {problem}");
-            }
-            catalog = catalog.with_overrides(&valid);
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: &Args) -> Result<(), RunError> {
+    let catalog = catalog(args)?;
+    let needs_api = !args.no_reference_checks || args.self_managed_certs || !args.no_controller;
+    let api = if needs_api {
+        Some(kube::Client::try_default().await.map_err(|e| {
+            RunError::Startup(format!(
+                "cannot reach the Kubernetes API (use --no-reference-checks to run without it): {e}"
+            ))
+        })?)
+    } else {
+        None
+    };
+    if let (true, Some(api)) = (args.self_managed_certs, api.clone()) {
+        manage_certificates(args, api).await?;
+    }
+    let mut options = ResolverOptions::new(catalog.clone());
+    options.timeout = Duration::from_secs(args.registry_timeout.max(1));
+    let ctx = match (&api, args.no_controller) {
+        (Some(api), false) => {
+            let resolver =
+                Resolver::new(options.clone()).map_err(|e| RunError::Startup(e.to_string()))?;
+            Some(Arc::new(
+                Context::new(api.clone(), Arc::new(resolver))
+                    .with_operator_config(&args.namespace, options),
+            ))
         }
-        let needs_api = !args.no_reference_checks || args.self_managed_certs || !args.no_controller;
-        let api = if needs_api {
-            Some(kube::Client::try_default().await.map_err(|e| RunError::Startup(format!("cannot reach the Kubernetes API (use --no-reference-checks to run without it): {e}")))?)
-        } else {
+        _ => None,
+    };
+    let metrics = ctx
+        .as_ref()
+        .map_or_else(|| Arc::new(Metrics::new(Arc::default())), |c| c.metrics());
+    let health = Arc::new(Health::default());
+    let (metrics_addr, _metrics_task) =
+        crate::metrics::serve(args.metrics_addr, metrics, health.clone())
+            .await
+            .map_err(|e| {
+                RunError::Startup(format!("cannot listen on {}: {e}", args.metrics_addr))
+            })?;
+    tracing::info!(addr = %metrics_addr, "metrics and health listening (/metrics, /healthz, /readyz)");
+
+    let controller = async {
+        match (&api, ctx) {
+            (Some(api), Some(ctx)) => run_controller(args, api.clone(), ctx).await,
+            _ => std::future::pending().await,
+        }
+    };
+    let webhooks = async {
+        if args.no_webhooks {
+            return std::future::pending().await;
+        }
+        let client = if args.no_reference_checks {
             None
+        } else {
+            api.clone()
         };
-        let client = if args.no_reference_checks { None } else { api.clone() };
-        if let (true, Some(api)) = (args.self_managed_certs, api.clone()) {
-            let svc = &args.webhook_service;
-            let ns = &args.namespace;
-            let manager = CertManager {
-                client: api,
-                namespace: ns.clone(),
-                secret_name: args.cert_secret.clone(),
-                dns_names: vec![svc.clone(), format!("{svc}.{ns}"), format!("{svc}.{ns}.svc"), format!("{svc}.{ns}.svc.cluster.local")],
-                crd_name: "llamastackdistributions.llamastack.io".to_owned(),
-                webhook_configuration: args.webhook_configuration.clone(),
-                cert_file: args.tls_cert.clone(),
-                key_file: args.tls_key.clone(),
-            };
-            manager.reconcile(OffsetDateTime::now_utc()).await.map_err(|e| RunError::Startup(e.to_string()))?;
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                    match manager.reconcile(OffsetDateTime::now_utc()).await {
-                        Ok(Plan::Keep) => {}
-                        Ok(plan) => eprintln!("webhook certificates: {plan:?}"),
-                        Err(e) => eprintln!("warning: webhook certificates: {e}"),
-                    }
-                }
-            });
+        run_webhooks(
+            args,
+            WebhookState {
+                catalog: Arc::new(catalog.clone()),
+                client,
+            },
+        )
+        .await
+    };
+    health.set_ready();
+    tracing::info!(
+        controller = !args.no_controller,
+        webhooks = !args.no_webhooks,
+        "started"
+    );
+    tokio::select! {
+        result = controller => {
+            tracing::info!("controller stopped");
+            result
         }
-        if let (false, Some(api)) = (args.no_controller, api.clone()) {
-            let resolver = Resolver::new(ResolverOptions::new(catalog.clone())).map_err(|e| RunError::Startup(e.to_string()))?;
-            let ctx = Arc::new(
-                Context::new(api, Arc::new(resolver)).with_operator_config(&args.namespace, ResolverOptions::new(catalog.clone())),
-            );
-            tokio::spawn(controller::run(ctx));
-            eprintln!("controller started");
+        result = webhooks => {
+            tracing::info!("webhook server stopped");
+            result
         }
-        let state = WebhookState { catalog: Arc::new(catalog), client };
-        let (server, addr, task) = serve(args.webhook_addr, args.tls_cert.clone(), args.tls_key.clone(), state).await?;
-        eprintln!("webhooks listening on https://{addr} (/convert, /validate, /healthz)");
-        let (cert, key) = (args.tls_cert.clone(), args.tls_key.clone());
-        let interval = Duration::from_secs(args.cert_check_interval.max(1));
-        let mut seen = (modified(&cert), modified(&key));
-        let shutdown = server.handle.clone();
-        tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            shutdown.graceful_shutdown(Some(Duration::from_secs(10)));
-        });
-        let watcher = async {
-            loop {
-                tokio::time::sleep(interval).await;
-                let now = (modified(&cert), modified(&key));
-                if now != seen {
-                    match server.reload(&cert, &key).await {
-                        Ok(()) => eprintln!("reloaded the webhook certificate"),
-                        Err(e) => eprintln!("warning: keeping the previous webhook certificate: {e}"),
-                    }
-                    seen = now;
-                }
-            }
-        };
-        tokio::select! {
-            result = task => result.map_err(|e| RunError::Startup(e.to_string()))?.map_err(RunError::from),
-            () = watcher => Ok(()),
-        }
-    })
+    }
 }

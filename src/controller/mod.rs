@@ -76,6 +76,8 @@ pub struct Context {
     operator_config: Option<(String, ResolverOptions)>,
     /// Publishes Kubernetes Events.
     recorder: Recorder,
+    /// Prometheus metrics.
+    metrics: Arc<crate::metrics::Metrics>,
     /// Whether the cluster serves OpenShift Routes (checked when the controller starts).
     routes: AtomicBool,
     /// Per object uid: the Deployment generation and settledness at the last ConfigMap prune.
@@ -90,6 +92,7 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         Self {
+            metrics: Arc::new(crate::metrics::Metrics::new(resolver.stats())),
             recorder: Recorder::new(client.clone(), reporter),
             client,
             resolver: std::sync::RwLock::new(resolver),
@@ -97,6 +100,11 @@ impl Context {
             routes: AtomicBool::new(false),
             prunes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The operator's metrics (reconciles, rollouts, resolver and registry counters).
+    pub fn metrics(&self) -> Arc<crate::metrics::Metrics> {
+        self.metrics.clone()
     }
 
     /// Namespace of the operator (its ConfigMap's), when known.

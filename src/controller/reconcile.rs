@@ -22,6 +22,7 @@ use super::plan::{Planned, plan};
 use super::referenced::{check_secrets, derive_url_secrets, read_ca_bundle};
 use super::status::{Conditions, phase};
 use super::{Context, Error};
+use crate::api::common::DistributionPhase;
 use crate::api::v1alpha2::{
     ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus,
     ResolvedDistributionStatus,
@@ -47,11 +48,26 @@ struct Observed {
     requeue: Option<Duration>,
 }
 
-/// Reconciles one LlamaStackDistribution.
+/// Reconciles one LlamaStackDistribution, and records it in the metrics.
 pub async fn reconcile(
     cr: Arc<LlamaStackDistribution>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let result = reconcile_once(&cr, &ctx).await;
+    let (ok, reason) = match &result {
+        Ok((_, reason)) => (true, reason.as_str()),
+        Err(_) => (false, "ApiError"),
+    };
+    ctx.metrics.reconciled(ok, reason, started.elapsed());
+    result.map(|(action, _)| action)
+}
+
+/// One reconcile; on success also the reason for the metrics (the phase, or why it failed).
+async fn reconcile_once(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+) -> Result<(Action, String), Error> {
     let ns = cr.namespace().unwrap_or_default();
     let name = cr.name_any();
     let previous = cr.status.clone().unwrap_or_default();
@@ -64,19 +80,26 @@ pub async fn reconcile(
         .get_opt(&name)
         .await
         .map_err(super::api_err(format!("read Deployment {ns}/{name}")))?;
-    let observed = converge(&cr, &ctx, &mut conditions, &mut status, current).await?;
-    let ready = observe(&cr, &observed, &mut conditions, &mut status);
-    status.phase = Some(phase(&conditions, observed.deployment.is_some(), ready));
+    let observed = converge(cr, ctx, &mut conditions, &mut status, current).await?;
+    let ready = observe(cr, &observed, &mut conditions, &mut status);
+    let phase = phase(&conditions, observed.deployment.is_some(), ready);
+    let reason = match phase {
+        DistributionPhase::Failed => conditions
+            .failure_reason()
+            .unwrap_or_else(|| "Failed".to_owned()),
+        other => format!("{other:?}"),
+    };
+    status.phase = Some(phase);
     status.observed_generation = cr.metadata.generation;
-    publish_events(&ctx, &cr, &conditions).await;
+    publish_events(ctx, cr, &conditions).await;
     status.conditions = Some(conditions.into_sorted());
     if status != previous {
-        write_status(&ctx, &ns, &name, &status).await?;
+        write_status(ctx, &ns, &name, &status).await?;
     }
     let requeue = observed
         .requeue
         .unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT });
-    Ok(Action::requeue(requeue))
+    Ok((Action::requeue(requeue), reason))
 }
 
 async fn write_status(
@@ -189,8 +212,10 @@ async fn apply(
     let ns = cr.namespace().unwrap_or_default();
     let uid = cr.uid().unwrap_or_default();
     let client = &ctx.client;
-    if let Some(cm) = &desired.config_map {
-        create_config_map(&Api::namespaced(client.clone(), &ns), cm).await?;
+    if let Some(cm) = &desired.config_map
+        && create_config_map(&Api::namespaced(client.clone(), &ns), cm).await?
+    {
+        ctx.metrics.config_generated();
     }
     let sa_api: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
     let sa_name = format!("{}-sa", cr.name_any());

@@ -68,6 +68,16 @@ impl Conditions {
             .collect()
     }
 
+    /// The reason of the first `False` spec condition (for metrics).
+    pub fn failure_reason(&self) -> Option<String> {
+        ["ConfigGenerated", "SecretsResolved"].iter().find_map(|t| {
+            self.current
+                .iter()
+                .find(|c| c.type_ == *t && c.status == "False")
+                .map(|c| c.reason.clone())
+        })
+    }
+
     /// The conditions, sorted by type (a stable order: no status write for a reordering).
     pub fn into_sorted(mut self) -> Vec<Condition> {
         self.current.sort_by(|a, b| a.type_.cmp(&b.type_));

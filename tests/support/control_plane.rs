@@ -400,6 +400,21 @@ impl ControlPlane {
         Ok(kube::Client::try_from(config)?)
     }
 
+    /// A kubeconfig file authenticating with `token` (e.g. a ServiceAccount's), named `name`.
+    pub fn kubeconfig_with_token(&self, name: &str, token: &str) -> Result<PathBuf, Error> {
+        let path = self.dir.path().join(format!("{name}.kubeconfig"));
+        fs::write(
+            &path,
+            kubeconfig_yaml(&self.url, &self.dir.path().join("ca.crt"), token),
+        )?;
+        Ok(path)
+    }
+
+    /// The directory holding this control plane's files (logs, kubeconfigs).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// Writes (create, update, patch, delete) `user` made so far, as audit events.
     pub fn audit_writes(&self, user: &str) -> Result<Vec<serde_json::Value>, Error> {
         let text = fs::read_to_string(self.dir.path().join("audit.log")).unwrap_or_default();

@@ -9,7 +9,7 @@ mod challenge;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 
 use crate::base_config::sha256_hex;
 use crate::keyring::Credential;
+use crate::stats::Stats;
 pub use challenge::{Challenge, parse_challenge};
 
 /// Media types accepted for manifests, most preferred first.
@@ -141,7 +142,7 @@ pub struct RegistryClient {
     allow_plain_http_auth: bool,
     basic: std::sync::atomic::AtomicBool,
     tokens: Mutex<HashMap<String, (String, Instant)>>,
-    requests: Arc<AtomicU64>,
+    stats: Arc<Stats>,
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -188,7 +189,7 @@ impl RegistryClient {
         host: &str,
         plain_http: bool,
         credential: Option<Credential>,
-        requests: Arc<AtomicU64>,
+        stats: Arc<Stats>,
     ) -> Self {
         Self {
             http,
@@ -198,7 +199,7 @@ impl RegistryClient {
             allow_plain_http_auth: plain_http,
             basic: false.into(),
             tokens: Mutex::new(HashMap::new()),
-            requests,
+            stats,
         }
     }
 
@@ -240,8 +241,14 @@ impl RegistryClient {
         if let Some(auth) = auth {
             request = request.header(AUTHORIZATION, auth);
         }
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        request.send().await.map_err(|e| self.transport(what, &e))
+        let started = Instant::now();
+        let result = request.send().await;
+        // A 401 is the normal first step of token auth, not a failure.
+        let ok = result
+            .as_ref()
+            .is_ok_and(|r| r.status().is_success() || r.status() == StatusCode::UNAUTHORIZED);
+        self.stats.request(started.elapsed(), ok);
+        result.map_err(|e| self.transport(what, &e))
     }
 
     async fn cached_token(&self, scope: &str) -> Option<HeaderValue> {

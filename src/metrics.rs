@@ -1,0 +1,280 @@
+//! Prometheus metrics of the operator, and the plain-HTTP server for `/metrics`, `/healthz` and
+//! `/readyz`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use llama_stack_resolver::stats::Stats;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels of a finished reconcile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `success` or `error`.
+    pub result: String,
+    /// The phase reached, the failing condition's reason, or `ApiError`.
+    pub reason: String,
+}
+
+/// Labels of a reconcile duration.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// `success` or `error`.
+    pub result: String,
+}
+
+/// Every metric the operator exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<ReconcileLabels, Counter>,
+    durations: Family<ResultLabels, Histogram>,
+    generations: Counter,
+    rollouts: Counter,
+}
+
+impl Metrics {
+    /// Metrics reading the resolver's counters at every scrape.
+    pub fn new(resolver: Arc<Stats>) -> Self {
+        let mut registry = Registry::with_prefix("llso");
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Reconciles of LlamaStackDistributions by result and reason",
+            reconciles.clone(),
+        );
+        let durations = Family::<ResultLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 16))
+        });
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time one reconcile took",
+            durations.clone(),
+        );
+        let generations = Counter::default();
+        registry.register(
+            "config_generations",
+            "Generated config.yaml ConfigMaps created",
+            generations.clone(),
+        );
+        let rollouts = Counter::default();
+        registry.register(
+            "rollouts",
+            "Deployment writes (creations and rollouts)",
+            rollouts.clone(),
+        );
+        registry.register_collector(Box::new(ResolverCollector(resolver)));
+        Self {
+            registry,
+            reconciles,
+            durations,
+            generations,
+            rollouts,
+        }
+    }
+
+    /// Records one reconcile.
+    pub fn reconciled(&self, success: bool, reason: &str, took: Duration) {
+        let result = if success { "success" } else { "error" }.to_owned();
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                result: result.clone(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+        self.durations
+            .get_or_create(&ResultLabels { result })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Records a newly generated ConfigMap.
+    pub fn config_generated(&self) {
+        self.generations.inc();
+    }
+
+    /// Records a Deployment write.
+    pub fn rollout(&self) {
+        self.rollouts.inc();
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+/// Resolver counters as metrics, read at scrape time.
+#[derive(Debug)]
+struct ResolverCollector(Arc<Stats>);
+
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), std::fmt::Error> {
+    let metric = ConstCounter::new(value);
+    let sub = encoder.encode_descriptor(name, help, None, metric.metric_type())?;
+    metric.encode(sub)
+}
+
+impl Collector for ResolverCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = self.0.snapshot();
+        counter(
+            &mut encoder,
+            "registry_requests",
+            "HTTP requests sent to image registries",
+            s.registry_requests,
+        )?;
+        counter(
+            &mut encoder,
+            "registry_errors",
+            "Registry requests that failed (transport errors, error statuses other than 401)",
+            s.registry_errors,
+        )?;
+        for (cache, (lookups, misses)) in
+            [("manifest", s.manifest_cache), ("config", s.config_cache)]
+        {
+            counter(
+                &mut encoder,
+                &format!("resolver_{cache}_cache_hits"),
+                &format!("Resolver {cache} cache lookups served from memory"),
+                lookups.saturating_sub(misses),
+            )?;
+            counter(
+                &mut encoder,
+                &format!("resolver_{cache}_cache_misses"),
+                &format!("Resolver {cache} cache lookups that went to the registry"),
+                misses,
+            )?;
+        }
+        let mut buckets = s.latency_buckets.clone();
+        let bucketed: u64 = buckets.iter().map(|(_, n)| n).sum();
+        buckets.push((f64::INFINITY, s.registry_requests.saturating_sub(bucketed)));
+        let mut sub = encoder.encode_descriptor(
+            "registry_request_duration_seconds",
+            "Latency of registry requests",
+            None,
+            MetricType::Histogram,
+        )?;
+        sub.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            s.latency_seconds,
+            s.registry_requests,
+            &buckets,
+            None,
+        )
+    }
+}
+
+/// Liveness and readiness flags.
+#[derive(Debug, Default)]
+pub struct Health {
+    ready: AtomicBool,
+}
+
+impl Health {
+    /// Marks the process ready (start-up finished).
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Relaxed);
+    }
+}
+
+#[derive(Clone)]
+struct ServerState {
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+}
+
+async fn metrics(State(state): State<ServerState>) -> impl IntoResponse {
+    match state.metrics.encode() {
+        Ok(text) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
+    if state.health.ready.load(Ordering::Relaxed) {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "starting")
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the task is dropped; returns the
+/// bound address.
+pub async fn serve(
+    addr: SocketAddr,
+    metrics_state: Arc<Metrics>,
+    health: Arc<Health>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(ServerState {
+            metrics: metrics_state,
+            health,
+        });
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok((bound, task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_series_is_exported() {
+        let stats = Arc::new(Stats::default());
+        stats.request(Duration::from_millis(20), true);
+        stats.lookup(llama_stack_resolver::stats::CacheKind::Manifest, true);
+        stats.lookup(llama_stack_resolver::stats::CacheKind::Manifest, false);
+        let m = Metrics::new(stats);
+        m.reconciled(true, "Ready", Duration::from_millis(3));
+        m.reconciled(false, "ApiError", Duration::from_millis(1));
+        m.config_generated();
+        m.rollout();
+        let text = m.encode().unwrap();
+        for line in [
+            "llso_reconciles_total{result=\"success\",reason=\"Ready\"} 1",
+            "llso_reconciles_total{result=\"error\",reason=\"ApiError\"} 1",
+            "llso_reconcile_duration_seconds_count{result=\"success\"} 1",
+            "llso_config_generations_total 1",
+            "llso_rollouts_total 1",
+            "llso_registry_requests_total 1",
+            "llso_registry_errors_total 0",
+            "llso_resolver_manifest_cache_hits_total 1",
+            "llso_resolver_manifest_cache_misses_total 1",
+            "llso_registry_request_duration_seconds_bucket{le=\"0.025\"} 1",
+            "llso_registry_request_duration_seconds_bucket{le=\"+Inf\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
+}

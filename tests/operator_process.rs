@@ -1,0 +1,471 @@
+//! The operator binary as it runs in a cluster: two `run --leader-elect` processes authenticated
+//! as the operator's own ServiceAccount, whose only rights are the RBAC in `deploy/base`, on a
+//! cluster whose Pods run (kube-controller-manager, kube-scheduler, kwok). A missing permission
+//! fails these tests; so does a second writer.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::process::{Child, Command, ExitCode};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use kube::api::{Api, ListParams, PostParams};
+use libtest_mimic::Failed;
+use llama_stack_operator::api::common::DistributionPhase;
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use serde_json::{Value, json};
+use support::control_plane::{ControlPlane, start_cluster_with_crd};
+use support::process::{free_port, spawn_tied};
+use support::registry::harness::{run_suite, table};
+
+const NS: &str = "llama-stack-operator-system";
+const SA_USER: &str = "system:serviceaccount:llama-stack-operator-system:llama-stack-operator";
+const CONVERGE: Duration = Duration::from_secs(90);
+
+struct Operator {
+    identity: &'static str,
+    child: Child,
+    metrics: String,
+}
+
+struct Env {
+    plane: ControlPlane,
+    rt: tokio::runtime::Runtime,
+    client: kube::Client,
+    operators: Mutex<Vec<Operator>>,
+}
+
+fn root() -> &'static str {
+    env!("CARGO_MANIFEST_DIR")
+}
+
+fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {
+    use std::io::Write;
+    let mut child = plane
+        .kubectl()
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .ok_or("no stdin")?
+            .write_all(text.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        return Err(format!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// Installs what `deploy/base` grants the operator (namespace, ServiceAccount, RBAC), without
+/// the webhook configuration (no webhook server runs here) and without the manager Deployment.
+fn install_rbac(plane: &ControlPlane) -> Result<(), Failed> {
+    let rendered = kubectl(
+        plane,
+        &["kustomize", &format!("{}/deploy/base", root())],
+        None,
+    )?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered)?;
+    let wanted = [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    ];
+    let picked: Vec<String> = docs
+        .iter()
+        .filter(|d| wanted.contains(&d["kind"].as_str().unwrap_or_default()))
+        .map(serde_json::to_string)
+        .collect::<Result<_, _>>()?;
+    assert!(
+        picked.len() >= 7,
+        "deploy/base lost RBAC objects: {}",
+        picked.len()
+    );
+    kubectl(plane, &["apply", "-f", "-"], Some(&picked.join("\n")))?;
+    Ok(())
+}
+
+fn start_operator(
+    plane: &ControlPlane,
+    identity: &'static str,
+    kubeconfig: &std::path::Path,
+) -> Result<Operator, Failed> {
+    let port = free_port().map_err(|e| e.to_string())?;
+    let child = spawn_tied(
+        Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+            .args([
+                "run",
+                "--no-webhooks",
+                "--leader-elect",
+                "--log-format=json",
+                "--registry-timeout=2",
+            ])
+            .arg(format!("--identity={identity}"))
+            .arg(format!("--namespace={NS}"))
+            .arg(format!("--metrics-addr=127.0.0.1:{port}"))
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST"),
+        &plane.dir().join(format!("operator-{identity}.log")),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Operator {
+        identity,
+        child,
+        metrics: format!("http://127.0.0.1:{port}"),
+    })
+}
+
+fn start() -> Result<Env, Failed> {
+    let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
+    install_rbac(&plane)?;
+    let token = kubectl(
+        &plane,
+        &[
+            "create",
+            "token",
+            "llama-stack-operator",
+            "-n",
+            NS,
+            "--duration=2h",
+        ],
+        None,
+    )?;
+    let kubeconfig = plane.kubeconfig_with_token("operator-sa", token.trim())?;
+    let a = start_operator(&plane, "operator-a", &kubeconfig)?;
+    let env = Env {
+        plane,
+        rt,
+        client,
+        operators: Mutex::new(vec![a]),
+    };
+    // The second replica starts once the first leads, so which one leads is known.
+    env.eventually("operator-a leads", || async {
+        (env.holder().await.as_deref() == Some("operator-a")).then_some(())
+    })?;
+    let b = start_operator(&env.plane, "operator-b", &kubeconfig)?;
+    env.operators.lock().map_err(|e| e.to_string())?.push(b);
+    Ok(env)
+}
+
+impl Env {
+    fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> Result<T, Failed>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let start = Instant::now();
+        self.rt.block_on(async {
+            loop {
+                if let Some(v) = probe().await {
+                    return Ok(v);
+                }
+                if start.elapsed() > CONVERGE {
+                    return Err(Failed::from(format!(
+                        "not reached within {CONVERGE:?}: {what}\n{}",
+                        self.logs()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    }
+
+    async fn holder(&self) -> Option<String> {
+        let lease = Api::<Lease>::namespaced(self.client.clone(), NS)
+            .get_opt("llama-stack-operator-leader")
+            .await
+            .ok()??;
+        lease.spec?.holder_identity
+    }
+
+    fn logs(&self) -> String {
+        ["operator-a", "operator-b"]
+            .iter()
+            .map(|id| {
+                let text = std::fs::read_to_string(self.plane.dir().join(format!("{id}.log")))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(15).collect();
+                format!(
+                    "--- {id}:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn apply(&self, manifest: Value) -> Result<(), Failed> {
+        kubectl(
+            &self.plane,
+            &["apply", "-f", "-"],
+            Some(&manifest.to_string()),
+        )?;
+        Ok(())
+    }
+
+    fn sample(&self, name: &str, namespace: &str) -> Result<(), Failed> {
+        let path = format!("{}/deploy/samples/{name}", root());
+        kubectl(&self.plane, &["apply", "-n", namespace, "-f", &path], None)?;
+        Ok(())
+    }
+}
+
+fn ca_pem() -> Result<String, Failed> {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    Ok(params.self_signed(&key)?.pem())
+}
+
+/// User stories 5 and 8 of spec 002 touch every kind the operator writes: generated and CA
+/// ConfigMaps, ServiceAccount, Secret (postgres parts), PVC, Deployment, Service, NetworkPolicy,
+/// Ingress, HPA, PDB and Events.
+fn samples_reconcile_as_the_operators_own_service_account(env: &Env) -> Result<(), Failed> {
+    let ns = "samples";
+    env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    for (name, key, value) in [
+        ("vllm-credentials", "token", "tok-not-logged"),
+        ("pgvector-credentials", "host", "pgvector.db"),
+        (
+            "postgres-credentials",
+            "url",
+            "postgres://llama:s3cret@pg.db:5432/stack",
+        ),
+    ] {
+        env.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "stringData": {key: value}}))?;
+    }
+    env.apply(json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "llama-stack-tls", "namespace": ns},
+        "stringData": {"tls.crt": "cert", "tls.key": "key"}}))?;
+    env.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "corporate-ca", "namespace": ns}, "data": {"ca-bundle.crt": ca_pem()?}}))?;
+    env.sample("v1alpha2_us5_networking.yaml", ns)?;
+    env.sample("v1alpha2_us8_production.yaml", ns)?;
+
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(env.client.clone(), ns);
+    env.eventually("us5 Ready", || async {
+        let cr = llsds.get("us5-networking").await.ok()?;
+        (cr.status?.phase == Some(DistributionPhase::Ready)).then_some(())
+    })?;
+    // us8 mounts a PVC no provisioner binds here, so its Pods wait; everything else is applied.
+    let us8 = env.eventually("us8 generated", || async {
+        let cr = llsds.get("us8-production").await.ok()?;
+        let generated = cr
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .any(|c| c.type_ == "DeploymentUpdated" && c.status == "True");
+        generated.then_some(cr)
+    })?;
+    let storage = us8
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "StorageReady")
+        .ok_or("no StorageReady")?;
+    assert_eq!(
+        (storage.status.as_str(), storage.reason.as_str()),
+        ("False", "StorageNotBound")
+    );
+
+    let rt = &env.rt;
+    rt.block_on(
+        Api::<NetworkPolicy>::namespaced(env.client.clone(), ns)
+            .get("us5-networking-network-policy"),
+    )?;
+    rt.block_on(Api::<Ingress>::namespaced(env.client.clone(), ns).get("us5-networking-ingress"))?;
+    rt.block_on(
+        Api::<ConfigMap>::namespaced(env.client.clone(), ns).get("us5-networking-ca-bundle"),
+    )?;
+    rt.block_on(
+        Api::<HorizontalPodAutoscaler>::namespaced(env.client.clone(), ns)
+            .get("us8-production-hpa"),
+    )?;
+    rt.block_on(
+        Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::namespaced(
+            env.client.clone(),
+            ns,
+        )
+        .get("us8-production-pdb"),
+    )?;
+    let derived = rt.block_on(
+        Api::<Secret>::namespaced(env.client.clone(), ns).get("us8-production-derived"),
+    )?;
+    assert!(derived.data.unwrap().contains_key("storage-sql-password"));
+    let d =
+        rt.block_on(Api::<Deployment>::namespaced(env.client.clone(), ns).get("us5-networking"))?;
+    let config = d.spec.unwrap().template.spec.unwrap().volumes.unwrap()[0]
+        .config_map
+        .clone()
+        .unwrap()
+        .name;
+    let cm = rt.block_on(Api::<ConfigMap>::namespaced(env.client.clone(), ns).get(&config))?;
+    assert!(cm.data.unwrap()["config.yaml"].contains("tls_certfile: /etc/llama-stack-tls/tls.crt"));
+    let events =
+        rt.block_on(Api::<Event>::namespaced(env.client.clone(), ns).list(&ListParams::default()))?;
+    assert!(
+        events
+            .items
+            .iter()
+            .any(|e| e.reporting_controller.as_deref() == Some("llama-stack-operator")),
+        "Events are published"
+    );
+
+    // Every write was the ServiceAccount's, none was refused, and no secret value was logged.
+    let writes = env.plane.audit_writes(SA_USER).map_err(|e| e.to_string())?;
+    let refused: Vec<String> = writes
+        .iter()
+        .filter(|w| w["responseStatus"]["code"] == 403)
+        .map(|w| format!("{} {}", w["verb"], w["objectRef"]["resource"]))
+        .collect();
+    assert!(refused.is_empty(), "forbidden: {refused:?}");
+    assert!(
+        writes
+            .iter()
+            .any(|w| w["objectRef"]["resource"] == "deployments")
+    );
+    let logs = env.logs();
+    for secret in ["tok-not-logged", "s3cret"] {
+        assert!(!logs.contains(secret), "a secret value reached the logs");
+    }
+    assert!(!logs.contains("forbidden"), "{logs}");
+    Ok(())
+}
+
+fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
+    let leader = {
+        let ops = env.operators.lock().map_err(|e| e.to_string())?;
+        ops.iter()
+            .find(|o| o.identity == "operator-a")
+            .ok_or("no operator-a")?
+            .metrics
+            .clone()
+    };
+    let get = |path: &str| -> Result<(u16, String), Failed> {
+        env.rt.block_on(async {
+            let response = reqwest::get(format!("{leader}{path}")).await?;
+            Ok((response.status().as_u16(), response.text().await?))
+        })
+    };
+    assert_eq!(get("/healthz")?, (200, "ok".to_owned()));
+    assert_eq!(get("/readyz")?, (200, "ok".to_owned()));
+    // Series appear once something was reconciled.
+    env.eventually("a reconcile is counted", || async {
+        let text = reqwest::get(format!("{leader}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.contains("llso_reconciles_total{result=\"success\"")
+            .then_some(())
+    })?;
+    let (_, text) = get("/metrics")?;
+    for series in [
+        "llso_reconciles_total",
+        "llso_reconcile_duration_seconds_bucket",
+        "llso_config_generations_total",
+        "llso_rollouts_total",
+        "llso_registry_requests_total",
+        "llso_registry_errors_total",
+        "llso_registry_request_duration_seconds_bucket",
+        "llso_resolver_manifest_cache_hits_total",
+        "llso_resolver_manifest_cache_misses_total",
+        "llso_resolver_config_cache_hits_total",
+        "llso_resolver_config_cache_misses_total",
+    ] {
+        assert!(
+            text.contains(series),
+            "{series} missing from /metrics:\n{text}"
+        );
+    }
+    Ok(())
+}
+
+/// Runs last: it stops the leader.
+fn the_standby_takes_over_when_the_leader_stops(env: &Env) -> Result<(), Failed> {
+    let rt = &env.rt;
+    assert_eq!(
+        rt.block_on(env.holder()).as_deref(),
+        Some("operator-a"),
+        "the first replica still leads"
+    );
+    let standby_log = std::fs::read_to_string(env.plane.dir().join("operator-operator-b.log"))?;
+    assert!(
+        !standby_log.contains("became the leader"),
+        "the standby never led:\n{standby_log}"
+    );
+    {
+        let mut ops = env.operators.lock().map_err(|e| e.to_string())?;
+        let a = ops
+            .iter_mut()
+            .find(|o| o.identity == "operator-a")
+            .ok_or("no operator-a")?;
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(a.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let status = a.child.wait()?;
+        assert!(status.success(), "a clean stop: {status}");
+    }
+    let started = Instant::now();
+    env.eventually("operator-b leads", || async {
+        (env.holder().await.as_deref() == Some("operator-b")).then_some(())
+    })?;
+    eprintln!(
+        "take-over after {:?} (the lease was released)",
+        started.elapsed()
+    );
+    let ns = "after-failover";
+    env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    let cr: LlamaStackDistribution = serde_json::from_value(
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "late"}, "spec": {"distribution": {"name": "starter"}}}),
+    )?;
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(env.client.clone(), ns);
+    rt.block_on(llsds.create(&PostParams::default(), &cr))?;
+    env.eventually("the new leader reconciles", || async {
+        (llsds.get("late").await.ok()?.status?.phase == Some(DistributionPhase::Ready))
+            .then_some(())
+    })?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    run_suite(
+        table(&[
+            (
+                "samples_reconcile_as_the_operators_own_service_account",
+                samples_reconcile_as_the_operators_own_service_account,
+            ),
+            (
+                "metrics_and_health_are_served",
+                metrics_and_health_are_served,
+            ),
+        ]),
+        "the cluster and two operator processes",
+        || start().map_err(|e| e.message().unwrap_or_default().to_owned()),
+        Some((
+            "the_standby_takes_over_when_the_leader_stops",
+            the_standby_takes_over_when_the_leader_stops,
+        )),
+    )
+}
