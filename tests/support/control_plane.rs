@@ -410,6 +410,19 @@ impl ControlPlane {
         Ok(path)
     }
 
+    /// A kubeconfig file authenticating as [`OPERATOR_USER`] (cluster-admin), for operator
+    /// processes whose writes the audit log should tell apart.
+    pub fn operator_kubeconfig(&self) -> Result<PathBuf, Error> {
+        let admin = fs::read_to_string(self.dir.path().join("tokens.csv"))?;
+        let token = admin
+            .lines()
+            .find(|l| l.contains(OPERATOR_USER))
+            .and_then(|l| l.split(',').next())
+            .ok_or("no operator token")?
+            .to_owned();
+        self.kubeconfig_with_token("operator", &token)
+    }
+
     /// The directory holding this control plane's files (logs, kubeconfigs).
     pub fn dir(&self) -> &Path {
         self.dir.path()
