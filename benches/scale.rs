@@ -8,7 +8,6 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -17,7 +16,7 @@ use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
-use support::process::{free_port, spawn_tied};
+use support::operator::spawn_operator;
 
 const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
 
@@ -168,25 +167,18 @@ fn main() {
             .await
             .unwrap();
     });
-    let port = free_port().expect("port");
     let kubeconfig = plane.operator_kubeconfig().expect("operator kubeconfig");
-    let operator = spawn_tied(
-        Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
-            .args([
-                "run",
-                "--no-webhooks",
-                "--log-level=warn",
-                "--registry-timeout=2",
-            ])
-            .arg(format!("--namespace={OPERATOR_NAMESPACE}"))
-            .arg(format!("--metrics-addr=127.0.0.1:{port}"))
-            .env("KUBECONFIG", &kubeconfig),
-        &plane.dir().join("operator.log"),
+    let operator = spawn_operator(
+        &plane,
+        std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator")),
+        "bench",
+        &kubeconfig,
+        &["--log-level=warn"],
     )
     .expect("operator process");
-    let metrics = format!("http://127.0.0.1:{port}");
+    let metrics = operator.metrics.clone();
     let sizes: &[usize] = if full { &[100, 1000] } else { &[3] };
     for &n in sizes {
-        scale(&plane, &rt, &client, &metrics, operator.id(), n);
+        scale(&plane, &rt, &client, &metrics, operator.child.id(), n);
     }
 }

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod convert;
+pub mod external;
 pub mod leader;
 pub mod metrics;
 pub mod webhook;

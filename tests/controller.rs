@@ -250,17 +250,65 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
 }
 
 #[test]
-fn external_providers_are_refused_not_ignored() {
+fn external_providers_are_checked_before_any_pod_then_installed_by_init_containers() {
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
         let f = Fixture::new(&client, "default");
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": "ext"}, "spec": {"distribution": {"name": "starter"}, "externalProviders": {"safety": [{"providerId": "p", "image": "reg/p:1"}]}}})).unwrap();
+        let create = |name: &str, external: Value, inline: Value| {
+            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": name}, "spec": {"distribution": {"name": "starter"}, "providers": inline, "externalProviders": external}})).unwrap();
+            cr
+        };
+        // Without its own image the operator cannot run the install steps: said, no Pod.
+        let cr = create("noimage", json!({"safety": [{"providerId": "p", "image": "reg/p:1"}]}), json!({}));
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
-        f.reconcile("ext").await;
-        let (status, reason, _) = f.condition("ext", "ConfigGenerated").await;
-        assert_eq!((status.as_str(), reason.as_str()), ("False", "ExternalProvidersUnsupported"));
-        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("ext").await.unwrap().is_none());
+        f.reconcile("noimage").await;
+        let (status, reason, message) = f.condition("noimage", "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "ExternalProviderInvalid"));
+        assert!(message.contains("OPERATOR_IMAGE"), "{message}");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("noimage").await.unwrap().is_none());
+
+        let resolver = Arc::new(Resolver::new(offline_options()).unwrap());
+        let ctx = Arc::new(Context::new(client.clone(), resolver).with_operator_image(Some("reg/operator:1".into())));
+        let reconcile_with_image = |name: &'static str| {
+            let ctx = ctx.clone();
+            let llsds = f.llsds();
+            async move {
+                let cr = llsds.get(name).await.unwrap();
+                reconcile(Arc::new(cr), ctx).await.unwrap();
+            }
+        };
+        // The same ID twice, in two sections: refused before any Pod, naming both images.
+        let cr = create("dup", json!({"safety": [{"providerId": "p", "image": "reg/a:1"}], "inference": [{"providerId": "p", "image": "reg/b:1"}]}), json!({}));
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        reconcile_with_image("dup").await;
+        let (status, _, message) = f.condition("dup", "ConfigGenerated").await;
+        assert_eq!(status, "False");
+        assert!(message.contains("Duplicate external provider ID 'p'") && message.contains("reg/a:1") && message.contains("reg/b:1"), "{message}");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("dup").await.unwrap().is_none());
+        // An external ID equal to an inline provider's: refused too.
+        let cr = create("clash", json!({"inference": [{"providerId": "vllm", "image": "reg/v:1"}]}), json!({"inference": {"provider": "vllm", "endpoint": "http://v:8000/v1"}}));
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        reconcile_with_image("clash").await;
+        let message = f.condition("clash", "ConfigGenerated").await.2;
+        assert!(message.contains("Provider ID 'vllm' is used by spec.providers.inference and by externalProviders.inference"), "{message}");
+
+        // Valid: the Deployment runs the steps in order, the provider's in its image.
+        let cr = create("ok", json!({"safety": [{"providerId": "first", "image": "reg/f:1"}], "inference": [{"providerId": "second", "image": "reg/s:1", "imagePullPolicy": "Always"}]}), json!({}));
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        reconcile_with_image("ok").await;
+        let pod = f.deployment("ok").await.spec.unwrap().template.spec.unwrap();
+        let init: Vec<(String, String)> = pod.init_containers.unwrap().into_iter().map(|c| (c.name, c.image.unwrap_or_default())).collect();
+        assert_eq!(init, [("copy-tools".into(), "reg/operator:1".into()), ("install-provider-second".into(), "reg/s:1".into()),
+            ("install-provider-first".into(), "reg/f:1".into()), ("install-packages".into(), "docker.io/llamastack/distribution-starter:0.7.3".into()),
+            ("merge-config".into(), "docker.io/llamastack/distribution-starter:0.7.3".into()), ("preflight".into(), "docker.io/llamastack/distribution-starter:0.7.3".into())],
+            "CRD order: the API sections in the schema's order (inference before safety), then list order");
+        let env = serde_json::to_value(&pod.containers[0].env).unwrap();
+        assert!(env.as_array().unwrap().contains(&json!({"name": "LLAMA_STACK_CONFIG", "value": "/opt/llama-stack/config/config.yaml"})));
+        let status = f.llsds().get("ok").await.unwrap().status.unwrap();
+        let phases: Vec<_> = status.external_providers.unwrap().into_iter().map(|p| (p.provider_id, p.phase)).collect();
+        use llama_stack_operator::api::common::ExternalProviderPhase::Pending;
+        assert_eq!(phases, [("second".to_owned(), Pending), ("first".to_owned(), Pending)], "no Pod yet (no kubelet here)");
     });
 }
 

@@ -6,7 +6,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::process::{Child, Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -22,17 +22,17 @@ use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_cluster_with_crd};
-use support::process::{free_port, spawn_tied};
+use support::operator::{
+    OPERATOR_NAMESPACE as NS, OperatorProcess, SA_USER, install_operator_rbac, kubectl,
+    spawn_operator,
+};
 use support::registry::harness::{run_suite, table};
 
-const NS: &str = "llama-stack-operator-system";
-const SA_USER: &str = "system:serviceaccount:llama-stack-operator-system:llama-stack-operator";
 const CONVERGE: Duration = Duration::from_secs(90);
 
 struct Operator {
     identity: &'static str,
-    child: Child,
-    metrics: String,
+    process: OperatorProcess,
 }
 
 struct Env {
@@ -46,106 +46,30 @@ fn root() -> &'static str {
     env!("CARGO_MANIFEST_DIR")
 }
 
-fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {
-    use std::io::Write;
-    let mut child = plane
-        .kubectl()
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .ok_or("no stdin")?
-            .write_all(text.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        return Err(format!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
-    }
-    Ok(String::from_utf8(out.stdout)?)
-}
-
-/// Installs what `deploy/base` grants the operator (namespace, ServiceAccount, RBAC), without
-/// the webhook configuration (no webhook server runs here) and without the manager Deployment.
-fn install_rbac(plane: &ControlPlane) -> Result<(), Failed> {
-    let rendered = kubectl(
-        plane,
-        &["kustomize", &format!("{}/deploy/base", root())],
-        None,
-    )?;
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered)?;
-    let wanted = [
-        "Namespace",
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Role",
-        "RoleBinding",
-    ];
-    let picked: Vec<String> = docs
-        .iter()
-        .filter(|d| wanted.contains(&d["kind"].as_str().unwrap_or_default()))
-        .map(serde_json::to_string)
-        .collect::<Result<_, _>>()?;
-    assert!(
-        picked.len() >= 7,
-        "deploy/base lost RBAC objects: {}",
-        picked.len()
-    );
-    kubectl(plane, &["apply", "-f", "-"], Some(&picked.join("\n")))?;
-    Ok(())
-}
-
 fn start_operator(
     plane: &ControlPlane,
     identity: &'static str,
     kubeconfig: &std::path::Path,
 ) -> Result<Operator, Failed> {
-    let port = free_port().map_err(|e| e.to_string())?;
-    let child = spawn_tied(
-        Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
-            .args([
-                "run",
-                "--no-webhooks",
-                "--leader-elect",
-                "--log-format=json",
-                "--registry-timeout=2",
-            ])
-            .arg(format!("--identity={identity}"))
-            .arg(format!("--namespace={NS}"))
-            .arg(format!("--metrics-addr=127.0.0.1:{port}"))
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST"),
-        &plane.dir().join(format!("operator-{identity}.log")),
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+    let process = spawn_operator(
+        plane,
+        bin,
+        identity,
+        kubeconfig,
+        &[
+            "--leader-elect",
+            "--log-format=json",
+            &format!("--identity={identity}"),
+        ],
     )
     .map_err(|e| e.to_string())?;
-    Ok(Operator {
-        identity,
-        child,
-        metrics: format!("http://127.0.0.1:{port}"),
-    })
+    Ok(Operator { identity, process })
 }
 
 fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
-    install_rbac(&plane)?;
-    let token = kubectl(
-        &plane,
-        &[
-            "create",
-            "token",
-            "llama-stack-operator",
-            "-n",
-            NS,
-            "--duration=2h",
-        ],
-        None,
-    )?;
-    let kubeconfig = plane.kubeconfig_with_token("operator-sa", token.trim())?;
+    let kubeconfig = install_operator_rbac(&plane).map_err(|e| e.to_string())?;
     let a = start_operator(&plane, "operator-a", &kubeconfig)?;
     let env = Env {
         plane,
@@ -220,7 +144,8 @@ impl Env {
 
     fn sample(&self, name: &str, namespace: &str) -> Result<(), Failed> {
         let path = format!("{}/deploy/samples/{name}", root());
-        kubectl(&self.plane, &["apply", "-n", namespace, "-f", &path], None)?;
+        kubectl(&self.plane, &["apply", "-n", namespace, "-f", &path], None)
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 }
@@ -356,6 +281,7 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
         ops.iter()
             .find(|o| o.identity == "operator-a")
             .ok_or("no operator-a")?
+            .process
             .metrics
             .clone()
     };
@@ -368,16 +294,27 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
     assert_eq!(get("/healthz")?, (200, "ok".to_owned()));
     assert_eq!(get("/readyz")?, (200, "ok".to_owned()));
     // Series appear once something was reconciled.
-    env.eventually("a reconcile is counted", || async {
-        let text = reqwest::get(format!("{leader}/metrics"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        text.contains("llso_reconciles_total{result=\"success\"")
-            .then_some(())
-    })?;
+    env.eventually(
+        "reconciles, rollouts and generations are counted",
+        || async {
+            let text = reqwest::get(format!("{leader}/metrics"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            let counted = |series: &str| {
+                text.lines()
+                    .filter(|l| l.starts_with(series))
+                    .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                    .sum::<f64>()
+            };
+            (text.contains("llso_reconciles_total{result=\"success\"")
+                && counted("llso_rollouts_total") > 0.0
+                && counted("llso_config_generations_total") > 0.0)
+                .then_some(())
+        },
+    )?;
     let (_, text) = get("/metrics")?;
     for series in [
         "llso_reconciles_total",
@@ -421,9 +358,9 @@ fn the_standby_takes_over_when_the_leader_stops(env: &Env) -> Result<(), Failed>
             .ok_or("no operator-a")?;
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe {
-            libc::kill(a.child.id() as libc::pid_t, libc::SIGTERM);
+            libc::kill(a.process.child.id() as libc::pid_t, libc::SIGTERM);
         }
-        let status = a.child.wait()?;
+        let status = a.process.child.wait()?;
         assert!(status.success(), "a clean stop: {status}");
     }
     let started = Instant::now();

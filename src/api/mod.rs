@@ -2,6 +2,7 @@
 
 pub mod common;
 pub mod polymorphic;
+pub mod reference;
 mod schema;
 pub mod v1alpha1;
 pub mod v1alpha2;

@@ -21,6 +21,27 @@ fn committed_crd_matches_the_code() {
 }
 
 #[test]
+fn committed_api_reference_matches_the_code() {
+    let generated = crate::cli::crdgen::reference().unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api-reference.md");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        generated == committed,
+        "docs/api-reference.md is out of date: run `cargo run -- crdgen --reference > docs/api-reference.md`"
+    );
+    for field in [
+        "`spec.providers.inference`",
+        "`spec.workload.autoscaling.maxReplicas`",
+        "`status.observedGeneration`",
+    ] {
+        assert!(
+            generated.contains(field),
+            "{field} is missing from the reference"
+        );
+    }
+}
+
+#[test]
 fn crd_stores_v1alpha2_and_converts_through_the_webhook() {
     let crd = crd(&DEFAULT_CONVERSION_SERVICE).unwrap();
     let storage: Vec<_> = crd

@@ -13,6 +13,9 @@ pub struct Args {
     /// Name of the conversion webhook Service.
     #[arg(long, default_value = DEFAULT_CONVERSION_SERVICE.name)]
     webhook_service: String,
+    /// Print the Markdown API reference (docs/api-reference.md) instead of the CRD.
+    #[arg(long)]
+    reference: bool,
 }
 
 /// Errors of `crdgen`.
@@ -35,12 +38,23 @@ pub fn render(service: &ConversionService<'_>) -> Result<String, CrdgenError> {
     serde_saphyr::to_string(&crd).map_err(|err| CrdgenError::Yaml(err.to_string()))
 }
 
+/// The Markdown API reference `docs/api-reference.md` holds.
+pub fn reference() -> Result<String, CrdgenError> {
+    Ok(api::reference::markdown(&api::crd(
+        &DEFAULT_CONVERSION_SERVICE,
+    )?))
+}
+
 pub(super) fn run(args: &Args) -> Result<(), CrdgenError> {
-    let yaml = render(&ConversionService {
-        namespace: &args.webhook_namespace,
-        name: &args.webhook_service,
-        port: DEFAULT_CONVERSION_SERVICE.port,
-    })?;
-    std::io::stdout().lock().write_all(yaml.as_bytes())?;
+    let text = if args.reference {
+        reference()?
+    } else {
+        render(&ConversionService {
+            namespace: &args.webhook_namespace,
+            name: &args.webhook_service,
+            port: DEFAULT_CONVERSION_SERVICE.port,
+        })?
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
 }

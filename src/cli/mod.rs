@@ -3,6 +3,7 @@
 mod convert;
 pub mod crdgen;
 pub mod merge_config;
+mod provider_steps;
 pub mod render;
 mod resolve;
 mod run;
@@ -33,6 +34,10 @@ enum Command {
     Render(render::Args),
     /// Merge external providers into a config (runs in the Pod, spec 001).
     MergeConfig(merge_config::Args),
+    /// Copy this binary and the Python provider steps to a shared volume (runs in the Pod).
+    InstallTools(provider_steps::ToolsArgs),
+    /// Validate a provider image's metadata and stage its wheels (runs in the provider image).
+    StageProvider(provider_steps::StageArgs),
 }
 
 impl Cli {
@@ -45,6 +50,10 @@ impl Cli {
             Command::Resolve(args) => resolve::run(args).map_err(Into::into),
             Command::Render(args) => render::run(&args).map_err(Into::into),
             Command::MergeConfig(args) => merge_config::run(&args).map_err(Into::into),
+            Command::InstallTools(args) => provider_steps::install_tools(&args).map_err(Into::into),
+            Command::StageProvider(args) => {
+                provider_steps::stage_provider(&args).map_err(Into::into)
+            }
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

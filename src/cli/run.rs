@@ -75,6 +75,9 @@ pub struct Args {
     /// Address of the plain-HTTP server for /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Watch only these namespaces (comma-separated; default: all). Namespaced RBAC suffices.
+    #[arg(long, value_delimiter = ',', env = "WATCH_NAMESPACES")]
+    watch_namespaces: Vec<String>,
     /// Run the controller only while holding the leader Lease (for more than one replica).
     #[arg(long)]
     leader_elect: bool,
@@ -90,6 +93,9 @@ pub struct Args {
     /// Log filter: a level (`info`, `debug`) or tracing directives (`llama_stack_operator=debug`).
     #[arg(long, env = "LOG_LEVEL", default_value = "info")]
     log_level: String,
+    /// The operator's own image: its binary runs the external-provider steps in server Pods.
+    #[arg(long, env = "OPERATOR_IMAGE")]
+    operator_image: Option<String>,
     /// Timeout of one registry request.
     #[arg(long, default_value = "30", value_name = "SECONDS")]
     registry_timeout: u64,
@@ -203,8 +209,14 @@ async fn manage_certificates(args: &Args, api: kube::Client) -> Result<(), RunEr
 
 /// The controller until shutdown; with `--leader-elect`, only while holding the Lease.
 async fn run_controller(args: &Args, api: kube::Client, ctx: Arc<Context>) -> Result<(), RunError> {
+    let namespaces: Vec<String> = args
+        .watch_namespaces
+        .iter()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
     if !args.leader_elect {
-        controller::run(ctx).await;
+        controller::run_in(ctx, &namespaces).await;
         return Ok(());
     }
     let identity = args.identity.clone().unwrap_or_else(|| {
@@ -214,12 +226,12 @@ async fn run_controller(args: &Args, api: kube::Client, ctx: Arc<Context>) -> Re
     });
     let config = LeaseConfig::new(&args.namespace, &args.lease_name, &identity);
     tracing::info!(lease = %args.lease_name, %identity, "waiting to lead");
-    run_as_leader(api, config, controller::run(ctx)).await?;
+    run_as_leader(api, config, controller::run_in(ctx, &namespaces)).await?;
     Ok(())
 }
 
 /// Serves the webhooks until shutdown, reloading the certificate when its files change.
-async fn run_webhooks(args: &Args, state: WebhookState) -> Result<(), RunError> {
+async fn run_webhooks(args: &Args, state: WebhookState, health: &Health) -> Result<(), RunError> {
     let (server, addr, task) = serve(
         args.webhook_addr,
         args.tls_cert.clone(),
@@ -228,6 +240,7 @@ async fn run_webhooks(args: &Args, state: WebhookState) -> Result<(), RunError> 
     )
     .await?;
     tracing::info!(%addr, "webhooks listening (/convert, /validate, /healthz)");
+    health.set_ready();
     let (cert, key) = (args.tls_cert.clone(), args.tls_key.clone());
     let interval = Duration::from_secs(args.cert_check_interval.max(1));
     let mut seen = (modified(&cert), modified(&key));
@@ -294,7 +307,8 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
                 Resolver::new(options.clone()).map_err(|e| RunError::Startup(e.to_string()))?;
             Some(Arc::new(
                 Context::new(api.clone(), Arc::new(resolver))
-                    .with_operator_config(&args.namespace, options),
+                    .with_operator_config(&args.namespace, options)
+                    .with_operator_image(args.operator_image.clone()),
             ))
         }
         _ => None,
@@ -311,6 +325,7 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
             })?;
     tracing::info!(addr = %metrics_addr, "metrics and health listening (/metrics, /healthz, /readyz)");
 
+    let controller_runs = api.is_some() && ctx.is_some();
     let controller = async {
         match (&api, ctx) {
             (Some(api), Some(ctx)) => run_controller(args, api.clone(), ctx).await,
@@ -319,6 +334,7 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     };
     let webhooks = async {
         if args.no_webhooks {
+            health.set_ready();
             return std::future::pending().await;
         }
         let client = if args.no_reference_checks {
@@ -326,29 +342,45 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
         } else {
             api.clone()
         };
-        run_webhooks(
-            args,
-            WebhookState {
-                catalog: Arc::new(catalog.clone()),
-                client,
-            },
-        )
-        .await
+        let state = WebhookState {
+            catalog: Arc::new(catalog.clone()),
+            client,
+        };
+        run_webhooks(args, state, &health).await
     };
-    health.set_ready();
     tracing::info!(
         controller = !args.no_controller,
         webhooks = !args.no_webhooks,
-        "started"
+        "starting"
     );
-    tokio::select! {
-        result = controller => {
-            tracing::info!("controller stopped");
-            result
-        }
-        result = webhooks => {
-            tracing::info!("webhook server stopped");
-            result
+    let mut controller = std::pin::pin!(controller);
+    let mut webhooks = std::pin::pin!(webhooks);
+    // Both stop on SIGTERM. A failure ends the process at once; a clean stop of one waits for the
+    // other, so the controller can release its Lease before the process exits.
+    let (first, other_is_controller) = tokio::select! {
+        result = &mut controller => (result, false),
+        result = &mut webhooks => (result, true),
+    };
+    first?;
+    let other_runs = if other_is_controller {
+        controller_runs
+    } else {
+        !args.no_webhooks
+    };
+    if !other_runs {
+        return Ok(());
+    }
+    let grace = Duration::from_secs(15);
+    let rest = if other_is_controller {
+        tokio::time::timeout(grace, &mut controller).await
+    } else {
+        tokio::time::timeout(grace, &mut webhooks).await
+    };
+    match rest {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::warn!("shutdown: the other half did not stop within {grace:?}");
+            Ok(())
         }
     }
 }

@@ -93,7 +93,7 @@ fn valid_provider_type(t: &str) -> bool {
 }
 
 /// The llama-stack 0.7 name of an API written in metadata (snake or camel case).
-fn metadata_api(api: &str) -> Option<&'static str> {
+pub fn metadata_api(api: &str) -> Option<&'static str> {
     apis::APIS
         .iter()
         .find(|(camel, snake)| *camel == api || *snake == api)

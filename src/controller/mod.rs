@@ -10,6 +10,7 @@
 
 mod apply;
 pub mod builders;
+pub mod external_status;
 pub mod operator_config;
 mod plan;
 mod reconcile;
@@ -29,6 +30,7 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -82,6 +84,8 @@ pub struct Context {
     routes: AtomicBool,
     /// Per object uid: the Deployment generation and settledness at the last ConfigMap prune.
     prunes: Mutex<HashMap<String, (i64, bool)>>,
+    /// The operator's own image, whose binary runs the external-provider steps in the Pod.
+    operator_image: Option<String>,
 }
 
 impl Context {
@@ -99,7 +103,19 @@ impl Context {
             operator_config: None,
             routes: AtomicBool::new(false),
             prunes: Mutex::new(HashMap::new()),
+            operator_image: None,
         }
+    }
+
+    /// Sets the operator's own image (needed for external providers).
+    pub fn with_operator_image(mut self, image: Option<String>) -> Self {
+        self.operator_image = image.filter(|i| !i.is_empty());
+        self
+    }
+
+    /// The operator's own image, when known.
+    pub fn operator_image(&self) -> Option<&str> {
+        self.operator_image.as_deref()
     }
 
     /// The operator's metrics (reconciles, rollouts, resolver and registry counters).
@@ -157,7 +173,7 @@ async fn follow_operator_config(
     ctx: Arc<Context>,
     namespace: String,
     base: ResolverOptions,
-    trigger: tokio::sync::mpsc::Sender<()>,
+    triggers: Vec<tokio::sync::mpsc::Sender<()>>,
 ) {
     use kube::runtime::watcher::Event;
     let embedded = base.catalog.clone();
@@ -166,7 +182,9 @@ async fn follow_operator_config(
         "metadata.name={}",
         operator_config::OPERATOR_CONFIG_MAP
     ));
-    let mut events = std::pin::pin!(watcher::watcher(api, config));
+    // With backoff: while the API server is unreachable the watch would otherwise retry in a
+    // tight loop, burning a core and never yielding to the runtime.
+    let mut events = std::pin::pin!(watcher::watcher(api, config).default_backoff());
     let mut last: Option<std::collections::BTreeMap<String, String>> = None;
     while let Some(event) = events.next().await {
         let data = match event {
@@ -189,7 +207,9 @@ async fn follow_operator_config(
             Ok(resolver) => {
                 ctx.replace_resolver(resolver);
                 last = Some(data);
-                let _ = trigger.try_send(());
+                for trigger in &triggers {
+                    let _ = trigger.try_send(());
+                }
             }
             Err(error) => {
                 tracing::warn!(%error, "operator ConfigMap: keeping the previous settings")
@@ -203,52 +223,94 @@ fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) 
     Action::requeue(Duration::from_secs(10))
 }
 
-/// Runs the controller until the stream ends (shutdown signal).
+/// Runs the controller over every namespace until a shutdown signal.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
-    let routes = client
+    run_in(ctx, &[]).await;
+}
+
+/// Runs the controller over `namespaces` only (every namespace when empty) until a shutdown
+/// signal. Each namespace gets its own namespaced watches, so namespaced RBAC suffices.
+pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
+    let routes = ctx
+        .client
         .list_api_group_resources("route.openshift.io/v1")
         .await
         .is_ok_and(|list| list.resources.iter().any(|r| r.name == "routes"));
     ctx.routes.store(routes, Ordering::Relaxed);
+    let scopes: Vec<Option<String>> = if namespaces.is_empty() {
+        vec![None]
+    } else {
+        namespaces.iter().cloned().map(Some).collect()
+    };
+    let mut triggers = Vec::new();
+    let mut controllers = Vec::new();
+    for scope in scopes {
+        let (trigger, triggered) = tokio::sync::mpsc::channel::<()>(1);
+        triggers.push(trigger);
+        controllers.push(run_scope(ctx.clone(), scope, triggered));
+    }
+    // Followed for as long as the controllers run, and dropped with them (never detached).
+    let follow = async {
+        match ctx.operator_config.clone() {
+            Some((namespace, base)) => {
+                follow_operator_config(ctx.clone(), namespace, base, triggers).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = futures_util::future::join_all(controllers) => {}
+        () = follow => {}
+    }
+}
+
+/// `Api` over one namespace, or all.
+fn scoped<K>(client: &kube::Client, scope: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match scope {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+async fn run_scope(
+    ctx: Arc<Context>,
+    scope: Option<String>,
+    triggered: tokio::sync::mpsc::Receiver<()>,
+) {
+    let client = ctx.client.clone();
+    let scope = scope.as_deref();
     let controller = Controller::new(
-        Api::<LlamaStackDistribution>::all(client.clone()),
+        scoped::<LlamaStackDistribution>(&client, scope),
         watcher::Config::default(),
     );
     let store = controller.store();
     // Referenced Secrets and ConfigMaps are watched by metadata only (no values are read here) and
-    // mapped back to the LlamaStackDistributions that refer to them: users label nothing.
+    // mapped back to the LlamaStackDistributions that refer to them: users label nothing. A
+    // reference may name another namespace (a shared CA bundle).
     let referrers = move |kind: RefKind, meta: &kube::core::ObjectMeta| {
         let (ns, name) = (
-            meta.namespace.clone(),
+            meta.namespace.clone().unwrap_or_default(),
             meta.name.clone().unwrap_or_default(),
         );
         store
             .state()
             .into_iter()
-            .filter(|cr| cr.metadata.namespace == ns)
             .filter(|cr| {
                 let object = serde_json::to_value(cr.as_ref()).unwrap_or_default();
                 let own_ns = cr.metadata.namespace.clone().unwrap_or_default();
                 references(&object).iter().any(|r| {
                     r.kind == kind
                         && r.name == name
-                        && r.namespace.as_deref().unwrap_or(&own_ns) == own_ns
+                        && r.namespace.as_deref().unwrap_or(&own_ns) == ns
                 })
             })
             .map(|cr| ObjectRef::from_obj(cr.as_ref()))
             .collect::<Vec<_>>()
     };
     let for_configmaps = referrers.clone();
-    let (trigger, triggered) = tokio::sync::mpsc::channel::<()>(1);
-    if let Some((namespace, base)) = ctx.operator_config.clone() {
-        tokio::spawn(follow_operator_config(
-            ctx.clone(),
-            namespace,
-            base,
-            trigger,
-        ));
-    }
     // Owned objects are watched by metadata only, and only those the operator labelled: the
     // mapping needs nothing else, and nobody's ConfigMap data is cached.
     let managed = watcher::Config::default().labels(&format!(
@@ -261,44 +323,59 @@ pub async fn run(ctx: Arc<Context>) {
     controller
         .reconcile_all_on(reconcile_all)
         .owns(
-            Api::<PartialObjectMeta<Deployment>>::all(client.clone()),
+            scoped::<PartialObjectMeta<Deployment>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<ConfigMap>>::all(client.clone()),
+            scoped::<PartialObjectMeta<ConfigMap>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<Service>>::all(client.clone()),
+            scoped::<PartialObjectMeta<Service>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<ServiceAccount>>::all(client.clone()),
+            scoped::<PartialObjectMeta<ServiceAccount>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<NetworkPolicy>>::all(client.clone()),
+            scoped::<PartialObjectMeta<NetworkPolicy>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<Ingress>>::all(client.clone()),
+            scoped::<PartialObjectMeta<Ingress>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<HorizontalPodAutoscaler>>::all(client.clone()),
+            scoped::<PartialObjectMeta<HorizontalPodAutoscaler>>(&client, scope),
             managed.clone(),
         )
         .owns(
-            Api::<PartialObjectMeta<PodDisruptionBudget>>::all(client.clone()),
+            scoped::<PartialObjectMeta<PodDisruptionBudget>>(&client, scope),
             managed.clone(),
+        )
+        // Server Pods (labelled from the template): their init containers are the external
+        // providers' install steps, reported in the status.
+        .watches(
+            scoped::<PartialObjectMeta<k8s_openapi::api::core::v1::Pod>>(&client, scope),
+            watcher::Config::default().labels(&format!("{}=true", builders::external::POD_LABEL)),
+            |pod| {
+                let labels = pod.metadata.labels.clone().unwrap_or_default();
+                let ns = pod.metadata.namespace.clone().unwrap_or_default();
+                labels
+                    .get("app.kubernetes.io/instance")
+                    .map(|name| ObjectRef::<LlamaStackDistribution>::new(name).within(&ns))
+            },
         )
         .watches(
-            Api::<PartialObjectMeta<Secret>>::all(client.clone()),
+            scoped::<PartialObjectMeta<Secret>>(&client, scope),
             watcher::Config::default(),
             move |s| referrers(RefKind::Secret, &s.metadata),
         )
         .watches(
-            Api::<PartialObjectMeta<ConfigMap>>::all(client),
+            // Cluster-wide, a CA bundle in a shared namespace is followed too; a namespaced
+            // install sees its own namespaces only (namespaced RBAC), and re-reads on resync.
+            scoped::<PartialObjectMeta<ConfigMap>>(&client, scope),
             watcher::Config::default(),
             move |c| for_configmaps(RefKind::ConfigMap, &c.metadata),
         )

@@ -47,19 +47,7 @@ pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<P
             });
         }
     };
-    // External providers (spec 001) need init containers this controller does not build yet;
-    // deploying without them would silently drop part of the spec.
-    let external = serde_json::to_value(&cr.spec.external_providers).unwrap_or_default();
-    if external.as_object().is_some_and(|apis| {
-        apis.values()
-            .any(|l| l.as_array().is_some_and(|l| !l.is_empty()))
-    }) {
-        return Err(Failure {
-            reason: "ExternalProvidersUnsupported",
-            message: "spec.externalProviders: installing external providers is not supported by this operator version yet; remove them to deploy without them".to_owned(),
-            image: None,
-        });
-    }
+    check_external_providers(cr, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
     let resolution = ctx
         .resolver()
@@ -232,4 +220,71 @@ async fn override_config(
         stale: resolution.stale.as_ref().map(ToString::to_string),
         pull_secrets: Vec::new(),
     })
+}
+
+/// What can be checked about external providers before any Pod exists: the operator knows its
+/// own image (its binary runs the in-Pod steps), and no provider ID is used twice, neither by two
+/// external providers (spec 001 FR-020) nor by an external and an inline provider (FR-009).
+fn check_external_providers(cr: &LlamaStackDistribution, ctx: &Context) -> Result<(), Failure> {
+    let external = super::builders::external::of(cr);
+    if external.is_empty() {
+        return Ok(());
+    }
+    let fail = |message: String| Failure {
+        reason: "ExternalProviderInvalid",
+        message,
+        image: None,
+    };
+    if ctx.operator_image().is_none() {
+        return Err(fail("spec.externalProviders: the operator does not know its own image, which runs the provider install steps; set OPERATOR_IMAGE (or --operator-image) on the operator Deployment".to_owned()));
+    }
+    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
+    for (section, provider) in &external {
+        if let Some((other_section, _, other_image)) =
+            seen.iter().find(|(_, id, _)| *id == provider.provider_id)
+        {
+            return Err(fail(format!(
+                "ERROR: Duplicate external provider ID '{}': used by externalProviders.{other_section} (image {other_image}) and externalProviders.{section} (image {}). Resolution: give each external provider its own providerId.",
+                provider.provider_id, provider.image
+            )));
+        }
+        seen.push((section, &provider.provider_id, &provider.image));
+    }
+    let spec = serde_json::to_value(&cr.spec.providers).unwrap_or_default();
+    let inline_ids = inline_provider_ids(&spec);
+    for (section, provider) in &external {
+        if let Some(inline) = inline_ids
+            .iter()
+            .find(|(_, id)| *id == provider.provider_id)
+        {
+            return Err(fail(format!(
+                "ERROR: Provider ID '{}' is used by spec.providers.{} and by externalProviders.{section} (image {}). Resolution: rename one of them; an external provider replaces only providers of the distribution's base config, never one you configured.",
+                provider.provider_id, inline.0, provider.image
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `(section, id)` of every provider in `spec.providers`: its `id`, else its provider name
+/// without the `remote::`/`inline::` prefix (the generator's default).
+fn inline_provider_ids(providers: &serde_json::Value) -> Vec<(String, String)> {
+    let mut ids = Vec::new();
+    for (section, value) in providers.as_object().into_iter().flatten() {
+        let entries: Vec<&serde_json::Value> = match value {
+            serde_json::Value::Array(list) => list.iter().collect(),
+            other => vec![other],
+        };
+        for entry in entries {
+            let explicit = entry.get("id").and_then(serde_json::Value::as_str);
+            let named = entry
+                .get("provider")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|p| p.rsplit("::").next());
+            if let Some(id) = explicit.or(named) {
+                ids.push((section.clone(), id.to_owned()));
+            }
+        }
+    }
+    ids
 }

@@ -188,6 +188,7 @@ async fn converge(
         pull_secrets: &planned.pull_secrets,
         operator_namespace: ctx.operator_namespace(),
         routes_available: ctx.routes_available(),
+        operator_image: ctx.operator_image().unwrap_or_default(),
     };
     let desired = builders::desired(cr, &inputs).map_err(|source| Error::Build {
         what: "owned objects",
@@ -195,6 +196,7 @@ async fn converge(
     })?;
     let observed = apply(cr, ctx, &desired, current.as_ref()).await?;
     record_config(cr, &planned, conditions, status);
+    observe_external_providers(cr, ctx, conditions, status).await?;
     if let Some(deployment) = &observed.deployment {
         prune_when_rollout_settles(cr, ctx, deployment, &planned.config_map).await?;
     }
@@ -250,6 +252,7 @@ async fn apply(
                 &uid,
             )
             .await?;
+            ctx.metrics.rollout();
             publish(
                 ctx,
                 cr,
@@ -383,6 +386,77 @@ fn ingress_url(ingress: &Ingress) -> Option<String> {
             .map(|h| format!("http://{h}"))
             .unwrap_or_default(),
     )
+}
+
+/// `status.externalProviders[]` and `ExternalProvidersReady` from the newest server Pod.
+async fn observe_external_providers(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    conditions: &mut Conditions,
+    status: &mut LlamaStackDistributionStatus,
+) -> Result<(), Error> {
+    use super::external_status::{newest, provider_statuses};
+    use crate::api::common::ExternalProviderPhase;
+    let providers = builders::external::of(cr);
+    if providers.is_empty() {
+        status.external_providers = None;
+        conditions.remove("ExternalProvidersReady");
+        return Ok(());
+    }
+    let ns = cr.namespace().unwrap_or_default();
+    let selector = format!(
+        "app.kubernetes.io/instance={},app.kubernetes.io/managed-by={FIELD_MANAGER}",
+        cr.name_any()
+    );
+    let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(ctx.client.clone(), &ns)
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .map_err(super::api_err(format!(
+            "list the Pods of {ns}/{}",
+            cr.name_any()
+        )))?;
+    let previous = status.external_providers.clone().unwrap_or_default();
+    let statuses = provider_statuses(&providers, newest(&pods.items), &previous);
+    match statuses
+        .iter()
+        .find(|s| s.phase == ExternalProviderPhase::Failed)
+    {
+        Some(failed) => conditions.set(
+            "ExternalProvidersReady",
+            false,
+            "ExternalProviderFailed",
+            failed.message.clone().unwrap_or_default(),
+        ),
+        None if statuses
+            .iter()
+            .all(|s| s.phase == ExternalProviderPhase::Ready) =>
+        {
+            conditions.set(
+                "ExternalProvidersReady",
+                true,
+                "ExternalProvidersReady",
+                format!(
+                    "{} external provider(s) installed and validated",
+                    statuses.len()
+                ),
+            )
+        }
+        None => conditions.set(
+            "ExternalProvidersReady",
+            false,
+            "ExternalProvidersInstalling",
+            format!(
+                "{} of {} external provider(s) ready",
+                statuses
+                    .iter()
+                    .filter(|s| s.phase == ExternalProviderPhase::Ready)
+                    .count(),
+                statuses.len()
+            ),
+        ),
+    }
+    status.external_providers = Some(statuses);
+    Ok(())
 }
 
 /// The config half of the status after a successful apply.

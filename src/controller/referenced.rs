@@ -54,7 +54,16 @@ pub(super) async fn check_secrets(
             });
             continue;
         };
-        let Some(key) = &r.key else { continue };
+        let Some(key) = &r.key else {
+            // A whole Secret (the serving certificate): every key counts, so a renewal rolls.
+            for (k, v) in secret.data.iter().flatten() {
+                for part in [r.name.as_bytes(), k.as_bytes(), &v.0] {
+                    material.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                    material.extend_from_slice(part);
+                }
+            }
+            continue;
+        };
         match secret.data.as_ref().and_then(|d| d.get(key)) {
             Some(value) => {
                 for part in [r.name.as_bytes(), key.as_bytes(), &value.0] {
@@ -65,7 +74,7 @@ pub(super) async fn check_secrets(
             None => {
                 missing.get_or_insert_with(|| {
                     format!(
-                        "Key \"{key}\" not found in Secret \"{}/{ns}\". Referenced by: {}",
+                        "Key \"{key}\" not found in Secret \"{ns}/{}\". Referenced by: {}",
                         r.name,
                         r.path.trim_end_matches(".name")
                     )

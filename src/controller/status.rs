@@ -68,9 +68,23 @@ impl Conditions {
             .collect()
     }
 
+    /// The reason of a condition that is `False`.
+    pub fn failure_reason_of(&self, type_: &str) -> Option<&str> {
+        self.current
+            .iter()
+            .find(|c| c.type_ == type_ && c.status == "False")
+            .map(|c| c.reason.as_str())
+    }
+
     /// The reason of the first `False` spec condition (for metrics).
     pub fn failure_reason(&self) -> Option<String> {
-        ["ConfigGenerated", "SecretsResolved"].iter().find_map(|t| {
+        [
+            "ConfigGenerated",
+            "SecretsResolved",
+            "ExternalProvidersReady",
+        ]
+        .iter()
+        .find_map(|t| {
             self.current
                 .iter()
                 .find(|c| c.type_ == *t && c.status == "False")
@@ -90,7 +104,8 @@ impl Conditions {
 pub fn phase(conditions: &Conditions, has_deployment: bool, ready: bool) -> DistributionPhase {
     let failed = ["ConfigGenerated", "SecretsResolved"]
         .iter()
-        .any(|t| conditions.is_false(t));
+        .any(|t| conditions.is_false(t))
+        || conditions.failure_reason_of("ExternalProvidersReady") == Some("ExternalProviderFailed");
     if failed {
         DistributionPhase::Failed
     } else if !has_deployment {

@@ -139,6 +139,8 @@ pub fn samples() -> Vec<Sample> {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        // The samples' kustomization lists them; it is not one.
+        .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml"))
         .collect();
     paths.sort();
     paths

@@ -290,7 +290,7 @@ impl ControlPlane {
     /// Registers a node kwok keeps Ready, with room for many Pods.
     fn add_fake_node(&mut self, name: &str) -> Result<(), Error> {
         let node = format!(
-            r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}","annotations":{{"kwok.x-k8s.io/node":"fake","node.alpha.kubernetes.io/ttl":"0"}},"labels":{{"kubernetes.io/hostname":"{name}","kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","type":"kwok"}}}},"status":{{"allocatable":{{"cpu":"64","memory":"512Gi","pods":"2000"}},"capacity":{{"cpu":"64","memory":"512Gi","pods":"2000"}}}}}}"#
+            r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}","annotations":{{"kwok.x-k8s.io/node":"fake","node.alpha.kubernetes.io/ttl":"0"}},"labels":{{"kubernetes.io/hostname":"{name}","kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","type":"kwok"}}}},"status":{{"allocatable":{{"cpu":"4000","memory":"16Ti","pods":"5000"}},"capacity":{{"cpu":"4000","memory":"16Ti","pods":"5000"}}}}}}"#
         );
         let path = self.dir.path().join(format!("{name}.json"));
         fs::write(&path, node)?;

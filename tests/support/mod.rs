@@ -3,6 +3,8 @@
 
 pub mod control_plane;
 pub mod llama_stack;
+pub mod operator;
+pub mod pod_runner;
 /// The resolver's registry support (docker-registry, OCI fixtures, child processes).
 #[path = "../../resolver/tests/support/mod.rs"]
 pub mod registry;

@@ -3,6 +3,7 @@
 //! operator wants, so an unchanged object is recognised without a write.
 
 mod ca_bundle;
+pub mod external;
 mod network;
 mod scaling;
 mod workload;
@@ -63,6 +64,8 @@ pub struct Inputs<'a> {
     pub operator_namespace: Option<&'a str>,
     /// Whether the cluster serves OpenShift Routes (exposure by Route instead of Ingress).
     pub routes_available: bool,
+    /// The operator's own image (its static binary runs the external-provider steps).
+    pub operator_image: &'a str,
 }
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".

@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccoun
 use serde_json::{Value, json};
 
 use super::{
-    CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, labels, metadata, name_of,
-    owners, port, selector, stamped,
+    CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, external, labels, metadata,
+    name_of, owners, port, selector, stamped,
 };
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::cli::render::config_map_name;
@@ -111,14 +111,23 @@ fn tls_secret(cr: &LlamaStackDistribution) -> Option<String> {
 }
 
 fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
+    let with_external = !external::of(cr).is_empty();
+    let config = if with_external {
+        format!("{}/config.yaml", crate::external::MERGED_DIR)
+    } else {
+        format!("{CONFIG_DIR}/config.yaml")
+    };
     let mut env = vec![
-        json!({"name": "LLAMA_STACK_CONFIG", "value": format!("{CONFIG_DIR}/config.yaml")}),
+        json!({"name": "LLAMA_STACK_CONFIG", "value": config}),
         // `llama stack run` ignores server.port; the port comes from here.
         json!({"name": "LLAMA_STACK_PORT", "value": port(cr).to_string()}),
         json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(cr)}),
         json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(cr))}),
         json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(cr))}),
     ];
+    if with_external {
+        env.push(json!({"name": "PYTHONPATH", "value": external::PYTHON_PACKAGES}));
+    }
     if inputs.ca_bundle.is_some() {
         env.push(json!({"name": "SSL_CERT_FILE", "value": format!("{}/{}", ca_bundle::MOUNT_DIR, ca_bundle::CA_BUNDLE_KEY)}));
     }
@@ -166,6 +175,10 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
     }
     if tls_secret(cr).is_some() {
         mounts.push(json!({"name": "tls", "mountPath": TLS_DIR, "readOnly": true}));
+    }
+    if !external::of(cr).is_empty() {
+        mounts.push(json!({"name": "external-providers", "mountPath": crate::external::PROVIDERS_DIR, "readOnly": true}));
+        mounts.push(json!({"name": "merged-config", "mountPath": crate::external::MERGED_DIR, "readOnly": true}));
     }
     mounts.extend(
         overrides
@@ -218,6 +231,7 @@ fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
     if let Some(secret) = tls_secret(cr) {
         volumes.push(json!({"name": "tls", "secret": {"secretName": secret}}));
     }
+    volumes.extend(external::volumes(cr));
     volumes.extend(
         workload
             .overrides
@@ -257,6 +271,10 @@ pub fn deployment(
         "volumes": volumes(cr, inputs),
         "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
     });
+    let init = external::init_containers(cr, inputs.image, inputs.operator_image);
+    if !init.is_empty() {
+        pod["initContainers"] = json!(init);
+    }
     if let Some(seconds) = overrides.termination_grace_period_seconds {
         pod["terminationGracePeriodSeconds"] = json!(seconds);
     }
@@ -274,9 +292,14 @@ pub fn deployment(
         }
         None => {}
     }
+    let mut pod_labels = super::labels(cr);
+    if !external::of(cr).is_empty() {
+        // Only these Pods are watched (their init containers are the providers' install steps).
+        pod_labels.insert(external::POD_LABEL.to_owned(), "true".to_owned());
+    }
     let mut spec = json!({
         "selector": {"matchLabels": selector(cr)},
-        "template": {"metadata": {"labels": super::labels(cr), "annotations": annotations}, "spec": pod},
+        "template": {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod},
     });
     if workload.autoscaling.is_none() {
         spec["replicas"] = json!(replicas);

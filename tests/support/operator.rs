@@ -1,0 +1,165 @@
+//! The operator as it is installed from `deploy/`: its Namespace, ServiceAccount and RBAC
+//! applied from the kustomize base, a token of that ServiceAccount, and the binary run with it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use super::control_plane::{ControlPlane, Error};
+use super::process::{free_port, spawn_tied};
+
+/// Namespace the operator is installed in.
+pub const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
+/// The user name the API server gives the operator's ServiceAccount token.
+pub const SA_USER: &str = "system:serviceaccount:llama-stack-operator-system:llama-stack-operator";
+
+/// Runs kubectl against `plane`, feeding `stdin`: (success, stdout, stderr).
+pub fn kubectl_status(
+    plane: &ControlPlane,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String) {
+    let run = || -> std::io::Result<std::process::Output> {
+        let mut child = plane
+            .kubectl()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(text) = stdin
+            && let Some(mut input) = child.stdin.take()
+        {
+            input.write_all(text.as_bytes())?;
+        }
+        drop(child.stdin.take());
+        child.wait_with_output()
+    };
+    match run() {
+        Ok(out) => (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+        Err(e) => (false, String::new(), format!("cannot run kubectl: {e}")),
+    }
+}
+
+/// Runs kubectl against `plane`, feeding `stdin`; the output, or an error with kubectl's stderr.
+pub fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Result<String, Error> {
+    match kubectl_status(plane, args, stdin) {
+        (true, out, _) => Ok(out),
+        (false, _, err) => Err(format!("kubectl {args:?}: {err}").into()),
+    }
+}
+
+/// Applies `crds/` with kubectl (server-side: the CRD is too large for client-side apply) and
+/// waits until it is Established.
+pub fn apply_crd(plane: &ControlPlane) -> Result<(), Error> {
+    let crd = format!(
+        "{}/crds/llamastackdistributions.llamastack.io.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    kubectl(plane, &["apply", "--server-side", "-f", &crd], None)?;
+    kubectl(
+        plane,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/llamastackdistributions.llamastack.io",
+        ],
+        None,
+    )?;
+    Ok(())
+}
+
+/// Applies what `deploy/base` grants the operator (Namespace, ServiceAccount, RBAC), without the
+/// webhook configuration (no webhook Service is reachable from a local API server) and without
+/// the manager Deployment (no container runtime). Returns a kubeconfig holding a token of the
+/// operator's ServiceAccount: a process using it has exactly the rights `deploy/` grants.
+pub fn install_operator_rbac(plane: &ControlPlane) -> Result<PathBuf, Error> {
+    let base = format!("{}/deploy/base", env!("CARGO_MANIFEST_DIR"));
+    let rendered = kubectl(plane, &["kustomize", &base], None)?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered)?;
+    let wanted = [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    ];
+    let picked: Vec<String> = docs
+        .iter()
+        .filter(|d| wanted.contains(&d["kind"].as_str().unwrap_or_default()))
+        .map(serde_json::to_string)
+        .collect::<Result<_, _>>()?;
+    if picked.len() < 7 {
+        return Err(format!("deploy/base holds only {} RBAC objects", picked.len()).into());
+    }
+    kubectl(plane, &["apply", "-f", "-"], Some(&picked.join("\n")))?;
+    let token = kubectl(
+        plane,
+        &[
+            "create",
+            "token",
+            "llama-stack-operator",
+            "-n",
+            OPERATOR_NAMESPACE,
+            "--duration=2h",
+        ],
+        None,
+    )?;
+    plane.kubeconfig_with_token("operator-sa", token.trim())
+}
+
+/// A running `llama-stack-operator run` process and its metrics URL.
+pub struct OperatorProcess {
+    /// The process (killed with the test binary).
+    pub child: Child,
+    /// `http://127.0.0.1:<port>` serving /metrics, /healthz, /readyz.
+    pub metrics: String,
+}
+
+/// Starts `bin run --no-webhooks` with `kubeconfig`, logging to `<plane dir>/operator-<name>.log`.
+pub fn spawn_operator(
+    plane: &ControlPlane,
+    bin: &Path,
+    name: &str,
+    kubeconfig: &Path,
+    extra: &[&str],
+) -> Result<OperatorProcess, Error> {
+    let port = free_port()?;
+    let child = spawn_tied(
+        Command::new(bin)
+            .args(["run", "--no-webhooks", "--registry-timeout=2"])
+            .arg(format!("--namespace={OPERATOR_NAMESPACE}"))
+            .arg(format!("--metrics-addr=127.0.0.1:{port}"))
+            .args(extra)
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST"),
+        &plane.dir().join(format!("operator-{name}.log")),
+    )?;
+    Ok(OperatorProcess {
+        child,
+        metrics: format!("http://127.0.0.1:{port}"),
+    })
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        // SIGTERM: the operator releases its Lease and stops cleanly.
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
