@@ -121,6 +121,9 @@ fn demo(keep: bool) -> Result<(), Error> {
     println!(
         "    (no registry is reachable here: distribution names resolve to their embedded configs)"
     );
+    println!(
+        "    (it runs without OPERATOR_IMAGE: the ext-* samples' external providers are installed by the operator's image in the Pod, which needs a container runtime; their status says so)"
+    );
     let operator = spawn_operator(&plane, &bin, "demo", &kubeconfig, &["--leader-elect"])?;
 
     kubectl(&plane, &["create", "namespace", "demo"], None)?;

@@ -189,6 +189,10 @@ async fn converge(
         operator_namespace: ctx.operator_namespace(),
         routes_available: ctx.routes_available(),
         operator_image: ctx.operator_image().unwrap_or_default(),
+        existing_selector: current
+            .as_ref()
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.selector.match_labels.as_ref()),
     };
     let desired = builders::desired(cr, &inputs).map_err(|source| Error::Build {
         what: "owned objects",

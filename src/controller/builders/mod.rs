@@ -66,6 +66,9 @@ pub struct Inputs<'a> {
     pub routes_available: bool,
     /// The operator's own image (its static binary runs the external-provider steps).
     pub operator_image: &'a str,
+    /// The selector of a Deployment of the same name that already exists (immutable): kept, and
+    /// its labels put on the Pods, so one made by the upstream operator is taken over in place.
+    pub existing_selector: Option<&'a BTreeMap<String, String>>,
 }
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".
@@ -162,18 +165,22 @@ fn port(cr: &LlamaStackDistribution) -> i32 {
     cr.spec.networking.as_ref().map_or(DEFAULT_PORT, |n| n.port)
 }
 
-/// Adds [`DESIRED_HASH`] (the hash of the object as built) and converts to the typed object.
-fn stamped<K: DeserializeOwned>(mut object: Value) -> Result<K, serde_json::Error> {
-    let hash = llama_stack_resolver::base_config::sha256_hex(object.to_string().as_bytes());
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        let annotations = meta
-            .entry("annotations")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(map) = annotations.as_object_mut() {
-            map.insert(DESIRED_HASH.to_owned(), Value::String(hash));
-        }
-    }
-    serde_json::from_value(object)
+/// Converts to the typed object and adds [`DESIRED_HASH`]: the hash of its canonical form (the
+/// typed serialization, whose maps are sorted), so equal content always hashes equal, whatever
+/// order the builder inserted keys in.
+fn stamped<K>(object: Value) -> Result<K, serde_json::Error>
+where
+    K: DeserializeOwned + serde::Serialize + Resource,
+{
+    let mut typed: K = serde_json::from_value(object)?;
+    let canonical = serde_json::to_string(&typed)?;
+    let hash = llama_stack_resolver::base_config::sha256_hex(canonical.as_bytes());
+    typed
+        .meta_mut()
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(DESIRED_HASH.to_owned(), hash);
+    Ok(typed)
 }
 
 #[cfg(test)]

@@ -238,3 +238,118 @@ fn ca_bundles_keep_only_valid_certificates_and_respect_the_limits() {
         Err(CaBundleError::TooLarge)
     );
 }
+
+#[test]
+fn a_new_provider_image_rolls_the_deployment() {
+    let with = |image: &str| {
+        let spec = json!({"distribution": {"name": "starter"},
+            "externalProviders": {"safety": [{"providerId": "p", "image": image}]}});
+        build(spec, |i| i.operator_image = "reg/operator:1")
+    };
+    let hash = |d: &Desired| d.deployment.annotations().get(DESIRED_HASH).cloned();
+    let (a, b) = (with("reg/p:1"), with("reg/p@sha256:0123"));
+    assert_ne!(
+        hash(&a),
+        hash(&b),
+        "a new tag or digest is a new Pod template"
+    );
+    let pod = value(&b.deployment.spec)["template"]["spec"].clone();
+    let staged = pod["initContainers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "install-provider-p")
+        .unwrap()
+        .clone();
+    assert_eq!(staged["image"], "reg/p@sha256:0123");
+    assert_eq!(
+        staged["securityContext"]["capabilities"]["drop"],
+        json!(["ALL"])
+    );
+    assert_eq!(
+        staged["securityContext"]["allowPrivilegeEscalation"],
+        json!(false)
+    );
+    assert!(staged["resources"]["limits"]["memory"].is_string());
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert!(
+        volumes
+            .iter()
+            .any(|v| v["name"] == "external-providers" && v["emptyDir"]["sizeLimit"] == "4Gi")
+    );
+    assert_eq!(
+        value(&b.deployment.spec)["template"]["metadata"]["labels"]["llamastack.io/external-providers"],
+        "true"
+    );
+}
+
+#[test]
+fn pods_run_as_a_fixed_non_root_user_except_where_openshift_assigns_one() {
+    let spec = json!({"distribution": {"name": "starter"}});
+    let plain =
+        value(&build(spec.clone(), |_| {}).deployment.spec)["template"]["spec"]["securityContext"]
+            .clone();
+    assert_eq!(
+        (
+            plain["runAsNonRoot"].clone(),
+            plain["runAsUser"].clone(),
+            plain["fsGroup"].clone()
+        ),
+        (json!(true), json!(1001), json!(1001))
+    );
+    let openshift = value(&build(spec, |i| i.routes_available = true).deployment.spec)["template"]
+        ["spec"]["securityContext"]
+        .clone();
+    assert_eq!(openshift["runAsNonRoot"], json!(true));
+    assert!(
+        openshift.get("runAsUser").is_none(),
+        "the restricted SCC assigns the UID"
+    );
+}
+
+#[test]
+fn an_existing_deployments_selector_is_kept_and_its_labels_reach_the_pods() {
+    // The upstream operator selects on `app: llama-stack`; a selector cannot change.
+    let upstream = std::collections::BTreeMap::from([
+        ("app".to_owned(), "llama-stack".to_owned()),
+        ("app.kubernetes.io/instance".to_owned(), "s".to_owned()),
+    ]);
+    let g = generated();
+    let inputs = Inputs {
+        image: "reg/img@sha256:aa",
+        generated: Some(&g),
+        config_map: "s-config-01234567",
+        generated_config_map: true,
+        existing_selector: Some(&upstream),
+        ..Default::default()
+    };
+    let d = desired(&cr(json!({"distribution": {"name": "starter"}})), &inputs).unwrap();
+    let spec = value(&d.deployment.spec);
+    assert_eq!(
+        spec["selector"]["matchLabels"],
+        json!({"app": "llama-stack", "app.kubernetes.io/instance": "s"})
+    );
+    let labels = &spec["template"]["metadata"]["labels"];
+    assert_eq!(labels["app"], "llama-stack");
+    assert_eq!(
+        labels["app.kubernetes.io/name"], "llama-stack",
+        "the Service's selector still matches"
+    );
+}
+
+#[test]
+fn the_operators_own_selector_read_back_changes_nothing() {
+    let g = generated();
+    let base = Inputs {
+        image: "reg/img@sha256:aa",
+        generated: Some(&g),
+        config_map: "s-config-01234567",
+        generated_config_map: true,
+        ..Default::default()
+    };
+    let cr = cr(json!({"distribution": {"name": "starter"}}));
+    let first = desired(&cr, &base).unwrap();
+    let own = first.deployment.spec.as_ref().unwrap().selector.match_labels.clone().unwrap();
+    let again = desired(&cr, &Inputs { existing_selector: Some(&own), ..base.clone() }).unwrap();
+    assert_eq!(value(&first.deployment), value(&again.deployment), "reading our own selector back is a no-op");
+}

@@ -17,6 +17,8 @@ use crate::config::generate::TLS_DIR;
 /// Where the config is mounted.
 pub const CONFIG_DIR: &str = "/etc/llama-stack";
 const DATA_DIR: &str = "/.llama";
+/// UID and GID of the server outside OpenShift.
+const RUN_AS: i64 = 1001;
 /// Size of the data PVC when `workload.storage.size` is not set.
 pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
 
@@ -124,6 +126,8 @@ fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
         json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(cr)}),
         json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(cr))}),
         json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(cr))}),
+        // A non-root user may not own the image's home directory.
+        json!({"name": "HOME", "value": data_dir(cr)}),
     ];
     if with_external {
         env.push(json!({"name": "PYTHONPATH", "value": external::PYTHON_PACKAGES}));
@@ -242,6 +246,19 @@ fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
     volumes
 }
 
+/// Non-root for every container. Distribution images may declare root, so outside OpenShift a
+/// fixed non-root UID and group are set (the data volume is group-owned); on OpenShift the
+/// restricted SCC assigns them and a fixed UID would be refused.
+fn pod_security(inputs: &Inputs) -> Value {
+    let mut security = json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}});
+    if !inputs.routes_available {
+        security["runAsUser"] = json!(RUN_AS);
+        security["runAsGroup"] = json!(RUN_AS);
+        security["fsGroup"] = json!(RUN_AS);
+    }
+    security
+}
+
 /// The Deployment running the server with the resolved image and the config ConfigMap.
 pub fn deployment(
     cr: &LlamaStackDistribution,
@@ -269,7 +286,7 @@ pub fn deployment(
         "automountServiceAccountToken": false,
         "containers": [container(cr, inputs)],
         "volumes": volumes(cr, inputs),
-        "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": pod_security(inputs),
     });
     let init = external::init_containers(cr, inputs.image, inputs.operator_image);
     if !init.is_empty() {
@@ -297,8 +314,17 @@ pub fn deployment(
         // Only these Pods are watched (their init containers are the providers' install steps).
         pod_labels.insert(external::POD_LABEL.to_owned(), "true".to_owned());
     }
+    let selector = match inputs.existing_selector {
+        Some(existing) => {
+            for (k, v) in existing {
+                pod_labels.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            json!(existing)
+        }
+        None => selector(cr),
+    };
     let mut spec = json!({
-        "selector": {"matchLabels": selector(cr)},
+        "selector": {"matchLabels": selector},
         "template": {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod},
     });
     if workload.autoscaling.is_none() {
