@@ -240,6 +240,14 @@ impl ControlPlane {
                 .arg(format!("--authentication-kubeconfig={kubeconfig}"))
                 .arg(format!("--authorization-kubeconfig={kubeconfig}"))
                 .arg("--leader-elect=false")
+                // The default 20 requests/s throttles Deployment status for hundreds of objects.
+                .arg("--kube-api-qps=500")
+                .arg("--kube-api-burst=1000")
+                .arg("--concurrent-deployment-syncs=20")
+                .arg("--concurrent-replicaset-syncs=20")
+                // On two loaded cores kwok's node heartbeats can lag; a NotReady node would mark
+                // every Pod unready, which kwok never undoes.
+                .arg("--node-monitor-grace-period=10m")
                 .arg("--bind-address=127.0.0.1")
                 .arg(format!("--secure-port={kcm_port}"))
                 .arg(format!("--cert-dir={}", d.join("kcm-certs").display()))

@@ -349,7 +349,26 @@ fn the_operators_own_selector_read_back_changes_nothing() {
     };
     let cr = cr(json!({"distribution": {"name": "starter"}}));
     let first = desired(&cr, &base).unwrap();
-    let own = first.deployment.spec.as_ref().unwrap().selector.match_labels.clone().unwrap();
-    let again = desired(&cr, &Inputs { existing_selector: Some(&own), ..base.clone() }).unwrap();
-    assert_eq!(value(&first.deployment), value(&again.deployment), "reading our own selector back is a no-op");
+    let own = first
+        .deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .selector
+        .match_labels
+        .clone()
+        .unwrap();
+    let again = desired(
+        &cr,
+        &Inputs {
+            existing_selector: Some(&own),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        value(&first.deployment),
+        value(&again.deployment),
+        "reading our own selector back is a no-op"
+    );
 }
