@@ -6,10 +6,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::future::Future;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -110,25 +109,25 @@ impl Env {
         })
     }
 
-    fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> Result<T, Failed>
+    fn eventually<T, F, Fut>(&self, what: &str, probe: F) -> Result<T, Failed>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Option<T>>,
+        Fut: std::future::Future<Output = Option<T>>,
     {
-        let start = Instant::now();
-        self.rt.block_on(async {
-            loop {
-                if let Some(value) = probe().await {
-                    return Ok(value);
-                }
-                if start.elapsed() > CONVERGE {
-                    return Err(Failed::from(format!(
-                        "not reached within {CONVERGE:?}: {what}"
-                    )));
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        })
+        self.rt
+            .block_on(support::wait::eventually(CONVERGE, what, probe))
+            .map_err(Failed::from)
+    }
+
+    /// How many objects of kind `K` in `ns` match `lp` (`None` when the list fails).
+    async fn count<K>(&self, ns: &str, lp: &ListParams) -> Option<usize>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Some(self.api::<K>(ns).list(lp).await.ok()?.items.len())
     }
 
     /// Writes the operator made in `ns` so far.
@@ -480,39 +479,15 @@ fn deleting_the_resource_collects_everything(env: &Env) -> Result<(), Failed> {
     )?;
     env.eventually("everything garbage-collected", || async {
         let lp = ListParams::default().labels("app.kubernetes.io/instance=brief");
-        let left = env.api::<Deployment>(ns).list(&lp).await.ok()?.items.len()
-            + env.api::<ReplicaSet>(ns).list(&lp).await.ok()?.items.len()
-            + env.api::<Service>(ns).list(&lp).await.ok()?.items.len()
-            + env.api::<ConfigMap>(ns).list(&lp).await.ok()?.items.len()
-            + env
-                .api::<ServiceAccount>(ns)
-                .list(&lp)
-                .await
-                .ok()?
-                .items
-                .len()
-            + env
-                .api::<NetworkPolicy>(ns)
-                .list(&lp)
-                .await
-                .ok()?
-                .items
-                .len()
-            + env.api::<Ingress>(ns).list(&lp).await.ok()?.items.len()
-            + env
-                .api::<PodDisruptionBudget>(ns)
-                .list(&lp)
-                .await
-                .ok()?
-                .items
-                .len()
-            + env
-                .api::<PersistentVolumeClaim>(ns)
-                .list(&lp)
-                .await
-                .ok()?
-                .items
-                .len();
+        let left = env.count::<Deployment>(ns, &lp).await?
+            + env.count::<ReplicaSet>(ns, &lp).await?
+            + env.count::<Service>(ns, &lp).await?
+            + env.count::<ConfigMap>(ns, &lp).await?
+            + env.count::<ServiceAccount>(ns, &lp).await?
+            + env.count::<NetworkPolicy>(ns, &lp).await?
+            + env.count::<Ingress>(ns, &lp).await?
+            + env.count::<PodDisruptionBudget>(ns, &lp).await?
+            + env.count::<PersistentVolumeClaim>(ns, &lp).await?;
         (left == 0).then_some(())
     })?;
     Ok(())

@@ -6,11 +6,7 @@
 mod support;
 
 use support::control_plane::ControlPlane;
-use support::operator::{apply_crd, kubectl_status};
-
-fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    kubectl_status(plane, args, stdin)
-}
+use support::operator::{apply_crd, kubectl_status as kubectl};
 
 #[test]
 fn overlays_render_and_pass_a_server_side_dry_run() {

@@ -87,26 +87,14 @@ fn start() -> Result<Env, Failed> {
 }
 
 impl Env {
-    fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> Result<T, Failed>
+    fn eventually<T, F, Fut>(&self, what: &str, probe: F) -> Result<T, Failed>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Option<T>>,
     {
-        let start = Instant::now();
-        self.rt.block_on(async {
-            loop {
-                if let Some(v) = probe().await {
-                    return Ok(v);
-                }
-                if start.elapsed() > CONVERGE {
-                    return Err(Failed::from(format!(
-                        "not reached within {CONVERGE:?}: {what}\n{}",
-                        self.logs()
-                    )));
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        })
+        self.rt
+            .block_on(support::wait::eventually(CONVERGE, what, probe))
+            .map_err(|e| Failed::from(format!("{e}\n{}", self.logs())))
     }
 
     async fn holder(&self) -> Option<String> {

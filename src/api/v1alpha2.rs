@@ -163,6 +163,20 @@ pub struct ProviderConfig {
     pub settings: Option<Map<String, Value>>,
 }
 
+impl ProviderConfig {
+    /// The provider ID in the generated config: `id`, else the provider name without its
+    /// `remote::`/`inline::` prefix.
+    pub fn config_id(&self) -> String {
+        self.id.clone().unwrap_or_else(|| {
+            self.provider
+                .rsplit("::")
+                .next()
+                .unwrap_or(&self.provider)
+                .to_owned()
+        })
+    }
+}
+
 impl Described for ProviderConfig {
     const WHAT: &'static str = "provider object";
 }
@@ -189,6 +203,22 @@ pub struct ProvidersSpec {
     /// Telemetry backend (rendered as OpenTelemetry settings of the server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<ProviderConfigOrList>,
+}
+
+impl ProvidersSpec {
+    /// Every configured provider with its API's field name (`inference`, `vectorIo`, ...).
+    pub fn all(&self) -> Vec<(&'static str, &ProviderConfig)> {
+        [
+            ("inference", &self.inference),
+            ("safety", &self.safety),
+            ("vectorIo", &self.vector_io),
+            ("toolRuntime", &self.tool_runtime),
+            ("telemetry", &self.telemetry),
+        ]
+        .into_iter()
+        .flat_map(|(api, list)| list.iter().flat_map(|l| l.items()).map(move |p| (api, p)))
+        .collect()
+    }
 }
 
 /// A model with details.

@@ -262,13 +262,7 @@ fn build_provider(
     base: &[Value],
 ) -> Option<(String, Value)> {
     let (provider_type, info) = resolve_type(ctx, api, &p.provider, path)?;
-    let id = p.id.clone().unwrap_or_else(|| {
-        p.provider
-            .rsplit("::")
-            .next()
-            .unwrap_or(&p.provider)
-            .to_owned()
-    });
+    let id = p.config_id();
     let mut config: Map<String, Value> = base
         .iter()
         .find(|b| b.get("provider_type").and_then(Value::as_str) == Some(provider_type.as_str()))
@@ -582,15 +576,7 @@ fn resources(
         .as_ref()
         .and_then(|p| p.inference.as_ref())
         .and_then(|i| i.items().first())
-        .map(|p| {
-            p.id.clone().unwrap_or_else(|| {
-                p.provider
-                    .rsplit("::")
-                    .next()
-                    .unwrap_or(&p.provider)
-                    .to_owned()
-            })
-        });
+        .map(|p| p.config_id());
     let default_provider = first_user_inference.or_else(|| inference_ids.first().cloned());
     for (i, model) in res.models.iter().flatten().enumerate() {
         let path = format!("spec.resources.models[{i}]");

@@ -29,9 +29,26 @@ pub(super) enum Change {
     Deleted,
 }
 
-/// Makes `name` in `api` match `desired`: applied when its desired hash differs, deleted when
-/// `desired` is `None` and the object is controlled by `owner_uid`. Returns the change and the
-/// object as the API server returned it (when it was read or written).
+/// [`sync_object`] for a namespaced built-in kind, after reading the object.
+pub(super) async fn ensure_in<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    desired: Option<&K>,
+    owner_uid: &str,
+) -> Result<(Change, Option<K>), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    ensure(&api, &K::kind(&()), name, desired, owner_uid).await
+}
+
+/// [`sync_object`] after reading the object.
 pub(super) async fn ensure<K>(
     api: &Api<K>,
     kind: &str,
@@ -46,6 +63,23 @@ where
         .get_opt(name)
         .await
         .map_err(api_err(format!("read {kind} {name}")))?;
+    sync_object(api, kind, name, desired, existing, owner_uid).await
+}
+
+/// Makes `name` in `api` (as `existing`, already read) match `desired`: applied when its desired
+/// hash differs, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
+/// Returns the change and the object as the API server returned it (when it was read or written).
+pub(super) async fn sync_object<K>(
+    api: &Api<K>,
+    kind: &str,
+    name: &str,
+    desired: Option<&K>,
+    existing: Option<K>,
+    owner_uid: &str,
+) -> Result<(Change, Option<K>), Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
     match desired {
         Some(desired) => {
             let want = desired.annotations().get(DESIRED_HASH);

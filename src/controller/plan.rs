@@ -250,12 +250,16 @@ fn check_external_providers(cr: &LlamaStackDistribution, ctx: &Context) -> Resul
         }
         seen.push((section, &provider.provider_id, &provider.image));
     }
-    let spec = serde_json::to_value(&cr.spec.providers).unwrap_or_default();
-    let inline_ids = inline_provider_ids(&spec);
+    let inline = cr
+        .spec
+        .providers
+        .as_ref()
+        .map(|p| p.all())
+        .unwrap_or_default();
     for (section, provider) in &external {
-        if let Some(inline) = inline_ids
+        if let Some(inline) = inline
             .iter()
-            .find(|(_, id)| *id == provider.provider_id)
+            .find(|(_, p)| p.config_id() == provider.provider_id)
         {
             return Err(fail(format!(
                 "ERROR: Provider ID '{}' is used by spec.providers.{} and by externalProviders.{section} (image {}). Resolution: rename one of them; an external provider replaces only providers of the distribution's base config, never one you configured.",
@@ -264,27 +268,4 @@ fn check_external_providers(cr: &LlamaStackDistribution, ctx: &Context) -> Resul
         }
     }
     Ok(())
-}
-
-/// `(section, id)` of every provider in `spec.providers`: its `id`, else its provider name
-/// without the `remote::`/`inline::` prefix (the generator's default).
-fn inline_provider_ids(providers: &serde_json::Value) -> Vec<(String, String)> {
-    let mut ids = Vec::new();
-    for (section, value) in providers.as_object().into_iter().flatten() {
-        let entries: Vec<&serde_json::Value> = match value {
-            serde_json::Value::Array(list) => list.iter().collect(),
-            other => vec![other],
-        };
-        for entry in entries {
-            let explicit = entry.get("id").and_then(serde_json::Value::as_str);
-            let named = entry
-                .get("provider")
-                .and_then(serde_json::Value::as_str)
-                .and_then(|p| p.rsplit("::").next());
-            if let Some(id) = explicit.or(named) {
-                ids.push((section.clone(), id.to_owned()));
-            }
-        }
-    }
-    ids
 }

@@ -16,7 +16,9 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::apply::{create_config_map, ensure, ensure_pvc, prune_config_maps};
+use super::apply::{
+    Change, create_config_map, ensure, ensure_in, ensure_pvc, prune_config_maps, sync_object,
+};
 use super::builders::{self, Desired, FIELD_MANAGER, Inputs};
 use super::plan::{Planned, plan};
 use super::referenced::{check_secrets, derive_url_secrets, read_ca_bundle};
@@ -166,7 +168,7 @@ async fn converge(
     }
     let message = format!("Resolved {} secret references", secrets.count);
     conditions.set("SecretsResolved", true, "AllSecretsFound", message);
-    if let Some(message) = derive_url_secrets(cr, ctx, &planned.generated).await? {
+    if let Some(message) = derive_url_secrets(cr, ctx, &planned.generated, &secrets).await? {
         conditions.set("ConfigGenerated", false, "ConfigGenerationFailed", message);
         return Ok(unchanged(RETRY_SPEC));
     }
@@ -223,14 +225,11 @@ async fn apply(
     {
         ctx.metrics.config_generated();
     }
-    let sa_api: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
-    let sa_name = format!("{}-sa", cr.name_any());
+    let sa_name = builders::managed_service_account_name(cr);
     let sa = desired.service_account.as_ref();
-    ensure(&sa_api, "ServiceAccount", &sa_name, sa, &uid).await?;
-    let cm_api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    let ca_name = builders::ca_bundle_name(cr);
+    ensure_in::<ServiceAccount>(client, &ns, &sa_name, sa, &uid).await?;
     let ca = desired.ca_bundle.as_ref();
-    ensure(&cm_api, "ConfigMap", &ca_name, ca, &uid).await?;
+    ensure_in::<ConfigMap>(client, &ns, &builders::ca_bundle_name(cr), ca, &uid).await?;
     let pvc_phase = match &desired.pvc {
         Some(pvc) => Some(
             ensure_pvc(
@@ -242,105 +241,55 @@ async fn apply(
         None => None,
     };
 
+    // The Deployment was read at the start of the reconcile: no second read.
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    let wanted_hash = desired.deployment.annotations().get(builders::DESIRED_HASH);
-    let deployment =
-        if current.is_some_and(|d| d.annotations().get(builders::DESIRED_HASH) == wanted_hash) {
-            current.cloned()
+    let (change, deployment) = sync_object(
+        &deployments,
+        "Deployment",
+        &cr.name_any(),
+        Some(&desired.deployment),
+        current.cloned(),
+        &uid,
+    )
+    .await?;
+    if change == Change::Applied {
+        ctx.metrics.rollout();
+        let reason = if current.is_some() {
+            "RolloutStarted"
         } else {
-            let (_, written) = ensure(
-                &deployments,
-                "Deployment",
-                &cr.name_any(),
-                Some(&desired.deployment),
-                &uid,
-            )
-            .await?;
-            ctx.metrics.rollout();
-            publish(
-                ctx,
-                cr,
-                EventType::Normal,
-                if current.is_some() {
-                    "RolloutStarted"
-                } else {
-                    "Created"
-                },
-                format!(
-                    "Deployment {} applied with image {} and config {}",
-                    cr.name_any(),
-                    image_of(&desired.deployment),
-                    config_of(&desired.deployment)
-                ),
-            )
-            .await;
-            written
+            "Created"
         };
+        let note = format!(
+            "Deployment {} applied with image {} and config {}",
+            cr.name_any(),
+            image_of(&desired.deployment),
+            config_of(&desired.deployment)
+        );
+        publish(ctx, cr, EventType::Normal, reason, note).await;
+    }
 
-    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
-    let svc_name = builders::service_name(cr);
-    ensure(
-        &services,
-        "Service",
-        &svc_name,
-        Some(&desired.service),
-        &uid,
-    )
-    .await?;
-    let np_api: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
-    let np_name = builders::network_policy_name(cr);
-    ensure(
-        &np_api,
-        "NetworkPolicy",
-        &np_name,
-        desired.network_policy.as_ref(),
-        &uid,
-    )
-    .await?;
+    let service = Some(&desired.service);
+    ensure_in::<Service>(client, &ns, &builders::service_name(cr), service, &uid).await?;
+    let policy = desired.network_policy.as_ref();
+    let policy_name = builders::network_policy_name(cr);
+    ensure_in::<NetworkPolicy>(client, &ns, &policy_name, policy, &uid).await?;
     let ingress_name = builders::ingress_name(cr);
-    let ingress_api: Api<Ingress> = Api::namespaced(client.clone(), &ns);
-    let (_, ingress) = ensure(
-        &ingress_api,
-        "Ingress",
-        &ingress_name,
-        desired.ingress.as_ref(),
-        &uid,
-    )
-    .await?;
+    let (_, ingress) =
+        ensure_in::<Ingress>(client, &ns, &ingress_name, desired.ingress.as_ref(), &uid).await?;
     let mut route_url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {
         let route_api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), &ns, &builders::route_resource());
-        let (_, route) = ensure(
-            &route_api,
-            "Route",
-            &ingress_name,
-            desired.route.as_ref(),
-            &uid,
-        )
-        .await?;
+        let route = desired.route.as_ref();
+        let (_, route) = ensure(&route_api, "Route", &ingress_name, route, &uid).await?;
         if let Some(host) = route.as_ref().and_then(|r| r.data["spec"]["host"].as_str()) {
             route_url = Some(format!("https://{host}"));
         }
     }
-    let hpa_api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &ns);
-    ensure(
-        &hpa_api,
-        "HorizontalPodAutoscaler",
-        &builders::hpa_name(cr),
-        desired.hpa.as_ref(),
-        &uid,
-    )
-    .await?;
-    let pdb_api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
-    ensure(
-        &pdb_api,
-        "PodDisruptionBudget",
-        &builders::pdb_name(cr),
-        desired.pdb.as_ref(),
-        &uid,
-    )
-    .await?;
+    let hpa = desired.hpa.as_ref();
+    ensure_in::<HorizontalPodAutoscaler>(client, &ns, &builders::hpa_name(cr), hpa, &uid).await?;
+    let pdb = desired.pdb.as_ref();
+    ensure_in::<PodDisruptionBudget>(client, &ns, &builders::pdb_name(cr), pdb, &uid).await?;
     Ok(Observed {
         deployment,
         service: true,

@@ -23,6 +23,24 @@ pub(super) struct SecretCheck {
     /// Hash of the referenced values, salted with the object's uid (rolls the Pods when a value
     /// changes; a plain hash of a short password in an annotation would invite guessing).
     pub(super) hash: Option<String>,
+    /// The Secrets as read (`None`: absent), for the steps that need values.
+    fetched: BTreeMap<String, Option<Secret>>,
+}
+
+impl SecretCheck {
+    /// The value of `key` in the referenced Secret `name`, as read by [`check_secrets`].
+    fn value(&self, name: &str, key: &str) -> Option<&[u8]> {
+        let secret = self.fetched.get(name)?.as_ref()?;
+        secret.data.as_ref()?.get(key).map(|v| v.0.as_slice())
+    }
+}
+
+/// Adds length-prefixed `parts` to the hash material (no two inputs share an encoding).
+fn absorb(material: &mut Vec<u8>, parts: [&[u8]; 3]) {
+    for part in parts {
+        material.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        material.extend_from_slice(part);
+    }
 }
 
 /// Reads every referenced Secret once: what is missing, and the hash of what is there.
@@ -57,20 +75,12 @@ pub(super) async fn check_secrets(
         let Some(key) = &r.key else {
             // A whole Secret (the serving certificate): every key counts, so a renewal rolls.
             for (k, v) in secret.data.iter().flatten() {
-                for part in [r.name.as_bytes(), k.as_bytes(), &v.0] {
-                    material.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                    material.extend_from_slice(part);
-                }
+                absorb(&mut material, [r.name.as_bytes(), k.as_bytes(), &v.0]);
             }
             continue;
         };
         match secret.data.as_ref().and_then(|d| d.get(key)) {
-            Some(value) => {
-                for part in [r.name.as_bytes(), key.as_bytes(), &value.0] {
-                    material.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                    material.extend_from_slice(part);
-                }
-            }
+            Some(value) => absorb(&mut material, [r.name.as_bytes(), key.as_bytes(), &value.0]),
             None => {
                 missing.get_or_insert_with(|| {
                     format!(
@@ -90,6 +100,7 @@ pub(super) async fn check_secrets(
         missing,
         count: secret_refs.len(),
         hash,
+        fetched,
     })
 }
 
@@ -148,6 +159,7 @@ pub(super) async fn derive_url_secrets(
     cr: &LlamaStackDistribution,
     ctx: &Context,
     generated: &crate::config::GeneratedConfig,
+    secrets: &SecretCheck,
 ) -> Result<Option<String>, Error> {
     use crate::config::env::{EnvSource, split_postgres_url};
     let ns = cr.namespace().unwrap_or_default();
@@ -160,19 +172,15 @@ pub(super) async fn derive_url_secrets(
         else {
             continue;
         };
-        let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-            .get_opt(&secret_key_ref.name)
-            .await
-            .map_err(api_err(format!("read Secret {ns}/{}", secret_key_ref.name)))?;
-        let Some(url) = secret
-            .and_then(|s| s.data)
-            .and_then(|d| d.get(&secret_key_ref.key).cloned())
-            .and_then(|v| String::from_utf8(v.0).ok())
+        // Read by `check_secrets`: the connection string is one of the references.
+        let Some(url) = secrets
+            .value(&secret_key_ref.name, &secret_key_ref.key)
+            .and_then(|v| std::str::from_utf8(v).ok())
         else {
             // Reported by SecretsResolved.
             return Ok(None);
         };
-        let Some(parts) = split_postgres_url(&url) else {
+        let Some(parts) = split_postgres_url(url) else {
             return Ok(Some(format!(
                 "the value of key \"{}\" in Secret \"{}\" is not a PostgreSQL URL like postgres://user:password@host:5432/db (spec.storage.sql.connectionString)",
                 secret_key_ref.key, secret_key_ref.name

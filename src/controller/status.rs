@@ -50,9 +50,7 @@ impl Conditions {
 
     /// Whether a condition is present and `False`.
     pub fn is_false(&self, type_: &str) -> bool {
-        self.current
-            .iter()
-            .any(|c| c.type_ == type_ && c.status == "False")
+        self.failure_reason_of(type_).is_some()
     }
 
     /// Conditions whose status or reason differ from the stored ones (worth an Event).
@@ -84,12 +82,8 @@ impl Conditions {
             "ExternalProvidersReady",
         ]
         .iter()
-        .find_map(|t| {
-            self.current
-                .iter()
-                .find(|c| c.type_ == *t && c.status == "False")
-                .map(|c| c.reason.clone())
-        })
+        .find_map(|t| self.failure_reason_of(t))
+        .map(str::to_owned)
     }
 
     /// The conditions, sorted by type (a stable order: no status write for a reordering).

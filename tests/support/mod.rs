@@ -8,4 +8,5 @@ pub mod pod_runner;
 /// The resolver's registry support (docker-registry, OCI fixtures, child processes).
 #[path = "../../resolver/tests/support/mod.rs"]
 pub mod registry;
+pub mod wait;
 pub use registry::process;

@@ -23,16 +23,6 @@ pub const MAX_CERTIFICATES: usize = 1000;
 /// Why a CA bundle cannot be used. Messages name the key and what to fix; never certificate bytes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CaBundleError {
-    /// A listed key is absent.
-    #[error(
-        "key \"{key}\" not found in ConfigMap {source_ref}: add it or remove it from configMapKeys"
-    )]
-    KeyMissing {
-        /// Key.
-        key: String,
-        /// `namespace/name` of the ConfigMap.
-        source_ref: String,
-    },
     /// A key holds something that is not PEM certificates.
     #[error("key \"{key}\": {detail}")]
     Invalid {

@@ -27,8 +27,8 @@ pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certif
 pub use network::{ingress_name, network_policy_name, route_resource, service_name};
 pub use scaling::{hpa_name, minimum_replicas, pdb_name};
 pub use workload::{
-    CONFIG_DIR, DEFAULT_STORAGE_SIZE, config_map, deployment, persistent_volume_claim, pvc_name,
-    service_account_name,
+    CONFIG_DIR, DEFAULT_STORAGE_SIZE, config_map, deployment, managed_service_account_name,
+    persistent_volume_claim, pvc_name, service_account_name,
 };
 
 /// Field manager of every apply.

@@ -37,9 +37,14 @@ pub fn pvc_name(cr: &LlamaStackDistribution) -> String {
     format!("{}-pvc", name_of(cr))
 }
 
-/// The ServiceAccount the server Pods run as: the user's, else the operator-managed `<cr>-sa`.
+/// Name of the operator-managed ServiceAccount (made unless the user names their own).
+pub fn managed_service_account_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-sa", name_of(cr))
+}
+
+/// The ServiceAccount the server Pods run as: the user's, else the operator-managed one.
 pub fn service_account_name(cr: &LlamaStackDistribution) -> String {
-    user_service_account(cr).unwrap_or_else(|| format!("{}-sa", name_of(cr)))
+    user_service_account(cr).unwrap_or_else(|| managed_service_account_name(cr))
 }
 
 fn user_service_account(cr: &LlamaStackDistribution) -> Option<String> {
@@ -63,7 +68,7 @@ pub fn service_account(
     let secrets: Vec<Value> = pull_secrets.iter().map(|n| json!({"name": n})).collect();
     stamped(json!({
         "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": metadata(cr, &service_account_name(cr)),
+        "metadata": metadata(cr, &managed_service_account_name(cr)),
         "automountServiceAccountToken": false,
         "imagePullSecrets": secrets,
     }))
