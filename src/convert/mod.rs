@@ -234,6 +234,70 @@ const STATUS_V2_ONLY: &[&str] = &["resolvedDistribution", "configGeneration"];
 
 // --- v1alpha1 -> v1alpha2 -----------------------------------------------------------------
 
+/// Fields with a home in both versions: (v1alpha1 path, v1alpha2 path), used in both directions.
+/// (`exposeRoute` is mapped apart: only the boolean form of `expose` exists in v1alpha1.)
+const FIELD_MAP: &[(&[&str], &[&str])] = &[
+    (&["replicas"], &["workload", "replicas"]),
+    (&["server", "distribution"], &["distribution"]),
+    (
+        &["server", "containerSpec", "port"],
+        &["networking", "port"],
+    ),
+    (
+        &["server", "containerSpec", "resources"],
+        &["workload", "resources"],
+    ),
+    (
+        &["server", "containerSpec", "env"],
+        &["workload", "overrides", "env"],
+    ),
+    (
+        &["server", "containerSpec", "command"],
+        &["workload", "overrides", "command"],
+    ),
+    (
+        &["server", "containerSpec", "args"],
+        &["workload", "overrides", "args"],
+    ),
+    (&["server", "workers"], &["workload", "workers"]),
+    (
+        &["server", "podOverrides", "serviceAccountName"],
+        &["workload", "overrides", "serviceAccountName"],
+    ),
+    (
+        &["server", "podOverrides", "terminationGracePeriodSeconds"],
+        &["workload", "overrides", "terminationGracePeriodSeconds"],
+    ),
+    (
+        &["server", "podOverrides", "volumes"],
+        &["workload", "overrides", "volumes"],
+    ),
+    (
+        &["server", "podOverrides", "volumeMounts"],
+        &["workload", "overrides", "volumeMounts"],
+    ),
+    (
+        &["server", "podDisruptionBudget"],
+        &["workload", "podDisruptionBudget"],
+    ),
+    (
+        &["server", "topologySpreadConstraints"],
+        &["workload", "topologySpreadConstraints"],
+    ),
+    (&["server", "autoscaling"], &["workload", "autoscaling"]),
+    (&["server", "storage"], &["workload", "storage"]),
+    (
+        &["server", "userConfig", "configMapName"],
+        &["overrideConfig", "configMapName"],
+    ),
+    (
+        &["server", "tlsConfig", "caBundle"],
+        &["networking", "tls", "caBundle"],
+    ),
+    (&["server", "externalProviders"], &["externalProviders"]),
+    (&["network", "allowedFrom"], &["networking", "allowedFrom"]),
+];
+
 fn to_v1alpha2(object: &Value) -> Result<Value, ConvertError> {
     let mut src = object.clone();
     let carried_v2 = read_annotation(&mut src, V1ALPHA2_FIELDS)?;
@@ -246,32 +310,8 @@ fn to_v1alpha2(object: &Value) -> Result<Value, ConvertError> {
     let noted = present.clone();
     present.clear();
 
-    mv(&mut s, &["replicas"], &mut spec, &["workload", "replicas"]);
-    mv(
-        &mut s,
-        &["server", "distribution"],
-        &mut spec,
-        &["distribution"],
-    );
-    mv(
-        &mut s,
-        &["server", "containerSpec", "port"],
-        &mut spec,
-        &["networking", "port"],
-    );
-    mv(
-        &mut s,
-        &["server", "containerSpec", "resources"],
-        &mut spec,
-        &["workload", "resources"],
-    );
-    for key in ["env", "command", "args"] {
-        mv(
-            &mut s,
-            &["server", "containerSpec", key],
-            &mut spec,
-            &["workload", "overrides", key],
-        );
+    for (v1, v2) in FIELD_MAP {
+        mv(&mut s, v1, &mut spec, v2);
     }
     mv(
         &mut s,
@@ -281,82 +321,15 @@ fn to_v1alpha2(object: &Value) -> Result<Value, ConvertError> {
     );
     mv(
         &mut s,
-        &["server", "workers"],
-        &mut spec,
-        &["workload", "workers"],
-    );
-    for key in [
-        "serviceAccountName",
-        "terminationGracePeriodSeconds",
-        "volumes",
-        "volumeMounts",
-    ] {
-        mv(
-            &mut s,
-            &["server", "podOverrides", key],
-            &mut spec,
-            &["workload", "overrides", key],
-        );
-    }
-    mv(
-        &mut s,
-        &["server", "podDisruptionBudget"],
-        &mut spec,
-        &["workload", "podDisruptionBudget"],
-    );
-    mv(
-        &mut s,
-        &["server", "topologySpreadConstraints"],
-        &mut spec,
-        &["workload", "topologySpreadConstraints"],
-    );
-    mv(
-        &mut s,
-        &["server", "autoscaling"],
-        &mut spec,
-        &["workload", "autoscaling"],
-    );
-    mv(
-        &mut s,
-        &["server", "storage"],
-        &mut spec,
-        &["workload", "storage"],
-    );
-    mv(
-        &mut s,
-        &["server", "userConfig", "configMapName"],
-        &mut spec,
-        &["overrideConfig", "configMapName"],
-    );
-    mv(
-        &mut s,
         &["server", "userConfig", "configMapNamespace"],
         &mut extra,
         &["userConfigNamespace"],
     );
     mv(
         &mut s,
-        &["server", "tlsConfig", "caBundle"],
-        &mut spec,
-        &["networking", "tls", "caBundle"],
-    );
-    mv(
-        &mut s,
-        &["server", "externalProviders"],
-        &mut spec,
-        &["externalProviders"],
-    );
-    mv(
-        &mut s,
         &["network", "exposeRoute"],
         &mut spec,
         &["networking", "expose"],
-    );
-    mv(
-        &mut s,
-        &["network", "allowedFrom"],
-        &mut spec,
-        &["networking", "allowedFrom"],
     );
     keep_lost(&s, noted, &mut present);
     // Anything left has no v1alpha2 home: carry it.
@@ -401,94 +374,9 @@ fn to_v1alpha1(object: &Value) -> Result<Value, ConvertError> {
     let noted = present.clone();
     present.clear();
 
-    mv(&mut s, &["workload", "replicas"], &mut spec, &["replicas"]);
-    mv(
-        &mut s,
-        &["distribution"],
-        &mut spec,
-        &["server", "distribution"],
-    );
-    mv(
-        &mut s,
-        &["networking", "port"],
-        &mut spec,
-        &["server", "containerSpec", "port"],
-    );
-    mv(
-        &mut s,
-        &["workload", "resources"],
-        &mut spec,
-        &["server", "containerSpec", "resources"],
-    );
-    for key in ["env", "command", "args"] {
-        mv(
-            &mut s,
-            &["workload", "overrides", key],
-            &mut spec,
-            &["server", "containerSpec", key],
-        );
+    for (v1, v2) in FIELD_MAP {
+        mv(&mut s, v2, &mut spec, v1);
     }
-    mv(
-        &mut s,
-        &["workload", "workers"],
-        &mut spec,
-        &["server", "workers"],
-    );
-    for key in [
-        "serviceAccountName",
-        "terminationGracePeriodSeconds",
-        "volumes",
-        "volumeMounts",
-    ] {
-        mv(
-            &mut s,
-            &["workload", "overrides", key],
-            &mut spec,
-            &["server", "podOverrides", key],
-        );
-    }
-    mv(
-        &mut s,
-        &["workload", "podDisruptionBudget"],
-        &mut spec,
-        &["server", "podDisruptionBudget"],
-    );
-    mv(
-        &mut s,
-        &["workload", "topologySpreadConstraints"],
-        &mut spec,
-        &["server", "topologySpreadConstraints"],
-    );
-    mv(
-        &mut s,
-        &["workload", "autoscaling"],
-        &mut spec,
-        &["server", "autoscaling"],
-    );
-    mv(
-        &mut s,
-        &["workload", "storage"],
-        &mut spec,
-        &["server", "storage"],
-    );
-    mv(
-        &mut s,
-        &["overrideConfig", "configMapName"],
-        &mut spec,
-        &["server", "userConfig", "configMapName"],
-    );
-    mv(
-        &mut s,
-        &["networking", "tls", "caBundle"],
-        &mut spec,
-        &["server", "tlsConfig", "caBundle"],
-    );
-    mv(
-        &mut s,
-        &["externalProviders"],
-        &mut spec,
-        &["server", "externalProviders"],
-    );
     // `expose: true|false` is v1alpha1's exposeRoute; the object form only exists in v1alpha2.
     if get(&s, &["networking", "expose"]).is_some_and(Value::is_boolean) {
         mv(
@@ -498,12 +386,6 @@ fn to_v1alpha1(object: &Value) -> Result<Value, ConvertError> {
             &["network", "exposeRoute"],
         );
     }
-    mv(
-        &mut s,
-        &["networking", "allowedFrom"],
-        &mut spec,
-        &["network", "allowedFrom"],
-    );
     keep_lost(&s, noted, &mut present);
     // Everything left in the v1alpha2 spec has no v1alpha1 home: carry it.
     prune_empty(&mut s);
