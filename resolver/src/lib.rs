@@ -18,4 +18,4 @@ pub mod resolve;
 pub mod stats;
 
 pub use catalog::{Catalog, CatalogError, LookupError};
-pub use resolve::{Distribution, Resolution, ResolveError, Resolver, ResolverOptions};
+pub use resolve::{Distribution, FailureKind, Resolution, ResolveError, Resolver, ResolverOptions};

@@ -200,18 +200,33 @@ pub enum ResolveError {
     Setup(String),
 }
 
+/// The kinds of [`ResolveError`], for reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// An image without config labels, where a base config is needed.
+    BaseConfigRequired,
+    /// The base config's `version` is not supported.
+    UnsupportedConfigVersion,
+    /// The distribution name or image reference is not valid.
+    InvalidDistribution,
+    /// The registry could not be reached, or refused the credentials.
+    Registry,
+    /// The base config cannot be read or used.
+    InvalidBaseConfig,
+}
+
 impl ResolveError {
-    /// Condition reason for the status (`BaseConfigRequired`, `UnsupportedConfigVersion`, …).
-    pub fn reason(&self) -> &'static str {
+    /// What kind of failure this is (callers turn it into their own words, e.g. a status reason).
+    pub fn kind(&self) -> FailureKind {
         match self {
-            Self::BaseConfigRequired { .. } => "BaseConfigRequired",
+            Self::BaseConfigRequired { .. } => FailureKind::BaseConfigRequired,
             Self::BaseConfig {
                 source: BaseConfigError::UnsupportedVersion { .. },
                 ..
-            } => "UnsupportedConfigVersion",
-            Self::Lookup(_) | Self::Reference(_) => "InvalidDistribution",
-            Self::Registry { .. } | Self::CredentialsRejected { .. } => "RegistryError",
-            _ => "InvalidBaseConfig",
+            } => FailureKind::UnsupportedConfigVersion,
+            Self::Lookup(_) | Self::Reference(_) => FailureKind::InvalidDistribution,
+            Self::Registry { .. } | Self::CredentialsRejected { .. } => FailureKind::Registry,
+            _ => FailureKind::InvalidBaseConfig,
         }
     }
 

@@ -637,7 +637,11 @@ fn no_labels(env: &Env) -> Result<(), Failed> {
             .block_on(resolver.resolve(&image(format!("{plain}/t/bare:v1")), &Keyring::default())),
         "Direct image references require either overrideConfig.configMapName or OCI config labels on the image. See docs/configuration.md for details.",
     )?;
-    assert_eq(&err.reason(), &"BaseConfigRequired", "reason")
+    assert_eq(
+        &err.kind(),
+        &llama_stack_resolver::FailureKind::BaseConfigRequired,
+        "kind",
+    )
 }
 
 /// (repository name, labels, layers, expected error text)

@@ -217,6 +217,42 @@ pub struct ExternalProvidersSpec {
     pub post_training: Option<Vec<ExternalProviderRef>>,
 }
 
+impl ExternalProvidersSpec {
+    /// The providers of one API section, by its spec name (`agents` and `postTraining` are
+    /// refused by the API server, so they are no section here).
+    pub fn section(&self, api: &str) -> Option<&[ExternalProviderRef]> {
+        let list = match api {
+            "inference" => &self.inference,
+            "safety" => &self.safety,
+            "responses" => &self.responses,
+            "batches" => &self.batches,
+            "vectorIo" => &self.vector_io,
+            "datasetIo" => &self.dataset_io,
+            "scoring" => &self.scoring,
+            "eval" => &self.eval,
+            "toolRuntime" => &self.tool_runtime,
+            "files" => &self.files,
+            "fileProcessors" => &self.file_processors,
+            _ => return None,
+        };
+        list.as_deref()
+    }
+
+    /// Every provider in CRD order (sections in the order of [`super::apis::APIS`], then list
+    /// order), with its section's name.
+    pub fn ordered(&self) -> Vec<(&'static str, &ExternalProviderRef)> {
+        super::apis::APIS
+            .iter()
+            .flat_map(|(api, _)| {
+                self.section(api)
+                    .into_iter()
+                    .flatten()
+                    .map(move |provider| (*api, provider))
+            })
+            .collect()
+    }
+}
+
 /// Installation phase of one external provider.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ExternalProviderPhase {

@@ -1,8 +1,11 @@
 //! The `LlamaStackDistribution` API: both served versions and the merged CRD.
 
+pub mod apis;
 pub mod common;
+pub mod conditions;
 pub mod polymorphic;
 pub mod reference;
+pub mod references;
 mod schema;
 pub mod v1alpha1;
 pub mod v1alpha2;
@@ -65,6 +68,27 @@ pub fn crd(conversion: &ConversionService<'_>) -> Result<CustomResourceDefinitio
         }),
     });
     Ok(crd)
+}
+
+/// Why the CRD could not be rendered (a bug in the type definitions).
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    /// The two versions could not be merged.
+    #[error("cannot merge the CRD versions")]
+    Merge(#[from] MergeError),
+    /// YAML serialization failed.
+    #[error("cannot serialize the CRD to YAML")]
+    Yaml(#[from] serde_saphyr::ser::Error),
+}
+
+/// The CRD as the YAML document `crds/` holds.
+pub fn crd_yaml(conversion: &ConversionService<'_>) -> Result<String, CrdError> {
+    Ok(serde_saphyr::to_string(&crd(conversion)?)?)
+}
+
+/// The Markdown API reference `docs/api-reference.md` holds.
+pub fn reference_markdown() -> Result<String, CrdError> {
+    Ok(reference::markdown(&crd(&DEFAULT_CONVERSION_SERVICE)?))
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub fn list_map_by_provider_id(schema: &mut Schema) {
 
 /// Items of `spec.disabled`: short strings, each checked against the known API names.
 pub fn disabled_items(schema: &mut Schema) {
-    let (rule, message) = super::v1alpha2::DISABLED_ITEM_RULE;
+    let (rule, message) = super::apis::disabled_item_rule();
     if let Some(Value::Object(items)) = schema.get_mut("items") {
         items.insert("maxLength".into(), Value::from(32));
         items.insert(

@@ -8,7 +8,7 @@ use super::{DEFAULT_CONVERSION_SERVICE, crd};
 
 #[test]
 fn committed_crd_matches_the_code() {
-    let generated = crate::cli::crdgen::render(&DEFAULT_CONVERSION_SERVICE).unwrap();
+    let generated = super::crd_yaml(&DEFAULT_CONVERSION_SERVICE).unwrap();
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/crds/llamastackdistributions.llamastack.io.yaml"
@@ -22,7 +22,7 @@ fn committed_crd_matches_the_code() {
 
 #[test]
 fn committed_api_reference_matches_the_code() {
-    let generated = crate::cli::crdgen::reference().unwrap();
+    let generated = super::reference_markdown().unwrap();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api-reference.md");
     let committed = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
@@ -176,4 +176,22 @@ proptest! {
         let parsed: ExposeConfig = serde_json::from_value(form.clone()).unwrap();
         prop_assert_eq!(serde_json::to_value(&parsed).unwrap(), form);
     }
+}
+
+/// Every API of the one list is a section of `externalProviders`, in the list's order.
+#[test]
+fn external_provider_sections_follow_the_api_list() {
+    use super::apis::APIS;
+    use super::common::ExternalProvidersSpec;
+    let mut spec = serde_json::Map::new();
+    for (i, (api, _)) in APIS.iter().enumerate().rev() {
+        spec.insert(
+            (*api).to_owned(),
+            json!([{"providerId": format!("p{i}"), "image": "registry.example.com/p:1"}]),
+        );
+    }
+    let spec: ExternalProvidersSpec = serde_json::from_value(Value::Object(spec)).unwrap();
+    let sections: Vec<&str> = spec.ordered().iter().map(|(api, _)| *api).collect();
+    let expected: Vec<&str> = APIS.iter().map(|(api, _)| *api).collect();
+    assert_eq!(sections, expected);
 }

@@ -18,33 +18,6 @@ use super::common::{
 use super::polymorphic::{BoolOrObject, Described, NameOrObject, OneOrMany};
 use super::schema;
 
-/// API names accepted in `spec.disabled` (llama-stack 0.7 APIs that can host providers).
-pub const DISABLEABLE_APIS: &[&str] = &[
-    "inference",
-    "safety",
-    "responses",
-    "batches",
-    "vectorIo",
-    "datasetIo",
-    "scoring",
-    "eval",
-    "toolRuntime",
-    "files",
-    "fileProcessors",
-];
-
-/// API names of older llama-stack releases that spec 002 uses but llama-stack 0.7 no longer has.
-/// They are accepted in `spec.disabled` (disabling them is a no-op, reported as a warning by the
-/// config generator) so that manifests written against the spec keep applying.
-pub const REMOVED_APIS: &[&str] = &["agents", "telemetry", "postTraining"];
-
-/// Per-item rule of `spec.disabled`: the rule and the message (a CEL expression naming the value).
-/// Kept per item, with bounded item length, so that the API server's CEL cost estimate stays low.
-pub(crate) const DISABLED_ITEM_RULE: (&str, &str) = (
-    "self in ['inference', 'safety', 'responses', 'batches', 'vectorIo', 'datasetIo', 'scoring', 'eval', 'toolRuntime', 'files', 'fileProcessors', 'agents', 'telemetry', 'postTraining']",
-    "'unknown API name \"' + self + '\"; use one of the camelCase API names inference, safety, responses, batches, vectorIo, datasetIo, scoring, eval, toolRuntime, files, fileProcessors'",
-);
-
 /// Desired state of a llama-stack server (v1alpha2 layout).
 // kube-derive takes one `printcolumn(...)` per column; clippy reads the repeated keys as duplicates.
 #[allow(clippy::duplicated_attributes)]

@@ -1,8 +1,8 @@
-//! `crdgen`: prints the CRD YAML that `crds/` holds.
+//! `crdgen`: prints the CRD YAML that `crds/` holds, or the API reference.
 
 use std::io::Write;
 
-use crate::api::{self, ConversionService, DEFAULT_CONVERSION_SERVICE};
+use crate::api::{self, ConversionService, CrdError, DEFAULT_CONVERSION_SERVICE};
 
 /// Options of `crdgen`.
 #[derive(clap::Args, Debug)]
@@ -21,35 +21,19 @@ pub struct Args {
 /// Errors of `crdgen`.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdgenError {
-    /// The two versions could not be merged (a bug in the type definitions).
-    #[error("cannot merge the CRD versions: {0}")]
-    Merge(#[from] kube::core::crd::MergeError),
-    /// YAML serialization failed.
-    #[error("cannot serialize the CRD to YAML: {0}")]
-    Yaml(String),
+    /// The CRD could not be rendered.
+    #[error(transparent)]
+    Crd(#[from] CrdError),
     /// Writing to stdout failed.
-    #[error("cannot write the CRD: {0}")]
+    #[error("cannot write the CRD")]
     Io(#[from] std::io::Error),
-}
-
-/// The CRD as the YAML document `crds/` holds.
-pub fn render(service: &ConversionService<'_>) -> Result<String, CrdgenError> {
-    let crd = api::crd(service)?;
-    serde_saphyr::to_string(&crd).map_err(|err| CrdgenError::Yaml(err.to_string()))
-}
-
-/// The Markdown API reference `docs/api-reference.md` holds.
-pub fn reference() -> Result<String, CrdgenError> {
-    Ok(api::reference::markdown(&api::crd(
-        &DEFAULT_CONVERSION_SERVICE,
-    )?))
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CrdgenError> {
     let text = if args.reference {
-        reference()?
+        api::reference_markdown()?
     } else {
-        render(&ConversionService {
+        api::crd_yaml(&ConversionService {
             namespace: &args.webhook_namespace,
             name: &args.webhook_service,
             port: DEFAULT_CONVERSION_SERVICE.port,

@@ -41,7 +41,7 @@ enum Command {
 }
 
 impl Cli {
-    /// Runs the chosen subcommand; errors are printed as one line on stderr.
+    /// Runs the chosen subcommand; an error is printed with its causes as one line on stderr.
     pub fn run(self) -> ExitCode {
         let result: Result<(), Box<dyn std::error::Error>> = match self.command {
             Command::Run(args) => run::run(&args).map_err(Into::into),
@@ -58,7 +58,7 @@ impl Cli {
         match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
-                eprintln!("error: {err}");
+                eprintln!("error: {}", crate::error_chain(err.as_ref()));
                 ExitCode::FAILURE
             }
         }

@@ -72,12 +72,6 @@ fn read(path: &PathBuf) -> Result<String, RenderError> {
     })
 }
 
-/// Name of the generated ConfigMap: `<cr>-config-<first 8 hex of the content hash>`.
-pub fn config_map_name(cr: &str, hash: &str) -> String {
-    let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
-    format!("{cr}-config-{}", &hex[..8.min(hex.len())])
-}
-
 /// Every object the controller applies, as one YAML stream, built by the controller's builders.
 /// Offline, so without the values only the cluster knows (CA bundle, Secret hashes, pull secrets).
 fn objects(
@@ -86,7 +80,7 @@ fn objects(
     generated: &GeneratedConfig,
 ) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let config_map = config_map_name(
+    let config_map = builders::config_map_name(
         cr.metadata.name.as_deref().unwrap_or_default(),
         &generated.hash,
     );

@@ -116,9 +116,54 @@ pub enum RunError {
     /// The leader lease was lost: exit so a fresh process rejoins the election.
     #[error(transparent)]
     Leader(#[from] crate::leader::LeaderError),
-    /// Start-up failed.
-    #[error("{0}")]
-    Startup(String),
+    /// `--log-level` is not a valid filter.
+    #[error("--log-level {level:?}")]
+    LogLevel {
+        /// The filter given.
+        level: String,
+        /// Cause.
+        source: tracing_subscriber::filter::ParseError,
+    },
+    /// Logging was already set up (a bug).
+    #[error("cannot set up logging")]
+    Logging(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// `--no-controller` and `--no-webhooks` together.
+    #[error("--no-controller and --no-webhooks leave nothing to run")]
+    NothingToRun,
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    /// The embedded distribution catalog is broken (a bug).
+    #[error("the embedded distribution catalog")]
+    Catalog(#[source] llama_stack_resolver::CatalogError),
+    /// The `--image-overrides` file cannot be read.
+    #[error("cannot read {path}")]
+    ImageOverrides {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// No client for the Kubernetes API.
+    #[error("cannot reach the Kubernetes API (use --no-reference-checks to run without it)")]
+    Client(#[source] kube::Error),
+    /// The webhook certificates could not be made or injected.
+    #[error("webhook certificates")]
+    Certificates(#[source] crate::webhook::certs::CertError),
+    /// The resolver could not be set up (its registry client).
+    #[error("cannot set up the distribution resolver")]
+    Resolver(#[source] llama_stack_resolver::ResolveError),
+    /// The metrics and health server cannot listen.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The webhook server task ended abnormally.
+    #[error("the webhook server stopped")]
+    WebhookTask(#[source] tokio::task::JoinError),
     /// The webhook server failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
@@ -129,8 +174,12 @@ fn modified(path: &Path) -> Option<SystemTime> {
 }
 
 fn init_logging(args: &Args) -> Result<(), RunError> {
-    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
-        .map_err(|e| RunError::Startup(format!("--log-level {:?}: {e}", args.log_level)))?;
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level).map_err(|source| {
+        RunError::LogLevel {
+            level: args.log_level.clone(),
+            source,
+        }
+    })?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -138,7 +187,7 @@ fn init_logging(args: &Args) -> Result<(), RunError> {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
-    result.map_err(|e| RunError::Startup(format!("cannot set up logging: {e}")))
+    result.map_err(RunError::Logging)
 }
 
 /// SIGTERM (how Kubernetes stops a Pod) or Ctrl-C.
@@ -158,10 +207,13 @@ async fn shutdown_signal() {
 }
 
 fn catalog(args: &Args) -> Result<Catalog, RunError> {
-    let mut catalog = Catalog::embedded().map_err(|e| RunError::Startup(e.to_string()))?;
+    let mut catalog = Catalog::embedded().map_err(RunError::Catalog)?;
     if let Some(path) = &args.image_overrides {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| RunError::Startup(format!("cannot read {}: {e}", path.display())))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| RunError::ImageOverrides {
+                path: path.clone(),
+                source,
+            })?;
         let (valid, problems) = parse_image_overrides(&text);
         for problem in problems {
             tracing::warn!(%problem, "image overrides");
@@ -193,7 +245,7 @@ async fn manage_certificates(args: &Args, api: kube::Client) -> Result<(), RunEr
     manager
         .reconcile(OffsetDateTime::now_utc())
         .await
-        .map_err(|e| RunError::Startup(e.to_string()))?;
+        .map_err(RunError::Certificates)?;
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -265,7 +317,7 @@ async fn run_webhooks(args: &Args, state: WebhookState, health: &Health) -> Resu
         }
     };
     tokio::select! {
-        result = task => result.map_err(|e| RunError::Startup(e.to_string()))?.map_err(RunError::from),
+        result = task => result.map_err(RunError::WebhookTask)?.map_err(RunError::from),
         () = reload => Ok(()),
     }
 }
@@ -273,14 +325,12 @@ async fn run_webhooks(args: &Args, state: WebhookState, health: &Health) -> Resu
 pub(super) fn run(args: &Args) -> Result<(), RunError> {
     init_logging(args)?;
     if args.no_controller && args.no_webhooks {
-        return Err(RunError::Startup(
-            "--no-controller and --no-webhooks leave nothing to run".to_owned(),
-        ));
+        return Err(RunError::NothingToRun);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| RunError::Startup(e.to_string()))?;
+        .map_err(RunError::Runtime)?;
     runtime.block_on(run_async(args))
 }
 
@@ -288,31 +338,18 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     let catalog = catalog(args)?;
     let needs_api = !args.no_reference_checks || args.self_managed_certs || !args.no_controller;
     let api = if needs_api {
-        Some(kube::Client::try_default().await.map_err(|e| {
-            RunError::Startup(format!(
-                "cannot reach the Kubernetes API (use --no-reference-checks to run without it): {e}"
-            ))
-        })?)
+        Some(
+            kube::Client::try_default()
+                .await
+                .map_err(RunError::Client)?,
+        )
     } else {
         None
     };
     if let (true, Some(api)) = (args.self_managed_certs, api.clone()) {
         manage_certificates(args, api).await?;
     }
-    let mut options = ResolverOptions::new(catalog.clone());
-    options.timeout = Duration::from_secs(args.registry_timeout.max(1));
-    let ctx = match (&api, args.no_controller) {
-        (Some(api), false) => {
-            let resolver =
-                Resolver::new(options.clone()).map_err(|e| RunError::Startup(e.to_string()))?;
-            Some(Arc::new(
-                Context::new(api.clone(), Arc::new(resolver))
-                    .with_operator_config(&args.namespace, options)
-                    .with_operator_image(args.operator_image.clone()),
-            ))
-        }
-        _ => None,
-    };
+    let ctx = controller_context(args, api.as_ref(), &catalog)?;
     let metrics = ctx
         .as_ref()
         .map_or_else(|| Arc::new(Metrics::new(Arc::default())), |c| c.metrics());
@@ -320,8 +357,9 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     let (metrics_addr, _metrics_task) =
         crate::metrics::serve(args.metrics_addr, metrics, health.clone())
             .await
-            .map_err(|e| {
-                RunError::Startup(format!("cannot listen on {}: {e}", args.metrics_addr))
+            .map_err(|source| RunError::Listen {
+                addr: args.metrics_addr,
+                source,
             })?;
     tracing::info!(addr = %metrics_addr, "metrics and health listening (/metrics, /healthz, /readyz)");
 
@@ -353,34 +391,71 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
         webhooks = !args.no_webhooks,
         "starting"
     );
-    let mut controller = std::pin::pin!(controller);
-    let mut webhooks = std::pin::pin!(webhooks);
-    // Both stop on SIGTERM. A failure ends the process at once; a clean stop of one waits for the
-    // other, so the controller can release its Lease before the process exits.
-    let (first, other_is_controller) = tokio::select! {
-        result = &mut controller => (result, false),
-        result = &mut webhooks => (result, true),
+    let halves = Halves {
+        controller_runs,
+        webhooks_run: !args.no_webhooks,
     };
-    first?;
-    let other_runs = if other_is_controller {
-        controller_runs
-    } else {
-        !args.no_webhooks
+    halves.run(controller, webhooks).await
+}
+
+/// The controller's context, when the controller runs.
+fn controller_context(
+    args: &Args,
+    api: Option<&kube::Client>,
+    catalog: &Catalog,
+) -> Result<Option<Arc<Context>>, RunError> {
+    let (Some(api), false) = (api, args.no_controller) else {
+        return Ok(None);
     };
-    if !other_runs {
-        return Ok(());
-    }
-    let grace = Duration::from_secs(15);
-    let rest = if other_is_controller {
-        tokio::time::timeout(grace, &mut controller).await
-    } else {
-        tokio::time::timeout(grace, &mut webhooks).await
-    };
-    match rest {
-        Ok(result) => result,
-        Err(_) => {
+    let mut options = ResolverOptions::new(catalog.clone());
+    options.timeout = Duration::from_secs(args.registry_timeout.max(1));
+    let resolver = Resolver::new(options.clone()).map_err(RunError::Resolver)?;
+    Ok(Some(Arc::new(
+        Context::new(api.clone(), Arc::new(resolver))
+            .with_operator_config(&args.namespace, options)
+            .with_operator_image(args.operator_image.clone()),
+    )))
+}
+
+/// Which halves of the process run.
+struct Halves {
+    controller_runs: bool,
+    webhooks_run: bool,
+}
+
+impl Halves {
+    /// Runs both until they stop. Both stop on SIGTERM. A failure ends the process at once; a
+    /// clean stop of one waits for the other, so the controller can release its Lease before
+    /// the process exits.
+    async fn run(
+        self,
+        controller: impl Future<Output = Result<(), RunError>>,
+        webhooks: impl Future<Output = Result<(), RunError>>,
+    ) -> Result<(), RunError> {
+        let mut controller = std::pin::pin!(controller);
+        let mut webhooks = std::pin::pin!(webhooks);
+        let (first, other_is_controller) = tokio::select! {
+            result = &mut controller => (result, false),
+            result = &mut webhooks => (result, true),
+        };
+        first?;
+        let other_runs = if other_is_controller {
+            self.controller_runs
+        } else {
+            self.webhooks_run
+        };
+        if !other_runs {
+            return Ok(());
+        }
+        let grace = Duration::from_secs(15);
+        let rest = if other_is_controller {
+            tokio::time::timeout(grace, &mut controller).await
+        } else {
+            tokio::time::timeout(grace, &mut webhooks).await
+        };
+        rest.unwrap_or_else(|_| {
             tracing::warn!("shutdown: the other half did not stop within {grace:?}");
             Ok(())
-        }
+        })
     }
 }

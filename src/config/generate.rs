@@ -17,9 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::apis;
 use super::env::{EnvSource, EnvVarSpec, UrlPart, env_name, env_ref};
 use super::table::{ProviderInfo, ProviderTable};
+use crate::api::apis;
 use crate::api::polymorphic::NameOrObject;
 use crate::api::v1alpha2::{
     KvStorageType, LlamaStackDistributionSpec, ProviderConfig, SecretKeyRef, SecretValue,
@@ -42,6 +42,9 @@ pub enum GenerateError {
     /// The base config is not usable.
     #[error("the base config is not a llama-stack config: {0}")]
     BaseConfig(String),
+    /// The base config's schema version is not one this operator generates from.
+    #[error("the base config is not a llama-stack config: {0}")]
+    UnsupportedVersion(llama_stack_resolver::base_config::BaseConfigError),
     /// The spec cannot be turned into a working config.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Invalid(Vec<FieldError>),
@@ -999,9 +1002,8 @@ pub fn generate(
             .get("version")
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
             .unwrap_or_default();
-        return Err(GenerateError::BaseConfig(
-            llama_stack_resolver::base_config::BaseConfigError::UnsupportedVersion { version }
-                .to_string(),
+        return Err(GenerateError::UnsupportedVersion(
+            llama_stack_resolver::base_config::BaseConfigError::UnsupportedVersion { version },
         ));
     }
     let before = base_provider_ids(&Value::Object(config.clone()));

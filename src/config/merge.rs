@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::apis;
+use crate::api::apis;
 
 /// `/lls-provider/lls-provider-spec.yaml` of a provider image.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -1,7 +1,6 @@
 //! Config generation: a v1alpha2 spec and the distribution's base config to the llama-stack
 //! `config.yaml`, environment variables and content hash. Pure: no I/O.
 
-pub mod apis;
 pub mod env;
 pub mod generate;
 pub mod merge;

@@ -1,309 +1,219 @@
-//! Writes: each owned object is applied only when what the operator wants differs from what it
-//! last applied (the [`DESIRED_HASH`] annotation), deleted when no longer wanted (only if this
-//! resource controls it), and generated ConfigMaps are pruned.
+//! The apply step: writes what differs from the built set, in dependency order. The config, the
+//! derived Secret, the ServiceAccount, the CA bundle and the data volume the Pods need come
+//! first, then the Deployment (once, with everything together), then the objects around it.
+//! Nothing is written when nothing changed.
 
-use std::fmt::Debug;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::events::EventType;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use super::builders::{self, Desired};
+use super::write::{
+    Change, create_config_map, ensure, ensure_derived_secret, ensure_in, ensure_pvc,
+    prune_config_maps, sync_object,
+};
+use super::{ApiError, Context, events};
+use crate::api::conditions::Reason;
+use crate::api::v1alpha2::LlamaStackDistribution;
 
-use super::builders::{DESIRED_HASH, FIELD_MANAGER};
-use super::{Error, api_err};
-
-/// Generated ConfigMaps kept besides those a live ReplicaSet still mounts.
-const KEEP_CONFIG_MAPS: usize = 2;
-
-/// What [`ensure`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Change {
-    /// Nothing to do.
-    Unchanged,
-    /// Created or updated.
-    Applied,
-    /// Deleted (no longer wanted).
-    Deleted,
+/// What the apply step wrote or saw, for the status.
+#[derive(Debug, Default)]
+pub(super) struct Applied {
+    /// The Deployment as the API server returned it.
+    pub(super) deployment: Option<Deployment>,
+    /// The data claim's phase, with `workload.storage`.
+    pub(super) pvc_phase: Option<String>,
+    /// Where the stack is exposed, once the Ingress or Route has an address.
+    pub(super) route_url: Option<String>,
 }
 
-/// [`sync_object`] for a namespaced built-in kind, after reading the object.
-pub(super) async fn ensure_in<K>(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    desired: Option<&K>,
-    owner_uid: &str,
-) -> Result<(Change, Option<K>), Error>
-where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    ensure(&api, &K::kind(&()), name, desired, owner_uid).await
-}
-
-/// [`sync_object`] after reading the object.
-pub(super) async fn ensure<K>(
-    api: &Api<K>,
-    kind: &str,
-    name: &str,
-    desired: Option<&K>,
-    owner_uid: &str,
-) -> Result<(Change, Option<K>), Error>
-where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
-{
-    let existing = api
-        .get_opt(name)
-        .await
-        .map_err(api_err(format!("read {kind} {name}")))?;
-    sync_object(api, kind, name, desired, existing, owner_uid).await
-}
-
-/// Makes `name` in `api` (as `existing`, already read) match `desired`: applied when its desired
-/// hash differs, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
-/// Returns the change and the object as the API server returned it (when it was read or written).
-pub(super) async fn sync_object<K>(
-    api: &Api<K>,
-    kind: &str,
-    name: &str,
-    desired: Option<&K>,
-    existing: Option<K>,
-    owner_uid: &str,
-) -> Result<(Change, Option<K>), Error>
-where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
-{
-    match desired {
-        Some(desired) => {
-            let want = desired.annotations().get(DESIRED_HASH);
-            if let Some(current) = &existing
-                && current.annotations().get(DESIRED_HASH) == want
-            {
-                return Ok((Change::Unchanged, existing));
-            }
-            let mut body = serde_json::to_value(desired).map_err(|source| Error::Build {
-                what: "applied object",
-                source,
-            })?;
-            clear_rolling_update_for_recreate(&mut body);
-            let written = api
-                .patch(
-                    name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-                .map_err(api_err(format!("apply {kind} {name}")))?;
-            Ok((Change::Applied, Some(written)))
-        }
-        None => {
-            let controlled = existing.as_ref().is_some_and(|o| {
-                o.owner_references()
-                    .iter()
-                    .any(|r| r.controller == Some(true) && r.uid == owner_uid)
-            });
-            if !controlled {
-                return Ok((Change::Unchanged, None));
-            }
-            api.delete(name, &DeleteParams::default())
-                .await
-                .map_err(api_err(format!("delete {kind} {name}")))?;
-            Ok((Change::Deleted, None))
-        }
-    }
-}
-
-/// A Deployment switched to `Recreate` must drop the `rollingUpdate` block the API server
-/// defaulted earlier, or the update is refused; an explicit null removes it in an apply.
-fn clear_rolling_update_for_recreate(body: &mut Value) {
-    if body["kind"] == "Deployment" && body["spec"]["strategy"]["type"] == "Recreate" {
-        body["spec"]["strategy"]["rollingUpdate"] = Value::Null;
-    }
-}
-
-/// Creates the immutable generated ConfigMap unless it exists (same name = same content).
-pub(super) async fn create_config_map(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<bool, Error> {
-    let name = cm.name_any();
-    if api
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read ConfigMap {name}")))?
-        .is_some()
+/// Writes `desired`. `current` is the Deployment read at the start of the reconcile.
+pub(super) async fn apply(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    desired: Desired,
+    current: Option<&Deployment>,
+) -> Result<Applied, ApiError> {
+    // Every field named: an object added to `Desired` must be placed in this order here.
+    let Desired {
+        config_map,
+        deployment,
+        service,
+        service_account,
+        pvc,
+        ca_bundle,
+        network_policy,
+        ingress,
+        route,
+        hpa,
+        pdb,
+        derived_secret,
+    } = desired;
+    let ns = cr.namespace().unwrap_or_default();
+    let uid = cr.uid().unwrap_or_default();
+    let client = &ctx.client;
+    // The ConfigMap the Pods mount: the generated one, or the user's `overrideConfig`.
+    let mounted_config = config_of(&deployment);
+    if let Some(cm) = &config_map
+        && create_config_map(&Api::namespaced(client.clone(), &ns), cm).await?
     {
-        return Ok(false);
+        ctx.metrics.config_generated();
     }
-    api.create(&PostParams::default(), cm)
-        .await
-        .map_err(api_err(format!("create ConfigMap {name}")))?;
-    Ok(true)
+    if let Some(secret) = &derived_secret {
+        ensure_derived_secret(&Api::<Secret>::namespaced(client.clone(), &ns), secret).await?;
+    }
+    let sa_name = builders::managed_service_account_name(cr);
+    ensure_in::<ServiceAccount>(client, &ns, &sa_name, service_account.as_ref(), &uid).await?;
+    let ca_name = builders::ca_bundle_name(cr);
+    ensure_in::<ConfigMap>(client, &ns, &ca_name, ca_bundle.as_ref(), &uid).await?;
+    let pvc_phase = match &pvc {
+        Some(pvc) => Some(ensure_pvc(&Api::namespaced(client.clone(), &ns), pvc).await?),
+        None => None,
+    };
+    let deployment = apply_deployment(cr, ctx, deployment, current).await?;
+    let service_name = builders::service_name(cr);
+    ensure_in::<Service>(client, &ns, &service_name, Some(&service), &uid).await?;
+    let policy_name = builders::network_policy_name(cr);
+    ensure_in::<NetworkPolicy>(client, &ns, &policy_name, network_policy.as_ref(), &uid).await?;
+    let route_url = expose(cr, ctx, ingress, route).await?;
+    let hpa_name = builders::hpa_name(cr);
+    ensure_in::<HorizontalPodAutoscaler>(client, &ns, &hpa_name, hpa.as_ref(), &uid).await?;
+    let pdb_name = builders::pdb_name(cr);
+    ensure_in::<PodDisruptionBudget>(client, &ns, &pdb_name, pdb.as_ref(), &uid).await?;
+    if let Some(deployment) = &deployment {
+        prune_when_rollout_settles(cr, ctx, deployment, &mounted_config).await?;
+    }
+    Ok(Applied {
+        deployment,
+        pvc_phase,
+        route_url,
+    })
 }
 
-/// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
-/// server refuses it anyway). Returns the claim's phase (`Pending` right after creation).
-pub(super) async fn ensure_pvc(
-    api: &Api<PersistentVolumeClaim>,
-    desired: &PersistentVolumeClaim,
-) -> Result<String, Error> {
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    let name = desired.name_any();
-    let size = |p: &PersistentVolumeClaim| -> Option<Quantity> {
-        p.spec
-            .as_ref()?
-            .resources
-            .as_ref()?
-            .requests
-            .as_ref()?
-            .get("storage")
-            .cloned()
-    };
-    match api
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read PersistentVolumeClaim {name}")))?
-    {
-        None => {
-            api.create(&PostParams::default(), desired)
-                .await
-                .map_err(api_err(format!("create PersistentVolumeClaim {name}")))?;
-            Ok("Pending".to_owned())
-        }
-        Some(current) => {
-            let phase = current
-                .status
-                .as_ref()
-                .and_then(|st| st.phase.clone())
-                .unwrap_or_else(|| "Pending".to_owned());
-            let (Some(have), Some(want)) = (
-                size(&current).and_then(|q| bytes(&q.0)),
-                size(desired).and_then(|q| bytes(&q.0)),
-            ) else {
-                return Ok(phase);
-            };
-            // The API server lets a claim grow only once it is bound (and its class allows it).
-            if want > have && phase == "Bound" {
-                let patch = json!({"spec": {"resources": {"requests": {"storage": size(desired).map(|q| q.0)}}}});
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_err(format!("grow PersistentVolumeClaim {name}")))?;
-            }
-            Ok(phase)
+/// Applies the Deployment when its desired hash changed, with an Event saying what rolls out.
+async fn apply_deployment(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    desired: Deployment,
+    current: Option<&Deployment>,
+) -> Result<Option<Deployment>, ApiError> {
+    let ns = cr.namespace().unwrap_or_default();
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let (change, deployment) = sync_object(
+        &deployments,
+        "Deployment",
+        &cr.name_any(),
+        Some(&desired),
+        current.cloned(),
+        &cr.uid().unwrap_or_default(),
+    )
+    .await?;
+    if change == Change::Applied {
+        ctx.metrics.rollout();
+        let reason = match current {
+            Some(_) => Reason::RolloutStarted,
+            None => Reason::Created,
+        };
+        let note = format!(
+            "Deployment {} applied with image {} and config {}",
+            cr.name_any(),
+            image_of(&desired),
+            config_of(&desired)
+        );
+        events::publish(ctx, cr, EventType::Normal, reason, note).await;
+    }
+    Ok(deployment)
+}
+
+/// Applies the Ingress, or the Route where the cluster serves Routes; returns the URL.
+async fn expose(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    ingress: Option<Ingress>,
+    route: Option<DynamicObject>,
+) -> Result<Option<String>, ApiError> {
+    let ns = cr.namespace().unwrap_or_default();
+    let uid = cr.uid().unwrap_or_default();
+    let name = builders::ingress_name(cr);
+    let (_, ingress) =
+        ensure_in::<Ingress>(&ctx.client, &ns, &name, ingress.as_ref(), &uid).await?;
+    let mut url = ingress.as_ref().and_then(ingress_url);
+    if ctx.routes_available() {
+        let routes: Api<DynamicObject> =
+            Api::namespaced_with(ctx.client.clone(), &ns, &builders::route_resource());
+        let (_, route) = ensure(&routes, "Route", &name, route.as_ref(), &uid).await?;
+        if let Some(host) = route.as_ref().and_then(|r| r.data["spec"]["host"].as_str()) {
+            url = Some(format!("https://{host}"));
         }
     }
+    Ok(url)
 }
 
-/// Bytes of a storage quantity (`10Gi`, `500M`, `1073741824`); `None` when not understood.
-fn bytes(quantity: &str) -> Option<u128> {
-    let split = quantity
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(quantity.len());
-    let (number, suffix) = quantity.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor: f64 = match suffix {
-        "" => 1.0,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        _ => return None,
-    };
-    Some((number * factor) as u128)
+fn image_of(d: &Deployment) -> String {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
 }
 
-/// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
-/// ReplicaSet still mounts (a rollout in progress).
-pub(super) async fn prune_config_maps(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    current: &str,
-) -> Result<(), Error> {
-    let selector =
-        format!("app.kubernetes.io/instance={name},app.kubernetes.io/managed-by={FIELD_MANAGER}");
-    let lp = ListParams::default().labels(&selector);
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    let mut generated: Vec<ConfigMap> = cms
-        .list(&lp)
-        .await
-        .map_err(api_err(format!("list ConfigMaps of {ns}/{name}")))?
-        .items
-        .into_iter()
-        .filter(|c| c.name_any().starts_with(&format!("{name}-config-")))
-        .collect();
-    if generated.len() <= KEEP_CONFIG_MAPS {
+fn config_of(d: &Deployment) -> String {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.volumes.as_ref())
+        .and_then(|v| v.iter().find(|v| v.name == builders::volumes::CONFIG))
+        .and_then(|v| v.config_map.as_ref())
+        .map(|c| c.name.clone())
+        .unwrap_or_default()
+}
+
+/// `http://<host or load balancer>` of an Ingress; empty until it has an address.
+fn ingress_url(ingress: &Ingress) -> Option<String> {
+    let lb = ingress
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .and_then(|l| l.first())
+        .and_then(|l| l.hostname.clone().or_else(|| l.ip.clone()));
+    let host = ingress
+        .spec
+        .as_ref()
+        .and_then(|s| s.rules.as_ref())
+        .and_then(|r| r.first())
+        .and_then(|r| r.host.clone());
+    Some(
+        host.or(lb)
+            .map(|h| format!("http://{h}"))
+            .unwrap_or_default(),
+    )
+}
+
+/// Prunes generated ConfigMaps once per settled rollout (not on every resync: a LIST of
+/// ConfigMaps and ReplicaSets per object per resync would dominate a large cluster's load).
+async fn prune_when_rollout_settles(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    deployment: &Deployment,
+    config_map: &str,
+) -> Result<(), ApiError> {
+    let generation = deployment.metadata.generation.unwrap_or_default();
+    let settled = deployment.status.as_ref().is_some_and(|s| {
+        s.observed_generation == Some(generation) && s.replicas == s.updated_replicas
+    });
+    let key = cr.uid().unwrap_or_default();
+    if !ctx.needs_prune(&key, (generation, settled)) {
         return Ok(());
     }
-    let in_use: Vec<String> = Api::<ReplicaSet>::namespaced(client.clone(), ns)
-        .list(&lp)
-        .await
-        .map_err(api_err(format!("list ReplicaSets of {ns}/{name}")))?
-        .items
-        .iter()
-        .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) > 0)
-        .flat_map(|rs| {
-            rs.spec
-                .iter()
-                .flat_map(|s| s.template.iter())
-                .flat_map(|t| t.spec.iter())
-                .flat_map(|p| p.volumes.iter().flatten())
-        })
-        .filter_map(|v| v.config_map.as_ref().map(|c| c.name.clone()))
-        .collect();
-    // The current one first, then newest first (creation timestamps have one-second resolution).
-    generated.sort_by_key(|c| {
-        (
-            c.name_any() != current,
-            std::cmp::Reverse(c.metadata.creation_timestamp.clone().map(|t| t.0)),
-        )
-    });
-    for old in generated.iter().skip(KEEP_CONFIG_MAPS) {
-        let old_name = old.name_any();
-        if !in_use.contains(&old_name) {
-            cms.delete(&old_name, &DeleteParams::default())
-                .await
-                .map_err(api_err(format!("delete ConfigMap {ns}/{old_name}")))?;
-        }
-    }
+    let ns = cr.namespace().unwrap_or_default();
+    prune_config_maps(&ctx.client, &ns, &cr.name_any(), config_map).await?;
+    ctx.pruned(&key, (generation, settled));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{bytes, clear_rolling_update_for_recreate};
-    use serde_json::json;
-
-    #[test]
-    fn storage_quantities_compare_in_bytes() {
-        assert_eq!(bytes("10Gi"), Some(10 * 1024 * 1024 * 1024));
-        assert_eq!(bytes("500M"), Some(500_000_000));
-        assert_eq!(bytes("1073741824"), Some(1 << 30));
-        assert!(bytes("1.5Gi") > bytes("1Gi"));
-        assert_eq!(bytes("10Zz"), None);
-    }
-
-    #[test]
-    fn only_a_recreate_deployment_drops_rolling_update() {
-        let mut recreate =
-            json!({"kind": "Deployment", "spec": {"strategy": {"type": "Recreate"}}});
-        clear_rolling_update_for_recreate(&mut recreate);
-        assert_eq!(
-            recreate["spec"]["strategy"],
-            json!({"type": "Recreate", "rollingUpdate": null})
-        );
-        let mut rolling = json!({"kind": "Deployment", "spec": {}});
-        clear_rolling_update_for_recreate(&mut rolling);
-        assert_eq!(rolling, json!({"kind": "Deployment", "spec": {}}));
-    }
 }

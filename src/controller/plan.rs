@@ -4,12 +4,13 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::ResourceExt;
 use kube::api::Api;
-use llama_stack_resolver::Distribution;
 use llama_stack_resolver::keyring::Keyring;
+use llama_stack_resolver::{Distribution, FailureKind};
 
 use super::Context;
+use super::builders::{self, config_map_name};
+use crate::api::conditions::Reason;
 use crate::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
-use crate::cli::render::config_map_name;
 use crate::config::{GenerateError, ProviderTable, generate};
 
 /// The outcome of the config half of a reconcile.
@@ -29,9 +30,20 @@ pub(super) struct Planned {
 
 /// Why no config could be planned: the condition reason and message, and the image resolved.
 pub(super) struct Failure {
-    pub(super) reason: &'static str,
+    pub(super) reason: Reason,
     pub(super) message: String,
     pub(super) image: Option<String>,
+}
+
+/// The status reason of a resolution failure.
+fn resolve_failure_reason(kind: FailureKind) -> Reason {
+    match kind {
+        FailureKind::BaseConfigRequired => Reason::BaseConfigRequired,
+        FailureKind::UnsupportedConfigVersion => Reason::UnsupportedConfigVersion,
+        FailureKind::InvalidDistribution => Reason::InvalidDistribution,
+        FailureKind::Registry => Reason::RegistryError,
+        FailureKind::InvalidBaseConfig => Reason::InvalidBaseConfig,
+    }
 }
 
 /// Resolve + generate.
@@ -41,7 +53,7 @@ pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<P
         (None, Some(image)) => Distribution::Image(image.clone()),
         (None, None) => {
             return Err(Failure {
-                reason: "ConfigGenerationFailed",
+                reason: Reason::ConfigGenerationFailed,
                 message: "spec.distribution: set name or image".to_owned(),
                 image: None,
             });
@@ -54,7 +66,7 @@ pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<P
         .resolve(&distribution, &keyring)
         .await
         .map_err(|e| Failure {
-            reason: e.reason(),
+            reason: resolve_failure_reason(e.kind()),
             message: e.to_string(),
             image: None,
         })?;
@@ -69,11 +81,11 @@ pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<P
     let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
         .map_err(|e| {
             let (reason, message) = match e {
-                GenerateError::BaseConfig(m) if m.contains("Unsupported config.yaml version") => {
-                    ("UnsupportedConfigVersion", m)
+                GenerateError::UnsupportedVersion(inner) => {
+                    (Reason::UnsupportedConfigVersion, inner.to_string())
                 }
                 other => (
-                    "ConfigGenerationFailed",
+                    Reason::ConfigGenerationFailed,
                     format!("Failed to generate config.yaml: {other}"),
                 ),
             };
@@ -111,7 +123,7 @@ async fn pull_keyring(
     use llama_stack_resolver::pull_secret::add_pull_secret;
     let ns = cr.namespace().unwrap_or_default();
     let fail = |message: String| Failure {
-        reason: "RegistryError",
+        reason: Reason::RegistryError,
         message,
         image: None,
     };
@@ -164,7 +176,7 @@ async fn pull_keyring(
     Ok((keyring, names))
 }
 
-/// User story 6: the user's ConfigMap is the config, as is; its content hash rolls the Pods on edits.
+/// `overrideConfig`: the user's ConfigMap is the config, as is; its content hash rolls the Pods on edits.
 async fn override_config(
     cr: &LlamaStackDistribution,
     ctx: &Context,
@@ -173,7 +185,7 @@ async fn override_config(
 ) -> Result<Planned, Failure> {
     let ns = cr.namespace().unwrap_or_default();
     let fail = |message: String| Failure {
-        reason: "ConfigGenerationFailed",
+        reason: Reason::ConfigGenerationFailed,
         message,
         image: Some(resolution.image.clone()),
     };
@@ -224,14 +236,14 @@ async fn override_config(
 
 /// What can be checked about external providers before any Pod exists: the operator knows its
 /// own image (its binary runs the in-Pod steps), and no provider ID is used twice, neither by two
-/// external providers (spec 001 FR-020) nor by an external and an inline provider (FR-009).
+/// external providers nor by an external and an inline provider.
 fn check_external_providers(cr: &LlamaStackDistribution, ctx: &Context) -> Result<(), Failure> {
-    let external = super::builders::external::of(cr);
+    let external = builders::external::of(cr);
     if external.is_empty() {
         return Ok(());
     }
     let fail = |message: String| Failure {
-        reason: "ExternalProviderInvalid",
+        reason: Reason::ExternalProviderInvalid,
         message,
         image: None,
     };

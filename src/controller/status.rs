@@ -1,150 +1,362 @@
-//! Status conditions (pure): `lastTransitionTime` changes only when a condition's status
-//! changes, and the phase follows from the conditions.
+//! The status step: what the other steps found, as conditions, a phase and the status fields;
+//! written (with Events for the transitions) only when something differs from what is stored.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
 
-use crate::api::common::DistributionPhase;
+use super::apply::Applied;
+use super::builders::{self, FIELD_MANAGER};
+use super::conditions::{Blocked, Conditions, phase};
+use super::external_status::{newest, provider_statuses};
+use super::plan::{Failure, Planned};
+use super::{ApiError, Context, api_err, events};
+use crate::api::common::{DistributionPhase, ExternalProviderPhase};
+use crate::api::conditions::{ConditionType, Reason};
+use crate::api::v1alpha2::{
+    ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus,
+    ResolvedDistributionStatus,
+};
 
-/// The conditions of one reconcile, starting from the stored ones.
-#[derive(Clone, Debug)]
-pub struct Conditions {
-    previous: Vec<Condition>,
-    current: Vec<Condition>,
-    generation: Option<i64>,
+/// The status being assembled during one reconcile, starting from the stored one.
+pub(super) struct Report {
+    previous: LlamaStackDistributionStatus,
+    status: LlamaStackDistributionStatus,
+    conditions: Conditions,
 }
 
-impl Conditions {
-    /// Starts from the stored conditions, for the object's `generation`.
-    pub fn new(previous: &[Condition], generation: Option<i64>) -> Self {
+impl Report {
+    /// Starts from the status `cr` carries.
+    pub(super) fn new(cr: &LlamaStackDistribution) -> Self {
+        let previous = cr.status.clone().unwrap_or_default();
+        let conditions = Conditions::new(
+            previous.conditions.as_deref().unwrap_or_default(),
+            cr.metadata.generation,
+        );
         Self {
-            previous: previous.to_vec(),
-            current: previous.to_vec(),
-            generation,
+            status: previous.clone(),
+            previous,
+            conditions,
         }
     }
 
-    /// Sets a condition, keeping its transition time when the status is unchanged.
-    pub fn set(&mut self, type_: &str, ok: bool, reason: &str, message: impl Into<String>) {
-        let status = if ok { "True" } else { "False" };
-        let last_transition_time = self
-            .previous
-            .iter()
-            .find(|c| c.type_ == type_ && c.status == status)
-            .map(|c| c.last_transition_time.clone())
-            .unwrap_or_else(|| Time(jiff::Timestamp::now()));
-        self.current.retain(|c| c.type_ != type_);
-        self.current.push(Condition {
-            type_: type_.to_owned(),
-            status: status.to_owned(),
-            reason: reason.to_owned(),
-            message: message.into(),
-            last_transition_time,
-            observed_generation: self.generation,
+    /// Records a problem the user must fix.
+    pub(super) fn block(&mut self, blocked: Blocked) {
+        self.conditions.block(blocked);
+    }
+
+    /// Why no config could be planned. When the image a name resolves to changed (an operator
+    /// upgrade) and its base config does not take the spec, says so: the running Deployment is
+    /// kept, and the user must adapt the spec or pin the old image.
+    pub(super) fn plan_failed(&self, failure: Failure, has_deployment: bool) -> Blocked {
+        let running = self
+            .status
+            .resolved_distribution
+            .as_ref()
+            .and_then(|r| r.image.as_deref());
+        let upgraded = failure.reason == Reason::ConfigGenerationFailed
+            && has_deployment
+            && matches!((running, failure.image.as_deref()), (Some(old), Some(new)) if old != new);
+        let (reason, message) = if upgraded {
+            (
+                Reason::UpgradeConfigFailure,
+                format!(
+                    "Config generation failed after operator upgrade: {}",
+                    failure.message
+                ),
+            )
+        } else {
+            (failure.reason, failure.message)
+        };
+        Blocked::spec(ConditionType::ConfigGenerated, reason, message)
+    }
+
+    /// Every referenced Secret was found.
+    pub(super) fn secrets_resolved(&mut self, count: usize) {
+        self.conditions.set(
+            ConditionType::SecretsResolved,
+            true,
+            Reason::AllSecretsFound,
+            format!("Resolved {count} secret references"),
+        );
+    }
+
+    /// The config half of the status after a successful apply.
+    pub(super) fn config_applied(&mut self, cr: &LlamaStackDistribution, planned: &Planned) {
+        let counts = format!(
+            "{} providers and {} models",
+            planned.generated.provider_count, planned.generated.resource_count
+        );
+        let message = match &planned.stale {
+            Some(why) => format!(
+                "Generated config.yaml with {counts} (registry unreachable, using {}: {why})",
+                planned.image
+            ),
+            None => format!("Generated config.yaml with {counts}"),
+        };
+        let conditions = &mut self.conditions;
+        conditions.set(
+            ConditionType::ConfigGenerated,
+            true,
+            Reason::ConfigGenerationSucceeded,
+            message,
+        );
+        let cm_name = planned.config_map.clone();
+        conditions.set(
+            ConditionType::DeploymentUpdated,
+            true,
+            Reason::DeploymentUpdateSucceeded,
+            format!("Deployment {} updated with config {cm_name}", cr.name_any()),
+        );
+        let generated_at = match &self.status.config_generation {
+            Some(g) if g.config_map_name.as_ref() == Some(&cm_name) => g.generated_at.clone(),
+            _ => Some(Time(jiff::Timestamp::now())),
+        };
+        self.status.config_generation = Some(ConfigGenerationStatus {
+            config_map_name: Some(cm_name),
+            generated_at,
+            provider_count: i32::try_from(planned.generated.provider_count).ok(),
+            resource_count: i32::try_from(planned.generated.resource_count).ok(),
+            config_version: i32::try_from(planned.generated.config_version).ok(),
+        });
+        self.status.resolved_distribution = Some(ResolvedDistributionStatus {
+            image: Some(planned.image.clone()),
+            config_source: Some(planned.source),
+            config_hash: Some(planned.base_hash.clone()),
         });
     }
 
-    /// Drops a condition that no longer applies (e.g. `StorageReady` once storage is removed).
-    pub fn remove(&mut self, type_: &str) {
-        self.current.retain(|c| c.type_ != type_);
-    }
-
-    /// Whether a condition is present and `False`.
-    pub fn is_false(&self, type_: &str) -> bool {
-        self.failure_reason_of(type_).is_some()
-    }
-
-    /// Conditions whose status or reason differ from the stored ones (worth an Event).
-    pub fn changed(&self) -> Vec<&Condition> {
-        self.current
+    /// `status.externalProviders[]` and `ExternalProvidersReady` from the newest server Pod;
+    /// `None` when the resource has no external providers.
+    pub(super) fn external_providers(&mut self, cr: &LlamaStackDistribution, pods: Option<&[Pod]>) {
+        let Some(pods) = pods else {
+            self.status.external_providers = None;
+            self.conditions
+                .remove(ConditionType::ExternalProvidersReady);
+            return;
+        };
+        let providers = builders::external::of(cr);
+        let previous = self.status.external_providers.clone().unwrap_or_default();
+        let statuses = provider_statuses(&providers, newest(pods), &previous);
+        let ready = statuses
             .iter()
-            .filter(|c| {
-                !self
-                    .previous
-                    .iter()
-                    .any(|p| p.type_ == c.type_ && p.status == c.status && p.reason == c.reason)
-            })
-            .collect()
-    }
-
-    /// The reason of a condition that is `False`.
-    pub fn failure_reason_of(&self, type_: &str) -> Option<&str> {
-        self.current
+            .filter(|s| s.phase == ExternalProviderPhase::Ready)
+            .count();
+        let failed = statuses
             .iter()
-            .find(|c| c.type_ == type_ && c.status == "False")
-            .map(|c| c.reason.as_str())
+            .find(|s| s.phase == ExternalProviderPhase::Failed);
+        let (ok, reason, message) = match failed {
+            Some(failed) => (
+                false,
+                Reason::ExternalProviderFailed,
+                failed.message.clone().unwrap_or_default(),
+            ),
+            None if ready == statuses.len() => (
+                true,
+                Reason::ExternalProvidersReady,
+                format!("{ready} external provider(s) installed and validated"),
+            ),
+            None => (
+                false,
+                Reason::ExternalProvidersInstalling,
+                format!("{ready} of {} external provider(s) ready", statuses.len()),
+            ),
+        };
+        self.conditions
+            .set(ConditionType::ExternalProvidersReady, ok, reason, message);
+        self.status.external_providers = Some(statuses);
     }
 
-    /// The reason of the first `False` spec condition (for metrics).
-    pub fn failure_reason(&self) -> Option<String> {
-        [
-            "ConfigGenerated",
-            "SecretsResolved",
-            "ExternalProvidersReady",
-        ]
-        .iter()
-        .find_map(|t| self.failure_reason_of(t))
-        .map(str::to_owned)
+    /// Readiness and the workload conditions from the Deployment (the one applied, or the one
+    /// kept when the reconcile was blocked) and, when the apply ran, what it wrote. Returns
+    /// whether the stack is Ready.
+    pub(super) fn workload(
+        &mut self,
+        cr: &LlamaStackDistribution,
+        deployment: Option<&Deployment>,
+        applied: Option<&Applied>,
+    ) -> bool {
+        let replicas = Replicas::of(deployment);
+        let ready = replicas.record(&mut self.conditions);
+        if applied.is_some() {
+            self.conditions.set(
+                ConditionType::ServiceReady,
+                true,
+                Reason::ServiceReady,
+                "Service is ready",
+            );
+        }
+        self.storage(cr, applied.and_then(|a| a.pvc_phase.as_deref()));
+        self.status.available_replicas = Some(replicas.available);
+        self.status.service_url = deployment.map(|_| service_url(cr));
+        let route_url = applied.and_then(|a| a.route_url.clone());
+        if applied.is_some() {
+            self.status.route_url = route_url;
+        }
+        ready
     }
 
-    /// The conditions, sorted by type (a stable order: no status write for a reordering).
-    pub fn into_sorted(mut self) -> Vec<Condition> {
-        self.current.sort_by(|a, b| a.type_.cmp(&b.type_));
-        self.current
+    fn storage(&mut self, cr: &LlamaStackDistribution, pvc_phase: Option<&str>) {
+        let wanted = cr
+            .spec
+            .workload
+            .as_ref()
+            .and_then(|w| w.storage.as_ref())
+            .is_some();
+        match pvc_phase {
+            None if !wanted => self.conditions.remove(ConditionType::StorageReady),
+            None => {}
+            Some("Bound") => self.conditions.set(
+                ConditionType::StorageReady,
+                true,
+                Reason::StorageReady,
+                "Storage is ready",
+            ),
+            Some(phase) => self.conditions.set(
+                ConditionType::StorageReady,
+                false,
+                Reason::StorageNotBound,
+                format!("PVC {} is not bound: {phase}", builders::pvc_name(cr)),
+            ),
+        }
+    }
+
+    /// Sets the phase, publishes Events for the transitions and writes the status when it
+    /// differs from the stored one. Returns the reason recorded in the metrics (the phase, or
+    /// why it failed).
+    pub(super) async fn publish(
+        mut self,
+        cr: &LlamaStackDistribution,
+        ctx: &Context,
+        has_deployment: bool,
+        ready: bool,
+    ) -> Result<String, ApiError> {
+        let phase = phase(&self.conditions, has_deployment, ready);
+        let reason = match phase {
+            DistributionPhase::Failed => self
+                .conditions
+                .failure_reason()
+                .unwrap_or_else(|| "Failed".to_owned()),
+            other => format!("{other:?}"),
+        };
+        self.status.phase = Some(phase);
+        self.status.observed_generation = cr.metadata.generation;
+        events::condition_changes(ctx, cr, &self.conditions).await;
+        self.status.conditions = Some(self.conditions.into_sorted());
+        if self.status != self.previous {
+            write(ctx, cr, &self.status).await?;
+        }
+        Ok(reason)
     }
 }
 
-/// Failed when the spec cannot be served, else Pending without a Deployment, Ready when every
-/// desired replica is available, else Initializing.
-pub fn phase(conditions: &Conditions, has_deployment: bool, ready: bool) -> DistributionPhase {
-    let failed = ["ConfigGenerated", "SecretsResolved"]
-        .iter()
-        .any(|t| conditions.is_false(t))
-        || conditions.failure_reason_of("ExternalProvidersReady") == Some("ExternalProviderFailed");
-    if failed {
-        DistributionPhase::Failed
-    } else if !has_deployment {
-        DistributionPhase::Pending
-    } else if ready {
-        DistributionPhase::Ready
-    } else {
-        DistributionPhase::Initializing
+/// The replica counts of a Deployment, as the conditions judge them.
+struct Replicas {
+    /// The Deployment's own count: under an HPA, the autoscaler's choice.
+    desired: i32,
+    available: i32,
+    updated: i32,
+    ready: i32,
+    exists: bool,
+}
+
+impl Replicas {
+    fn of(deployment: Option<&Deployment>) -> Self {
+        let desired = deployment
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.replicas)
+            .unwrap_or(1);
+        let st = deployment.and_then(|d| d.status.as_ref());
+        Self {
+            desired,
+            available: st.and_then(|s| s.available_replicas).unwrap_or(0),
+            updated: st.and_then(|s| s.updated_replicas).unwrap_or(0),
+            ready: st.and_then(|s| s.ready_replicas).unwrap_or(0),
+            exists: deployment.is_some(),
+        }
+    }
+
+    /// Sets `Available`, `DeploymentReady` and `HealthCheck`; returns whether it is Ready.
+    fn record(&self, conditions: &mut Conditions) -> bool {
+        let Self {
+            desired,
+            available,
+            updated,
+            ready: ready_count,
+            exists,
+        } = *self;
+        let available_ok = exists && desired > 0 && available >= desired;
+        let ready = available_ok && updated >= desired;
+        let reason = if available_ok {
+            Reason::MinimumReplicasAvailable
+        } else {
+            Reason::ReplicasUnavailable
+        };
+        let message = format!("{available}/{desired} replicas available");
+        conditions.set(ConditionType::Available, available_ok, reason, message);
+        let (reason, message) = match (exists, ready) {
+            (_, true) => (Reason::DeploymentReady, "Deployment is ready".to_owned()),
+            (false, _) => (
+                Reason::DeploymentPending,
+                "Deployment is pending".to_owned(),
+            ),
+            (true, false) => (
+                Reason::DeploymentScaling,
+                format!(
+                    "Deployment is scaling: {ready_count}/{desired} replicas ready, {updated} updated"
+                ),
+            ),
+        };
+        conditions.set(ConditionType::DeploymentReady, ready, reason, message);
+        // Pods are Ready only while their readiness probe on /v1/health passes.
+        let (reason, message) = if ready_count > 0 {
+            (
+                Reason::HealthCheckPassed,
+                format!("/v1/health passes on {ready_count} replicas"),
+            )
+        } else {
+            (
+                Reason::HealthCheckFailed,
+                "no replica passes /v1/health yet".to_owned(),
+            )
+        };
+        conditions.set(ConditionType::HealthCheck, ready_count > 0, reason, message);
+        ready
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The in-cluster URL of the server.
+fn service_url(cr: &LlamaStackDistribution) -> String {
+    let ns = cr.namespace().unwrap_or_default();
+    let port = cr
+        .spec
+        .networking
+        .as_ref()
+        .map_or(builders::DEFAULT_PORT, |n| n.port);
+    format!(
+        "http://{}.{ns}.svc.cluster.local:{port}",
+        builders::service_name(cr)
+    )
+}
 
-    #[test]
-    fn transition_time_is_kept_while_the_status_stays() {
-        let mut first = Conditions::new(&[], Some(1));
-        first.set("Available", false, "ReplicasUnavailable", "0/1");
-        let stored = first.into_sorted();
-        let mut second = Conditions::new(&stored, Some(2));
-        second.set("Available", false, "ReplicasUnavailable", "0/1 still");
-        assert!(
-            second.changed().is_empty(),
-            "same status and reason: no event"
-        );
-        let kept = second.into_sorted();
-        assert_eq!(kept[0].last_transition_time, stored[0].last_transition_time);
-        assert_eq!(kept[0].observed_generation, Some(2));
-        assert_eq!(kept[0].message, "0/1 still");
-
-        let mut third = Conditions::new(&kept, Some(2));
-        third.set("Available", true, "MinimumReplicasAvailable", "1/1");
-        assert_eq!(third.changed().len(), 1);
-    }
-
-    #[test]
-    fn phase_prefers_failure_then_presence_then_readiness() {
-        let mut c = Conditions::new(&[], None);
-        assert_eq!(phase(&c, false, false), DistributionPhase::Pending);
-        assert_eq!(phase(&c, true, false), DistributionPhase::Initializing);
-        assert_eq!(phase(&c, true, true), DistributionPhase::Ready);
-        c.set("SecretsResolved", false, "SecretNotFound", "x");
-        assert_eq!(phase(&c, true, true), DistributionPhase::Failed);
-        c.remove("SecretsResolved");
-        assert_eq!(phase(&c, true, true), DistributionPhase::Ready);
-    }
+async fn write(
+    ctx: &Context,
+    cr: &LlamaStackDistribution,
+    status: &LlamaStackDistributionStatus,
+) -> Result<(), ApiError> {
+    let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
+    let patch = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "status": status});
+    llsds
+        .patch_status(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(api_err(format!("update the status of {ns}/{name}")))?;
+    Ok(())
 }

@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::report::ProviderReport;
-use crate::config::apis;
+use crate::api::apis;
 use crate::config::merge::{ProviderPackage, metadata_api, parse_provider_package};
 
 /// Largest metadata file read.

@@ -130,7 +130,7 @@ async fn validate_handler(
     if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())
         && verdict.errors.is_empty()
     {
-        let refs = references::references(&object);
+        let refs = crate::api::references::of_object(&object);
         verdict
             .warnings
             .extend(references::check(client, namespace, &refs).await);

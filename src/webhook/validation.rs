@@ -186,6 +186,9 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
         Err(GenerateError::BaseConfig(message)) => {
             err(&mut verdict.errors, "spec.distribution", message)
         }
+        Err(GenerateError::UnsupportedVersion(error)) => {
+            err(&mut verdict.errors, "spec.distribution", error.to_string())
+        }
     }
     verdict
 }

@@ -8,7 +8,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use serde_json::json;
 
-use super::{metadata, name_of, stamped};
+use super::{BuildError, labels, metadata, name_of, stamped};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// Key of the managed bundle (and the default source key).
@@ -98,12 +98,9 @@ fn pem(der: &[u8]) -> String {
     out
 }
 
-pub(super) fn config_map(
-    cr: &LlamaStackDistribution,
-    pem: &str,
-) -> Result<ConfigMap, serde_json::Error> {
+pub(super) fn config_map(cr: &LlamaStackDistribution, pem: &str) -> Result<ConfigMap, BuildError> {
     let mut meta = metadata(cr, &ca_bundle_name(cr));
-    meta["labels"]["app.kubernetes.io/component"] = json!("ca-bundle");
+    meta["labels"][labels::COMPONENT] = json!("ca-bundle");
     stamped(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": meta,

@@ -9,43 +9,17 @@ use crate::external::{
     MERGED_DIR, PROVIDERS_DIR, TERMINATION_LOG, TOOLS_DIR, install_container_name,
 };
 
-use super::workload::CONFIG_DIR;
-
-/// Label of server Pods that install external providers (the operator watches only those).
-pub const POD_LABEL: &str = "llamastack.io/external-providers";
+use super::names::{CONFIG_DIR, volumes};
 
 /// Python packages installed for the providers (prepended to the server's PYTHONPATH).
 pub const PYTHON_PACKAGES: &str = "/opt/llama-stack/external-providers/python-packages";
-
-/// External providers in CRD order (section by section as the API lists them, then list order),
-/// with the CRD section name.
-pub fn ordered(spec: &ExternalProvidersSpec) -> Vec<(&'static str, &ExternalProviderRef)> {
-    // `agents` and `postTraining` are refused by the API server (removed in llama-stack 0.7).
-    let sections: [(&'static str, &Option<Vec<ExternalProviderRef>>); 11] = [
-        ("inference", &spec.inference),
-        ("safety", &spec.safety),
-        ("responses", &spec.responses),
-        ("batches", &spec.batches),
-        ("vectorIo", &spec.vector_io),
-        ("datasetIo", &spec.dataset_io),
-        ("scoring", &spec.scoring),
-        ("eval", &spec.eval),
-        ("toolRuntime", &spec.tool_runtime),
-        ("files", &spec.files),
-        ("fileProcessors", &spec.file_processors),
-    ];
-    sections
-        .into_iter()
-        .flat_map(|(name, list)| list.iter().flatten().map(move |p| (name, p)))
-        .collect()
-}
 
 /// The external providers of `cr`, if any.
 pub fn of(cr: &LlamaStackDistribution) -> Vec<(&'static str, &ExternalProviderRef)> {
     cr.spec
         .external_providers
         .as_ref()
-        .map(ordered)
+        .map(ExternalProvidersSpec::ordered)
         .unwrap_or_default()
 }
 
@@ -70,6 +44,30 @@ fn step(
     })
 }
 
+/// The volume mounts the steps use.
+struct Mounts {
+    tools: Value,
+    shared: Value,
+    merged: Value,
+    config: Value,
+}
+
+impl Mounts {
+    fn new() -> Self {
+        Self {
+            tools: json!({"name": volumes::TOOLS, "mountPath": TOOLS_DIR}),
+            shared: json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": PROVIDERS_DIR}),
+            merged: json!({"name": volumes::MERGED_CONFIG, "mountPath": MERGED_DIR}),
+            config: json!({"name": volumes::CONFIG, "mountPath": CONFIG_DIR, "readOnly": true}),
+        }
+    }
+}
+
+/// A tool the first step copied to the shared tools volume.
+fn tool(name: &str) -> String {
+    format!("{TOOLS_DIR}/{name}")
+}
+
 /// Init containers: copy the tools (operator image), stage each provider (its image, CRD order),
 /// install the packages, merge the config, preflight (distribution image).
 pub fn init_containers(
@@ -81,111 +79,132 @@ pub fn init_containers(
     if providers.is_empty() {
         return Vec::new();
     }
-    let tools = json!({"name": "llso-tools", "mountPath": TOOLS_DIR});
-    let shared = json!({"name": "external-providers", "mountPath": PROVIDERS_DIR});
-    let merged = json!({"name": "merged-config", "mountPath": MERGED_DIR});
-    let config = json!({"name": "config", "mountPath": CONFIG_DIR, "readOnly": true});
-    let tool = |name: &str| format!("{TOOLS_DIR}/{name}");
-    let mut containers = vec![step(
-        "copy-tools",
-        operator_image,
-        vec![
-            "/usr/local/bin/llama-stack-operator".into(),
-            "install-tools".into(),
-            "--to".into(),
-            TOOLS_DIR.into(),
-        ],
-        json!([tools]),
-        "10m",
-        "64Mi",
-    )];
+    let mounts = Mounts::new();
+    let mut containers = vec![copy_tools(operator_image, &mounts)];
     for (order, (section, provider)) in providers.iter().enumerate() {
-        let name = install_container_name(&provider.provider_id);
-        let mut command = vec![
-            tool("llama-stack-operator"),
-            "stage-provider".into(),
-            format!("--provider-id={}", provider.provider_id),
-            format!("--api={section}"),
-            format!("--image={}", provider.image),
-            format!("--order={order}"),
-            format!("--init-container={name}"),
-            format!("--source={}", crate::external::PROVIDER_ROOT),
-            format!("--dest={PROVIDERS_DIR}"),
-            format!("--termination-log={TERMINATION_LOG}"),
-        ];
-        if let Some(config) = &provider.config {
-            command.push(format!("--config-json={}", Value::Object(config.clone())));
-        }
-        let mut container = step(
-            &name,
-            &provider.image,
-            command,
-            json!([tools, shared]),
-            "10m",
-            "64Mi",
-        );
-        container["imagePullPolicy"] = json!(match provider.image_pull_policy {
-            PullPolicy::Always => "Always",
-            PullPolicy::Never => "Never",
-            PullPolicy::IfNotPresent => "IfNotPresent",
-        });
-        containers.push(container);
+        containers.push(stage_provider(order, section, provider, &mounts));
     }
-    containers.push(step(
-        "install-packages",
-        image,
-        vec![
-            "python3".into(),
-            tool("install_providers.py"),
-            PROVIDERS_DIR.into(),
-            TERMINATION_LOG.into(),
-        ],
-        json!([tools, shared]),
-        "100m",
-        "512Mi",
-    ));
-    containers.push(step(
-        "merge-config",
-        image,
-        vec![
-            tool("llama-stack-operator"),
-            "merge-config".into(),
-            format!("--base={CONFIG_DIR}/config.yaml"),
-            format!("--metadata-dir={PROVIDERS_DIR}/metadata"),
-            format!("--output={MERGED_DIR}/config.yaml"),
-            format!("--extra-providers-output={MERGED_DIR}/extra-providers.yaml"),
-        ],
-        json!([tools, shared, merged, config]),
-        "10m",
-        "64Mi",
-    ));
-    let mut preflight = step(
-        "preflight",
-        image,
-        vec![
-            "python3".into(),
-            tool("preflight.py"),
-            PROVIDERS_DIR.into(),
-            format!("{MERGED_DIR}/config.yaml"),
-            TERMINATION_LOG.into(),
-        ],
-        json!([tools, shared, merged]),
-        "100m",
-        "512Mi",
-    );
-    preflight["env"] = json!([{"name": "PYTHONPATH", "value": PYTHON_PACKAGES}]);
-    containers.push(preflight);
+    containers.push(install_packages(image, &mounts));
+    containers.push(merge_config(image, &mounts));
+    containers.push(preflight(image, &mounts));
     containers
 }
 
-/// Volumes the steps share; `None` without external providers.
+/// Copies the operator's binary and the Python steps to the tools volume.
+fn copy_tools(operator_image: &str, mounts: &Mounts) -> Value {
+    let command = vec![
+        "/usr/local/bin/llama-stack-operator".into(),
+        "install-tools".into(),
+        "--to".into(),
+        TOOLS_DIR.into(),
+    ];
+    let volume_mounts = json!([mounts.tools]);
+    step(
+        "copy-tools",
+        operator_image,
+        command,
+        volume_mounts,
+        "10m",
+        "64Mi",
+    )
+}
+
+/// Validates one provider image's metadata and stages its wheels (runs in that image).
+fn stage_provider(
+    order: usize,
+    section: &str,
+    provider: &ExternalProviderRef,
+    mounts: &Mounts,
+) -> Value {
+    let name = install_container_name(&provider.provider_id);
+    let mut command = vec![
+        tool("llama-stack-operator"),
+        "stage-provider".into(),
+        format!("--provider-id={}", provider.provider_id),
+        format!("--api={section}"),
+        format!("--image={}", provider.image),
+        format!("--order={order}"),
+        format!("--init-container={name}"),
+        format!("--source={}", crate::external::PROVIDER_ROOT),
+        format!("--dest={PROVIDERS_DIR}"),
+        format!("--termination-log={TERMINATION_LOG}"),
+    ];
+    if let Some(config) = &provider.config {
+        command.push(format!("--config-json={}", Value::Object(config.clone())));
+    }
+    let volume_mounts = json!([mounts.tools, mounts.shared]);
+    let mut container = step(
+        &name,
+        &provider.image,
+        command,
+        volume_mounts,
+        "10m",
+        "64Mi",
+    );
+    container["imagePullPolicy"] = json!(match provider.image_pull_policy {
+        PullPolicy::Always => "Always",
+        PullPolicy::Never => "Never",
+        PullPolicy::IfNotPresent => "IfNotPresent",
+    });
+    container
+}
+
+/// Installs the staged wheels with the distribution image's Python.
+fn install_packages(image: &str, mounts: &Mounts) -> Value {
+    let command = vec![
+        "python3".into(),
+        tool("install_providers.py"),
+        PROVIDERS_DIR.into(),
+        TERMINATION_LOG.into(),
+    ];
+    let volume_mounts = json!([mounts.tools, mounts.shared]);
+    step(
+        "install-packages",
+        image,
+        command,
+        volume_mounts,
+        "100m",
+        "512Mi",
+    )
+}
+
+/// Merges the staged providers into the config.
+fn merge_config(image: &str, mounts: &Mounts) -> Value {
+    let command = vec![
+        tool("llama-stack-operator"),
+        "merge-config".into(),
+        format!("--base={CONFIG_DIR}/config.yaml"),
+        format!("--metadata-dir={PROVIDERS_DIR}/metadata"),
+        format!("--output={MERGED_DIR}/config.yaml"),
+        format!("--extra-providers-output={MERGED_DIR}/extra-providers.yaml"),
+    ];
+    let volume_mounts = json!([mounts.tools, mounts.shared, mounts.merged, mounts.config]);
+    step("merge-config", image, command, volume_mounts, "10m", "64Mi")
+}
+
+/// Imports every provider module the merged config names, before the server starts.
+fn preflight(image: &str, mounts: &Mounts) -> Value {
+    let command = vec![
+        "python3".into(),
+        tool("preflight.py"),
+        PROVIDERS_DIR.into(),
+        format!("{MERGED_DIR}/config.yaml"),
+        TERMINATION_LOG.into(),
+    ];
+    let volume_mounts = json!([mounts.tools, mounts.shared, mounts.merged]);
+    let mut container = step("preflight", image, command, volume_mounts, "100m", "512Mi");
+    container["env"] = json!([{"name": "PYTHONPATH", "value": PYTHON_PACKAGES}]);
+    container
+}
+
+/// Volumes the steps share; none without external providers.
 pub fn volumes(cr: &LlamaStackDistribution) -> Vec<Value> {
     if of(cr).is_empty() {
         return Vec::new();
     }
     vec![
-        json!({"name": "llso-tools", "emptyDir": {"sizeLimit": "256Mi"}}),
-        json!({"name": "external-providers", "emptyDir": {"sizeLimit": "4Gi"}}),
-        json!({"name": "merged-config", "emptyDir": {"sizeLimit": "16Mi"}}),
+        json!({"name": volumes::TOOLS, "emptyDir": {"sizeLimit": "256Mi"}}),
+        json!({"name": volumes::EXTERNAL_PROVIDERS, "emptyDir": {"sizeLimit": "4Gi"}}),
+        json!({"name": volumes::MERGED_CONFIG, "emptyDir": {"sizeLimit": "16Mi"}}),
     ]
 }

@@ -3,16 +3,21 @@
 //! operator wants, so an unchanged object is recognised without a write.
 
 mod ca_bundle;
+mod derived;
 pub mod external;
+mod names;
 mod network;
 mod scaling;
 mod workload;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Resource;
@@ -24,11 +29,13 @@ use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::config::GeneratedConfig;
 
 pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
+pub use derived::{derived_secret_key, derived_secret_name};
+pub use names::{CONFIG_DIR, DEFAULT_PORT, PORT_NAME, labels, volumes};
 pub use network::{ingress_name, network_policy_name, route_resource, service_name};
 pub use scaling::{hpa_name, minimum_replicas, pdb_name};
 pub use workload::{
-    CONFIG_DIR, DEFAULT_STORAGE_SIZE, config_map, deployment, managed_service_account_name,
-    persistent_volume_claim, pvc_name, service_account_name,
+    DEFAULT_STORAGE_SIZE, config_map, config_map_name, deployment, generated_config_map_prefix,
+    managed_service_account_name, persistent_volume_claim, pvc_name, service_account_name,
 };
 
 /// Field manager of every apply.
@@ -41,7 +48,28 @@ pub const SECRETS_HASH: &str = "llamastack.io/secrets-hash";
 pub const CA_BUNDLE_HASH: &str = "llamastack.io/ca-bundle-hash";
 /// Annotation carrying the hash of everything the operator applied to an object.
 pub const DESIRED_HASH: &str = "llamastack.io/desired-hash";
-const DEFAULT_PORT: i32 = 8321;
+
+/// Why an owned object could not be built. Always a bug in a builder, never the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The built JSON is not a valid object of its kind.
+    #[error("cannot build the {kind}")]
+    Invalid {
+        /// Kind of the object.
+        kind: &'static str,
+        /// Cause.
+        source: serde_json::Error,
+    },
+    /// The builder set a field the object's type does not have (a misspelt key), which the
+    /// conversion to the typed object would otherwise drop without a word.
+    #[error("the {kind} builder set {path}, which a {kind} does not have")]
+    UnknownField {
+        /// Kind of the object.
+        kind: &'static str,
+        /// JSON path of the field.
+        path: String,
+    },
+}
 
 /// What the builders need besides the resource itself.
 #[derive(Clone, Debug, Default)]
@@ -69,6 +97,8 @@ pub struct Inputs<'a> {
     /// The selector of a Deployment of the same name that already exists (immutable): kept, and
     /// its labels put on the Pods, so one made by the upstream operator is taken over in place.
     pub existing_selector: Option<&'a BTreeMap<String, String>>,
+    /// The parts of connection strings the server reads from the `<name>-derived` Secret.
+    pub derived: Option<&'a BTreeMap<String, ByteString>>,
 }
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".
@@ -96,10 +126,12 @@ pub struct Desired {
     pub hpa: Option<HorizontalPodAutoscaler>,
     /// When more than one replica runs (never blocks a drain of a single replica).
     pub pdb: Option<PodDisruptionBudget>,
+    /// The parts of connection strings (`<name>-derived`), when the config needs any.
+    pub derived_secret: Option<Secret>,
 }
 
 /// Builds every desired object.
-pub fn desired(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Desired, serde_json::Error> {
+pub fn desired(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Desired, BuildError> {
     let config_map = match (inputs.generated_config_map, inputs.generated) {
         (true, Some(generated)) => Some(config_map(cr, generated)?),
         _ => None,
@@ -121,6 +153,11 @@ pub fn desired(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Desired, 
         route,
         hpa: scaling::hpa(cr)?,
         pdb: scaling::pdb(cr)?,
+        derived_secret: inputs
+            .derived
+            .map(|data| derived::secret(cr, data))
+            .transpose()?
+            .flatten(),
     })
 }
 
@@ -128,22 +165,32 @@ fn name_of(cr: &LlamaStackDistribution) -> String {
     cr.metadata.name.clone().unwrap_or_default()
 }
 
-fn labels(cr: &LlamaStackDistribution) -> BTreeMap<String, String> {
+/// The labels of every owned object.
+fn common_labels(cr: &LlamaStackDistribution) -> BTreeMap<String, String> {
+    let mut labels = selector_labels(cr);
+    labels.insert(labels::MANAGED_BY.to_owned(), FIELD_MANAGER.to_owned());
+    labels
+}
+
+/// The labels that select the server Pods.
+fn selector_labels(cr: &LlamaStackDistribution) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (
-            "app.kubernetes.io/name".to_owned(),
-            "llama-stack".to_owned(),
-        ),
-        ("app.kubernetes.io/instance".to_owned(), name_of(cr)),
-        (
-            "app.kubernetes.io/managed-by".to_owned(),
-            FIELD_MANAGER.to_owned(),
-        ),
+        (labels::NAME.to_owned(), labels::APP.to_owned()),
+        (labels::INSTANCE.to_owned(), name_of(cr)),
     ])
 }
 
 fn selector(cr: &LlamaStackDistribution) -> Value {
-    json!({"app.kubernetes.io/name": "llama-stack", "app.kubernetes.io/instance": cr.metadata.name})
+    json!(selector_labels(cr))
+}
+
+/// The label selector of everything the operator made for the resource named `name`.
+pub fn owned_by_selector(name: &str) -> String {
+    format!(
+        "{}={name},{}={FIELD_MANAGER}",
+        labels::INSTANCE,
+        labels::MANAGED_BY
+    )
 }
 
 /// The controller owner reference; none for an object not yet stored (no uid, e.g. `render`).
@@ -158,22 +205,68 @@ fn owners(cr: &LlamaStackDistribution) -> Value {
 
 /// Standard metadata of an owned object.
 fn metadata(cr: &LlamaStackDistribution, name: &str) -> Value {
-    json!({"name": name, "namespace": cr.metadata.namespace, "labels": labels(cr), "ownerReferences": owners(cr)})
+    json!({"name": name, "namespace": cr.metadata.namespace, "labels": common_labels(cr), "ownerReferences": owners(cr)})
 }
 
 fn port(cr: &LlamaStackDistribution) -> i32 {
     cr.spec.networking.as_ref().map_or(DEFAULT_PORT, |n| n.port)
 }
 
-/// Converts to the typed object and adds [`DESIRED_HASH`]: the hash of its canonical form (the
-/// typed serialization, whose maps are sorted), so equal content always hashes equal, whatever
-/// order the builder inserted keys in.
-fn stamped<K>(object: Value) -> Result<K, serde_json::Error>
+/// Converts the builder's JSON to the typed object, refusing any field the type would drop.
+fn typed<K>(kind: &'static str, object: Value) -> Result<K, BuildError>
 where
-    K: DeserializeOwned + serde::Serialize + Resource,
+    K: DeserializeOwned + serde::Serialize,
 {
-    let mut typed: K = serde_json::from_value(object)?;
-    let canonical = serde_json::to_string(&typed)?;
+    let invalid = |source| BuildError::Invalid { kind, source };
+    let typed: K = serde_json::from_value(object.clone()).map_err(invalid)?;
+    let kept = serde_json::to_value(&typed).map_err(invalid)?;
+    match dropped_field(&object, &kept, "") {
+        Some(path) => Err(BuildError::UnknownField { kind, path }),
+        None => Ok(typed),
+    }
+}
+
+/// The path of the first field set (not null) in `built` that is missing from `kept`.
+fn dropped_field(built: &Value, kept: &Value, path: &str) -> Option<String> {
+    match (built, kept) {
+        (Value::Object(built), Value::Object(kept)) => built.iter().find_map(|(key, value)| {
+            let here = format!("{path}.{key}");
+            match kept.get(key) {
+                _ if value.is_null() => None,
+                None => Some(here),
+                Some(kept) => dropped_field(value, kept, &here),
+            }
+        }),
+        (Value::Array(built), Value::Array(kept)) => built
+            .iter()
+            .zip(kept)
+            .enumerate()
+            .find_map(|(i, (b, k))| dropped_field(b, k, &format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
+/// The typed object (checked by [`typed`]) with [`DESIRED_HASH`].
+fn stamped<K>(object: Value) -> Result<K, BuildError>
+where
+    K: DeserializeOwned + serde::Serialize + Resource<DynamicType = ()>,
+{
+    let kind = match K::kind(&()) {
+        std::borrow::Cow::Borrowed(kind) => kind,
+        std::borrow::Cow::Owned(_) => "object",
+    };
+    stamp(kind, typed(kind, object)?)
+}
+
+/// Adds [`DESIRED_HASH`]: the hash of the object's canonical form (the typed serialization,
+/// whose maps are sorted), so equal content always hashes equal, whatever order the builder
+/// inserted keys in.
+fn stamp<K>(kind: &'static str, mut typed: K) -> Result<K, BuildError>
+where
+    K: serde::Serialize + Resource,
+{
+    let canonical =
+        serde_json::to_string(&typed).map_err(|source| BuildError::Invalid { kind, source })?;
     let hash = llama_stack_resolver::base_config::sha256_hex(canonical.as_bytes());
     typed
         .meta_mut()

@@ -5,7 +5,7 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use kube::api::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
-use super::{metadata, name_of, port, selector, stamped};
+use super::{BuildError, PORT_NAME, metadata, name_of, port, selector, stamp, stamped};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
@@ -36,11 +36,11 @@ pub fn route_resource() -> ApiResource {
 }
 
 /// The ClusterIP Service in front of the server.
-pub(super) fn service(cr: &LlamaStackDistribution) -> Result<Service, serde_json::Error> {
+pub(super) fn service(cr: &LlamaStackDistribution) -> Result<Service, BuildError> {
     stamped(json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": metadata(cr, &service_name(cr)),
-        "spec": {"selector": selector(cr), "ports": [{"name": "http", "port": port(cr), "targetPort": "http", "protocol": "TCP"}]},
+        "spec": {"selector": selector(cr), "ports": [{"name": PORT_NAME, "port": port(cr), "targetPort": PORT_NAME, "protocol": "TCP"}]},
     }))
 }
 
@@ -49,7 +49,7 @@ pub(super) fn service(cr: &LlamaStackDistribution) -> Result<Service, serde_json
 pub(super) fn network_policy(
     cr: &LlamaStackDistribution,
     operator_namespace: Option<&str>,
-) -> Result<Option<NetworkPolicy>, serde_json::Error> {
+) -> Result<Option<NetworkPolicy>, BuildError> {
     let Some(allowed) = cr
         .spec
         .networking
@@ -84,7 +84,7 @@ pub(super) fn network_policy(
 pub(super) fn exposure(
     cr: &LlamaStackDistribution,
     routes_available: bool,
-) -> Result<(Option<Ingress>, Option<DynamicObject>), serde_json::Error> {
+) -> Result<(Option<Ingress>, Option<DynamicObject>), BuildError> {
     let hostname = match cr.spec.networking.as_ref().and_then(|n| n.expose.as_ref()) {
         None | Some(BoolOrObject::Bool(false)) => return Ok((None, None)),
         Some(BoolOrObject::Bool(true)) => None,
@@ -98,7 +98,7 @@ pub(super) fn exposure(
         .and_then(|n| n.tls.as_ref())
         .is_some_and(|t| t.enabled);
     if routes_available {
-        let mut spec = json!({"to": {"kind": "Service", "name": service_name(cr)}, "port": {"targetPort": "http"}});
+        let mut spec = json!({"to": {"kind": "Service", "name": service_name(cr)}, "port": {"targetPort": PORT_NAME}});
         if let Some(host) = &hostname {
             spec["host"] = json!(host);
         }
@@ -108,15 +108,21 @@ pub(super) fn exposure(
         } else {
             json!({"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"})
         };
-        let route = stamped(json!({
+        // A Route has no typed form here: as a dynamic object it keeps every field it is given.
+        let route: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "route.openshift.io/v1", "kind": "Route",
             "metadata": metadata(cr, &ingress_name(cr)),
             "spec": spec,
-        }))?;
+        }))
+        .map_err(|source| BuildError::Invalid {
+            kind: "Route",
+            source,
+        })?;
+        let route = stamp("Route", route)?;
         return Ok((None, Some(route)));
     }
     let mut rule = json!({"http": {"paths": [{"path": "/", "pathType": "Prefix",
-        "backend": {"service": {"name": service_name(cr), "port": {"name": "http"}}}}]}});
+        "backend": {"service": {"name": service_name(cr), "port": {"name": PORT_NAME}}}}]}});
     if let Some(host) = &hostname {
         rule["host"] = json!(host);
     }

@@ -4,7 +4,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Value, json};
 
-use super::{metadata, name_of, selector, stamped};
+use super::{BuildError, metadata, name_of, selector, stamped};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// CPU utilization target when autoscaling names no metric.
@@ -31,7 +31,7 @@ pub fn minimum_replicas(cr: &LlamaStackDistribution) -> i32 {
 
 pub(super) fn hpa(
     cr: &LlamaStackDistribution,
-) -> Result<Option<HorizontalPodAutoscaler>, serde_json::Error> {
+) -> Result<Option<HorizontalPodAutoscaler>, BuildError> {
     let Some(autoscaling) = cr
         .spec
         .workload
@@ -69,9 +69,7 @@ pub(super) fn hpa(
 
 /// A budget only when at least two replicas always run: with one, any budget that protects it
 /// would block every node drain. The user's budget, else at most one Pod down at a time.
-pub(super) fn pdb(
-    cr: &LlamaStackDistribution,
-) -> Result<Option<PodDisruptionBudget>, serde_json::Error> {
+pub(super) fn pdb(cr: &LlamaStackDistribution) -> Result<Option<PodDisruptionBudget>, BuildError> {
     if minimum_replicas(cr) < 2 {
         return Ok(None);
     }

@@ -372,3 +372,51 @@ fn the_operators_own_selector_read_back_changes_nothing() {
         "reading our own selector back is a no-op"
     );
 }
+
+/// A misspelt key would be dropped by the conversion to the typed object; the builders refuse it.
+#[test]
+fn a_field_the_type_lacks_is_refused_with_its_path() {
+    let misspelt = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "s"},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [
+            {"name": "c", "image": "i", "imagePullPolcy": "Always"}]}}}});
+    match stamped::<Deployment>(misspelt) {
+        Err(BuildError::UnknownField { kind, path }) => {
+            assert_eq!(kind, "Deployment");
+            assert_eq!(path, ".spec.template.spec.containers[0].imagePullPolcy");
+        }
+        other => panic!("expected UnknownField, got {other:?}"),
+    }
+    let correct = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "s", "namespace": null}, "immutable": true, "data": {}});
+    let cm: ConfigMap = typed("ConfigMap", correct).unwrap();
+    assert_eq!(cm.immutable, Some(true));
+}
+
+/// Every builder's output passes the check (a builder's own typo fails here first).
+#[test]
+fn every_builder_sets_only_fields_its_type_has() {
+    let spec = json!({"distribution": {"name": "starter"},
+        "networking": {"expose": true, "allowedFrom": {"namespaces": ["a"]}, "tls": {"enabled": true, "secretName": "srv"}},
+        "workload": {"replicas": 2, "storage": {"size": "1Gi"}, "autoscaling": {"minReplicas": 2, "maxReplicas": 4}},
+        "externalProviders": {"inference": [{"providerId": "p", "image": "reg/p:1"}]}});
+    let data = std::collections::BTreeMap::from([(
+        "storage-sql-host".to_owned(),
+        k8s_openapi::ByteString(b"db".to_vec()),
+    )]);
+    let g = generated();
+    let inputs = Inputs {
+        image: "reg/img@sha256:aa",
+        generated: Some(&g),
+        config_map: "s-config-01234567",
+        generated_config_map: true,
+        ca_bundle: Some("pem"),
+        derived: Some(&data),
+        operator_image: "reg/op:1",
+        ..Default::default()
+    };
+    let desired = desired(&cr(spec), &inputs).unwrap();
+    assert!(desired.derived_secret.is_some());
+    assert!(desired.pvc.is_some() && desired.hpa.is_some() && desired.pdb.is_some());
+    assert!(desired.network_policy.is_some() && desired.ingress.is_some());
+}

@@ -4,23 +4,37 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
 use serde_json::{Value, json};
 
+use super::names::{CONFIG_DIR, PORT_NAME, labels, volumes};
 use super::{
-    CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, external, labels, metadata,
-    name_of, owners, port, selector, stamped,
+    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, common_labels,
+    derived, external, metadata, name_of, owners, port, selector, stamped, typed,
 };
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::cli::render::config_map_name;
 use crate::config::GeneratedConfig;
 use crate::config::env::EnvSource;
 use crate::config::generate::TLS_DIR;
 
-/// Where the config is mounted.
-pub const CONFIG_DIR: &str = "/etc/llama-stack";
 const DATA_DIR: &str = "/.llama";
 /// UID and GID of the server outside OpenShift.
 const RUN_AS: i64 = 1001;
 /// Size of the data PVC when `workload.storage.size` is not set.
 pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
+
+/// Name of the generated ConfigMap: `<cr>-config-<first 8 hex of the content hash>`. Hash-named
+/// and immutable, so a rollout's old and new Pods each mount exactly the config they started with.
+pub fn config_map_name(cr: &str, hash: &str) -> String {
+    let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
+    format!(
+        "{}{}",
+        generated_config_map_prefix(cr),
+        &hex[..8.min(hex.len())]
+    )
+}
+
+/// What every generated ConfigMap of `cr` is named with (pruning finds the old ones by it).
+pub fn generated_config_map_prefix(cr: &str) -> String {
+    format!("{cr}-config-")
+}
 
 /// Where the server keeps its state: `workload.storage.mountPath`, else `/.llama`.
 fn data_dir(cr: &LlamaStackDistribution) -> String {
@@ -61,7 +75,7 @@ fn user_service_account(cr: &LlamaStackDistribution) -> Option<String> {
 pub fn service_account(
     cr: &LlamaStackDistribution,
     pull_secrets: &[String],
-) -> Result<Option<ServiceAccount>, serde_json::Error> {
+) -> Result<Option<ServiceAccount>, BuildError> {
     if user_service_account(cr).is_some() {
         return Ok(None);
     }
@@ -78,7 +92,7 @@ pub fn service_account(
 /// The PersistentVolumeClaim for `workload.storage`, if asked for.
 pub fn persistent_volume_claim(
     cr: &LlamaStackDistribution,
-) -> Result<Option<PersistentVolumeClaim>, serde_json::Error> {
+) -> Result<Option<PersistentVolumeClaim>, BuildError> {
     let Some(storage) = cr.spec.workload.as_ref().and_then(|w| w.storage.as_ref()) else {
         return Ok(None);
     };
@@ -98,14 +112,17 @@ pub fn persistent_volume_claim(
 pub fn config_map(
     cr: &LlamaStackDistribution,
     generated: &GeneratedConfig,
-) -> Result<ConfigMap, serde_json::Error> {
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": config_map_name(&name_of(cr), &generated.hash), "namespace": cr.metadata.namespace,
-            "labels": labels(cr), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(cr)},
-        "immutable": true,
-        "data": {"config.yaml": generated.yaml},
-    }))
+) -> Result<ConfigMap, BuildError> {
+    typed(
+        "ConfigMap",
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": config_map_name(&name_of(cr), &generated.hash), "namespace": cr.metadata.namespace,
+                "labels": common_labels(cr), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(cr)},
+            "immutable": true,
+            "data": {"config.yaml": generated.yaml},
+        }),
+    )
 }
 
 fn tls_secret(cr: &LlamaStackDistribution) -> Option<String> {
@@ -146,8 +163,8 @@ fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
             EnvSource::Value(v) => json!({"name": var.name, "value": v}),
             // The reconciler splits URLs into an owned Secret named after the resource.
             EnvSource::SecretUrlPart { part, .. } => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
-                "name": format!("{}-derived", name_of(cr)),
-                "key": format!("storage-sql-{}", serde_json::to_value(part).ok().and_then(|p| p.as_str().map(str::to_owned)).unwrap_or_default())}}}),
+                "name": derived::derived_secret_name(cr),
+                "key": derived::derived_secret_key(*part)}}}),
         });
     }
     if let Some(overrides) = cr.spec.workload.as_ref().and_then(|w| w.overrides.as_ref()) {
@@ -167,27 +184,27 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
         "HTTP"
     };
     let probe = |extra: Value| {
-        let mut p = json!({"httpGet": {"path": "/v1/health", "port": "http", "scheme": scheme}});
+        let mut p = json!({"httpGet": {"path": "/v1/health", "port": PORT_NAME, "scheme": scheme}});
         if let (Some(p), Some(extra)) = (p.as_object_mut(), extra.as_object()) {
             p.extend(extra.clone());
         }
         p
     };
     let mut mounts = vec![
-        json!({"name": "config", "mountPath": CONFIG_DIR, "readOnly": true}),
-        json!({"name": "data", "mountPath": data_dir(cr)}),
+        json!({"name": volumes::CONFIG, "mountPath": CONFIG_DIR, "readOnly": true}),
+        json!({"name": volumes::DATA, "mountPath": data_dir(cr)}),
     ];
     if inputs.ca_bundle.is_some() {
         mounts.push(
-            json!({"name": "ca-bundle", "mountPath": ca_bundle::MOUNT_DIR, "readOnly": true}),
+            json!({"name": volumes::CA_BUNDLE, "mountPath": ca_bundle::MOUNT_DIR, "readOnly": true}),
         );
     }
     if tls_secret(cr).is_some() {
-        mounts.push(json!({"name": "tls", "mountPath": TLS_DIR, "readOnly": true}));
+        mounts.push(json!({"name": volumes::TLS, "mountPath": TLS_DIR, "readOnly": true}));
     }
     if !external::of(cr).is_empty() {
-        mounts.push(json!({"name": "external-providers", "mountPath": crate::external::PROVIDERS_DIR, "readOnly": true}));
-        mounts.push(json!({"name": "merged-config", "mountPath": crate::external::MERGED_DIR, "readOnly": true}));
+        mounts.push(json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": crate::external::PROVIDERS_DIR, "readOnly": true}));
+        mounts.push(json!({"name": volumes::MERGED_CONFIG, "mountPath": crate::external::MERGED_DIR, "readOnly": true}));
     }
     mounts.extend(
         overrides
@@ -203,7 +220,7 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
     let mut container = json!({
         "name": "llama-stack",
         "image": inputs.image,
-        "ports": [{"name": "http", "containerPort": port(cr), "protocol": "TCP"}],
+        "ports": [{"name": PORT_NAME, "containerPort": port(cr), "protocol": "TCP"}],
         "env": env_vars(cr, inputs),
         "volumeMounts": mounts,
         "resources": workload.resources.clone().and_then(|r| serde_json::to_value(r).ok()).unwrap_or(default_resources),
@@ -224,21 +241,21 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
 fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
     let workload = cr.spec.workload.clone().unwrap_or_default();
     let mut volumes = vec![
-        json!({"name": "config", "configMap": {"name": inputs.config_map}}),
+        json!({"name": volumes::CONFIG, "configMap": {"name": inputs.config_map}}),
         match workload.storage {
             Some(_) => {
-                json!({"name": "data", "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
+                json!({"name": volumes::DATA, "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
             }
-            None => json!({"name": "data", "emptyDir": {}}),
+            None => json!({"name": volumes::DATA, "emptyDir": {}}),
         },
     ];
     if inputs.ca_bundle.is_some() {
         volumes.push(
-            json!({"name": "ca-bundle", "configMap": {"name": ca_bundle::ca_bundle_name(cr)}}),
+            json!({"name": volumes::CA_BUNDLE, "configMap": {"name": ca_bundle::ca_bundle_name(cr)}}),
         );
     }
     if let Some(secret) = tls_secret(cr) {
-        volumes.push(json!({"name": "tls", "secret": {"secretName": secret}}));
+        volumes.push(json!({"name": volumes::TLS, "secret": {"secretName": secret}}));
     }
     volumes.extend(external::volumes(cr));
     volumes.extend(
@@ -265,10 +282,7 @@ fn pod_security(inputs: &Inputs) -> Value {
 }
 
 /// The Deployment running the server with the resolved image and the config ConfigMap.
-pub fn deployment(
-    cr: &LlamaStackDistribution,
-    inputs: &Inputs,
-) -> Result<Deployment, serde_json::Error> {
+pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deployment, BuildError> {
     let workload = cr.spec.workload.clone().unwrap_or_default();
     let overrides = workload.overrides.clone().unwrap_or_default();
     let mut annotations = serde_json::Map::new();
@@ -314,10 +328,9 @@ pub fn deployment(
         }
         None => {}
     }
-    let mut pod_labels = super::labels(cr);
+    let mut pod_labels = common_labels(cr);
     if !external::of(cr).is_empty() {
-        // Only these Pods are watched (their init containers are the providers' install steps).
-        pod_labels.insert(external::POD_LABEL.to_owned(), "true".to_owned());
+        pod_labels.insert(labels::EXTERNAL_PROVIDERS.to_owned(), "true".to_owned());
     }
     let selector = match inputs.existing_selector {
         Some(existing) => {

@@ -1,23 +1,25 @@
-//! What a LlamaStackDistribution references besides its spec: Secrets (checked, hashed, URL
-//! secrets split into the owned `<cr>-derived` Secret) and the CA bundle ConfigMap. Secret
-//! values are read only to hash or split them; none is ever logged or put in the status.
+//! The first step of a reconcile: read what a LlamaStackDistribution refers to besides its spec.
+//! Secrets are checked and hashed, connection strings split into the parts the server reads, and
+//! the CA bundle ConfigMap validated. Secret values are read only to hash or split them; none is
+//! ever logged or put in the status.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
-use serde_json::json;
+use kube::ResourceExt;
+use kube::api::Api;
 
-use super::builders::{CA_BUNDLE_KEY, FIELD_MANAGER, collect_certificates};
-use super::{Context, Error, api_err};
+use super::builders::{CA_BUNDLE_KEY, collect_certificates, derived_secret_key};
+use super::conditions::Blocked;
+use super::{ApiError, api_err};
+use crate::api::conditions::{ConditionType, Reason};
+use crate::api::references::{self, RefKind, Reference};
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::webhook::references::{RefKind, Reference};
+use crate::config::GeneratedConfig;
 
 /// The Secrets an object references.
 pub(super) struct SecretCheck {
-    /// The condition message of the first missing Secret or key.
-    pub(super) missing: Option<String>,
     /// How many Secret references there are.
     pub(super) count: usize,
     /// Hash of the referenced values, salted with the object's uid (rolls the Pods when a value
@@ -43,12 +45,12 @@ fn absorb(material: &mut Vec<u8>, parts: [&[u8]; 3]) {
     }
 }
 
-/// Reads every referenced Secret once: what is missing, and the hash of what is there.
-pub(super) async fn check_secrets(
+/// Reads every referenced Secret once: the hash of their values, or the first one missing.
+pub(super) async fn secrets(
     client: &kube::Client,
     cr: &LlamaStackDistribution,
-    refs: &[Reference],
-) -> Result<SecretCheck, Error> {
+) -> Result<Result<SecretCheck, Blocked>, ApiError> {
+    let refs = references::of(cr);
     let ns = cr.namespace().unwrap_or_default();
     let api = Api::<Secret>::namespaced(client.clone(), &ns);
     let mut fetched: BTreeMap<String, Option<Secret>> = BTreeMap::new();
@@ -92,24 +94,38 @@ pub(super) async fn check_secrets(
             }
         }
     }
+    if let Some(message) = missing {
+        let blocked = Blocked::reference(
+            ConditionType::SecretsResolved,
+            Reason::SecretNotFound,
+            message,
+        );
+        return Ok(Err(blocked));
+    }
     let hash = (!secret_refs.is_empty()).then(|| {
         let full = llama_stack_resolver::base_config::sha256_hex(&material);
         full.chars().take(16).collect()
     });
-    Ok(SecretCheck {
-        missing,
+    Ok(Ok(SecretCheck {
         count: secret_refs.len(),
         hash,
         fetched,
-    })
+    }))
 }
 
-/// The validated PEM of `networking.tls.caBundle`: `None` when none is configured, `Some(Err)`
-/// with the condition message when it cannot be used.
-pub(super) async fn read_ca_bundle(
+/// The validated PEM of `networking.tls.caBundle` (`None` when none is configured), or why it
+/// cannot be used.
+pub(super) async fn ca_bundle(
     client: &kube::Client,
     cr: &LlamaStackDistribution,
-) -> Result<Option<Result<String, String>>, Error> {
+) -> Result<Result<Option<String>, Blocked>, ApiError> {
+    let invalid = |message| {
+        Blocked::reference(
+            ConditionType::ConfigGenerated,
+            Reason::CABundleInvalid,
+            message,
+        )
+    };
     let Some(config) = cr
         .spec
         .networking
@@ -117,7 +133,7 @@ pub(super) async fn read_ca_bundle(
         .and_then(|n| n.tls.as_ref())
         .and_then(|t| t.ca_bundle.as_ref())
     else {
-        return Ok(None);
+        return Ok(Ok(None));
     };
     let own = cr.namespace().unwrap_or_default();
     let ns = config.config_map_namespace.clone().unwrap_or(own);
@@ -127,7 +143,7 @@ pub(super) async fn read_ca_bundle(
         .await
         .map_err(api_err(format!("read ConfigMap {ns}/{name}")))?;
     let Some(cm) = cm else {
-        return Ok(Some(Err(format!(
+        return Ok(Err(invalid(format!(
             "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.networking.tls.caBundle.configMapName"
         ))));
     };
@@ -141,29 +157,26 @@ pub(super) async fn read_ca_bundle(
         match data.get(&key) {
             Some(text) => sources.push((key, text.clone())),
             None => {
-                return Ok(Some(Err(format!(
+                return Ok(Err(invalid(format!(
                     "CA bundle: key \"{key}\" not found in ConfigMap {ns}/{name}: add it or remove it from spec.networking.tls.caBundle.configMapKeys"
                 ))));
             }
         }
     }
-    Ok(Some(collect_certificates(&sources).map_err(|e| {
-        format!("CA bundle in ConfigMap {ns}/{name}: {e}")
-    })))
+    Ok(collect_certificates(&sources)
+        .map(Some)
+        .map_err(|e| invalid(format!("CA bundle in ConfigMap {ns}/{name}: {e}"))))
 }
 
-/// Splits URL secrets (postgres connection strings) into the owned `<cr>-derived` Secret the
-/// Deployment's env vars read. Written only when its content changed; never logged. Returns the
-/// condition message when a URL cannot be split (without the URL: it holds a password).
-pub(super) async fn derive_url_secrets(
-    cr: &LlamaStackDistribution,
-    ctx: &Context,
-    generated: &crate::config::GeneratedConfig,
+/// The parts of the connection strings the config reads from separate variables (PostgreSQL
+/// host, port, user, password, database), keyed as the `<name>-derived` Secret holds them; or
+/// why a value cannot be split (without the value: it holds a password). Pure.
+pub(super) fn url_parts(
+    generated: &GeneratedConfig,
     secrets: &SecretCheck,
-) -> Result<Option<String>, Error> {
+) -> Result<BTreeMap<String, ByteString>, Blocked> {
     use crate::config::env::{EnvSource, split_postgres_url};
-    let ns = cr.namespace().unwrap_or_default();
-    let mut data: BTreeMap<String, k8s_openapi::ByteString> = BTreeMap::new();
+    let mut data = BTreeMap::new();
     for var in &generated.env {
         let EnvSource::SecretUrlPart {
             secret_key_ref,
@@ -172,58 +185,24 @@ pub(super) async fn derive_url_secrets(
         else {
             continue;
         };
-        // Read by `check_secrets`: the connection string is one of the references.
-        let Some(url) = secrets
+        // Read by `secrets`: the connection string is one of the references, so it is there.
+        let url = secrets
             .value(&secret_key_ref.name, &secret_key_ref.key)
-            .and_then(|v| std::str::from_utf8(v).ok())
-        else {
-            // Reported by SecretsResolved.
-            return Ok(None);
+            .and_then(|v| std::str::from_utf8(v).ok());
+        let Some(parts) = url.and_then(split_postgres_url) else {
+            return Err(Blocked::spec(
+                ConditionType::ConfigGenerated,
+                Reason::ConfigGenerationFailed,
+                format!(
+                    "the value of key \"{}\" in Secret \"{}\" is not a PostgreSQL URL like postgres://user:password@host:5432/db (spec.storage.sql.connectionString)",
+                    secret_key_ref.key, secret_key_ref.name
+                ),
+            ));
         };
-        let Some(parts) = split_postgres_url(url) else {
-            return Ok(Some(format!(
-                "the value of key \"{}\" in Secret \"{}\" is not a PostgreSQL URL like postgres://user:password@host:5432/db (spec.storage.sql.connectionString)",
-                secret_key_ref.key, secret_key_ref.name
-            )));
-        };
-        let key = format!(
-            "storage-sql-{}",
-            serde_json::to_value(part)
-                .ok()
-                .and_then(|p| p.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        );
         data.insert(
-            key,
-            k8s_openapi::ByteString(parts.get(*part).as_bytes().to_vec()),
+            derived_secret_key(*part),
+            ByteString(parts.get(*part).as_bytes().to_vec()),
         );
     }
-    if data.is_empty() {
-        return Ok(None);
-    }
-    let name = format!("{}-derived", cr.name_any());
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    let existing = secrets
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
-    if existing.and_then(|s| s.data).as_ref() != Some(&data) {
-        let secret: Secret = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": name, "namespace": ns, "labels": {"app.kubernetes.io/instance": cr.name_any(), "app.kubernetes.io/managed-by": FIELD_MANAGER},
-                "ownerReferences": [cr.controller_owner_ref(&())]},
-            "type": "Opaque",
-            "data": data,
-        }))
-        .map_err(|source| Error::Build { what: "Secret", source })?;
-        secrets
-            .patch(
-                &name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&secret),
-            )
-            .await
-            .map_err(api_err(format!("apply Secret {ns}/{name}")))?;
-    }
-    Ok(None)
+    Ok(data)
 }

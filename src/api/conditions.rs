@@ -1,0 +1,150 @@
+//! The condition types and reasons a LlamaStackDistribution's status carries, as types. They are
+//! part of the API: users alert on them and `docs/troubleshooting.md` documents each one, so they
+//! are spelt once, here.
+
+/// Declares a field-less enum whose variants are written in the status exactly as named.
+macro_rules! status_words {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The word written in the status.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => stringify!($variant)),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+status_words! {
+    /// `status.conditions[].type`.
+    ConditionType {
+        /// The config was generated (or the user's `overrideConfig` read) from the resolved image.
+        ConfigGenerated,
+        /// Every referenced Secret and key exists.
+        SecretsResolved,
+        /// The Deployment carries the current image and config.
+        DeploymentUpdated,
+        /// Enough replicas of the current revision are available.
+        Available,
+        /// Every desired replica is updated and ready.
+        DeploymentReady,
+        /// At least one replica passes the server's health probe.
+        HealthCheck,
+        /// The Service in front of the server exists.
+        ServiceReady,
+        /// The data volume is bound (only with `workload.storage`).
+        StorageReady,
+        /// Every external provider was installed and validated in the newest Pod.
+        ExternalProvidersReady,
+    }
+}
+
+status_words! {
+    /// `status.conditions[].reason`, and the reasons of the operator's Events.
+    Reason {
+        /// `ConfigGenerated` True.
+        ConfigGenerationSucceeded,
+        /// The spec and the base config do not make a config.
+        ConfigGenerationFailed,
+        /// The image a name resolves to changed (an operator upgrade) and its base config does
+        /// not take the spec; the running Deployment is kept.
+        UpgradeConfigFailure,
+        /// The base config's `version` is not one this operator understands.
+        UnsupportedConfigVersion,
+        /// An image without config labels and without `overrideConfig`.
+        BaseConfigRequired,
+        /// The distribution name or image reference is not valid.
+        InvalidDistribution,
+        /// The registry could not be reached or refused the credentials.
+        RegistryError,
+        /// The image's base config cannot be read or used.
+        InvalidBaseConfig,
+        /// `spec.externalProviders` cannot be deployed as written.
+        ExternalProviderInvalid,
+        /// The CA bundle ConfigMap is missing or holds no usable certificate.
+        CABundleInvalid,
+        /// A referenced Secret or key does not exist.
+        SecretNotFound,
+        /// `SecretsResolved` True.
+        AllSecretsFound,
+        /// `DeploymentUpdated` True.
+        DeploymentUpdateSucceeded,
+        /// `Available` True.
+        MinimumReplicasAvailable,
+        /// `Available` False.
+        ReplicasUnavailable,
+        /// `DeploymentReady` True.
+        DeploymentReady,
+        /// No Deployment yet.
+        DeploymentPending,
+        /// A rollout or scaling is in progress.
+        DeploymentScaling,
+        /// `HealthCheck` True.
+        HealthCheckPassed,
+        /// `HealthCheck` False.
+        HealthCheckFailed,
+        /// `ServiceReady` True.
+        ServiceReady,
+        /// `StorageReady` True.
+        StorageReady,
+        /// The data volume is not bound yet.
+        StorageNotBound,
+        /// An external provider's install or validation step failed.
+        ExternalProviderFailed,
+        /// `ExternalProvidersReady` True.
+        ExternalProvidersReady,
+        /// The newest Pod is still installing external providers.
+        ExternalProvidersInstalling,
+        /// Event: the Deployment was created.
+        Created,
+        /// Event: a new revision of the Deployment was applied.
+        RolloutStarted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_the_variant_names_and_unique() {
+        assert_eq!(ConditionType::HealthCheck.as_str(), "HealthCheck");
+        assert_eq!(Reason::CABundleInvalid.to_string(), "CABundleInvalid");
+        let mut words: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        words.sort_unstable();
+        words.dedup();
+        assert_eq!(words.len(), Reason::ALL.len());
+    }
+
+    /// Users look reasons up in the troubleshooting guide: each one must be there.
+    #[test]
+    fn every_type_and_reason_is_documented() {
+        let guide = include_str!("../../docs/troubleshooting.md");
+        let words = ConditionType::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .chain(Reason::ALL.iter().map(|r| r.as_str()));
+        for word in words {
+            assert!(
+                guide.contains(&format!("`{word}`")),
+                "docs/troubleshooting.md does not document `{word}`"
+            );
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The Secrets and ConfigMaps a LlamaStackDistribution (either version) refers to, with the field
+//! that names each. Admission warns about the missing ones; the controller reads them, hashes
+//! them and follows their changes.
+
+use serde_json::Value;
+
+/// Kind of a referenced object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefKind {
+    /// A Secret.
+    Secret,
+    /// A ConfigMap.
+    ConfigMap,
+}
+
+/// One reference, with the field path that holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// Secret or ConfigMap.
+    pub kind: RefKind,
+    /// Namespace, when the field names one.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Key that must exist, when the field names one.
+    pub key: Option<String>,
+    /// Field path of the name.
+    pub path: String,
+}
+
+fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
+    let Some(r) = value.get("secretKeyRef") else {
+        return;
+    };
+    let Some(name) = r.get("name").and_then(Value::as_str) else {
+        return;
+    };
+    out.push(Reference {
+        kind: RefKind::Secret,
+        namespace: None,
+        name: name.to_owned(),
+        key: r.get("key").and_then(Value::as_str).map(str::to_owned),
+        path: format!("{path}.secretKeyRef.name"),
+    });
+}
+
+/// The references of a v1alpha2 or v1alpha1 object, as JSON (admission sees either version).
+pub fn of_object(object: &Value) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    for (api, value) in spec
+        .get("providers")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let items: Vec<(String, &Value)> = match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("spec.providers.{api}[{i}]"), v))
+                .collect(),
+            v => vec![(format!("spec.providers.{api}"), v)],
+        };
+        for (path, provider) in items {
+            if let Some(key) = provider.get("apiKey") {
+                secret_key_ref(key, format!("{path}.apiKey"), &mut out);
+            }
+            for (k, v) in provider
+                .get("settings")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if v.as_object().is_some_and(|o| o.len() == 1) {
+                    secret_key_ref(v, format!("{path}.settings.{k}"), &mut out);
+                }
+            }
+        }
+    }
+    if let Some(v) = spec.pointer("/storage/kv/password") {
+        secret_key_ref(v, "spec.storage.kv.password".into(), &mut out);
+    }
+    if let Some(v) = spec.pointer("/storage/sql/connectionString") {
+        secret_key_ref(v, "spec.storage.sql.connectionString".into(), &mut out);
+    }
+    let mut config_map = |pointer: &str, ns_pointer: Option<&str>, path: &str| {
+        if let Some(name) = spec.pointer(pointer).and_then(Value::as_str) {
+            let namespace = ns_pointer
+                .and_then(|p| spec.pointer(p))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            out.push(Reference {
+                kind: RefKind::ConfigMap,
+                namespace,
+                name: name.to_owned(),
+                key: None,
+                path: path.to_owned(),
+            });
+        }
+    };
+    config_map(
+        "/overrideConfig/configMapName",
+        None,
+        "spec.overrideConfig.configMapName",
+    );
+    config_map(
+        "/networking/tls/caBundle/configMapName",
+        Some("/networking/tls/caBundle/configMapNamespace"),
+        "spec.networking.tls.caBundle.configMapName",
+    );
+    config_map(
+        "/server/userConfig/configMapName",
+        None,
+        "spec.server.userConfig.configMapName",
+    );
+    config_map(
+        "/server/tlsConfig/caBundle/configMapName",
+        Some("/server/tlsConfig/caBundle/configMapNamespace"),
+        "spec.server.tlsConfig.caBundle.configMapName",
+    );
+    if let Some(name) = spec
+        .pointer("/networking/tls/secretName")
+        .and_then(Value::as_str)
+    {
+        out.push(Reference {
+            kind: RefKind::Secret,
+            namespace: None,
+            name: name.to_owned(),
+            key: None,
+            path: "spec.networking.tls.secretName".into(),
+        });
+    }
+    out
+}
+
+/// The references of a v1alpha2 object.
+pub fn of(cr: &super::v1alpha2::LlamaStackDistribution) -> Vec<Reference> {
+    serde_json::to_value(cr)
+        .map(|object| of_object(&object))
+        .unwrap_or_default()
+}

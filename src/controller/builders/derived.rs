@@ -1,0 +1,49 @@
+//! The `<name>-derived` Secret: the parts of a PostgreSQL connection string (host, port, user,
+//! password, database) that llama-stack reads from separate environment variables. The values
+//! come from the user's Secret; this object only carries them, and is never logged.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use serde_json::json;
+
+use super::{BuildError, metadata, name_of, typed};
+use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::config::env::UrlPart;
+
+/// Name of the derived Secret.
+pub fn derived_secret_name(cr: &LlamaStackDistribution) -> String {
+    format!("{}-derived", name_of(cr))
+}
+
+/// The key of one part of the SQL store's connection string.
+pub fn derived_secret_key(part: UrlPart) -> String {
+    let part = serde_json::to_value(part)
+        .ok()
+        .and_then(|p| p.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!("storage-sql-{part}")
+}
+
+/// The derived Secret holding `data`; `None` when there is nothing to hold. It carries no
+/// desired-hash annotation: a hash of a short password in metadata would invite guessing, so the
+/// apply compares the data itself.
+pub(super) fn secret(
+    cr: &LlamaStackDistribution,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<Option<Secret>, BuildError> {
+    if data.is_empty() {
+        return Ok(None);
+    }
+    typed(
+        "Secret",
+        json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": metadata(cr, &derived_secret_name(cr)),
+            "type": "Opaque",
+            "data": data,
+        }),
+    )
+    .map(Some)
+}

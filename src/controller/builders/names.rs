@@ -1,0 +1,46 @@
+//! Names the builders give and other parts look up again (watch selectors, status, pruning).
+//! Each is spelt once here, because a typo in one place would silently break the other.
+
+/// Label keys and values on every owned object.
+pub mod labels {
+    /// `app.kubernetes.io/name`: what runs ([`APP`]).
+    pub const NAME: &str = "app.kubernetes.io/name";
+    /// `app.kubernetes.io/instance`: the LlamaStackDistribution's name (Pods are mapped back to
+    /// their resource by it).
+    pub const INSTANCE: &str = "app.kubernetes.io/instance";
+    /// `app.kubernetes.io/managed-by`: the operator (owned objects are watched by it).
+    pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+    /// `app.kubernetes.io/component`: which part of a stack an object is.
+    pub const COMPONENT: &str = "app.kubernetes.io/component";
+    /// The value of [`NAME`].
+    pub const APP: &str = "llama-stack";
+    /// On server Pods that install external providers: only those Pods are watched, since
+    /// their init containers are the install steps the status reports.
+    pub const EXTERNAL_PROVIDERS: &str = "llamastack.io/external-providers";
+}
+
+/// Volume names in the server Pod; mounts refer to them, so both sides use these.
+pub mod volumes {
+    /// The config ConfigMap (generated, or the user's).
+    pub const CONFIG: &str = "config";
+    /// The server's state: an emptyDir, or the PVC of `workload.storage`.
+    pub const DATA: &str = "data";
+    /// The managed CA bundle.
+    pub const CA_BUNDLE: &str = "ca-bundle";
+    /// The serving certificate Secret.
+    pub const TLS: &str = "tls";
+    /// The operator's tools, copied in by the first init container.
+    pub const TOOLS: &str = "llso-tools";
+    /// The staged provider wheels and metadata.
+    pub const EXTERNAL_PROVIDERS: &str = "external-providers";
+    /// The config with the external providers merged in.
+    pub const MERGED_CONFIG: &str = "merged-config";
+}
+
+/// The name of the server's port, used by the probes, the Service and the Ingress.
+pub const PORT_NAME: &str = "http";
+/// The server's port when `networking.port` is not set: llama-stack's own default.
+pub const DEFAULT_PORT: i32 = 8321;
+
+/// Where the config ConfigMap is mounted in the server container.
+pub const CONFIG_DIR: &str = "/etc/llama-stack";

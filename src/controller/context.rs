@@ -1,0 +1,115 @@
+//! What every reconcile shares: the API client, the current resolver, the Event recorder, the
+//! metrics and a few facts learnt at start-up.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kube::runtime::events::{Recorder, Reporter};
+use llama_stack_resolver::{Resolver, ResolverOptions};
+
+use super::builders;
+
+/// What the reconciler needs.
+pub struct Context {
+    /// API client.
+    pub client: kube::Client,
+    /// Distribution resolver (with the operator's catalog, mirrors, caches); replaced when the
+    /// operator ConfigMap changes.
+    resolver: std::sync::RwLock<Arc<Resolver>>,
+    /// Where the operator ConfigMap lives, and the options it is layered on.
+    pub(super) operator_config: Option<(String, ResolverOptions)>,
+    /// Publishes Kubernetes Events.
+    pub(super) recorder: Recorder,
+    /// Prometheus metrics.
+    pub(super) metrics: Arc<crate::metrics::Metrics>,
+    /// Whether the cluster serves OpenShift Routes (checked when the controller starts).
+    routes: AtomicBool,
+    /// Per object uid: the Deployment generation and settledness at the last ConfigMap prune.
+    prunes: Mutex<HashMap<String, (i64, bool)>>,
+    /// The operator's own image, whose binary runs the external-provider steps in the Pod.
+    operator_image: Option<String>,
+}
+
+impl Context {
+    /// A context with a fixed resolver.
+    pub fn new(client: kube::Client, resolver: Arc<Resolver>) -> Self {
+        let reporter = Reporter {
+            controller: builders::FIELD_MANAGER.to_owned(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            metrics: Arc::new(crate::metrics::Metrics::new(resolver.stats())),
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            resolver: std::sync::RwLock::new(resolver),
+            operator_config: None,
+            routes: AtomicBool::new(false),
+            prunes: Mutex::new(HashMap::new()),
+            operator_image: None,
+        }
+    }
+
+    /// Sets the operator's own image (needed for external providers).
+    pub fn with_operator_image(mut self, image: Option<String>) -> Self {
+        self.operator_image = image.filter(|i| !i.is_empty());
+        self
+    }
+
+    /// The operator's own image, when known.
+    pub fn operator_image(&self) -> Option<&str> {
+        self.operator_image.as_deref()
+    }
+
+    /// The operator's metrics (reconciles, rollouts, resolver and registry counters).
+    pub fn metrics(&self) -> Arc<crate::metrics::Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Namespace of the operator (its ConfigMap's), when known.
+    pub fn operator_namespace(&self) -> Option<&str> {
+        self.operator_config.as_ref().map(|(ns, _)| ns.as_str())
+    }
+
+    /// Whether exposure uses OpenShift Routes.
+    pub fn routes_available(&self) -> bool {
+        self.routes.load(Ordering::Relaxed)
+    }
+
+    /// Records whether the cluster serves OpenShift Routes (checked when the controller starts).
+    pub(super) fn set_routes_available(&self, available: bool) {
+        self.routes.store(available, Ordering::Relaxed);
+    }
+
+    pub(super) fn needs_prune(&self, uid: &str, state: (i64, bool)) -> bool {
+        let prunes = self.prunes.lock().unwrap_or_else(|p| p.into_inner());
+        prunes.get(uid) != Some(&state)
+    }
+
+    pub(super) fn pruned(&self, uid: &str, state: (i64, bool)) {
+        let mut prunes = self.prunes.lock().unwrap_or_else(|p| p.into_inner());
+        prunes.insert(uid.to_owned(), state);
+    }
+
+    /// Also follow the operator ConfigMap in `namespace`: its settings are layered on `base`.
+    pub fn with_operator_config(mut self, namespace: &str, base: ResolverOptions) -> Self {
+        self.operator_config = Some((namespace.to_owned(), base));
+        self
+    }
+
+    /// The current resolver.
+    pub fn resolver(&self) -> Arc<Resolver> {
+        match self.resolver.read() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub(super) fn replace_resolver(&self, resolver: Resolver) {
+        let resolver = Arc::new(resolver);
+        match self.resolver.write() {
+            Ok(mut slot) => *slot = resolver,
+            Err(poisoned) => *poisoned.into_inner() = resolver,
+        }
+    }
+}

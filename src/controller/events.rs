@@ -1,0 +1,66 @@
+//! Kubernetes Events about a LlamaStackDistribution: what a person should look at.
+
+use kube::Resource;
+use kube::runtime::events::{Event, EventType};
+
+use super::Context;
+use super::conditions::Conditions;
+use crate::api::conditions::{ConditionType, Reason};
+use crate::api::v1alpha2::LlamaStackDistribution;
+
+/// Conditions that go False during every rollout: a person need not look at that.
+const FLAPPING: [ConditionType; 3] = [
+    ConditionType::Available,
+    ConditionType::DeploymentReady,
+    ConditionType::HealthCheck,
+];
+
+/// One Event per condition that changed (status or reason): Warning when it turned False.
+pub(super) async fn condition_changes(
+    ctx: &Context,
+    cr: &LlamaStackDistribution,
+    conditions: &Conditions,
+) {
+    for c in conditions.changed() {
+        let ok = c.status == "True";
+        if !ok && FLAPPING.iter().any(|t| t.as_str() == c.type_) {
+            continue;
+        }
+        let type_ = if ok {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        };
+        publish_word(ctx, cr, type_, &c.reason, c.message.clone()).await;
+    }
+}
+
+/// Publishes one Event; a failure is only logged (an Event is never worth failing a reconcile).
+pub(super) async fn publish(
+    ctx: &Context,
+    cr: &LlamaStackDistribution,
+    type_: EventType,
+    reason: Reason,
+    note: String,
+) {
+    publish_word(ctx, cr, type_, reason.as_str(), note).await;
+}
+
+async fn publish_word(
+    ctx: &Context,
+    cr: &LlamaStackDistribution,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: "Reconcile".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &cr.object_ref(&())).await {
+        tracing::debug!(%error, "cannot publish an event");
+    }
+}

@@ -1,0 +1,337 @@
+//! How each kind of owned object is written: applied only when what the operator wants differs
+//! from what it last applied (the [`DESIRED_HASH`] annotation), deleted when no longer wanted
+//! (only if this resource controls it); immutable ConfigMaps created once and pruned; PVCs only
+//! grown; the derived Secret compared by its data.
+
+use std::fmt::Debug;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::builders::{
+    DESIRED_HASH, FIELD_MANAGER, generated_config_map_prefix, owned_by_selector,
+};
+use super::{ApiError, api_err};
+
+/// Generated ConfigMaps kept besides those a live ReplicaSet still mounts.
+const KEEP_CONFIG_MAPS: usize = 2;
+
+/// What [`ensure`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Change {
+    /// Nothing to do.
+    Unchanged,
+    /// Created or updated.
+    Applied,
+    /// Deleted (no longer wanted).
+    Deleted,
+}
+
+/// [`sync_object`] for a namespaced built-in kind, after reading the object.
+pub(super) async fn ensure_in<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    desired: Option<&K>,
+    owner_uid: &str,
+) -> Result<(Change, Option<K>), ApiError>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    ensure(&api, &K::kind(&()), name, desired, owner_uid).await
+}
+
+/// [`sync_object`] after reading the object.
+pub(super) async fn ensure<K>(
+    api: &Api<K>,
+    kind: &str,
+    name: &str,
+    desired: Option<&K>,
+    owner_uid: &str,
+) -> Result<(Change, Option<K>), ApiError>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let existing = api
+        .get_opt(name)
+        .await
+        .map_err(api_err(format!("read {kind} {name}")))?;
+    sync_object(api, kind, name, desired, existing, owner_uid).await
+}
+
+/// Makes `name` in `api` (as `existing`, already read) match `desired`: applied when its desired
+/// hash differs, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
+/// Returns the change and the object as the API server returned it (when it was read or written).
+pub(super) async fn sync_object<K>(
+    api: &Api<K>,
+    kind: &str,
+    name: &str,
+    desired: Option<&K>,
+    existing: Option<K>,
+    owner_uid: &str,
+) -> Result<(Change, Option<K>), ApiError>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
+    match desired {
+        Some(desired) => {
+            let want = desired.annotations().get(DESIRED_HASH);
+            if let Some(current) = &existing
+                && current.annotations().get(DESIRED_HASH) == want
+            {
+                return Ok((Change::Unchanged, existing));
+            }
+            let mut body = serde_json::to_value(desired).map_err(|source| ApiError {
+                action: format!("serialize {kind} {name}"),
+                source: kube::Error::SerdeError(source),
+            })?;
+            clear_rolling_update_for_recreate(&mut body);
+            let written = api
+                .patch(
+                    name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+                .map_err(api_err(format!("apply {kind} {name}")))?;
+            Ok((Change::Applied, Some(written)))
+        }
+        None => {
+            let controlled = existing.as_ref().is_some_and(|o| {
+                o.owner_references()
+                    .iter()
+                    .any(|r| r.controller == Some(true) && r.uid == owner_uid)
+            });
+            if !controlled {
+                return Ok((Change::Unchanged, None));
+            }
+            api.delete(name, &DeleteParams::default())
+                .await
+                .map_err(api_err(format!("delete {kind} {name}")))?;
+            Ok((Change::Deleted, None))
+        }
+    }
+}
+
+/// A Deployment switched to `Recreate` must drop the `rollingUpdate` block the API server
+/// defaulted earlier, or the update is refused; an explicit null removes it in an apply.
+fn clear_rolling_update_for_recreate(body: &mut Value) {
+    if body["kind"] == "Deployment" && body["spec"]["strategy"]["type"] == "Recreate" {
+        body["spec"]["strategy"]["rollingUpdate"] = Value::Null;
+    }
+}
+
+/// Creates the immutable generated ConfigMap unless it exists (same name = same content).
+pub(super) async fn create_config_map(
+    api: &Api<ConfigMap>,
+    cm: &ConfigMap,
+) -> Result<bool, ApiError> {
+    let name = cm.name_any();
+    if api
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read ConfigMap {name}")))?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    api.create(&PostParams::default(), cm)
+        .await
+        .map_err(api_err(format!("create ConfigMap {name}")))?;
+    Ok(true)
+}
+
+/// Applies the derived Secret when its data differs from what is stored (it carries no desired
+/// hash: a hash of a password in metadata would invite guessing).
+pub(super) async fn ensure_derived_secret(
+    api: &Api<Secret>,
+    desired: &Secret,
+) -> Result<(), ApiError> {
+    let name = desired.name_any();
+    let ns = desired.namespace().unwrap_or_default();
+    let existing = api
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
+    if existing.and_then(|s| s.data) != desired.data {
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(desired),
+        )
+        .await
+        .map_err(api_err(format!("apply Secret {ns}/{name}")))?;
+    }
+    Ok(())
+}
+
+/// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
+/// server refuses it anyway). Returns the claim's phase (`Pending` right after creation).
+pub(super) async fn ensure_pvc(
+    api: &Api<PersistentVolumeClaim>,
+    desired: &PersistentVolumeClaim,
+) -> Result<String, ApiError> {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let name = desired.name_any();
+    let size = |p: &PersistentVolumeClaim| -> Option<Quantity> {
+        p.spec
+            .as_ref()?
+            .resources
+            .as_ref()?
+            .requests
+            .as_ref()?
+            .get("storage")
+            .cloned()
+    };
+    match api
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read PersistentVolumeClaim {name}")))?
+    {
+        None => {
+            api.create(&PostParams::default(), desired)
+                .await
+                .map_err(api_err(format!("create PersistentVolumeClaim {name}")))?;
+            Ok("Pending".to_owned())
+        }
+        Some(current) => {
+            let phase = current
+                .status
+                .as_ref()
+                .and_then(|st| st.phase.clone())
+                .unwrap_or_else(|| "Pending".to_owned());
+            let (Some(have), Some(want)) = (
+                size(&current).and_then(|q| bytes(&q.0)),
+                size(desired).and_then(|q| bytes(&q.0)),
+            ) else {
+                return Ok(phase);
+            };
+            // The API server lets a claim grow only once it is bound (and its class allows it).
+            if want > have && phase == "Bound" {
+                let patch = json!({"spec": {"resources": {"requests": {"storage": size(desired).map(|q| q.0)}}}});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_err(format!("grow PersistentVolumeClaim {name}")))?;
+            }
+            Ok(phase)
+        }
+    }
+}
+
+/// Bytes of a storage quantity (`10Gi`, `500M`, `1073741824`); `None` when not understood.
+fn bytes(quantity: &str) -> Option<u128> {
+    let split = quantity
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(quantity.len());
+    let (number, suffix) = quantity.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let factor: f64 = match suffix {
+        "" => 1.0,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        _ => return None,
+    };
+    Some((number * factor) as u128)
+}
+
+/// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
+/// ReplicaSet still mounts (a rollout in progress).
+pub(super) async fn prune_config_maps(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    current: &str,
+) -> Result<(), ApiError> {
+    let lp = ListParams::default().labels(&owned_by_selector(name));
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let mut generated: Vec<ConfigMap> = cms
+        .list(&lp)
+        .await
+        .map_err(api_err(format!("list ConfigMaps of {ns}/{name}")))?
+        .items
+        .into_iter()
+        .filter(|c| c.name_any().starts_with(&generated_config_map_prefix(name)))
+        .collect();
+    if generated.len() <= KEEP_CONFIG_MAPS {
+        return Ok(());
+    }
+    let in_use: Vec<String> = Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .map_err(api_err(format!("list ReplicaSets of {ns}/{name}")))?
+        .items
+        .iter()
+        .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) > 0)
+        .flat_map(|rs| {
+            rs.spec
+                .iter()
+                .flat_map(|s| s.template.iter())
+                .flat_map(|t| t.spec.iter())
+                .flat_map(|p| p.volumes.iter().flatten())
+        })
+        .filter_map(|v| v.config_map.as_ref().map(|c| c.name.clone()))
+        .collect();
+    // The current one first, then newest first (creation timestamps have one-second resolution).
+    generated.sort_by_key(|c| {
+        (
+            c.name_any() != current,
+            std::cmp::Reverse(c.metadata.creation_timestamp.clone().map(|t| t.0)),
+        )
+    });
+    for old in generated.iter().skip(KEEP_CONFIG_MAPS) {
+        let old_name = old.name_any();
+        if !in_use.contains(&old_name) {
+            cms.delete(&old_name, &DeleteParams::default())
+                .await
+                .map_err(api_err(format!("delete ConfigMap {ns}/{old_name}")))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bytes, clear_rolling_update_for_recreate};
+    use serde_json::json;
+
+    #[test]
+    fn storage_quantities_compare_in_bytes() {
+        assert_eq!(bytes("10Gi"), Some(10 * 1024 * 1024 * 1024));
+        assert_eq!(bytes("500M"), Some(500_000_000));
+        assert_eq!(bytes("1073741824"), Some(1 << 30));
+        assert!(bytes("1.5Gi") > bytes("1Gi"));
+        assert_eq!(bytes("10Zz"), None);
+    }
+
+    #[test]
+    fn only_a_recreate_deployment_drops_rolling_update() {
+        let mut recreate =
+            json!({"kind": "Deployment", "spec": {"strategy": {"type": "Recreate"}}});
+        clear_rolling_update_for_recreate(&mut recreate);
+        assert_eq!(
+            recreate["spec"]["strategy"],
+            json!({"type": "Recreate", "rollingUpdate": null})
+        );
+        let mut rolling = json!({"kind": "Deployment", "spec": {}});
+        clear_rolling_update_for_recreate(&mut rolling);
+        assert_eq!(rolling, json!({"kind": "Deployment", "spec": {}}));
+    }
+}
