@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-/// Config schema versions this operator generates from: current first, then previous (FR-028).
+/// Config schema versions this operator generates from: current first, then previous (the one before is still accepted, so
+/// images built for the previous llama-stack release keep working).
 /// llama-stack 0.7.3 writes version 2 (`LLAMA_STACK_RUN_CONFIG_VERSION`).
 pub const SUPPORTED_CONFIG_VERSIONS: &[u64] = &[2, 1];
 
@@ -53,7 +54,7 @@ pub enum BaseConfigError {
     /// `version` is not an integer.
     #[error("the base config's version must be an integer, found {0}")]
     BadVersion(String),
-    /// FR-029.
+    /// A schema version this operator does not generate from.
     #[error("Unsupported config.yaml version {version}. Supported versions: {}", SUPPORTED_CONFIG_VERSIONS.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))]
     UnsupportedVersion {
         /// The version found.

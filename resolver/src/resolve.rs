@@ -179,7 +179,7 @@ pub enum ResolveError {
         /// Its media type.
         media_type: String,
     },
-    /// The config is not a usable base config (FR-029 among others).
+    /// The config is not a usable base config (e.g. an unsupported schema version).
     #[error("base config of {image}: {source}")]
     BaseConfig {
         /// Image.
@@ -187,7 +187,7 @@ pub enum ResolveError {
         /// Cause.
         source: BaseConfigError,
     },
-    /// FR-027c.
+    /// An image without config labels, and no `overrideConfig` to stand in for them.
     #[error(
         "Direct image references require either overrideConfig.configMapName or OCI config labels on the image. See docs/configuration.md for details. (image {image} has no io.llamastack.config labels)"
     )]

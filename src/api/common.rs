@@ -129,7 +129,7 @@ fn default_pull_policy() -> PullPolicy {
     PullPolicy::IfNotPresent
 }
 
-/// An external provider shipped as a container image (spec 001).
+/// An external provider shipped as a container image.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ExternalProviderRef {
@@ -156,8 +156,9 @@ const REMOVED_POST_TRAINING: &str = "the postTraining API was removed in llama-s
 
 /// External providers per API, in the order their init containers run.
 ///
-/// `agents` and `postTraining` are part of spec 001 but no longer exist in llama-stack 0.7; they
-/// stay in the schema so the API server rejects them with a fix instead of silently pruning them.
+/// `agents` and `postTraining` were API names of older llama-stack releases but no longer exist
+/// in llama-stack 0.7; they stay in the schema so the API server rejects them with a fix instead
+/// of silently pruning them.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("!has(self.agents)").message(REMOVED_AGENTS).field_path(".agents"))]

@@ -48,6 +48,31 @@ fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
 pub fn of_object(object: &Value) -> Vec<Reference> {
     let mut out = Vec::new();
     let spec = object.get("spec").unwrap_or(&Value::Null);
+    provider_secrets(spec, &mut out);
+    if let Some(v) = spec.pointer("/storage/kv/password") {
+        secret_key_ref(v, "spec.storage.kv.password".into(), &mut out);
+    }
+    if let Some(v) = spec.pointer("/storage/sql/connectionString") {
+        secret_key_ref(v, "spec.storage.sql.connectionString".into(), &mut out);
+    }
+    config_maps(spec, &mut out);
+    if let Some(name) = spec
+        .pointer("/networking/tls/secretName")
+        .and_then(Value::as_str)
+    {
+        out.push(Reference {
+            kind: RefKind::Secret,
+            namespace: None,
+            name: name.to_owned(),
+            key: None,
+            path: "spec.networking.tls.secretName".into(),
+        });
+    }
+    out
+}
+
+/// The Secrets of `spec.providers`: API keys, and settings that are a `secretKeyRef`.
+fn provider_secrets(spec: &Value, out: &mut Vec<Reference>) {
     for (api, value) in spec
         .get("providers")
         .and_then(Value::as_object)
@@ -64,7 +89,7 @@ pub fn of_object(object: &Value) -> Vec<Reference> {
         };
         for (path, provider) in items {
             if let Some(key) = provider.get("apiKey") {
-                secret_key_ref(key, format!("{path}.apiKey"), &mut out);
+                secret_key_ref(key, format!("{path}.apiKey"), out);
             }
             for (k, v) in provider
                 .get("settings")
@@ -73,65 +98,54 @@ pub fn of_object(object: &Value) -> Vec<Reference> {
                 .flatten()
             {
                 if v.as_object().is_some_and(|o| o.len() == 1) {
-                    secret_key_ref(v, format!("{path}.settings.{k}"), &mut out);
+                    secret_key_ref(v, format!("{path}.settings.{k}"), out);
                 }
             }
         }
     }
-    if let Some(v) = spec.pointer("/storage/kv/password") {
-        secret_key_ref(v, "spec.storage.kv.password".into(), &mut out);
-    }
-    if let Some(v) = spec.pointer("/storage/sql/connectionString") {
-        secret_key_ref(v, "spec.storage.sql.connectionString".into(), &mut out);
-    }
-    let mut config_map = |pointer: &str, ns_pointer: Option<&str>, path: &str| {
-        if let Some(name) = spec.pointer(pointer).and_then(Value::as_str) {
-            let namespace = ns_pointer
-                .and_then(|p| spec.pointer(p))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            out.push(Reference {
-                kind: RefKind::ConfigMap,
-                namespace,
-                name: name.to_owned(),
-                key: None,
-                path: path.to_owned(),
-            });
-        }
-    };
-    config_map(
-        "/overrideConfig/configMapName",
-        None,
-        "spec.overrideConfig.configMapName",
-    );
-    config_map(
-        "/networking/tls/caBundle/configMapName",
-        Some("/networking/tls/caBundle/configMapNamespace"),
-        "spec.networking.tls.caBundle.configMapName",
-    );
-    config_map(
-        "/server/userConfig/configMapName",
-        None,
-        "spec.server.userConfig.configMapName",
-    );
-    config_map(
-        "/server/tlsConfig/caBundle/configMapName",
-        Some("/server/tlsConfig/caBundle/configMapNamespace"),
-        "spec.server.tlsConfig.caBundle.configMapName",
-    );
-    if let Some(name) = spec
-        .pointer("/networking/tls/secretName")
-        .and_then(Value::as_str)
-    {
+}
+
+/// The ConfigMaps of either version: a config, a CA bundle (which may name its namespace).
+fn config_maps(spec: &Value, out: &mut Vec<Reference>) {
+    // (name, namespace, field path)
+    let fields = [
+        (
+            "/overrideConfig/configMapName",
+            None,
+            "spec.overrideConfig.configMapName",
+        ),
+        (
+            "/networking/tls/caBundle/configMapName",
+            Some("/networking/tls/caBundle/configMapNamespace"),
+            "spec.networking.tls.caBundle.configMapName",
+        ),
+        (
+            "/server/userConfig/configMapName",
+            None,
+            "spec.server.userConfig.configMapName",
+        ),
+        (
+            "/server/tlsConfig/caBundle/configMapName",
+            Some("/server/tlsConfig/caBundle/configMapNamespace"),
+            "spec.server.tlsConfig.caBundle.configMapName",
+        ),
+    ];
+    for (pointer, ns_pointer, path) in fields {
+        let Some(name) = spec.pointer(pointer).and_then(Value::as_str) else {
+            continue;
+        };
+        let namespace = ns_pointer
+            .and_then(|p| spec.pointer(p))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         out.push(Reference {
-            kind: RefKind::Secret,
-            namespace: None,
+            kind: RefKind::ConfigMap,
+            namespace,
             name: name.to_owned(),
             key: None,
-            path: "spec.networking.tls.secretName".into(),
+            path: path.to_owned(),
         });
     }
-    out
 }
 
 /// The references of a v1alpha2 object.

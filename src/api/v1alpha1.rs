@@ -1,5 +1,5 @@
 //! `llamastack.io/v1alpha1`: the resource of the upstream operator, kept working for existing
-//! users, plus spec 001's `spec.server.externalProviders`.
+//! users, plus `spec.server.externalProviders`.
 
 use k8s_openapi::api::core::v1::{
     EnvVar, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
@@ -105,7 +105,7 @@ pub struct ServerSpec {
     /// TLS settings (custom CA bundle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_config: Option<TlsConfig>,
-    /// External providers shipped as container images (spec 001).
+    /// External providers shipped as container images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_providers: Option<ExternalProvidersSpec>,
 }

@@ -1,5 +1,5 @@
 //! `llamastack.io/v1alpha2`, the storage version: the operator generates the server's
-//! `config.yaml` from providers, resources, storage and disabled APIs (spec 002).
+//! `config.yaml` from providers, resources, storage and disabled APIs.
 
 use k8s_openapi::api::core::v1::{
     EnvVar, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
@@ -88,7 +88,7 @@ pub struct LlamaStackDistributionSpec {
     /// Deployment settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadSpec>,
-    /// External providers shipped as container images (spec 001).
+    /// External providers shipped as container images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_providers: Option<ExternalProvidersSpec>,
     /// A complete config.yaml in a ConfigMap, used instead of a generated one.
@@ -157,7 +157,7 @@ impl Described for ProviderConfig {
 /// A provider field: one provider object or a list of them.
 pub type ProviderConfigOrList = OneOrMany<ProviderConfig>;
 
-/// Providers per API (spec 002 names).
+/// Providers per API, by the camelCase API names.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ProvidersSpec {

@@ -1,4 +1,4 @@
-//! `merge-config`: the in-Pod step that adds external providers to the config (spec 001).
+//! `merge-config`: the in-Pod step that adds external providers to the config.
 //!
 //! Metadata layout: `<metadata-dir>/<providerId>/lls-provider-spec.yaml` (copied from the provider
 //! image) and `crd-config.yaml` (`providerId`, `api` = the CRD section, `image`, `order`, `config`,

@@ -32,7 +32,7 @@ enum Command {
     Resolve(resolve::Args),
     /// Print what the operator generates for a LlamaStackDistribution (offline).
     Render(render::Args),
-    /// Merge external providers into a config (runs in the Pod, spec 001).
+    /// Merge external providers into a config (runs in the Pod).
     MergeConfig(merge_config::Args),
     /// Copy this binary and the Python provider steps to a shared volume (runs in the Pod).
     InstallTools(provider_steps::ToolsArgs),

@@ -209,11 +209,10 @@ async fn shutdown_signal() {
 fn catalog(args: &Args) -> Result<Catalog, RunError> {
     let mut catalog = Catalog::embedded().map_err(RunError::Catalog)?;
     if let Some(path) = &args.image_overrides {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| RunError::ImageOverrides {
-                path: path.clone(),
-                source,
-            })?;
+        let text = std::fs::read_to_string(path).map_err(|source| RunError::ImageOverrides {
+            path: path.clone(),
+            source,
+        })?;
         let (valid, problems) = parse_image_overrides(&text);
         for problem in problems {
             tracing::warn!(%problem, "image overrides");

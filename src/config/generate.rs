@@ -10,8 +10,8 @@
 //!   table (vLLM: `base_url`, `api_token`), not to `url`/`api_key`.
 //! - A user provider of a type the base config already has starts from that provider's config
 //!   (defaults such as `persistence` and `${env.…}` knobs), then gets the user's fields. The base
-//!   providers of that API are otherwise dropped (spec 002 R3: replace per API type).
-//! - An API both configured and disabled is an error (spec 002 review), not a warning.
+//!   providers of that API are otherwise dropped (providers are replaced per API, never merged).
+//! - An API both configured and disabled is an error, not a warning: one of the two is a mistake.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,8 +22,8 @@ use super::table::{ProviderInfo, ProviderTable};
 use crate::api::apis;
 use crate::api::polymorphic::NameOrObject;
 use crate::api::v1alpha2::{
-    KvStorageType, LlamaStackDistributionSpec, ProviderConfig, SecretKeyRef, SecretValue,
-    SqlStorageType,
+    KvStorageSpec, KvStorageType, LlamaStackDistributionSpec, ModelConfig, ModelConfigOrString,
+    ProviderConfig, SecretKeyRef, SecretValue, SqlStorageSpec, SqlStorageType,
 };
 
 /// A generation problem at a field path.
@@ -256,7 +256,133 @@ fn secret_ref_in(value: &Value) -> Option<Result<SecretKeyRef, String>> {
     )
 }
 
-/// One user provider to a config entry.
+/// The config of one provider entry being built, and the keys `endpoint` and `apiKey` set (a
+/// setting may not set them again).
+struct ProviderDraft<'a> {
+    provider_type: String,
+    info: &'a ProviderInfo,
+    path: &'a str,
+    config: Map<String, Value>,
+    set_by_fields: BTreeSet<String>,
+}
+
+impl ProviderDraft<'_> {
+    fn set_by_field(&mut self, key: &str, value: Value) {
+        self.config.insert(key.to_owned(), value);
+        self.set_by_fields.insert(key.to_owned());
+    }
+
+    fn takes(&self, key: &str) -> bool {
+        self.info.config_keys.iter().any(|k| k == key)
+    }
+
+    /// `endpoint`: the provider's URL setting, or host/port/db/user for those that take them.
+    fn endpoint(&mut self, ctx: &mut Ctx<'_>, endpoint: &str) {
+        let path = format!("{}.endpoint", self.path);
+        if let Some(field) = self.info.url_field.clone() {
+            self.set_by_field(&field, json!(endpoint));
+            return;
+        }
+        if !self.info.host_port {
+            ctx.error(
+                path,
+                format!("{} has no URL setting in llama-stack {}; configure it with settings (its keys: {})", self.provider_type, ctx.table.llama_stack_version, self.info.config_keys.join(", ")),
+            );
+            return;
+        }
+        match parse_url(endpoint) {
+            Some(url) if url.has_password => ctx.error(
+                path,
+                "the endpoint contains a password; put it in a Secret and reference it with settings.password.secretKeyRef",
+            ),
+            Some(url) => {
+                self.set_by_field("host", json!(url.host));
+                if let Some(port) = url.port.and_then(|p| p.parse::<u64>().ok()) {
+                    self.set_by_field("port", json!(port));
+                }
+                if let (Some(db), true) = (url.path, self.takes("db")) {
+                    self.set_by_field("db", json!(db));
+                }
+                if let (Some(user), true) = (url.user, self.takes("user")) {
+                    self.set_by_field("user", json!(user));
+                }
+            }
+            None => ctx.error(
+                path,
+                format!("{endpoint:?} is not a URL like scheme://host:port/db"),
+            ),
+        }
+    }
+
+    /// `apiKey`: an environment variable from the Secret, in the provider's key setting.
+    fn api_key(&mut self, ctx: &mut Ctx<'_>, id: &str, secret_key_ref: &SecretKeyRef) {
+        match self.info.secret_field.clone() {
+            Some(field) => {
+                let reference = ctx.secret_env(env_name(id, "api_key"), secret_key_ref);
+                self.set_by_field(&field, json!(reference));
+            }
+            None => ctx.error(
+                format!("{}.apiKey", self.path),
+                format!("{} takes no API key in llama-stack {} (the server would ignore it and run without authentication); remove apiKey", self.provider_type, ctx.table.llama_stack_version),
+            ),
+        }
+    }
+
+    /// `settings`: copied as they are, Secret references as environment variables.
+    fn settings(&mut self, ctx: &mut Ctx<'_>, id: &str, settings: &Map<String, Value>) {
+        for (key, value) in settings {
+            let path = format!("{}.settings.{key}", self.path);
+            if self.set_by_fields.contains(key) {
+                ctx.error(
+                    path,
+                    format!("{key} is already set by endpoint or apiKey; set it in one place"),
+                );
+                continue;
+            }
+            if !self.takes(key) {
+                ctx.warnings.push(format!(
+                    "{path}: {} has no setting {key:?} in llama-stack {}; the server would ignore it (known: {})",
+                    self.provider_type,
+                    ctx.table.llama_stack_version,
+                    self.info.config_keys.join(", ")
+                ));
+            }
+            match secret_ref_in(value) {
+                Some(Ok(secret)) => {
+                    let reference = ctx.secret_env(env_name(id, key), &secret);
+                    self.config.insert(key.clone(), json!(reference));
+                }
+                Some(Err(message)) => ctx.error(path, message),
+                None => {
+                    self.config.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+
+    /// Reports the keys the server requires that nothing set.
+    fn check_required(&self, ctx: &mut Ctx<'_>) {
+        let missing: Vec<&str> = self
+            .info
+            .required_keys
+            .iter()
+            .filter(|k| !self.config.contains_key(*k))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            ctx.error(
+                self.path.to_owned(),
+                format!(
+                    "{} requires {} (set them with endpoint or settings)",
+                    self.provider_type,
+                    missing.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// One user provider to a config entry, starting from the base config's entry of its type.
 fn build_provider(
     ctx: &mut Ctx<'_>,
     api: &str,
@@ -266,104 +392,35 @@ fn build_provider(
 ) -> Option<(String, Value)> {
     let (provider_type, info) = resolve_type(ctx, api, &p.provider, path)?;
     let id = p.config_id();
-    let mut config: Map<String, Value> = base
+    let config: Map<String, Value> = base
         .iter()
         .find(|b| b.get("provider_type").and_then(Value::as_str) == Some(provider_type.as_str()))
         .and_then(|b| b.get("config"))
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut set_by_fields: BTreeSet<String> = BTreeSet::new();
-
+    let mut draft = ProviderDraft {
+        provider_type,
+        info,
+        path,
+        config,
+        set_by_fields: BTreeSet::new(),
+    };
     if let Some(endpoint) = &p.endpoint {
-        if let Some(field) = &info.url_field {
-            config.insert(field.clone(), json!(endpoint));
-            set_by_fields.insert(field.clone());
-        } else if info.host_port {
-            match parse_url(endpoint) {
-                Some(url) if url.has_password => ctx.error(
-                    format!("{path}.endpoint"),
-                    "the endpoint contains a password; put it in a Secret and reference it with settings.password.secretKeyRef",
-                ),
-                Some(url) => {
-                    let mut put = |k: &str, v: Value| {
-                        config.insert(k.to_owned(), v);
-                        set_by_fields.insert(k.to_owned());
-                    };
-                    put("host", json!(url.host));
-                    if let Some(port) = url.port.and_then(|p| p.parse::<u64>().ok()) {
-                        put("port", json!(port));
-                    }
-                    if let (Some(db), true) = (url.path, info.config_keys.iter().any(|k| k == "db")) {
-                        put("db", json!(db));
-                    }
-                    if let (Some(user), true) = (url.user, info.config_keys.iter().any(|k| k == "user")) {
-                        put("user", json!(user));
-                    }
-                }
-                None => ctx.error(format!("{path}.endpoint"), format!("{endpoint:?} is not a URL like scheme://host:port/db")),
-            }
-        } else {
-            ctx.error(
-                format!("{path}.endpoint"),
-                format!("{provider_type} has no URL setting in llama-stack {}; configure it with settings (its keys: {})", ctx.table.llama_stack_version, info.config_keys.join(", ")),
-            );
-        }
+        draft.endpoint(ctx, endpoint);
     }
     if let Some(SecretValue { secret_key_ref }) = &p.api_key {
-        match &info.secret_field {
-            Some(field) => {
-                let reference = ctx.secret_env(env_name(&id, "api_key"), secret_key_ref);
-                config.insert(field.clone(), json!(reference));
-                set_by_fields.insert(field.clone());
-            }
-            None => ctx.error(
-                format!("{path}.apiKey"),
-                format!("{provider_type} takes no API key in llama-stack {} (the server would ignore it and run without authentication); remove apiKey", ctx.table.llama_stack_version),
-            ),
-        }
+        draft.api_key(ctx, &id, secret_key_ref);
     }
-    for (key, value) in p.settings.iter().flatten() {
-        if set_by_fields.contains(key) {
-            ctx.error(
-                format!("{path}.settings.{key}"),
-                format!("{key} is already set by endpoint or apiKey; set it in one place"),
-            );
-            continue;
-        }
-        if !info.config_keys.iter().any(|k| k == key) {
-            ctx.warnings.push(format!(
-                "{path}.settings.{key}: {provider_type} has no setting {key:?} in llama-stack {}; the server would ignore it (known: {})",
-                ctx.table.llama_stack_version,
-                info.config_keys.join(", ")
-            ));
-        }
-        match secret_ref_in(value) {
-            Some(Ok(secret)) => {
-                let reference = ctx.secret_env(env_name(&id, key), &secret);
-                config.insert(key.clone(), json!(reference));
-            }
-            Some(Err(message)) => ctx.error(format!("{path}.settings.{key}"), message),
-            None => {
-                config.insert(key.clone(), value.clone());
-            }
-        }
+    if let Some(settings) = &p.settings {
+        draft.settings(ctx, &id, settings);
     }
-    let missing: Vec<&str> = info
-        .required_keys
-        .iter()
-        .filter(|k| !config.contains_key(*k))
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
-        ctx.error(
-            path.to_owned(),
-            format!(
-                "{provider_type} requires {} (set them with endpoint or settings)",
-                missing.join(", ")
-            ),
-        );
-    }
+    draft.check_required(ctx);
+    let ProviderDraft {
+        provider_type,
+        config,
+        ..
+    } = draft;
     Some((
         id.clone(),
         json!({"provider_id": id, "provider_type": provider_type, "config": Value::Object(config)}),
@@ -572,7 +629,19 @@ fn resources(
     config: &mut Map<String, Value>,
 ) -> usize {
     let Some(res) = &spec.resources else { return 0 };
-    let mut count = 0;
+    let models = models(ctx, spec, res.models.as_deref().unwrap_or_default(), config);
+    let shields = shields(ctx, res.shields.as_deref().unwrap_or_default(), config);
+    let tools = tool_groups(ctx, res.tools.as_deref().unwrap_or_default(), config);
+    models + shields + tools
+}
+
+/// Registers the models; returns how many.
+fn models(
+    ctx: &mut Ctx<'_>,
+    spec: &LlamaStackDistributionSpec,
+    models: &[ModelConfigOrString],
+    config: &mut Map<String, Value>,
+) -> usize {
     let inference_ids = ids_of(config, "inference");
     let first_user_inference = spec
         .providers
@@ -581,7 +650,8 @@ fn resources(
         .and_then(|i| i.items().first())
         .map(|p| p.config_id());
     let default_provider = first_user_inference.or_else(|| inference_ids.first().cloned());
-    for (i, model) in res.models.iter().flatten().enumerate() {
+    let mut count = 0;
+    for (i, model) in models.iter().enumerate() {
         let path = format!("spec.resources.models[{i}]");
         let (name, provider, details) = match model {
             NameOrObject::Name(name) => (name.clone(), None, None),
@@ -607,35 +677,55 @@ fn resources(
                 continue;
             }
         };
-        let model_type = details
-            .and_then(|m| m.model_type.clone())
-            .unwrap_or_else(|| "llm".to_owned());
-        if !matches!(model_type.as_str(), "llm" | "embedding" | "rerank") {
-            ctx.error(
-                format!("{path}.modelType"),
-                format!("{model_type:?} is not a model type; use llm, embedding or rerank"),
-            );
+        let Some(entry) = model_entry(ctx, &path, &name, &provider, details) else {
             continue;
-        }
-        let mut metadata = Map::new();
-        if let Some(n) = details.and_then(|m| m.context_length) {
-            metadata.insert("context_length".into(), json!(n));
-        }
-        if let Some(q) = details.and_then(|m| m.quantization.clone()) {
-            metadata.insert("quantization".into(), json!(q));
-        }
-        let mut entry = json!({"model_id": name, "provider_id": provider, "provider_model_id": name, "model_type": model_type});
-        if !metadata.is_empty() {
-            entry["metadata"] = Value::Object(metadata);
-        }
+        };
         register(config, "models", entry, |m| {
             m.get("model_id").and_then(Value::as_str) == Some(name.as_str())
                 && m.get("provider_id").and_then(Value::as_str) == Some(provider.as_str())
         });
         count += 1;
     }
+    count
+}
+
+/// The `registered_resources.models` entry of one model; `None` (reported) for a bad type.
+fn model_entry(
+    ctx: &mut Ctx<'_>,
+    path: &str,
+    name: &str,
+    provider: &str,
+    details: Option<&ModelConfig>,
+) -> Option<Value> {
+    let model_type = details
+        .and_then(|m| m.model_type.clone())
+        .unwrap_or_else(|| "llm".to_owned());
+    if !matches!(model_type.as_str(), "llm" | "embedding" | "rerank") {
+        ctx.error(
+            format!("{path}.modelType"),
+            format!("{model_type:?} is not a model type; use llm, embedding or rerank"),
+        );
+        return None;
+    }
+    let mut metadata = Map::new();
+    if let Some(n) = details.and_then(|m| m.context_length) {
+        metadata.insert("context_length".into(), json!(n));
+    }
+    if let Some(q) = details.and_then(|m| m.quantization.clone()) {
+        metadata.insert("quantization".into(), json!(q));
+    }
+    let mut entry = json!({"model_id": name, "provider_id": provider, "provider_model_id": name, "model_type": model_type});
+    if !metadata.is_empty() {
+        entry["metadata"] = Value::Object(metadata);
+    }
+    Some(entry)
+}
+
+/// Registers the shields with the first safety provider; returns how many.
+fn shields(ctx: &mut Ctx<'_>, shields: &[String], config: &mut Map<String, Value>) -> usize {
     let safety_ids = ids_of(config, "safety");
-    for (i, shield) in res.shields.iter().flatten().enumerate() {
+    let mut count = 0;
+    for (i, shield) in shields.iter().enumerate() {
         let Some(provider) = safety_ids.first().cloned() else {
             ctx.error(
                 format!("spec.resources.shields[{i}]"),
@@ -650,8 +740,15 @@ fn resources(
         });
         count += 1;
     }
+    count
+}
+
+/// Checks the tool groups against the toolRuntime providers (llama-stack registers them
+/// itself); returns how many are served.
+fn tool_groups(ctx: &mut Ctx<'_>, tools: &[String], config: &Map<String, Value>) -> usize {
     let tool_types = types_of(config, "tool_runtime");
-    for (i, tool) in res.tools.iter().flatten().enumerate() {
+    let mut count = 0;
+    for (i, tool) in tools.iter().enumerate() {
         let path = format!("spec.resources.tools[{i}]");
         if tool_types.is_empty() {
             ctx.error(
@@ -679,67 +776,15 @@ fn storage(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec, config: &mut Ma
         .to_owned();
     let sqlite_dir = format!("${{env.SQLITE_STORE_DIR:=~/.llama/distributions/{distro}}}");
     let mut backends: Vec<(&str, Value)> = Vec::new();
-    if let Some(kv) = &storage.kv {
-        match kv.type_ {
-            KvStorageType::Sqlite => backends.push((
-                "kv_default",
-                json!({"type": "kv_sqlite", "db_path": format!("{sqlite_dir}/kvstore.db")}),
-            )),
-            KvStorageType::Redis => {
-                let endpoint = kv.endpoint.as_deref().unwrap_or_default();
-                if kv.password.is_some() {
-                    ctx.error("spec.storage.kv.password", "llama-stack 0.7.3's redis backend has no password setting (it would connect without one); use a Redis that needs no password on the cluster network, or sqlite/postgres");
-                }
-                match parse_url(endpoint) {
-                    Some(url) => {
-                        let port = url.port.and_then(|p| p.parse::<u64>().ok()).unwrap_or(6379);
-                        backends.push((
-                            "kv_default",
-                            json!({"type": "kv_redis", "host": url.host, "port": port}),
-                        ));
-                    }
-                    None => ctx.error(
-                        "spec.storage.kv.endpoint",
-                        format!("{endpoint:?} is not a URL like redis://host:6379"),
-                    ),
-                }
-            }
-        }
+    if let Some(kv) = &storage.kv
+        && let Some(backend) = kv_backend(ctx, kv, &sqlite_dir)
+    {
+        backends.push(("kv_default", backend));
     }
-    if let Some(sql) = &storage.sql {
-        match sql.type_ {
-            SqlStorageType::Sqlite => backends.push((
-                "sql_default",
-                json!({"type": "sql_sqlite", "db_path": format!("{sqlite_dir}/sql_store.db")}),
-            )),
-            SqlStorageType::Postgres => {
-                if let Some(SecretValue { secret_key_ref }) = &sql.connection_string {
-                    let mut backend = Map::new();
-                    backend.insert("type".into(), json!("sql_postgres"));
-                    for (key, part) in [
-                        ("host", UrlPart::Host),
-                        ("port", UrlPart::Port),
-                        ("db", UrlPart::Db),
-                        ("user", UrlPart::User),
-                        ("password", UrlPart::Password),
-                    ] {
-                        let name = env_name("storage_sql", key);
-                        backend.insert(key.into(), json!(env_ref(&name)));
-                        ctx.env.insert(
-                            name.clone(),
-                            EnvVarSpec {
-                                name,
-                                source: EnvSource::SecretUrlPart {
-                                    secret_key_ref: secret_key_ref.clone(),
-                                    part,
-                                },
-                            },
-                        );
-                    }
-                    backends.push(("sql_default", Value::Object(backend)));
-                }
-            }
-        }
+    if let Some(sql) = &storage.sql
+        && let Some(backend) = sql_backend(ctx, sql, &sqlite_dir)
+    {
+        backends.push(("sql_default", backend));
     }
     let storage = config.entry("storage").or_insert_with(|| json!({}));
     if !storage.is_object() {
@@ -751,6 +796,62 @@ fn storage(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec, config: &mut Ma
             for (name, backend) in backends {
                 map.insert(name.to_owned(), backend);
             }
+        }
+    }
+}
+
+/// The `kv_default` backend; `None` (reported) when its endpoint is not a URL.
+fn kv_backend(ctx: &mut Ctx<'_>, kv: &KvStorageSpec, sqlite_dir: &str) -> Option<Value> {
+    match kv.type_ {
+        KvStorageType::Sqlite => {
+            Some(json!({"type": "kv_sqlite", "db_path": format!("{sqlite_dir}/kvstore.db")}))
+        }
+        KvStorageType::Redis => {
+            let endpoint = kv.endpoint.as_deref().unwrap_or_default();
+            if kv.password.is_some() {
+                ctx.error("spec.storage.kv.password", "llama-stack 0.7.3's redis backend has no password setting (it would connect without one); use a Redis that needs no password on the cluster network, or sqlite/postgres");
+            }
+            let Some(url) = parse_url(endpoint) else {
+                ctx.error(
+                    "spec.storage.kv.endpoint",
+                    format!("{endpoint:?} is not a URL like redis://host:6379"),
+                );
+                return None;
+            };
+            let port = url.port.and_then(|p| p.parse::<u64>().ok()).unwrap_or(6379);
+            Some(json!({"type": "kv_redis", "host": url.host, "port": port}))
+        }
+    }
+}
+
+/// The `sql_default` backend. PostgreSQL takes host, port, db, user and password separately:
+/// each is an environment variable read from the `<name>-derived` Secret, which the controller
+/// splits from the user's connection string.
+fn sql_backend(ctx: &mut Ctx<'_>, sql: &SqlStorageSpec, sqlite_dir: &str) -> Option<Value> {
+    match sql.type_ {
+        SqlStorageType::Sqlite => {
+            Some(json!({"type": "sql_sqlite", "db_path": format!("{sqlite_dir}/sql_store.db")}))
+        }
+        SqlStorageType::Postgres => {
+            let SecretValue { secret_key_ref } = sql.connection_string.as_ref()?;
+            let mut backend = Map::new();
+            backend.insert("type".into(), json!("sql_postgres"));
+            for (key, part) in [
+                ("host", UrlPart::Host),
+                ("port", UrlPart::Port),
+                ("db", UrlPart::Db),
+                ("user", UrlPart::User),
+                ("password", UrlPart::Password),
+            ] {
+                let name = env_name("storage_sql", key);
+                backend.insert(key.into(), json!(env_ref(&name)));
+                let source = EnvSource::SecretUrlPart {
+                    secret_key_ref: secret_key_ref.clone(),
+                    part,
+                };
+                ctx.env.insert(name.clone(), EnvVarSpec { name, source });
+            }
+            Some(Value::Object(backend))
         }
     }
 }
@@ -861,78 +962,13 @@ fn repair_references(
     // (what was removed, the provider it referred to)
     let mut notes: Vec<(String, String)> = Vec::new();
     if let Some(Value::Object(vs)) = config.get_mut("vector_stores") {
-        if let Some(id) = vs
-            .get("default_provider_id")
-            .and_then(Value::as_str)
-            .filter(|id| gone(id))
-            .map(str::to_owned)
-        {
-            notes.push(("vector_stores.default_provider_id".to_owned(), id));
-            vs.remove("default_provider_id");
-        }
-        for key in ["default_embedding_model", "default_reranker_model"] {
-            if let Some(id) = vs
-                .get(key)
-                .and_then(|m| m.get("provider_id"))
-                .and_then(Value::as_str)
-                .filter(|id| gone(id))
-                .map(str::to_owned)
-            {
-                notes.push((format!("vector_stores.{key}"), id));
-                vs.remove(key);
-            }
-        }
+        drop_vector_store_defaults(vs, &gone, &mut notes);
     }
-    let mut removed_shields = BTreeSet::new();
-    if let Some(Value::Object(resources)) = config.get_mut("registered_resources") {
-        for (kind, list) in resources.iter_mut() {
-            let Some(list) = list.as_array_mut() else {
-                continue;
-            };
-            list.retain(|r| {
-                let Some(provider) = r.get("provider_id").and_then(Value::as_str) else {
-                    return true;
-                };
-                if !gone(provider) {
-                    return true;
-                }
-                let id = r
-                    .as_object()
-                    .and_then(|o| {
-                        o.iter()
-                            .find(|(k, _)| k.ends_with("_id") && *k != "provider_id")
-                    })
-                    .and_then(|(_, v)| v.as_str())
-                    .unwrap_or("?");
-                if kind == "shields" {
-                    removed_shields.insert(id.to_owned());
-                }
-                notes.push((
-                    format!("registered_resources.{kind} {id:?}"),
-                    provider.to_owned(),
-                ));
-                false
-            });
-        }
-    }
-    if let Some(Value::Object(safety)) = config.get_mut("safety") {
-        let default = safety
-            .get("default_shield_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let shields_left = config_shield_ids(config);
-        if let Some(shield) = default
-            && (!shields_left.contains(&shield) || removed_shields.contains(&shield))
-        {
-            if let Some(Value::Object(safety)) = config.get_mut("safety") {
-                safety.remove("default_shield_id");
-            }
-            notes.push((
-                "safety.default_shield_id".to_owned(),
-                format!("shield {shield:?}"),
-            ));
-        }
-    }
+    let removed_shields = match config.get_mut("registered_resources") {
+        Some(Value::Object(resources)) => drop_registered_resources(resources, &gone, &mut notes),
+        _ => BTreeSet::new(),
+    };
+    drop_default_shield(config, &removed_shields, &mut notes);
     for (what, provider) in notes {
         let provider = effective_id(&provider);
         let origin = if before.contains_key(provider) {
@@ -944,6 +980,101 @@ fn repair_references(
             "removed {what} from the base config: it referred to {provider:?}, {origin}"
         ));
     }
+}
+
+/// Drops the vector store defaults whose provider is gone.
+fn drop_vector_store_defaults(
+    vs: &mut Map<String, Value>,
+    gone: &dyn Fn(&str) -> bool,
+    notes: &mut Vec<(String, String)>,
+) {
+    if let Some(id) = vs
+        .get("default_provider_id")
+        .and_then(Value::as_str)
+        .filter(|id| gone(id))
+        .map(str::to_owned)
+    {
+        notes.push(("vector_stores.default_provider_id".to_owned(), id));
+        vs.remove("default_provider_id");
+    }
+    for key in ["default_embedding_model", "default_reranker_model"] {
+        if let Some(id) = vs
+            .get(key)
+            .and_then(|m| m.get("provider_id"))
+            .and_then(Value::as_str)
+            .filter(|id| gone(id))
+            .map(str::to_owned)
+        {
+            notes.push((format!("vector_stores.{key}"), id));
+            vs.remove(key);
+        }
+    }
+}
+
+/// Drops registered resources whose provider is gone; returns the shields dropped.
+fn drop_registered_resources(
+    resources: &mut Map<String, Value>,
+    gone: &dyn Fn(&str) -> bool,
+    notes: &mut Vec<(String, String)>,
+) -> BTreeSet<String> {
+    let mut removed_shields = BTreeSet::new();
+    for (kind, list) in resources.iter_mut() {
+        let Some(list) = list.as_array_mut() else {
+            continue;
+        };
+        list.retain(|r| {
+            let Some(provider) = r.get("provider_id").and_then(Value::as_str) else {
+                return true;
+            };
+            if !gone(provider) {
+                return true;
+            }
+            let id = r
+                .as_object()
+                .and_then(|o| {
+                    o.iter()
+                        .find(|(k, _)| k.ends_with("_id") && *k != "provider_id")
+                })
+                .and_then(|(_, v)| v.as_str())
+                .unwrap_or("?");
+            if kind == "shields" {
+                removed_shields.insert(id.to_owned());
+            }
+            notes.push((
+                format!("registered_resources.{kind} {id:?}"),
+                provider.to_owned(),
+            ));
+            false
+        });
+    }
+    removed_shields
+}
+
+/// Drops `safety.default_shield_id` when that shield no longer exists.
+fn drop_default_shield(
+    config: &mut Map<String, Value>,
+    removed_shields: &BTreeSet<String>,
+    notes: &mut Vec<(String, String)>,
+) {
+    let Some(shield) = config
+        .get("safety")
+        .and_then(|s| s.get("default_shield_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    let shields_left = config_shield_ids(config);
+    if shields_left.contains(&shield) && !removed_shields.contains(&shield) {
+        return;
+    }
+    if let Some(Value::Object(safety)) = config.get_mut("safety") {
+        safety.remove("default_shield_id");
+    }
+    notes.push((
+        "safety.default_shield_id".to_owned(),
+        format!("shield {shield:?}"),
+    ));
 }
 
 fn config_shield_ids(config: &Map<String, Value>) -> BTreeSet<String> {
@@ -972,15 +1103,12 @@ fn ensure_apis(config: &mut Map<String, Value>, configured: &BTreeSet<String>) {
     }
 }
 
-/// Generates the config for a spec over a base config (YAML text).
-pub fn generate(
-    spec: &LlamaStackDistributionSpec,
-    base_yaml: &str,
-    table: &ProviderTable,
-) -> Result<GeneratedConfig, GenerateError> {
+/// The base config as a mapping, and its schema version, when it is one this operator
+/// generates from.
+fn parse_base(base_yaml: &str) -> Result<(Map<String, Value>, u64), GenerateError> {
     let base: Value =
         serde_saphyr::from_str(base_yaml).map_err(|e| GenerateError::BaseConfig(e.to_string()))?;
-    let Value::Object(mut config) = base else {
+    let Value::Object(config) = base else {
         return Err(GenerateError::BaseConfig(
             "the top level is not a mapping".to_owned(),
         ));
@@ -1006,6 +1134,16 @@ pub fn generate(
             llama_stack_resolver::base_config::BaseConfigError::UnsupportedVersion { version },
         ));
     }
+    Ok((config, config_version))
+}
+
+/// Generates the config for a spec over a base config (YAML text).
+pub fn generate(
+    spec: &LlamaStackDistributionSpec,
+    base_yaml: &str,
+    table: &ProviderTable,
+) -> Result<GeneratedConfig, GenerateError> {
+    let (mut config, config_version) = parse_base(base_yaml)?;
     let before = base_provider_ids(&Value::Object(config.clone()));
     let mut ctx = Ctx {
         table,
@@ -1032,7 +1170,7 @@ pub fn generate(
         .and_then(Value::as_object)
         .map(|p| p.values().filter_map(Value::as_array).map(Vec::len).sum())
         .unwrap_or(0);
-    // Nothing to generate (user story 1.3): the distribution's config is used byte for byte.
+    // Nothing to generate: the distribution's config is used byte for byte.
     let untouched = spec.providers.is_none()
         && spec.resources.is_none()
         && spec.storage.is_none()

@@ -190,7 +190,7 @@ pub struct MergeOutput {
     pub warnings: Vec<String>,
 }
 
-/// Why the merge failed; messages follow spec 001's formats.
+/// Why the merge failed; each message names the provider, its image and the fix.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MergeError {
     /// The base config is not a mapping with `providers`.
@@ -269,60 +269,15 @@ pub fn merge(base_yaml: &str, externals: &[ExternalProvider]) -> Result<MergeOut
             });
         }
         seen.push((&ext.provider_id, &ext.image));
-        let Some(api) = apis::stack_name(&ext.section) else {
-            return Err(MergeError::UnknownSection {
-                section: ext.section.clone(),
-                provider_id: ext.provider_id.clone(),
-                image: ext.image.clone(),
-            });
-        };
-        let declared = metadata_api(&ext.package.spec.api);
-        if declared != Some(api) {
-            let declared_section = declared
-                .and_then(|d| {
-                    apis::APIS
-                        .iter()
-                        .find(|(_, s)| *s == d)
-                        .map(|(c, _)| (*c).to_owned())
-                })
-                .unwrap_or_else(|| ext.package.spec.api.clone());
-            return Err(MergeError::ApiMismatch {
-                provider_id: ext.provider_id.clone(),
-                image: ext.image.clone(),
-                declared: ext.package.spec.api.clone(),
-                declared_section,
-                placement: ext.section.clone(),
-            });
-        }
+        let api = placed_api(ext)?;
         let entry = json!({
             "provider_id": ext.provider_id,
             "provider_type": ext.package.spec.provider_type,
             "module": module_of(&ext.package.spec.package_name),
             "config": Value::Object(ext.config.clone().unwrap_or_default()),
         });
-        let providers = config.entry("providers").or_insert_with(|| json!({}));
-        if !providers.is_object() {
-            return Err(MergeError::Base("providers is not a mapping".to_owned()));
-        }
-        if let Value::Object(providers) = providers {
-            let list = providers.entry(api.to_owned()).or_insert_with(|| json!([]));
-            if let Value::Array(list) = list {
-                if let Some(pos) = list.iter().position(|p| {
-                    p.get("provider_id").and_then(Value::as_str) == Some(ext.provider_id.as_str())
-                }) {
-                    let base_type = list[pos]
-                        .get("provider_type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown")
-                        .to_owned();
-                    list.remove(pos);
-                    warnings.push(format!(
-                        "WARNING: External provider '{}' overrides base provider in API '{api}'\n  Base type: {base_type}\n  External type: {}\n  Using the external provider (image: {})",
-                        ext.provider_id, ext.package.spec.provider_type, ext.image
-                    ));
-                }
-                list.push(entry.clone());
-            }
+        if let Some(warning) = place(&mut config, api, ext, entry.clone())? {
+            warnings.push(warning);
         }
         if let Some(Value::Array(served)) = config.get_mut("apis")
             && !served.iter().any(|a| a.as_str() == Some(api))
@@ -341,6 +296,70 @@ pub fn merge(base_yaml: &str, externals: &[ExternalProvider]) -> Result<MergeOut
             .map_err(|e| MergeError::Yaml(e.to_string()))?,
         warnings,
     })
+}
+
+/// The llama-stack API of the section the provider is placed in, which must be the API its
+/// package declares.
+fn placed_api(ext: &ExternalProvider) -> Result<&'static str, MergeError> {
+    let Some(api) = apis::stack_name(&ext.section) else {
+        return Err(MergeError::UnknownSection {
+            section: ext.section.clone(),
+            provider_id: ext.provider_id.clone(),
+            image: ext.image.clone(),
+        });
+    };
+    let declared = metadata_api(&ext.package.spec.api);
+    if declared == Some(api) {
+        return Ok(api);
+    }
+    let declared_section = declared
+        .and_then(|d| {
+            apis::APIS
+                .iter()
+                .find(|(_, s)| *s == d)
+                .map(|(c, _)| (*c).to_owned())
+        })
+        .unwrap_or_else(|| ext.package.spec.api.clone());
+    Err(MergeError::ApiMismatch {
+        provider_id: ext.provider_id.clone(),
+        image: ext.image.clone(),
+        declared: ext.package.spec.api.clone(),
+        declared_section,
+        placement: ext.section.clone(),
+    })
+}
+
+/// Adds `entry` to `providers.<api>`, replacing a base provider with the same ID; returns the
+/// warning that says so.
+fn place(
+    config: &mut Map<String, Value>,
+    api: &str,
+    ext: &ExternalProvider,
+    entry: Value,
+) -> Result<Option<String>, MergeError> {
+    let providers = config.entry("providers").or_insert_with(|| json!({}));
+    let Value::Object(providers) = providers else {
+        return Err(MergeError::Base("providers is not a mapping".to_owned()));
+    };
+    let Value::Array(list) = providers.entry(api.to_owned()).or_insert_with(|| json!([])) else {
+        return Ok(None);
+    };
+    let replaced = list.iter().position(|p| {
+        p.get("provider_id").and_then(Value::as_str) == Some(ext.provider_id.as_str())
+    });
+    let warning = replaced.map(|pos| {
+        let base = list.remove(pos);
+        let base_type = base
+            .get("provider_type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        format!(
+            "WARNING: External provider '{}' overrides base provider in API '{api}'\n  Base type: {base_type}\n  External type: {}\n  Using the external provider (image: {})",
+            ext.provider_id, ext.package.spec.provider_type, ext.image
+        )
+    });
+    list.push(entry);
+    Ok(warning)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Generator cases: spec 002's user stories and edge cases on the embedded starter config.
+//! Generator cases: the documented examples and edge cases on the embedded starter config.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};

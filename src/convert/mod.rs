@@ -1,7 +1,7 @@
 //! Lossless conversion between `llamastack.io/v1alpha1` and `llamastack.io/v1alpha2` (the hub),
 //! on JSON trees so that nothing the types do not know is dropped.
 //!
-//! Fields map as spec 002's migration table says. What one version cannot represent travels in
+//! Fields map one to one where both versions have them (`FIELD_MAP`). What one version cannot represent travels in
 //! an annotation of the other: `llamastack.io/v1alpha2-fields` on v1alpha1 objects (providers,
 //! resources, storage, disabled, TLS serving, the object form of `expose`, generation status),
 //! `llamastack.io/v1alpha1-fields` on v1alpha2 objects (container name, `userConfig`'s namespace).
@@ -394,24 +394,7 @@ fn to_v1alpha1(object: &Value) -> Result<Value, ConvertError> {
     }
 
     if let Some(carried) = &carried_v1 {
-        if let Some(name) = carried.get("containerName") {
-            put(
-                &mut spec,
-                &["server", "containerSpec", "name"],
-                name.clone(),
-            );
-        }
-        if let Some(ns) = carried.get("userConfigNamespace") {
-            put(
-                &mut spec,
-                &["server", "userConfig", "configMapNamespace"],
-                ns.clone(),
-            );
-        }
-        if let Some(rest) = carried.get("rest") {
-            merge_into(&mut spec, rest);
-        }
-        restore_empty(&mut spec, carried.get("present"));
+        restore_v1alpha1_fields(&mut spec, carried);
     }
     let mut carried = json!({});
     if !is_empty_object(Some(&carried_spec)) {
@@ -424,17 +407,7 @@ fn to_v1alpha1(object: &Value) -> Result<Value, ConvertError> {
         out["spec"] = spec;
     }
     if let Some(status) = src.get("status").and_then(Value::as_object) {
-        let mut v1_status = Map::new();
-        let mut v2_only = Map::new();
-        for (k, v) in status {
-            if STATUS_V2_ONLY.contains(&k.as_str()) {
-                v2_only.insert(k.clone(), v.clone());
-            } else if STATUS_SHARED.contains(&k.as_str()) {
-                v1_status.insert(k.clone(), v.clone());
-            } else {
-                v2_only.insert(k.clone(), v.clone());
-            }
-        }
+        let (v1_status, v2_only) = split_status(status);
         out["status"] = Value::Object(v1_status);
         if !v2_only.is_empty() {
             carried["status"] = Value::Object(v2_only);
@@ -442,6 +415,36 @@ fn to_v1alpha1(object: &Value) -> Result<Value, ConvertError> {
     }
     write_annotation(&mut out, V1ALPHA2_FIELDS, carried);
     Ok(out)
+}
+
+/// Puts back the v1alpha1 fields an earlier conversion to v1alpha2 carried in its annotation.
+fn restore_v1alpha1_fields(spec: &mut Value, carried: &Value) {
+    if let Some(name) = carried.get("containerName") {
+        put(spec, &["server", "containerSpec", "name"], name.clone());
+    }
+    if let Some(ns) = carried.get("userConfigNamespace") {
+        put(
+            spec,
+            &["server", "userConfig", "configMapNamespace"],
+            ns.clone(),
+        );
+    }
+    if let Some(rest) = carried.get("rest") {
+        merge_into(spec, rest);
+    }
+    restore_empty(spec, carried.get("present"));
+}
+
+/// The status fields v1alpha1 has, and the rest (carried in the annotation).
+fn split_status(status: &Map<String, Value>) -> (Map<String, Value>, Map<String, Value>) {
+    let mut v1_status = Map::new();
+    let mut v2_only = Map::new();
+    for (k, v) in status {
+        let shared = STATUS_SHARED.contains(&k.as_str()) && !STATUS_V2_ONLY.contains(&k.as_str());
+        let side = if shared { &mut v1_status } else { &mut v2_only };
+        side.insert(k.clone(), v.clone());
+    }
+    (v1_status, v2_only)
 }
 
 #[cfg(test)]

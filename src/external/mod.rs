@@ -1,4 +1,4 @@
-//! External providers (spec 001) in the server Pod: the paths the init containers share, the
+//! External providers in the server Pod: the paths the init containers share, the
 //! error report every step writes to its termination message, the provider-image step
 //! (`stage-provider`), and the Python steps run with the distribution image's own interpreter.
 //!

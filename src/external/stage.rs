@@ -122,22 +122,51 @@ pub fn stage(o: &StageOptions) -> Result<Staged, Box<ProviderReport>> {
             "Fix the file in the provider image (see docs/external-providers.md for every field) and push a new image.",
         )
     })?;
-    let declared = metadata_api(&package.spec.api).unwrap_or_default();
-    if apis::stack_name(&o.section) != Some(declared) {
-        let declared_section = apis::APIS
-            .iter()
-            .find(|(_, snake)| *snake == declared)
-            .map_or(declared, |(camel, _)| *camel);
-        return Err(o.report(
-            "Provider API type mismatch",
-            format!(
-                "Provider '{}' (image: {})\ndeclares api={} in lls-provider-spec.yaml\nbut is placed under externalProviders.{}",
-                o.provider_id, o.image, package.spec.api, o.section
-            ),
-            &format!("Move the provider to externalProviders.{declared_section} section in the LLSD spec."),
-        ));
-    }
+    let declared = check_placement(o, &package)?;
     let packages = o.source.join("packages");
+    check_wheels(o, &package, &packages)?;
+    let metadata_dir = o.dest.join("metadata").join(&o.provider_id);
+    let wheels_dir = o.dest.join("wheels").join(&o.provider_id);
+    for dir in [&metadata_dir, &wheels_dir] {
+        if dir.exists() {
+            fs::remove_dir_all(dir).map_err(|e| o.io("cannot clear", dir, &e))?;
+        }
+        fs::create_dir_all(dir).map_err(|e| o.io("cannot create", dir, &e))?;
+    }
+    let wheels = copy_wheels(o, &packages, &wheels_dir)?;
+    write_metadata(o, &metadata_dir, text, &package, declared)?;
+    Ok(Staged { package, wheels })
+}
+
+/// The API the package declares, which must be the section it is placed in.
+fn check_placement(
+    o: &StageOptions,
+    package: &ProviderPackage,
+) -> Result<&'static str, Box<ProviderReport>> {
+    let declared = metadata_api(&package.spec.api).unwrap_or_default();
+    if apis::stack_name(&o.section) == Some(declared) {
+        return Ok(declared);
+    }
+    let declared_section = apis::APIS
+        .iter()
+        .find(|(_, snake)| *snake == declared)
+        .map_or(declared, |(camel, _)| *camel);
+    Err(o.report(
+        "Provider API type mismatch",
+        format!(
+            "Provider '{}' (image: {})\ndeclares api={} in lls-provider-spec.yaml\nbut is placed under externalProviders.{}",
+            o.provider_id, o.image, package.spec.api, o.section
+        ),
+        &format!("Move the provider to externalProviders.{declared_section} section in the LLSD spec."),
+    ))
+}
+
+/// Every wheel the metadata names is in the image's packages directory.
+fn check_wheels(
+    o: &StageOptions,
+    package: &ProviderPackage,
+    packages: &Path,
+) -> Result<(), Box<ProviderReport>> {
     if !packages.is_dir() {
         return Err(o.report(
             "Missing /lls-provider/packages/",
@@ -157,17 +186,17 @@ pub fn stage(o: &StageOptions) -> Result<Staged, Box<ProviderReport>> {
             ));
         }
     }
+    Ok(())
+}
 
-    let metadata_dir = o.dest.join("metadata").join(&o.provider_id);
-    let wheels_dir = o.dest.join("wheels").join(&o.provider_id);
-    for dir in [&metadata_dir, &wheels_dir] {
-        if dir.exists() {
-            fs::remove_dir_all(dir).map_err(|e| o.io("cannot clear", dir, &e))?;
-        }
-        fs::create_dir_all(dir).map_err(|e| o.io("cannot create", dir, &e))?;
-    }
+/// Copies the image's wheels (at most [`MAX_WHEELS`]); returns their names, sorted.
+fn copy_wheels(
+    o: &StageOptions,
+    packages: &Path,
+    wheels_dir: &Path,
+) -> Result<Vec<String>, Box<ProviderReport>> {
     let mut wheels = Vec::new();
-    let entries = fs::read_dir(&packages).map_err(|e| o.io("cannot list", &packages, &e))?;
+    let entries = fs::read_dir(packages).map_err(|e| o.io("cannot list", packages, &e))?;
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().is_none_or(|e| e != "whl") || !path.is_file() {
@@ -185,6 +214,18 @@ pub fn stage(o: &StageOptions) -> Result<Staged, Box<ProviderReport>> {
         wheels.push(name);
     }
     wheels.sort();
+    Ok(wheels)
+}
+
+/// Writes what the later steps read: the image's metadata as is, the CRD's settings for the
+/// provider, and a summary of the stage.
+fn write_metadata(
+    o: &StageOptions,
+    metadata_dir: &Path,
+    text: String,
+    package: &ProviderPackage,
+    declared: &str,
+) -> Result<(), Box<ProviderReport>> {
     let write = |name: &str, text: String| {
         let path = metadata_dir.join(name);
         fs::write(&path, text).map_err(|e| o.io("cannot write", &path, &e))
@@ -199,8 +240,7 @@ pub fn stage(o: &StageOptions) -> Result<Staged, Box<ProviderReport>> {
     let staged = json!({"providerId": o.provider_id, "section": o.section, "image": o.image, "order": o.order,
         "initContainer": o.init_container, "packageName": package.spec.package_name,
         "providerType": package.spec.provider_type, "api": declared, "mainWheel": main_wheel, "config": o.config});
-    write("stage.json", staged.to_string())?;
-    Ok(Staged { package, wheels })
+    write("stage.json", staged.to_string())
 }
 
 #[cfg(test)]

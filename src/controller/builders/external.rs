@@ -1,4 +1,4 @@
-//! External providers in the server Pod (spec 001): the shared volumes, the init containers in
+//! External providers in the server Pod: the shared volumes, the init containers in
 //! CRD order, and what the server container needs (merged config, PYTHONPATH).
 
 use serde_json::{Value, json};
