@@ -3,8 +3,8 @@
 //!
 //! Every write of the Lease carries the resourceVersion that was read, so two candidates can
 //! never both win: the API server refuses the second write with a conflict. A leader that cannot
-//! renew before its renew deadline stops leading (the caller exits) before another replica may
-//! take over at lease expiry.
+//! renew before its renew deadline stops its controller before another replica may take over at
+//! lease expiry, and rejoins the election in the same process.
 
 use std::time::Duration;
 
@@ -78,21 +78,6 @@ pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: jiff::Timestamp) ->
     }
 }
 
-/// Leader election failures.
-#[derive(Debug, thiserror::Error)]
-pub enum LeaderError {
-    /// The lease could not be renewed in time: another replica may lead now.
-    #[error("lost the leader lease {namespace}/{name}: not renewed for {elapsed:?}")]
-    Lost {
-        /// Lease namespace.
-        namespace: String,
-        /// Lease name.
-        name: String,
-        /// Time since the last successful renewal.
-        elapsed: Duration,
-    },
-}
-
 /// One attempt to acquire or renew; `true` when this candidate holds the lease afterwards.
 pub async fn try_acquire_or_renew(api: &Api<Lease>, config: &LeaseConfig) -> kube::Result<bool> {
     let now = jiff::Timestamp::now();
@@ -150,54 +135,82 @@ pub async fn try_acquire_or_renew(api: &Api<Lease>, config: &LeaseConfig) -> kub
     }
 }
 
-/// Waits until this candidate leads, then runs `work` while renewing the lease. Returns when
-/// `work` ends (`Ok`), or with [`LeaderError::Lost`] when the lease could not be renewed before
-/// the renew deadline (the work is dropped first, so nothing is written after that).
-pub async fn run_as_leader<F>(
+/// Runs a fresh `work()` each time this candidate leads, while renewing the lease. When the lease
+/// cannot be renewed before the renew deadline (an API server outage, a lost conflict), the work
+/// is dropped at once, so nothing is written after that, and the candidate rejoins the election
+/// in the same process: an outage costs a new election, not a process restart. Returns when the
+/// work ends on its own (a shutdown; the lease is then released), or when `shutdown` completes
+/// while this candidate is not leading.
+pub async fn run_while_leading<W, F>(
     client: kube::Client,
     config: LeaseConfig,
-    work: F,
-) -> Result<(), LeaderError>
-where
-    F: std::future::Future<Output = ()>,
+    mut work: W,
+    shutdown: impl Future<Output = ()>,
+) where
+    W: FnMut() -> F,
+    F: Future<Output = ()>,
 {
     let api: Api<Lease> = Api::namespaced(client, &config.namespace);
+    let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        match try_acquire_or_renew(&api, &config).await {
-            Ok(true) => break,
+        tokio::select! {
+            () = acquire(&api, &config) => {}
+            () = &mut shutdown => return,
+        }
+        tracing::info!(lease = %config.name, identity = %config.identity, "became the leader");
+        match lead(&api, &config, work()).await {
+            Led::Finished => return,
+            Led::Lost(elapsed) => tracing::warn!(
+                lease = %config.name,
+                ?elapsed,
+                "lost the leader lease (not renewed in time): the controller stopped; rejoining the election"
+            ),
+        }
+    }
+}
+
+/// How a term as leader ended.
+enum Led {
+    /// The work ended on its own; the lease was released.
+    Finished,
+    /// The lease was not renewed for this long.
+    Lost(Duration),
+}
+
+/// Waits until this candidate holds the lease.
+async fn acquire(api: &Api<Lease>, config: &LeaseConfig) {
+    loop {
+        match try_acquire_or_renew(api, config).await {
+            Ok(true) => return,
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "leader election: cannot read or write the lease"),
         }
         tokio::time::sleep(config.retry_period).await;
     }
-    tracing::info!(lease = %config.name, identity = %config.identity, "became the leader");
+}
+
+/// Runs `work` while renewing the lease; drops it when the lease is lost.
+async fn lead(api: &Api<Lease>, config: &LeaseConfig, work: impl Future<Output = ()>) -> Led {
     let mut work = std::pin::pin!(work);
     let mut renewed = tokio::time::Instant::now();
     loop {
         tokio::select! {
             () = &mut work => {
-                release(&api, &config).await;
-                return Ok(());
+                release(api, config).await;
+                return Led::Finished;
             }
             () = tokio::time::sleep(config.retry_period) => {}
         }
-        match try_acquire_or_renew(&api, &config).await {
-            Ok(true) => renewed = tokio::time::Instant::now(),
-            Ok(false) => {
-                return Err(LeaderError::Lost {
-                    namespace: config.namespace.clone(),
-                    name: config.name.clone(),
-                    elapsed: renewed.elapsed(),
-                });
-            }
-            Err(error) => tracing::warn!(%error, "leader election: renewing the lease failed"),
+        // A renewal that hangs must not outlive the deadline either.
+        let left = config.renew_deadline.saturating_sub(renewed.elapsed());
+        match tokio::time::timeout(left, try_acquire_or_renew(api, config)).await {
+            Ok(Ok(true)) => renewed = tokio::time::Instant::now(),
+            Ok(Ok(false)) => return Led::Lost(renewed.elapsed()),
+            Ok(Err(error)) => tracing::warn!(%error, "leader election: renewing the lease failed"),
+            Err(_) => tracing::warn!("leader election: renewing the lease timed out"),
         }
         if renewed.elapsed() > config.renew_deadline {
-            return Err(LeaderError::Lost {
-                namespace: config.namespace.clone(),
-                name: config.name.clone(),
-                elapsed: renewed.elapsed(),
-            });
+            return Led::Lost(renewed.elapsed());
         }
     }
 }

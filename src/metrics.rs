@@ -1,10 +1,11 @@
 //! Prometheus metrics of the operator, and the plain-HTTP server for `/metrics`, `/healthz` and
 //! `/readyz`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
@@ -29,6 +30,13 @@ pub struct ReconcileLabels {
     pub reason: String,
 }
 
+/// Labels of a watch's series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    /// The watched kind (`LlamaStackDistribution`, `Deployment`, …).
+    pub kind: String,
+}
+
 /// Labels of a reconcile duration.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
@@ -44,6 +52,7 @@ pub struct Metrics {
     durations: Family<ResultLabels, Histogram>,
     generations: Counter,
     rollouts: Counter,
+    watches: Arc<WatchHealth>,
 }
 
 impl Metrics {
@@ -77,13 +86,36 @@ impl Metrics {
             rollouts.clone(),
         );
         registry.register_collector(Box::new(ResolverCollector(resolver)));
+        let watch_errors = Family::<WatchLabels, Counter>::default();
+        registry.register(
+            "watch_errors",
+            "Errors of the controller's watches, by kind (each is retried after a backoff)",
+            watch_errors.clone(),
+        );
+        let watch_relists = Family::<WatchLabels, Counter>::default();
+        registry.register(
+            "watch_relists",
+            "Full lists of the controller's watches, by kind: one at start, then one after each expired or broken watch",
+            watch_relists.clone(),
+        );
         Self {
             registry,
             reconciles,
             durations,
             generations,
             rollouts,
+            watches: Arc::new(WatchHealth {
+                stuck_after: Mutex::new(DEFAULT_WATCH_STUCK_AFTER),
+                kinds: Mutex::new(BTreeMap::new()),
+                errors: watch_errors,
+                relists: watch_relists,
+            }),
         }
+    }
+
+    /// The health of the controller's watches.
+    pub fn watches(&self) -> Arc<WatchHealth> {
+        self.watches.clone()
     }
 
     /// Records one reconcile.
@@ -182,16 +214,126 @@ impl Collector for ResolverCollector {
     }
 }
 
-/// Liveness and readiness flags.
+/// How long a watch may keep failing before the health endpoints say the operator is stuck.
+pub const DEFAULT_WATCH_STUCK_AFTER: Duration = Duration::from_secs(60);
+
+/// How often a watch that keeps failing is logged again at warning level.
+const WARN_EVERY: Duration = Duration::from_secs(30);
+
+/// The health of the controller's watches: each one's failures, counted, logged (at warning
+/// level, with the kind and the reason, at most every 30 s while it keeps failing) and judged.
+#[derive(Debug)]
+pub struct WatchHealth {
+    stuck_after: Mutex<Duration>,
+    kinds: Mutex<BTreeMap<&'static str, Failing>>,
+    errors: Family<WatchLabels, Counter>,
+    relists: Family<WatchLabels, Counter>,
+}
+
+/// A watch that is failing.
+#[derive(Debug)]
+struct Failing {
+    since: Instant,
+    warned: Instant,
+    reason: String,
+}
+
+impl WatchHealth {
+    /// Sets how long a watch may keep failing before the operator counts as stuck.
+    pub fn set_stuck_after(&self, bound: Duration) {
+        *lock(&self.stuck_after) = bound;
+    }
+
+    /// Records an event of `kind`'s watch: it works again. `relist` when it was a new list.
+    pub fn succeeded(&self, kind: &'static str, relist: bool) {
+        if relist {
+            self.relists.get_or_create(&labels(kind)).inc();
+        }
+        if let Some(failing) = lock(&self.kinds).remove(kind) {
+            tracing::info!(kind, after = ?failing.since.elapsed(), "watch recovered");
+        }
+    }
+
+    /// Records an error of `kind`'s watch (it is retried after its own backoff).
+    pub fn failed(&self, kind: &'static str, error: &dyn std::fmt::Display) {
+        self.errors.get_or_create(&labels(kind)).inc();
+        let now = Instant::now();
+        let reason = error.to_string();
+        let mut kinds = lock(&self.kinds);
+        match kinds.get_mut(kind) {
+            None => {
+                tracing::warn!(kind, %reason, "watch failed; retrying");
+                kinds.insert(
+                    kind,
+                    Failing {
+                        since: now,
+                        warned: now,
+                        reason,
+                    },
+                );
+            }
+            Some(failing) => {
+                if now.duration_since(failing.warned) >= WARN_EVERY {
+                    tracing::warn!(kind, %reason, failing_for = ?failing.since.elapsed(), "watch still failing; retrying");
+                    failing.warned = now;
+                }
+                failing.reason = reason;
+            }
+        }
+    }
+
+    /// Forgets every watch (the controller stopped: its watches no longer run).
+    pub fn clear(&self) {
+        lock(&self.kinds).clear();
+    }
+
+    /// The watches failing for longer than the bound, each as `kind: reason (for …)`.
+    pub fn stuck(&self) -> Vec<String> {
+        let bound = *lock(&self.stuck_after);
+        lock(&self.kinds)
+            .iter()
+            .filter(|(_, f)| f.since.elapsed() > bound)
+            .map(|(kind, f)| format!("{kind}: {} (for {:?})", f.reason, f.since.elapsed()))
+            .collect()
+    }
+}
+
+fn labels(kind: &str) -> WatchLabels {
+    WatchLabels {
+        kind: kind.to_owned(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Liveness and readiness: ready once start-up finished, and both fail while a watch of the
+/// controller has been failing for longer than its bound (a kubelet then restarts the operator
+/// instead of leaving it deaf).
 #[derive(Debug, Default)]
 pub struct Health {
     ready: AtomicBool,
+    watches: std::sync::OnceLock<Arc<WatchHealth>>,
 }
 
 impl Health {
     /// Marks the process ready (start-up finished).
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
+    }
+
+    /// Also judges the health of these watches.
+    pub fn follow_watches(&self, watches: Arc<WatchHealth>) {
+        let _ = self.watches.set(watches);
+    }
+
+    /// Why the operator is not healthy, if it is not.
+    fn problem(&self) -> Option<String> {
+        let stuck = self.watches.get().map(|w| w.stuck()).unwrap_or_default();
+        (!stuck.is_empty()).then(|| format!("watches failing: {}", stuck.join("; ")))
     }
 }
 
@@ -217,10 +359,16 @@ async fn metrics(State(state): State<ServerState>) -> impl IntoResponse {
 }
 
 async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
-    if state.health.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "starting")
+    if !state.health.ready.load(Ordering::Relaxed) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "starting".to_owned());
+    }
+    healthz(State(state)).await
+}
+
+async fn healthz(State(state): State<ServerState>) -> (StatusCode, String) {
+    match state.health.problem() {
+        Some(problem) => (StatusCode::SERVICE_UNAVAILABLE, problem),
+        None => (StatusCode::OK, "ok".to_owned()),
     }
 }
 
@@ -233,7 +381,7 @@ pub async fn serve(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let app = Router::new()
         .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(ServerState {
             metrics: metrics_state,
@@ -276,5 +424,43 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_watch_failing_longer_than_the_bound_makes_the_operator_unhealthy() {
+        let m = Metrics::new(Arc::default());
+        let watches = m.watches();
+        let health = Health::default();
+        health.set_ready();
+        health.follow_watches(watches.clone());
+        watches.set_stuck_after(Duration::from_millis(50));
+        watches.failed("Deployment", &"connection refused");
+        assert_eq!(health.problem(), None, "within the bound");
+        std::thread::sleep(Duration::from_millis(80));
+        let problem = health.problem().expect("stuck");
+        assert!(
+            problem.contains("Deployment: connection refused"),
+            "{problem}"
+        );
+        watches.succeeded("Deployment", true);
+        assert_eq!(health.problem(), None, "recovered");
+        watches.failed("Secret", &"410 Expired");
+        std::thread::sleep(Duration::from_millis(80));
+        assert!(health.problem().is_some());
+        watches.clear();
+        assert_eq!(
+            health.problem(),
+            None,
+            "a stopped controller has no watches"
+        );
+        let text = m.encode().unwrap();
+        assert!(
+            text.contains("llso_watch_errors_total{kind=\"Deployment\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("llso_watch_relists_total{kind=\"Deployment\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -12,7 +12,7 @@ use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use time::OffsetDateTime;
 
 use crate::controller::{self, Context};
-use crate::leader::{LeaseConfig, run_as_leader};
+use crate::leader::{LeaseConfig, run_while_leading};
 use crate::metrics::{Health, Metrics};
 use crate::webhook::certs::{CertManager, Plan};
 use crate::webhook::{ServeError, WebhookState, serve};
@@ -99,6 +99,10 @@ pub struct Args {
     /// Timeout of one registry request.
     #[arg(long, default_value = "30", value_name = "SECONDS")]
     registry_timeout: u64,
+    /// How long a watch of the controller may keep failing before /healthz and /readyz fail (so
+    /// that a kubelet restarts an operator that no longer hears the API server).
+    #[arg(long, default_value = "60", value_name = "SECONDS")]
+    watch_stuck_after: u64,
 }
 
 /// Log output format.
@@ -113,9 +117,6 @@ pub enum LogFormat {
 /// Errors of `run`.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The leader lease was lost: exit so a fresh process rejoins the election.
-    #[error(transparent)]
-    Leader(#[from] crate::leader::LeaderError),
     /// `--log-level` is not a valid filter.
     #[error("--log-level {level:?}")]
     LogLevel {
@@ -277,7 +278,8 @@ async fn run_controller(args: &Args, api: kube::Client, ctx: Arc<Context>) -> Re
     });
     let config = LeaseConfig::new(&args.namespace, &args.lease_name, &identity);
     tracing::info!(lease = %args.lease_name, %identity, "waiting to lead");
-    run_as_leader(api, config, controller::run_in(ctx, &namespaces)).await?;
+    let work = || controller::run_in(ctx.clone(), &namespaces);
+    run_while_leading(api, config, work, shutdown_signal()).await;
     Ok(())
 }
 
@@ -353,6 +355,11 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
         .as_ref()
         .map_or_else(|| Arc::new(Metrics::new(Arc::default())), |c| c.metrics());
     let health = Arc::new(Health::default());
+    if let Some(ctx) = &ctx {
+        let watches = ctx.metrics().watches();
+        watches.set_stuck_after(Duration::from_secs(args.watch_stuck_after.max(1)));
+        health.follow_watches(watches);
+    }
     let (metrics_addr, _metrics_task) =
         crate::metrics::serve(args.metrics_addr, metrics, health.clone())
             .await

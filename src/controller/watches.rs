@@ -1,10 +1,16 @@
 //! What wakes a reconcile: the LlamaStackDistributions themselves, the objects they own, the
 //! Secrets and ConfigMaps they refer to, their server Pods, and the operator ConfigMap.
+//!
+//! Every watch is its own stream with its own backoff (half a second, doubling to five seconds),
+//! and its errors are counted, logged and absorbed here. kube-runtime's `Controller` would
+//! otherwise merge all of them behind one shared backoff, so that after an API server restart
+//! each watch's expired resource version paused every other watch for up to a minute in turn.
+//! A watch whose resource version expired (410) lists again after its backoff, on its own.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
@@ -14,18 +20,26 @@ use kube::api::Api;
 use kube::core::{ObjectMeta, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::utils::Backoff;
+use kube::runtime::watcher::{self, Event, watcher};
 use llama_stack_resolver::{Resolver, ResolverOptions};
+use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
 use super::builders::{self, labels};
 use super::{Context, Error, operator_config, reconcile};
 use crate::api::references::{self, RefKind};
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::metrics::WatchHealth;
 
 /// A failed reconcile is retried after this long (watch events usually come first).
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(10);
+/// The first retry of a failed watch.
+const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
+/// The longest wait between retries of a failed watch: short, because an API server that comes
+/// back should be used at once, and cheap, because a failed watch costs one request per retry.
+const WATCH_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Runs the controller over every namespace until a shutdown signal.
 pub async fn run(ctx: Arc<Context>) {
@@ -33,8 +47,11 @@ pub async fn run(ctx: Arc<Context>) {
 }
 
 /// Runs the controller over `namespaces` only (every namespace when empty) until a shutdown
-/// signal. Each namespace gets its own namespaced watches, so namespaced RBAC suffices.
+/// signal, or until the future is dropped (a lost leadership). Each namespace gets its own
+/// namespaced watches, so namespaced RBAC suffices.
 pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
+    // However this ends, the stopped watches no longer count for the operator's health.
+    let _forget = ForgetWatches(ctx.metrics.watches());
     let routes = ctx
         .client
         .list_api_group_resources("route.openshift.io/v1")
@@ -68,6 +85,15 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     }
 }
 
+/// Clears the watch health when the controller stops.
+struct ForgetWatches(Arc<WatchHealth>);
+
+impl Drop for ForgetWatches {
+    fn drop(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// `Api` over one namespace, or all.
 fn scoped<K>(client: &kube::Client, scope: Option<&str>) -> Api<K>
 where
@@ -79,33 +105,123 @@ where
     }
 }
 
+/// Retry delays of one watch: half a second, doubling to [`WATCH_RETRY_MAX`], with up to a
+/// fifth of jitter so that many replicas' watches do not retry in step; from the start again
+/// after any event.
+#[derive(Debug)]
+struct WatchBackoff {
+    next: Duration,
+    jitter: std::collections::hash_map::RandomState,
+}
+
+impl WatchBackoff {
+    fn new() -> Self {
+        Self {
+            next: WATCH_RETRY_MIN,
+            jitter: std::collections::hash_map::RandomState::new(),
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        use std::hash::BuildHasher;
+        let delay = self.next;
+        self.next = (self.next * 2).min(WATCH_RETRY_MAX);
+        // A random fraction from a freshly keyed hash: no random-number crate needed.
+        let fraction = (self.jitter.hash_one(delay) % 1000) as f64 / 1000.0;
+        Some(delay.mul_f64(1.0 - fraction / 5.0))
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = WATCH_RETRY_MIN;
+    }
+}
+
+/// A watch's events with its own backoff; its errors are recorded in `health` and dropped, so
+/// that the controller never sees them (and never pauses its other watches).
+fn resilient<K>(
+    events: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+    kind: &'static str,
+    health: Arc<WatchHealth>,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
+where
+    K: Send + 'static,
+{
+    events
+        .backoff(WatchBackoff::new())
+        .filter_map(move |event| {
+            let kept = match event {
+                Ok(event) => {
+                    health.succeeded(kind, matches!(event, Event::Init));
+                    Some(Ok(event))
+                }
+                Err(error) => {
+                    health.failed(kind, &error);
+                    None
+                }
+            };
+            std::future::ready(kept)
+        })
+}
+
+/// The objects of one metadata-only watch, for the controller.
+fn metadata_objects<K>(
+    api: Api<PartialObjectMeta<K>>,
+    config: watcher::Config,
+    health: &Arc<WatchHealth>,
+) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let kind = match K::kind(&()) {
+        std::borrow::Cow::Borrowed(kind) => kind,
+        std::borrow::Cow::Owned(_) => "object",
+    };
+    resilient(watcher(api, config), kind, health.clone()).touched_objects()
+}
+
 /// One controller over one scope (a namespace, or all of them).
 async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Receiver<()>) {
     let client = ctx.client.clone();
     let scope = scope.as_deref();
-    let controller = Controller::new(
-        scoped::<LlamaStackDistribution>(&client, scope),
-        watcher::Config::default(),
-    );
-    let referrers = Referrers(controller.store());
+    let health = ctx.metrics.watches();
+    let (reader, writer) = reflector::store();
+    let stacks = resilient(
+        watcher(
+            scoped::<LlamaStackDistribution>(&client, scope),
+            watcher::Config::default(),
+        ),
+        "LlamaStackDistribution",
+        health.clone(),
+    )
+    .reflect(writer)
+    .touched_objects();
+    let referrers = Referrers(reader.clone());
     let reconcile_all = futures_util::stream::unfold(triggered, |mut rx| async move {
         rx.recv().await.map(|()| ((), rx))
     });
-    let controller = owned_objects(controller.reconcile_all_on(reconcile_all), &client, scope);
-    referenced_objects(
-        server_pods(controller, &client, scope),
-        &client,
-        scope,
-        referrers,
-    )
-    .shutdown_on_signal()
-    .run(reconcile, error_policy, ctx)
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "reconcile error");
-        }
-    })
-    .await;
+    let controller = Controller::for_stream(stacks, reader).reconcile_all_on(reconcile_all);
+    let controller = owned_objects(controller, &client, scope, &health);
+    let controller = server_pods(controller, &client, scope, &health);
+    referenced_objects(controller, &client, scope, &health, referrers)
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile error");
+            }
+        })
+        .await;
 }
 
 /// Owned objects, by metadata only and only those the operator labelled: the mapping to their
@@ -114,45 +230,55 @@ fn owned_objects(
     controller: Controller<LlamaStackDistribution>,
     client: &kube::Client,
     scope: Option<&str>,
+    health: &Arc<WatchHealth>,
 ) -> Controller<LlamaStackDistribution> {
     let managed = watcher::Config::default().labels(&format!(
         "{}={}",
         labels::MANAGED_BY,
         builders::FIELD_MANAGER
     ));
+    let owned = |config: &watcher::Config| config.clone();
     controller
-        .owns(
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<Deployment>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<ConfigMap>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<Service>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<ServiceAccount>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<NetworkPolicy>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<Ingress>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<HorizontalPodAutoscaler>>(client, scope),
-            managed.clone(),
-        )
-        .owns(
+            owned(&managed),
+            health,
+        ))
+        .owns_stream(metadata_objects(
             scoped::<PartialObjectMeta<PodDisruptionBudget>>(client, scope),
             managed,
-        )
+            health,
+        ))
 }
 
 /// Server Pods that install external providers (labelled from the template): their init
@@ -161,10 +287,15 @@ fn server_pods(
     controller: Controller<LlamaStackDistribution>,
     client: &kube::Client,
     scope: Option<&str>,
+    health: &Arc<WatchHealth>,
 ) -> Controller<LlamaStackDistribution> {
-    controller.watches(
-        scoped::<PartialObjectMeta<Pod>>(client, scope),
-        watcher::Config::default().labels(&format!("{}=true", labels::EXTERNAL_PROVIDERS)),
+    let config = watcher::Config::default().labels(&format!("{}=true", labels::EXTERNAL_PROVIDERS));
+    controller.watches_stream(
+        metadata_objects(
+            scoped::<PartialObjectMeta<Pod>>(client, scope),
+            config,
+            health,
+        ),
         |pod| {
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             pod.metadata
@@ -182,22 +313,27 @@ fn referenced_objects(
     controller: Controller<LlamaStackDistribution>,
     client: &kube::Client,
     scope: Option<&str>,
+    health: &Arc<WatchHealth>,
     referrers: Referrers,
 ) -> Controller<LlamaStackDistribution> {
     let for_config_maps = referrers.clone();
+    let secrets = metadata_objects(
+        scoped::<PartialObjectMeta<Secret>>(client, scope),
+        watcher::Config::default(),
+        health,
+    );
+    // Cluster-wide, a CA bundle in a shared namespace is followed too; a namespaced install sees
+    // its own namespaces only (namespaced RBAC), and re-reads on resync.
+    let config_maps = metadata_objects(
+        scoped::<PartialObjectMeta<ConfigMap>>(client, scope),
+        watcher::Config::default(),
+        health,
+    );
     controller
-        .watches(
-            scoped::<PartialObjectMeta<Secret>>(client, scope),
-            watcher::Config::default(),
-            move |s| referrers.of(RefKind::Secret, &s.metadata),
-        )
-        .watches(
-            // Cluster-wide, a CA bundle in a shared namespace is followed too; a namespaced
-            // install sees its own namespaces only (namespaced RBAC), and re-reads on resync.
-            scoped::<PartialObjectMeta<ConfigMap>>(client, scope),
-            watcher::Config::default(),
-            move |c| for_config_maps.of(RefKind::ConfigMap, &c.metadata),
-        )
+        .watches_stream(secrets, move |s| referrers.of(RefKind::Secret, &s.metadata))
+        .watches_stream(config_maps, move |c| {
+            for_config_maps.of(RefKind::ConfigMap, &c.metadata)
+        })
 }
 
 /// Finds the LlamaStackDistributions in the controller's cache that refer to an object.
@@ -240,26 +376,24 @@ async fn follow_operator_config(
     base: ResolverOptions,
     triggers: Vec<mpsc::Sender<()>>,
 ) {
-    use kube::runtime::watcher::Event;
     let embedded = base.catalog.clone();
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let config = watcher::Config::default().fields(&format!(
         "metadata.name={}",
         operator_config::OPERATOR_CONFIG_MAP
     ));
-    // With backoff: while the API server is unreachable the watch would otherwise retry in a
-    // tight loop, burning a core and never yielding to the runtime.
-    let mut events = std::pin::pin!(watcher::watcher(api, config).default_backoff());
+    let events = resilient(
+        watcher(api, config),
+        "ConfigMap (operator)",
+        ctx.metrics.watches(),
+    );
+    let mut events = std::pin::pin!(events);
     let mut last: Option<std::collections::BTreeMap<String, String>> = None;
     while let Some(event) = events.next().await {
         let data = match event {
             Ok(Event::Apply(cm) | Event::InitApply(cm)) => cm.data.unwrap_or_default(),
             Ok(Event::Delete(_)) => Default::default(),
-            Ok(Event::Init | Event::InitDone) => continue,
-            Err(error) => {
-                tracing::warn!(%error, "watching the operator ConfigMap");
-                continue;
-            }
+            Ok(Event::Init | Event::InitDone) | Err(_) => continue,
         };
         if last.as_ref() == Some(&data) {
             continue;

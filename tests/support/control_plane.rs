@@ -26,11 +26,61 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 pub use super::process::Error;
 use super::process::{free_port, spawn_tied as spawn};
 
+/// Starts processes from one thread of its own. A test's child dies with the thread that started
+/// it (PR_SET_PDEATHSIG), and a trial's thread ends long before the control plane it restarts a
+/// component of; this thread ends when the control plane is dropped.
+struct Respawner {
+    requests: std::sync::Mutex<std::sync::mpsc::Sender<Respawn>>,
+}
+
+/// A program, its arguments, its log, and where to send the started child.
+type Respawn = (
+    PathBuf,
+    Vec<std::ffi::OsString>,
+    PathBuf,
+    std::sync::mpsc::Sender<Result<Child, String>>,
+);
+
+impl Respawner {
+    fn new() -> Self {
+        let (requests, received) = std::sync::mpsc::channel::<Respawn>();
+        std::thread::spawn(move || {
+            for (program, args, log, reply) in received {
+                let child =
+                    spawn(Command::new(program).args(args), &log).map_err(|e| e.to_string());
+                let _ = reply.send(child);
+            }
+        });
+        Self {
+            requests: std::sync::Mutex::new(requests),
+        }
+    }
+
+    fn spawn(
+        &self,
+        program: PathBuf,
+        args: Vec<std::ffi::OsString>,
+        log: PathBuf,
+    ) -> Result<Child, Error> {
+        let (reply, child) = std::sync::mpsc::channel();
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send((program, args, log, reply))
+            .map_err(|_| "the respawner thread is gone")?;
+        Ok(child.recv().map_err(|_| "the respawner thread is gone")??)
+    }
+}
+
 /// A running etcd + kube-apiserver pair.
 pub struct ControlPlane {
     dir: TempDir,
     bin: PathBuf,
-    children: Vec<(&'static str, Child)>,
+    children: std::sync::Mutex<Vec<(&'static str, Child)>>,
+    /// How etcd and kube-apiserver were started, to start them again the same way.
+    commands: Vec<(&'static str, PathBuf, Vec<std::ffi::OsString>)>,
+    /// Starts them again from a thread that lives as long as this value (see [`Respawner`]).
+    respawner: std::sync::OnceLock<Respawner>,
     /// `https://127.0.0.1:<port>`
     pub url: String,
     /// Path of a kubeconfig with cluster-admin rights.
@@ -138,9 +188,16 @@ impl ControlPlane {
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let mut children = Vec::new();
+        let mut commands = Vec::new();
+        let mut recorded = |name: &'static str, cmd: &mut Command| {
+            let args = cmd.get_args().map(ToOwned::to_owned).collect();
+            commands.push((name, PathBuf::from(cmd.get_program()), args));
+            spawn(cmd, &d.join(format!("{name}.log")))
+        };
         children.push((
             "etcd",
-            spawn(
+            recorded(
+                "etcd",
                 Command::new(bin.join("etcd"))
                     .arg("--name=llso")
                     .arg(format!("--data-dir={}", d.join("etcd").display()))
@@ -151,13 +208,13 @@ impl ControlPlane {
                     .arg(format!("--initial-cluster=llso={peer_url}"))
                     .arg("--unsafe-no-fsync")
                     .arg("--log-level=warn"),
-                &d.join("etcd.log"),
             )?,
         ));
         let url = format!("https://127.0.0.1:{api_port}");
         children.push((
             "kube-apiserver",
-            spawn(
+            recorded(
+                "kube-apiserver",
                 Command::new(bin.join("kube-apiserver"))
                     .arg(format!("--etcd-servers={etcd_url}"))
                     .arg("--bind-address=127.0.0.1")
@@ -199,7 +256,6 @@ impl ControlPlane {
                     ))
                     .arg("--audit-log-mode=blocking")
                     .arg("--v=1"),
-                &d.join("kube-apiserver.log"),
             )?,
         ));
 
@@ -211,14 +267,75 @@ impl ControlPlane {
         let mut plane = ControlPlane {
             dir,
             bin,
-            children,
+            children: std::sync::Mutex::new(children),
+            commands,
+            respawner: std::sync::OnceLock::new(),
             url,
             kubeconfig,
             start_time: Duration::ZERO,
         };
-        plane.wait_ready()?;
+        plane.wait_until_ready()?;
         plane.start_time = started.elapsed();
         Ok(plane)
+    }
+
+    fn children_mut(&self) -> std::sync::MutexGuard<'_, Vec<(&'static str, Child)>> {
+        self.children.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stops `component` (etcd or kube-apiserver) as an upgrade would: SIGTERM, then SIGKILL
+    /// after 10 s. Its data is kept.
+    pub fn stop(&self, component: &str) -> Result<(), Error> {
+        let mut children = self.children_mut();
+        let (_, child) = children
+            .iter_mut()
+            .find(|(name, _)| *name == component)
+            .ok_or_else(|| format!("no running {component}"))?;
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        children.retain(|(name, _)| *name != component);
+        Ok(())
+    }
+
+    /// Starts `component` again with the flags and data it had; for kube-apiserver, waits until
+    /// it is ready.
+    pub fn start_again(&self, component: &'static str) -> Result<(), Error> {
+        let (_, program, args) = self
+            .commands
+            .iter()
+            .find(|(name, _, _)| *name == component)
+            .ok_or_else(|| format!("{component} cannot be restarted"))?;
+        let log = self.dir.path().join(format!("{component}-again.log"));
+        let respawner = self.respawner.get_or_init(Respawner::new);
+        let child = respawner.spawn(program.clone(), args.clone(), log)?;
+        self.children_mut().push((component, child));
+        if component == "kube-apiserver" {
+            self.wait_until_ready()?;
+        }
+        Ok(())
+    }
+
+    /// Sends `signal` to a running component (SIGSTOP freezes it: connections are accepted by the
+    /// kernel and never answered; SIGCONT resumes it).
+    pub fn signal(&self, component: &str, signal: i32) -> Result<(), Error> {
+        let children = self.children_mut();
+        let (_, child) = children
+            .iter()
+            .find(|(name, _)| *name == component)
+            .ok_or_else(|| format!("no running {component}"))?;
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, signal);
+        }
+        Ok(())
     }
 
     /// Like [`ControlPlane::start`], plus kube-controller-manager (Deployments make Pods, owner
@@ -260,7 +377,7 @@ impl ControlPlane {
                 .arg("--v=1"),
             &d.join("kube-controller-manager.log"),
         )?;
-        plane.children.push(("kube-controller-manager", kcm));
+        plane.children_mut().push(("kube-controller-manager", kcm));
         let scheduler = spawn(
             Command::new(plane.bin.join("kube-scheduler"))
                 .arg(format!("--kubeconfig={kubeconfig}"))
@@ -276,7 +393,7 @@ impl ControlPlane {
                 .arg("--v=1"),
             &d.join("kube-scheduler.log"),
         )?;
-        plane.children.push(("kube-scheduler", scheduler));
+        plane.children_mut().push(("kube-scheduler", scheduler));
         let kwok = spawn(
             Command::new(plane.bin.join("kwok"))
                 .arg(format!("--kubeconfig={kubeconfig}"))
@@ -290,7 +407,7 @@ impl ControlPlane {
                 .env("HOME", &d),
             &d.join("kwok.log"),
         )?;
-        plane.children.push(("kwok", kwok));
+        plane.children_mut().push(("kwok", kwok));
         plane.add_fake_node("kwok-node-0")?;
         Ok(plane)
     }
@@ -331,11 +448,11 @@ impl ControlPlane {
         }
     }
 
-    fn wait_ready(&mut self) -> Result<(), Error> {
+    fn wait_until_ready(&self) -> Result<(), Error> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let mut exited = None;
-            for (name, child) in &mut self.children {
+            for (name, child) in self.children_mut().iter_mut() {
                 if let Some(status) = child.try_wait()? {
                     exited = Some((*name, status));
                 }
@@ -453,13 +570,14 @@ impl ControlPlane {
 impl Drop for ControlPlane {
     fn drop(&mut self) {
         // kube-apiserver first, so it does not log a storm of etcd errors.
-        for (_, child) in self.children.iter_mut().rev() {
+        let mut children = self.children_mut();
+        for (_, child) in children.iter_mut().rev() {
             // SAFETY: plain kill(2) on our own child's pid.
             unsafe {
                 libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
             }
         }
-        for (_, child) in self.children.iter_mut().rev() {
+        for (_, child) in children.iter_mut().rev() {
             let deadline = Instant::now() + Duration::from_secs(10);
             while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));

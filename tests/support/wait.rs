@@ -11,7 +11,9 @@ where
 {
     let start = Instant::now();
     loop {
-        if let Some(value) = probe().await {
+        // A probe that hangs (an API server that accepts and never answers) ends at the deadline.
+        let left = timeout.saturating_sub(start.elapsed()) + Duration::from_millis(1);
+        if let Ok(Some(value)) = tokio::time::timeout(left, probe()).await {
             return Ok(value);
         }
         if start.elapsed() > timeout {
