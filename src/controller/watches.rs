@@ -237,48 +237,47 @@ fn owned_objects(
         labels::MANAGED_BY,
         builders::FIELD_MANAGER
     ));
-    let owned = |config: &watcher::Config| config.clone();
-    controller
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<Deployment>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<ConfigMap>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<Service>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<ServiceAccount>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<NetworkPolicy>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<Ingress>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<HorizontalPodAutoscaler>>(client, scope),
-            owned(&managed),
-            health,
-        ))
-        .owns_stream(metadata_objects(
-            scoped::<PartialObjectMeta<PodDisruptionBudget>>(client, scope),
-            managed,
-            health,
-        ))
+    let owned = Owned {
+        client,
+        scope,
+        config: &managed,
+        health,
+    };
+    let controller = owned.kind::<Deployment>(controller);
+    let controller = owned.kind::<ConfigMap>(controller);
+    let controller = owned.kind::<Service>(controller);
+    let controller = owned.kind::<ServiceAccount>(controller);
+    let controller = owned.kind::<NetworkPolicy>(controller);
+    let controller = owned.kind::<Ingress>(controller);
+    let controller = owned.kind::<HorizontalPodAutoscaler>(controller);
+    owned.kind::<PodDisruptionBudget>(controller)
+}
+
+/// How the owned kinds are watched.
+struct Owned<'a> {
+    client: &'a kube::Client,
+    scope: Option<&'a str>,
+    config: &'a watcher::Config,
+    health: &'a Arc<WatchHealth>,
+}
+
+impl Owned<'_> {
+    /// Adds the watch of one owned kind.
+    fn kind<K>(
+        &self,
+        controller: Controller<LlamaStackDistribution>,
+    ) -> Controller<LlamaStackDistribution>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + 'static,
+    {
+        let api = scoped::<PartialObjectMeta<K>>(self.client, self.scope);
+        controller.owns_stream(metadata_objects(api, self.config.clone(), self.health))
+    }
 }
 
 /// Server Pods that install external providers (labelled from the template): their init

@@ -24,15 +24,20 @@ fn generated() -> GeneratedConfig {
     }
 }
 
-fn build(spec: Value, tweak: impl FnOnce(&mut Inputs)) -> Desired {
-    let g = generated();
-    let mut inputs = Inputs {
+/// The inputs every test starts from: a generated config, mounted from its ConfigMap.
+fn base_inputs(g: &GeneratedConfig) -> Inputs<'_> {
+    Inputs {
         image: "reg/img@sha256:aa",
-        generated: Some(&g),
+        generated: Some(g),
         config_map: "s-config-01234567",
         generated_config_map: true,
         ..Default::default()
-    };
+    }
+}
+
+fn build(spec: Value, tweak: impl FnOnce(&mut Inputs)) -> Desired {
+    let g = generated();
+    let mut inputs = base_inputs(&g);
     tweak(&mut inputs);
     desired(&cr(spec), &inputs).unwrap()
 }
@@ -406,14 +411,10 @@ fn every_builder_sets_only_fields_its_type_has() {
     )]);
     let g = generated();
     let inputs = Inputs {
-        image: "reg/img@sha256:aa",
-        generated: Some(&g),
-        config_map: "s-config-01234567",
-        generated_config_map: true,
         ca_bundle: Some("pem"),
         derived: Some(&data),
         operator_image: "reg/op:1",
-        ..Default::default()
+        ..base_inputs(&g)
     };
     let desired = desired(&cr(spec), &inputs).unwrap();
     assert!(desired.derived_secret.is_some());
