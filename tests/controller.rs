@@ -413,3 +413,51 @@ fn the_running_controller_converges_from_watches() {
         controller.abort();
     });
 }
+
+/// Hand edits of an owned object's fields are reverted on the next reconcile (the watch of the
+/// Deployment triggers one); fields the operator does not set (an HPA's replicas) are left alone;
+/// and a reconcile of an unchanged cluster writes nothing.
+#[test]
+fn hand_edits_are_reverted_and_a_quiet_resync_writes_nothing() {
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let f = Fixture::new(&client, "default");
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let as_manager = |manager: &str| PatchParams { field_manager: Some(manager.to_owned()), ..PatchParams::default() };
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "drifty"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("drifty").await;
+        let applied = f.deployment("drifty").await;
+        let image = |d: &Deployment| d.spec.clone().unwrap().template.spec.unwrap().containers[0].image.clone().unwrap();
+        let replicas = |d: &Deployment| d.spec.clone().unwrap().replicas;
+
+        // `kubectl scale deployment drifty --replicas=3`
+        deployments.patch_scale("drifty", &as_manager("kubectl"), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+        assert_eq!(replicas(&f.deployment("drifty").await), Some(3));
+        f.reconcile("drifty").await;
+        assert_eq!(replicas(&f.deployment("drifty").await), Some(1), "a hand scale is reverted");
+
+        // `kubectl set image deployment/drifty llama-stack=evil:1`
+        let set_image = json!({"spec": {"template": {"spec": {"containers": [{"name": "llama-stack", "image": "registry.example.com/evil:1"}]}}}});
+        deployments.patch("drifty", &as_manager("kubectl-set"), &Patch::Strategic(set_image)).await.unwrap();
+        f.reconcile("drifty").await;
+        assert_eq!(image(&f.deployment("drifty").await), image(&applied), "a hand-set image is reverted");
+
+        // Quiet: nothing is written, however often it is reconciled.
+        let before = plane.audit_writes("admin").unwrap().len();
+        f.reconcile("drifty").await;
+        f.reconcile("drifty").await;
+        let writes: Vec<Value> = plane.audit_writes("admin").unwrap().into_iter().skip(before).collect();
+        assert!(writes.is_empty(), "an unchanged cluster costs no write: {writes:?}");
+
+        // Under an HPA the replicas are the autoscaler's: not drift.
+        let scaled: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "scaled"}, "spec": {"distribution": {"name": "starter"}, "workload": {"autoscaling": {"minReplicas": 1, "maxReplicas": 4}}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &scaled).await.unwrap();
+        f.reconcile("scaled").await;
+        deployments.patch_scale("scaled", &as_manager("kube-controller-manager"), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+        f.reconcile("scaled").await;
+        assert_eq!(replicas(&f.deployment("scaled").await), Some(3), "the autoscaler's replicas stay");
+    });
+}

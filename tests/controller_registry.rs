@@ -153,3 +153,149 @@ fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
         controller.abort();
     });
 }
+
+/// The promise to digest-pinned users: once a named distribution runs pinned, a registry outage
+/// followed by an operator restart (the resolver's last known good result is gone) never swaps
+/// in the catalog's tag and the embedded config. What runs is kept; the status says why.
+#[test]
+fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
+    let mut regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let config = "version: 2\ndistro_name: acme\napis: [inference]\nproviders:\n  inference: []\n";
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: vec![(
+            "io.llamastack.config.base64",
+            base64::engine::general_purpose::STANDARD.encode(config),
+        )],
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let digest = write_layout(&work.path().join("layout"), "a", &[image], false).unwrap();
+    let plain = regs.plain.host.clone();
+    skopeo_copy(
+        &format!("oci:{}:a", work.path().join("layout").display()),
+        &format!("docker://{plain}/acme/dist:a"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let overrides = std::collections::BTreeMap::from([(
+            "starter".to_owned(),
+            format!("{plain}/acme/dist:a"),
+        )]);
+        let mut options =
+            ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
+        options.insecure_registries = vec![plain.clone()];
+        options.timeout = std::time::Duration::from_secs(2);
+        // Each context is one run of the operator: its resolver starts with empty caches.
+        let operator = || {
+            Arc::new(Context::new(
+                client.clone(),
+                Arc::new(Resolver::new(options.clone()).unwrap()),
+            ))
+        };
+        let cr: LlamaStackDistribution = serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "named"}, "spec": {"distribution": {"name": "starter"}}}),
+        )
+        .unwrap();
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        llsds.create(&PostParams::default(), &cr).await.unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        reconcile(Arc::new(llsds.get("named").await.unwrap()), operator())
+            .await
+            .unwrap();
+        let before = deployments.get("named").await.unwrap();
+        let pod = before.spec.clone().unwrap().template.spec.unwrap();
+        assert_eq!(
+            pod.containers[0].image.as_deref(),
+            Some(format!("{plain}/acme/dist@{digest}").as_str()),
+            "deployed pinned"
+        );
+        let config_map = |d: &Deployment| {
+            d.spec
+                .clone()
+                .unwrap()
+                .template
+                .spec
+                .unwrap()
+                .volumes
+                .unwrap()
+                .into_iter()
+                .find(|v| v.name == "config")
+                .unwrap()
+                .config_map
+                .unwrap()
+                .name
+        };
+
+        regs.plain.stop();
+        let writes_before = plane.audit_writes("admin").unwrap().len();
+        let restarted = operator();
+        reconcile(
+            Arc::new(llsds.get("named").await.unwrap()),
+            restarted.clone(),
+        )
+        .await
+        .unwrap();
+        let after = deployments.get("named").await.unwrap();
+        assert_eq!(
+            after.metadata.generation, before.metadata.generation,
+            "the Deployment is untouched"
+        );
+        assert_eq!(
+            after
+                .spec
+                .clone()
+                .unwrap()
+                .template
+                .spec
+                .unwrap()
+                .containers[0]
+                .image,
+            pod.containers[0].image
+        );
+        assert_eq!(config_map(&after), config_map(&before), "the same config");
+        let status = llsds.get("named").await.unwrap().status.unwrap();
+        let c = status
+            .conditions
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "ConfigGenerated")
+            .unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "RegistryError"),
+            "{}",
+            c.message
+        );
+        assert!(
+            c.message.contains("keeping the running image"),
+            "{}",
+            c.message
+        );
+        assert_eq!(
+            status.resolved_distribution.unwrap().image.as_deref(),
+            Some(format!("{plain}/acme/dist@{digest}").as_str()),
+            "the status still names what runs"
+        );
+        let writes: Vec<_> = plane
+            .audit_writes("admin")
+            .unwrap()
+            .into_iter()
+            .skip(writes_before)
+            .filter(|w| {
+                !w["objectRef"]["subresource"].is_string() && w["objectRef"]["resource"] != "events"
+            })
+            .collect();
+        assert!(
+            writes.is_empty(),
+            "no object was written during the outage: {writes:?}"
+        );
+    });
+}

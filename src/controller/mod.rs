@@ -13,6 +13,7 @@ pub mod builders;
 mod conditions;
 mod context;
 mod dereference;
+mod drift;
 mod events;
 pub mod external_status;
 mod observe;

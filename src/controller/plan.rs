@@ -35,6 +35,33 @@ pub(super) struct Failure {
     pub(super) image: Option<String>,
 }
 
+/// The embedded config of a name stands in for the image's own only until the stack runs a
+/// pinned image. Once it does, a registry outage must never replace the pinned image and its
+/// config with the catalog's tag and the embedded config (after an operator restart the
+/// resolver's last known good result is gone): what runs is kept until the registry answers, and
+/// the status says why. A stack that runs the unpinned fallback already keeps using it.
+fn keep_pinned_over_fallback(
+    running: Option<&str>,
+    resolution: &llama_stack_resolver::Resolution,
+) -> Result<(), Failure> {
+    let runs_pinned =
+        running.is_some_and(|image| image.contains("@sha256:") || image.contains("@sha512:"));
+    let Some(error) = resolution
+        .stale
+        .as_ref()
+        .filter(|_| runs_pinned && !resolution.pinned)
+    else {
+        return Ok(());
+    };
+    Err(Failure {
+        reason: Reason::RegistryError,
+        message: format!(
+            "{error}; keeping the running image and config until the registry answers (the embedded config of a distribution is used only for a first deployment)"
+        ),
+        image: None,
+    })
+}
+
 /// The status reason of a resolution failure.
 fn resolve_failure_reason(kind: FailureKind) -> Reason {
     match kind {
@@ -46,8 +73,19 @@ fn resolve_failure_reason(kind: FailureKind) -> Reason {
     }
 }
 
-/// Resolve + generate.
-pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Planned, Failure> {
+/// Resolve + generate. `deployed`: a Deployment of this resource runs already.
+pub(super) async fn plan(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    deployed: bool,
+) -> Result<Planned, Failure> {
+    // What runs, as the status recorded it when it was applied.
+    let running = cr
+        .status
+        .as_ref()
+        .and_then(|s| s.resolved_distribution.as_ref())
+        .and_then(|r| r.image.as_deref())
+        .filter(|_| deployed);
     let distribution = match (&cr.spec.distribution.name, &cr.spec.distribution.image) {
         (Some(name), _) => Distribution::Name(name.clone()),
         (None, Some(image)) => Distribution::Image(image.clone()),
@@ -70,6 +108,7 @@ pub(super) async fn plan(cr: &LlamaStackDistribution, ctx: &Context) -> Result<P
             message: e.to_string(),
             image: None,
         })?;
+    keep_pinned_over_fallback(running, &resolution)?;
     if let Some(over) = &cr.spec.override_config {
         return override_config(cr, ctx, &over.config_map_name, &resolution)
             .await

@@ -97,7 +97,7 @@ async fn converge(
     current: Option<&Deployment>,
 ) -> Result<Result<Applied, Blocked>, Error> {
     let planned = or_blocked!(
-        plan::plan(cr, ctx)
+        plan::plan(cr, ctx, current.is_some())
             .await
             .map_err(|failure| report.plan_failed(failure, current.is_some()))
     );

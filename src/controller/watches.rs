@@ -205,7 +205,7 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
         health.clone(),
     )
     .reflect(writer)
-    .touched_objects();
+    .applied_objects();
     let referrers = Referrers(reader.clone());
     let reconcile_all = futures_util::stream::unfold(triggered, |mut rx| async move {
         rx.recv().await.map(|()| ((), rx))

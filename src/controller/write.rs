@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::builders::{
     DESIRED_HASH, FIELD_MANAGER, generated_config_map_prefix, owned_by_selector,
 };
+use super::drift::foreign_field;
 use super::{ApiError, api_err};
 
 /// Generated ConfigMaps kept besides those a live ReplicaSet still mounts.
@@ -70,7 +71,7 @@ where
 }
 
 /// Makes `name` in `api` (as `existing`, already read) match `desired`: applied when its desired
-/// hash differs, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
+/// hash differs or another field manager changed a field the operator sets, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
 /// Returns the change and the object as the API server returned it (when it was read or written).
 pub(super) async fn sync_object<K>(
     api: &Api<K>,
@@ -86,15 +87,25 @@ where
     match desired {
         Some(desired) => {
             let want = desired.annotations().get(DESIRED_HASH);
-            if let Some(current) = &existing
-                && current.annotations().get(DESIRED_HASH) == want
-            {
-                return Ok((Change::Unchanged, existing));
-            }
             let mut body = serde_json::to_value(desired).map_err(|source| ApiError {
                 action: format!("serialize {kind} {name}"),
                 source: kube::Error::SerdeError(source),
             })?;
+            if let Some(current) = &existing
+                && current.annotations().get(DESIRED_HASH) == want
+            {
+                let managed = current.meta().managed_fields.as_deref().unwrap_or_default();
+                let Some(drift) = foreign_field(managed, FIELD_MANAGER, &body) else {
+                    return Ok((Change::Unchanged, existing));
+                };
+                tracing::info!(
+                    kind,
+                    name,
+                    field = %drift.field,
+                    manager = %drift.manager,
+                    "reverting a change made outside the operator"
+                );
+            }
             clear_rolling_update_for_recreate(&mut body);
             let written = api
                 .patch(
