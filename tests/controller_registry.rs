@@ -299,3 +299,57 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
         );
     });
 }
+
+/// A custom image without config labels deploys with the user's own config (`overrideConfig`),
+/// pinned by digest like any other.
+#[test]
+fn an_unlabelled_image_with_override_config_deploys_pinned() {
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: vec![],
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let digest = write_layout(&work.path().join("layout"), "v1", &[image], false).unwrap();
+    let plain = regs.plain.host.clone();
+    skopeo_copy(
+        &format!("oci:{}:v1", work.path().join("layout").display()),
+        &format!("docker://{plain}/custom/server:v1"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.insecure_registries = vec![plain.clone()];
+        let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())));
+        let user_config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "mine"},
+            "data": {"config.yaml": "version: 2\nproviders:\n  inference: []\n"}})).unwrap();
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default").create(&PostParams::default(), &user_config).await.unwrap();
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        for (name, override_config) in [("without-override", None), ("custom", Some(json!({"configMapName": "mine"})))] {
+            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": name}, "spec": {"distribution": {"image": format!("{plain}/custom/server:v1")}, "overrideConfig": override_config}})).unwrap();
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+            reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone()).await.unwrap();
+        }
+        let status = llsds.get("without-override").await.unwrap().status.unwrap();
+        let c = status.conditions.unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap();
+        assert_eq!(c.reason, "BaseConfigRequired", "without labels or overrideConfig there is no config: {}", c.message);
+        let status = llsds.get("custom").await.unwrap().status.unwrap();
+        let resolved = status.resolved_distribution.unwrap();
+        assert_eq!(resolved.config_source, Some(ConfigSource::OverrideConfig));
+        let pinned = format!("{plain}/custom/server@{digest}");
+        assert_eq!(resolved.image.as_deref(), Some(pinned.as_str()));
+        let d = Api::<Deployment>::namespaced(client.clone(), "default").get("custom").await.unwrap();
+        let pod = d.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.containers[0].image.as_deref(), Some(pinned.as_str()), "deployed by digest");
+        let mounted = pod.volumes.unwrap().into_iter().find(|v| v.name == "config").unwrap().config_map.unwrap().name;
+        assert_eq!(mounted, "mine");
+    });
+}

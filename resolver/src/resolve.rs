@@ -192,7 +192,7 @@ pub enum ResolveError {
         "Direct image references require either overrideConfig.configMapName or OCI config labels on the image. See docs/configuration.md for details. (image {image} has no io.llamastack.config labels)"
     )]
     BaseConfigRequired {
-        /// Image.
+        /// The image, pinned by digest.
         image: String,
     },
     /// TLS or HTTP client set-up failed (bad CA bundle).
@@ -227,6 +227,15 @@ impl ResolveError {
             Self::Lookup(_) | Self::Reference(_) => FailureKind::InvalidDistribution,
             Self::Registry { .. } | Self::CredentialsRejected { .. } => FailureKind::Registry,
             _ => FailureKind::InvalidBaseConfig,
+        }
+    }
+
+    /// The digest-pinned reference of an image that was pinned but has no config labels: enough
+    /// for a caller that brings its own config (`overrideConfig`).
+    pub fn pinned_without_config(&self) -> Option<&str> {
+        match self {
+            Self::BaseConfigRequired { image } => Some(image),
+            _ => None,
         }
     }
 

@@ -62,6 +62,15 @@ fn keep_pinned_over_fallback(
     })
 }
 
+/// A resolution failure, for the status.
+fn resolve_failure(error: &llama_stack_resolver::ResolveError) -> Failure {
+    Failure {
+        reason: resolve_failure_reason(error.kind()),
+        message: error.to_string(),
+        image: None,
+    }
+}
+
 /// The status reason of a resolution failure.
 fn resolve_failure_reason(kind: FailureKind) -> Reason {
     match kind {
@@ -99,24 +108,29 @@ pub(super) async fn plan(
     };
     check_external_providers(cr, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
-    let resolution = ctx
-        .resolver()
-        .resolve(&distribution, &keyring)
-        .await
-        .map_err(|e| Failure {
-            reason: resolve_failure_reason(e.kind()),
-            message: e.to_string(),
-            image: None,
-        })?;
-    keep_pinned_over_fallback(running, &resolution)?;
+    let resolved = ctx.resolver().resolve(&distribution, &keyring).await;
     if let Some(over) = &cr.spec.override_config {
-        return override_config(cr, ctx, &over.config_map_name, &resolution)
+        // The user's config needs no base config: the image is only pinned, its labels optional.
+        let (image, stale) = match &resolved {
+            Ok(resolution) => {
+                keep_pinned_over_fallback(running, resolution)?;
+                let stale = resolution.stale.as_ref().map(ToString::to_string);
+                (resolution.image.clone(), stale)
+            }
+            Err(e) => match e.pinned_without_config() {
+                Some(pinned) => (pinned.to_owned(), None),
+                None => return Err(resolve_failure(e)),
+            },
+        };
+        return override_config(cr, ctx, &over.config_map_name, image, stale)
             .await
             .map(|planned| Planned {
                 pull_secrets,
                 ..planned
             });
     }
+    let resolution = resolved.map_err(|e| resolve_failure(&e))?;
+    keep_pinned_over_fallback(running, &resolution)?;
     let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
         .map_err(|e| {
             let (reason, message) = match e {
@@ -220,13 +234,14 @@ async fn override_config(
     cr: &LlamaStackDistribution,
     ctx: &Context,
     name: &str,
-    resolution: &llama_stack_resolver::Resolution,
+    image: String,
+    stale: Option<String>,
 ) -> Result<Planned, Failure> {
     let ns = cr.namespace().unwrap_or_default();
     let fail = |message: String| Failure {
         reason: Reason::ConfigGenerationFailed,
         message,
-        image: Some(resolution.image.clone()),
+        image: Some(image.clone()),
     };
     let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ns)
         .get_opt(name)
@@ -253,7 +268,7 @@ async fn override_config(
     Ok(Planned {
         config_map: name.to_owned(),
         generated_config_map: false,
-        image: resolution.image.clone(),
+        image,
         source: ConfigSource::OverrideConfig,
         base_hash: hash.clone(),
         generated: crate::config::GeneratedConfig {
@@ -268,7 +283,7 @@ async fn override_config(
                 .unwrap_or(2),
             warnings: Vec::new(),
         },
-        stale: resolution.stale.as_ref().map(ToString::to_string),
+        stale,
         pull_secrets: Vec::new(),
     })
 }
