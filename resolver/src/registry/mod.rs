@@ -18,7 +18,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{Response, StatusCode};
 use tokio::sync::Mutex;
 
-use crate::base_config::sha256_hex;
+use crate::base_config::{digest_like, sha256_hex};
 use crate::keyring::Credential;
 use crate::stats::Stats;
 pub use challenge::{Challenge, parse_challenge};
@@ -449,8 +449,15 @@ impl RegistryClient {
             )
             .await?;
         let bytes = self.bounded(response, &what, limit).await?;
-        let digest = sha256_hex(&bytes);
-        if reference.contains(':') && reference != digest {
+        // By digest: verified in the reference's algorithm, and pinned as the user wrote it.
+        // By tag: pinned by its sha256 digest, as registries address manifests.
+        let by_digest = reference.contains(':');
+        let digest = if by_digest {
+            digest_like(reference, &bytes)
+        } else {
+            sha256_hex(&bytes)
+        };
+        if by_digest && reference != digest {
             return Err(RegistryError::DigestMismatch {
                 registry: self.registry.clone(),
                 what,
@@ -478,7 +485,7 @@ impl RegistryClient {
             )
             .await?;
         let bytes = self.bounded(response, &what, limit).await?;
-        let actual = sha256_hex(&bytes);
+        let actual = digest_like(digest, &bytes);
         if actual != digest {
             return Err(RegistryError::DigestMismatch {
                 registry: self.registry.clone(),
