@@ -353,3 +353,69 @@ fn an_unlabelled_image_with_override_config_deploys_pinned() {
         assert_eq!(mounted, "mine");
     });
 }
+
+/// A tag pushed again upstream rolls nothing by itself: the deployed pin stands until the user
+/// asks (`llamastack.io/repin`), or the operator's `repin-interval` has passed.
+#[test]
+fn a_re_pushed_tag_rolls_only_when_asked() {
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let plain = regs.plain.host.clone();
+    // Pushes an image whose base config names `distro` to acme/dist:a; returns its digest.
+    let push = |distro: &str| {
+        let config = format!("version: 2\ndistro_name: {distro}\napis: [inference]\nproviders:\n  inference: []\n");
+        let image = ImageSpec {
+            arch: "amd64",
+            labels: vec![("io.llamastack.config.base64", base64::engine::general_purpose::STANDARD.encode(config))],
+            layers: vec![Layer { entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())], comp: Comp::Gzip }],
+        };
+        let layout = work.path().join(distro);
+        let digest = write_layout(&layout, "a", &[image], false).unwrap();
+        skopeo_copy(&format!("oci:{}:a", layout.display()), &format!("docker://{plain}/acme/dist:a"),
+            &["--preserve-digests", "--dest-tls-verify=false"]).unwrap();
+        format!("{plain}/acme/dist@{digest}")
+    };
+    let first = push("first");
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let overrides = std::collections::BTreeMap::from([("starter".to_owned(), format!("{plain}/acme/dist:a"))]);
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
+        options.insecure_registries = vec![plain.clone()];
+        // A fresh resolver each time, so that its tag cache never hides a push.
+        let operator = |repin_after: Option<std::time::Duration>| {
+            let mut options = options.clone();
+            options.repin_after = repin_after;
+            Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())))
+        };
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "pinned"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        llsds.create(&PostParams::default(), &cr).await.unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let deployed = || async { deployments.get("pinned").await.unwrap().spec.unwrap().template.spec.unwrap().containers[0].image.clone().unwrap() };
+        let reconcile_with = |ctx: Arc<Context>| async { reconcile(Arc::new(llsds.get("pinned").await.unwrap()), ctx).await.unwrap() };
+        reconcile_with(operator(None)).await;
+        assert_eq!(deployed().await, first);
+
+        let second = push("second");
+        assert_ne!(first, second);
+        reconcile_with(operator(None)).await;
+        assert_eq!(deployed().await, first, "a re-pushed tag rolls nothing by itself");
+
+        llsds.patch("pinned", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"metadata": {"annotations": {"llamastack.io/repin": "1"}}}))).await.unwrap();
+        reconcile_with(operator(None)).await;
+        assert_eq!(deployed().await, second, "asked to re-pin: the new digest");
+        let generation = deployments.get("pinned").await.unwrap().metadata.generation;
+        let resolved = llsds.get("pinned").await.unwrap().status.unwrap().resolved_distribution.unwrap();
+        assert_eq!(resolved.repin_request.as_deref(), Some("1"));
+        assert_eq!(resolved.reference.as_deref(), Some(format!("{plain}/acme/dist:a").as_str()));
+
+        let third = push("third");
+        reconcile_with(operator(None)).await;
+        assert_eq!(deployments.get("pinned").await.unwrap().metadata.generation, generation, "a request is honoured once");
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        reconcile_with(operator(Some(std::time::Duration::from_secs(1)))).await;
+        assert_eq!(deployed().await, third, "the operator's repin-interval passed");
+    });
+}

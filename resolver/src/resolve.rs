@@ -72,6 +72,9 @@ pub struct ResolverOptions {
     pub timeout: Duration,
     /// Counters, shared by every resolver built from these options.
     pub stats: Arc<Stats>,
+    /// How long a deployed pin stands before its tag is looked up again; `None`: until the user
+    /// asks (a changed reference, or a re-pin request). Read by the caller, which keeps pins.
+    pub repin_after: Option<Duration>,
 }
 
 impl ResolverOptions {
@@ -89,6 +92,7 @@ impl ResolverOptions {
             config_cache_bytes: 64 << 20,
             timeout: Duration::from_secs(30),
             stats: Arc::default(),
+            repin_after: None,
         }
     }
 }
@@ -96,6 +100,9 @@ impl ResolverOptions {
 /// A resolved (image, base config) pair, to be consumed together.
 #[derive(Clone, Debug)]
 pub struct Resolution {
+    /// The reference that was resolved, mirrored (a tag or a digest, as the catalog or the spec
+    /// wrote it): what a later resolution of the same distribution is compared against.
+    pub reference: String,
     /// Image to deploy: mirrored, and pinned by digest when `pinned`.
     pub image: String,
     /// Whether `image` carries a digest from the registry.
@@ -355,12 +362,18 @@ impl Resolver {
         self.options.stats.clone()
     }
 
-    /// Resolves a distribution with the credentials kubelet would use for it.
-    pub async fn resolve(
-        &self,
-        distribution: &Distribution,
-        keyring: &Keyring,
-    ) -> Result<Resolution, Arc<ResolveError>> {
+    /// How long a deployed pin stands before its tag is looked up again (`None`: until asked).
+    pub fn repin_after(&self) -> Option<Duration> {
+        self.options.repin_after
+    }
+
+    /// The reference a distribution resolves from now (catalog, overrides and mirrors applied;
+    /// no registry request).
+    pub fn reference(&self, distribution: &Distribution) -> Result<String, Arc<ResolveError>> {
+        self.reference_of(distribution).map(|r| r.to_string())
+    }
+
+    fn reference_of(&self, distribution: &Distribution) -> Result<ImageRef, Arc<ResolveError>> {
         let image = match distribution {
             Distribution::Name(name) => self
                 .options
@@ -370,10 +383,44 @@ impl Resolver {
                 .to_owned(),
             Distribution::Image(image) => image.clone(),
         };
-        let image = apply_mirrors(
+        Ok(apply_mirrors(
             &self.options.mirrors,
             &ImageRef::parse(&image).map_err(|e| Arc::new(e.into()))?,
-        );
+        ))
+    }
+
+    /// Resolves a distribution with the credentials kubelet would use for it.
+    pub async fn resolve(
+        &self,
+        distribution: &Distribution,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let image = self.reference_of(distribution)?;
+        self.resolve_ref(distribution, image, keyring).await
+    }
+
+    /// Resolves a distribution at the digest it was pinned to before (`pinned`, an image this
+    /// resolver returned for it): the same image and base config, without looking at its tag.
+    /// The result's `reference` stays the distribution's current one.
+    pub async fn resolve_pinned(
+        &self,
+        distribution: &Distribution,
+        pinned: &str,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let reference = self.reference_of(distribution)?.to_string();
+        let image = ImageRef::parse(pinned).map_err(|e| Arc::new(e.into()))?;
+        let mut resolution = self.resolve_ref(distribution, image, keyring).await?;
+        resolution.reference = reference;
+        Ok(resolution)
+    }
+
+    async fn resolve_ref(
+        &self,
+        distribution: &Distribution,
+        image: ImageRef,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
         let name = image.name();
         let creds = keyring.lookup(&name);
         let key = format!(
@@ -418,6 +465,7 @@ impl Resolver {
             && let Some(config) = self.embedded(name, image)?
         {
             return Ok(Resolution {
+                reference: image.to_string(),
                 image: image.to_string(),
                 pinned: false,
                 config,
@@ -617,6 +665,7 @@ impl Resolver {
             },
         };
         Ok(Resolution {
+            reference: image.to_string(),
             image: deployed.to_string(),
             pinned: true,
             config,

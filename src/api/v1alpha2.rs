@@ -477,6 +477,16 @@ pub struct ResolvedDistributionStatus {
     /// `sha256:…` of the base config bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// The reference `image` was pinned from (catalog, overrides and mirrors applied). While it
+    /// stays the same, the pin stands: the tag is not looked up again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// When `image` last changed (the start of the operator's `repin-interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_at: Option<Time>,
+    /// The value of the `llamastack.io/repin` annotation that was last honoured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repin_request: Option<String>,
 }
 
 /// The last generated config.

@@ -55,12 +55,79 @@ pub fn resolver_options(
     options
         .insecure_registries
         .extend(yaml_list(data, "insecure-registries", &mut problems));
+    if let Some(text) = data.get("repin-interval") {
+        match repin_interval(text) {
+            Ok(interval) => options.repin_after = interval,
+            Err(problem) => problems.push(format!(
+                "{OPERATOR_CONFIG_MAP} key \"repin-interval\" ignored: {problem}"
+            )),
+        }
+    }
     (options, problems)
+}
+
+/// `never` (the default: a deployed pin stands until the user changes the reference or asks for
+/// a re-pin), or a duration such as `30m`, `12h` or `7d` after which tags are looked up again.
+fn repin_interval(text: &str) -> Result<Option<std::time::Duration>, String> {
+    let text = text.trim();
+    if text.is_empty() || text == "never" {
+        return Ok(None);
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{text:?} has no unit; use s, m, h or d (e.g. 12h), or never"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number with a unit (e.g. 12h), or never"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?}; use s, m, h or d"
+            ));
+        }
+    };
+    if number == 0 {
+        return Err("0 would re-pin on every reconcile; use never, or a duration".to_owned());
+    }
+    Ok(Some(std::time::Duration::from_secs(
+        number.saturating_mul(seconds),
+    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repin_intervals_parse_or_name_the_problem() {
+        assert_eq!(repin_interval("never"), Ok(None));
+        assert_eq!(
+            repin_interval("12h"),
+            Ok(Some(std::time::Duration::from_secs(43_200)))
+        );
+        assert_eq!(
+            repin_interval("30m"),
+            Ok(Some(std::time::Duration::from_secs(1800)))
+        );
+        assert!(repin_interval("12").unwrap_err().contains("no unit"));
+        assert!(repin_interval("5w").unwrap_err().contains("unknown unit"));
+        assert!(
+            repin_interval("0h")
+                .unwrap_err()
+                .contains("every reconcile")
+        );
+        let embedded = Catalog::embedded().unwrap();
+        let data = BTreeMap::from([("repin-interval".to_owned(), "soon".to_owned())]);
+        let (options, problems) =
+            resolver_options(&ResolverOptions::new(embedded.clone()), &embedded, &data);
+        assert_eq!(options.repin_after, None);
+        assert!(problems[0].contains("repin-interval"), "{problems:?}");
+    }
 
     #[test]
     fn settings_apply_and_problems_are_named() {

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::ResourceExt;
 use kube::api::Api;
 use llama_stack_resolver::keyring::Keyring;
-use llama_stack_resolver::{Distribution, FailureKind};
+use llama_stack_resolver::{Distribution, FailureKind, Resolver};
 
 use super::Context;
 use super::builders::{self, config_map_name};
@@ -26,7 +26,22 @@ pub(super) struct Planned {
     pub(super) stale: Option<String>,
     /// Pull secrets of the Pod's ServiceAccount (copied into the managed one).
     pub(super) pull_secrets: Vec<String>,
+    /// Where the image's pin came from.
+    pub(super) pin: Pin,
 }
+
+/// Where a pinned image came from, for the status.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Pin {
+    /// The reference the image was pinned from (catalog, overrides and mirrors applied).
+    pub(super) reference: String,
+    /// The `llamastack.io/repin` annotation this plan honoured.
+    pub(super) request: Option<String>,
+}
+
+/// Annotation a user sets (to any new value, e.g. a timestamp) to have the tags of a stack
+/// looked up again: `kubectl annotate llsd <name> llamastack.io/repin="$(date +%s)" --overwrite`.
+pub const REPIN_ANNOTATION: &str = "llamastack.io/repin";
 
 /// Why no config could be planned: the condition reason and message, and the image resolved.
 pub(super) struct Failure {
@@ -71,6 +86,39 @@ fn resolve_failure(error: &llama_stack_resolver::ResolveError) -> Failure {
     }
 }
 
+/// The pinned image to keep instead of looking the tag up again: the one deployed, while the
+/// distribution still resolves from the same reference, no re-pin was asked for with
+/// [`REPIN_ANNOTATION`], and the operator's `repin-interval` (default: never) has not passed
+/// since the image last changed.
+/// So a tag pushed again upstream rolls nothing until the user says so.
+fn pin_to_keep<'a>(
+    cr: &'a LlamaStackDistribution,
+    resolver: &Resolver,
+    distribution: &Distribution,
+) -> Option<&'a str> {
+    let resolved = cr.status.as_ref()?.resolved_distribution.as_ref()?;
+    let image = resolved
+        .image
+        .as_deref()
+        .filter(|i| i.contains("@sha256:") || i.contains("@sha512:"))?;
+    let reference = resolver.reference(distribution).ok()?;
+    if resolved.reference.as_deref() != Some(reference.as_str()) {
+        return None;
+    }
+    let requested = cr.annotations().get(REPIN_ANNOTATION);
+    if requested.is_some() && requested != resolved.repin_request.as_ref() {
+        return None;
+    }
+    if let Some(after) = resolver.repin_after() {
+        let pinned_at = resolved.pinned_at.as_ref()?.0;
+        let age = jiff::Timestamp::now().duration_since(pinned_at);
+        if age.unsigned_abs() >= after {
+            return None;
+        }
+    }
+    Some(image)
+}
+
 /// The status reason of a resolution failure.
 fn resolve_failure_reason(kind: FailureKind) -> Reason {
     match kind {
@@ -108,7 +156,20 @@ pub(super) async fn plan(
     };
     check_external_providers(cr, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
-    let resolved = ctx.resolver().resolve(&distribution, &keyring).await;
+    let resolver = ctx.resolver();
+    let kept = pin_to_keep(cr, &resolver, &distribution);
+    let resolved = match kept {
+        Some(pinned) => {
+            resolver
+                .resolve_pinned(&distribution, pinned, &keyring)
+                .await
+        }
+        None => resolver.resolve(&distribution, &keyring).await,
+    };
+    let pin = Pin {
+        reference: resolver.reference(&distribution).unwrap_or_default(),
+        request: cr.annotations().get(REPIN_ANNOTATION).cloned(),
+    };
     if let Some(over) = &cr.spec.override_config {
         // The user's config needs no base config: the image is only pinned, its labels optional.
         let (image, stale) = match &resolved {
@@ -126,6 +187,7 @@ pub(super) async fn plan(
             .await
             .map(|planned| Planned {
                 pull_secrets,
+                pin,
                 ..planned
             });
     }
@@ -160,6 +222,7 @@ pub(super) async fn plan(
         generated,
         stale: resolution.stale.as_ref().map(ToString::to_string),
         pull_secrets,
+        pin,
     })
 }
 
@@ -285,6 +348,7 @@ async fn override_config(
         },
         stale,
         pull_secrets: Vec::new(),
+        pin: Pin::default(),
     })
 }
 

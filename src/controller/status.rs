@@ -122,10 +122,22 @@ impl Report {
             resource_count: i32::try_from(planned.generated.resource_count).ok(),
             config_version: i32::try_from(planned.generated.config_version).ok(),
         });
+        // When the image last changed (a lookup that finds the same digest changes nothing, so
+        // a quiet cluster writes no status).
+        let previous = self.status.resolved_distribution.take().unwrap_or_default();
+        let pinned_at = match previous.image.as_ref() == Some(&planned.image) {
+            true => previous
+                .pinned_at
+                .or_else(|| Some(Time(jiff::Timestamp::now()))),
+            false => Some(Time(jiff::Timestamp::now())),
+        };
         self.status.resolved_distribution = Some(ResolvedDistributionStatus {
             image: Some(planned.image.clone()),
             config_source: Some(planned.source),
             config_hash: Some(planned.base_hash.clone()),
+            reference: Some(planned.pin.reference.clone()).filter(|r| !r.is_empty()),
+            pinned_at,
+            repin_request: planned.pin.request.clone(),
         });
     }
 
