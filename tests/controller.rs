@@ -286,12 +286,20 @@ fn external_providers_are_checked_before_any_pod_then_installed_by_init_containe
         assert_eq!(status, "False");
         assert!(message.contains("Duplicate external provider ID 'p'") && message.contains("reg/a:1") && message.contains("reg/b:1"), "{message}");
         assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("dup").await.unwrap().is_none());
-        // An external ID equal to an inline provider's: refused too.
-        let cr = create("clash", json!({"inference": [{"providerId": "vllm", "image": "reg/v:1"}]}), json!({"inference": {"provider": "vllm", "endpoint": "http://v:8000/v1"}}));
+        // An external ID equal to an inline provider's of another API: refused.
+        let cr = create("clash", json!({"safety": [{"providerId": "vllm", "image": "reg/v:1"}]}), json!({"inference": {"provider": "vllm", "endpoint": "http://v:8000/v1"}}));
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
         reconcile_with_image("clash").await;
         let message = f.condition("clash", "ConfigGenerated").await.2;
-        assert!(message.contains("Provider ID 'vllm' is used by spec.providers.inference and by externalProviders.inference"), "{message}");
+        assert!(message.contains("Provider ID 'vllm' is used by spec.providers.inference and by externalProviders.safety"), "{message}");
+        // Of the same API: the external provider overrides it, with a warning.
+        let cr = create("override", json!({"inference": [{"providerId": "vllm", "image": "reg/v:1"}]}), json!({"inference": {"provider": "vllm", "endpoint": "http://v:8000/v1"}}));
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        reconcile_with_image("override").await;
+        let (status, _, message) = f.condition("override", "ConfigGenerated").await;
+        assert_eq!(status, "True", "{message}");
+        assert!(message.contains("WARNING: External provider 'vllm' (image reg/v:1) overrides the provider with the same ID in spec.providers.inference"), "{message}");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("override").await.unwrap().is_some());
 
         // Valid: the Deployment runs the steps in order, the provider's in its image.
         let cr = create("ok", json!({"safety": [{"providerId": "first", "image": "reg/f:1"}], "inference": [{"providerId": "second", "image": "reg/s:1", "imagePullPolicy": "Always"}]}), json!({}));

@@ -28,6 +28,8 @@ pub(super) struct Planned {
     pub(super) pull_secrets: Vec<String>,
     /// Where the image's pin came from.
     pub(super) pin: Pin,
+    /// What the user should know about the plan (shown in the `ConfigGenerated` message).
+    pub(super) warnings: Vec<String>,
 }
 
 /// Where a pinned image came from, for the status.
@@ -154,7 +156,7 @@ pub(super) async fn plan(
             });
         }
     };
-    check_external_providers(cr, ctx)?;
+    let external_warnings = check_external_providers(cr, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
     let resolver = ctx.resolver();
     let kept = pin_to_keep(cr, &resolver, &distribution);
@@ -188,6 +190,7 @@ pub(super) async fn plan(
             .map(|planned| Planned {
                 pull_secrets,
                 pin,
+                warnings: external_warnings,
                 ..planned
             });
     }
@@ -223,6 +226,7 @@ pub(super) async fn plan(
         stale: resolution.stale.as_ref().map(ToString::to_string),
         pull_secrets,
         pin,
+        warnings: external_warnings,
     })
 }
 
@@ -349,16 +353,21 @@ async fn override_config(
         stale,
         pull_secrets: Vec::new(),
         pin: Pin::default(),
+        warnings: Vec::new(),
     })
 }
 
 /// What can be checked about external providers before any Pod exists: the operator knows its
 /// own image (its binary runs the in-Pod steps), and no provider ID is used twice, neither by two
-/// external providers nor by an external and an inline provider.
-fn check_external_providers(cr: &LlamaStackDistribution, ctx: &Context) -> Result<(), Failure> {
+/// external providers nor by an external and an inline provider of different APIs. Returns the
+/// warnings: an external provider overriding an inline one of its own API.
+fn check_external_providers(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+) -> Result<Vec<String>, Failure> {
     let external = builders::external::of(cr);
     if external.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let fail = |message: String| Failure {
         reason: Reason::ExternalProviderInvalid,
@@ -386,16 +395,26 @@ fn check_external_providers(cr: &LlamaStackDistribution, ctx: &Context) -> Resul
         .as_ref()
         .map(|p| p.all())
         .unwrap_or_default();
+    let mut warnings = Vec::new();
     for (section, provider) in &external {
-        if let Some(inline) = inline
+        let Some((inline_section, _)) = inline
             .iter()
             .find(|(_, p)| p.config_id() == provider.provider_id)
-        {
+        else {
+            continue;
+        };
+        // In the same API the external provider takes the inline one's place (the merge in the
+        // Pod replaces it); across APIs that would leave one ID on two providers.
+        if inline_section != section {
             return Err(fail(format!(
-                "ERROR: Provider ID '{}' is used by spec.providers.{} and by externalProviders.{section} (image {}). Resolution: rename one of them; an external provider replaces only providers of the distribution's base config, never one you configured.",
-                provider.provider_id, inline.0, provider.image
+                "ERROR: Provider ID '{}' is used by spec.providers.{inline_section} and by externalProviders.{section} (image {}). Resolution: rename one of them; an external provider can replace a provider of its own API only.",
+                provider.provider_id, provider.image
             )));
         }
+        warnings.push(format!(
+            "WARNING: External provider '{}' (image {}) overrides the provider with the same ID in spec.providers.{section}",
+            provider.provider_id, provider.image
+        ));
     }
-    Ok(())
+    Ok(warnings)
 }

@@ -97,6 +97,10 @@ impl Report {
             ),
             None => format!("Generated config.yaml with {counts}"),
         };
+        let message = match planned.warnings.as_slice() {
+            [] => message,
+            warnings => format!("{message}; {}", warnings.join("; ")),
+        };
         let conditions = &mut self.conditions;
         conditions.set(
             ConditionType::ConfigGenerated,
