@@ -363,59 +363,195 @@ fn a_re_pushed_tag_rolls_only_when_asked() {
     let plain = regs.plain.host.clone();
     // Pushes an image whose base config names `distro` to acme/dist:a; returns its digest.
     let push = |distro: &str| {
-        let config = format!("version: 2\ndistro_name: {distro}\napis: [inference]\nproviders:\n  inference: []\n");
+        let config = format!(
+            "version: 2\ndistro_name: {distro}\napis: [inference]\nproviders:\n  inference: []\n"
+        );
         let image = ImageSpec {
             arch: "amd64",
-            labels: vec![("io.llamastack.config.base64", base64::engine::general_purpose::STANDARD.encode(config))],
-            layers: vec![Layer { entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())], comp: Comp::Gzip }],
+            labels: vec![(
+                "io.llamastack.config.base64",
+                base64::engine::general_purpose::STANDARD.encode(config),
+            )],
+            layers: vec![Layer {
+                entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+                comp: Comp::Gzip,
+            }],
         };
         let layout = work.path().join(distro);
         let digest = write_layout(&layout, "a", &[image], false).unwrap();
-        skopeo_copy(&format!("oci:{}:a", layout.display()), &format!("docker://{plain}/acme/dist:a"),
-            &["--preserve-digests", "--dest-tls-verify=false"]).unwrap();
+        skopeo_copy(
+            &format!("oci:{}:a", layout.display()),
+            &format!("docker://{plain}/acme/dist:a"),
+            &["--preserve-digests", "--dest-tls-verify=false"],
+        )
+        .unwrap();
         format!("{plain}/acme/dist@{digest}")
     };
     let first = push("first");
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let overrides = std::collections::BTreeMap::from([("starter".to_owned(), format!("{plain}/acme/dist:a"))]);
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
+        let overrides = std::collections::BTreeMap::from([(
+            "starter".to_owned(),
+            format!("{plain}/acme/dist:a"),
+        )]);
+        let mut options =
+            ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
         options.insecure_registries = vec![plain.clone()];
         // A fresh resolver each time, so that its tag cache never hides a push.
         let operator = |repin_after: Option<std::time::Duration>| {
             let mut options = options.clone();
             options.repin_after = repin_after;
-            Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())))
+            Arc::new(Context::new(
+                client.clone(),
+                Arc::new(Resolver::new(options).unwrap()),
+            ))
         };
         let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": "pinned"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        let cr: LlamaStackDistribution = serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "pinned"}, "spec": {"distribution": {"name": "starter"}}}),
+        )
+        .unwrap();
         llsds.create(&PostParams::default(), &cr).await.unwrap();
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
-        let deployed = || async { deployments.get("pinned").await.unwrap().spec.unwrap().template.spec.unwrap().containers[0].image.clone().unwrap() };
-        let reconcile_with = |ctx: Arc<Context>| async { reconcile(Arc::new(llsds.get("pinned").await.unwrap()), ctx).await.unwrap() };
+        let deployed = || async {
+            deployments
+                .get("pinned")
+                .await
+                .unwrap()
+                .spec
+                .unwrap()
+                .template
+                .spec
+                .unwrap()
+                .containers[0]
+                .image
+                .clone()
+                .unwrap()
+        };
+        let reconcile_with = |ctx: Arc<Context>| async {
+            reconcile(Arc::new(llsds.get("pinned").await.unwrap()), ctx)
+                .await
+                .unwrap()
+        };
         reconcile_with(operator(None)).await;
         assert_eq!(deployed().await, first);
 
         let second = push("second");
         assert_ne!(first, second);
         reconcile_with(operator(None)).await;
-        assert_eq!(deployed().await, first, "a re-pushed tag rolls nothing by itself");
+        assert_eq!(
+            deployed().await,
+            first,
+            "a re-pushed tag rolls nothing by itself"
+        );
 
-        llsds.patch("pinned", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"metadata": {"annotations": {"llamastack.io/repin": "1"}}}))).await.unwrap();
+        llsds
+            .patch(
+                "pinned",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(
+                    json!({"metadata": {"annotations": {"llamastack.io/repin": "1"}}}),
+                ),
+            )
+            .await
+            .unwrap();
         reconcile_with(operator(None)).await;
         assert_eq!(deployed().await, second, "asked to re-pin: the new digest");
         let generation = deployments.get("pinned").await.unwrap().metadata.generation;
-        let resolved = llsds.get("pinned").await.unwrap().status.unwrap().resolved_distribution.unwrap();
+        let resolved = llsds
+            .get("pinned")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .resolved_distribution
+            .unwrap();
         assert_eq!(resolved.repin_request.as_deref(), Some("1"));
-        assert_eq!(resolved.reference.as_deref(), Some(format!("{plain}/acme/dist:a").as_str()));
+        assert_eq!(
+            resolved.reference.as_deref(),
+            Some(format!("{plain}/acme/dist:a").as_str())
+        );
 
         let third = push("third");
         reconcile_with(operator(None)).await;
-        assert_eq!(deployments.get("pinned").await.unwrap().metadata.generation, generation, "a request is honoured once");
+        assert_eq!(
+            deployments.get("pinned").await.unwrap().metadata.generation,
+            generation,
+            "a request is honoured once"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         reconcile_with(operator(Some(std::time::Duration::from_secs(1)))).await;
-        assert_eq!(deployed().await, third, "the operator's repin-interval passed");
+        assert_eq!(
+            deployed().await,
+            third,
+            "the operator's repin-interval passed"
+        );
+    });
+}
+
+/// An operator upgrade whose catalog names a new image whose base config no longer takes the
+/// spec: the running Deployment is kept and the reason is `UpgradeConfigFailure`.
+#[test]
+fn an_upgrade_to_an_image_that_rejects_the_spec_keeps_the_stack() {
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let plain = regs.plain.host.clone();
+    let push = |tag: &str, config: &str| {
+        let image = ImageSpec {
+            arch: "amd64",
+            labels: vec![(
+                "io.llamastack.config.base64",
+                base64::engine::general_purpose::STANDARD.encode(config),
+            )],
+            layers: vec![Layer {
+                entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+                comp: Comp::Gzip,
+            }],
+        };
+        let layout = work.path().join(tag);
+        let digest = write_layout(&layout, tag, &[image], false).unwrap();
+        skopeo_copy(
+            &format!("oci:{}:{tag}", layout.display()),
+            &format!("docker://{plain}/acme/dist:{tag}"),
+            &["--preserve-digests", "--dest-tls-verify=false"],
+        )
+        .unwrap();
+        format!("{plain}/acme/dist@{digest}")
+    };
+    // The old release serves web search; the new one dropped its tool runtime.
+    let old = push(
+        "old",
+        "version: 2\ndistro_name: acme\napis: [inference, tool_runtime]\nproviders:\n  inference: []\n  tool_runtime:\n  - provider_id: tavily-search\n    provider_type: remote::tavily-search\n    config: {}\n",
+    );
+    push(
+        "new",
+        "version: 2\ndistro_name: acme\napis: [inference]\nproviders:\n  inference: []\n",
+    );
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let operator = |tag: &str| {
+            let overrides = std::collections::BTreeMap::from([("starter".to_owned(), format!("{plain}/acme/dist:{tag}"))]);
+            let mut options = ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
+            options.insecure_registries = vec![plain.clone()];
+            Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())))
+        };
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "searching"}, "spec": {"distribution": {"name": "starter"}, "resources": {"tools": ["builtin::websearch"]}}})).unwrap();
+        llsds.create(&PostParams::default(), &cr).await.unwrap();
+        reconcile(Arc::new(llsds.get("searching").await.unwrap()), operator("old")).await.unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let before = deployments.get("searching").await.unwrap();
+        assert_eq!(before.spec.clone().unwrap().template.spec.unwrap().containers[0].image.as_deref(), Some(old.as_str()));
+
+        reconcile(Arc::new(llsds.get("searching").await.unwrap()), operator("new")).await.unwrap();
+        let c = llsds.get("searching").await.unwrap().status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap();
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "UpgradeConfigFailure"), "{}", c.message);
+        assert!(c.message.contains("resources.tools requires at least one toolRuntime provider"), "{}", c.message);
+        let after = deployments.get("searching").await.unwrap();
+        assert_eq!(after.metadata.generation, before.metadata.generation, "the running stack is kept");
     });
 }

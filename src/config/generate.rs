@@ -565,6 +565,20 @@ fn ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
         .collect()
 }
 
+/// The provider IDs of `api` that do not depend on an environment variable (`${env.X:+id}`).
+fn unconditional_ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
+    config
+        .get("providers")
+        .and_then(|p| p.get(api))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("provider_id").and_then(Value::as_str))
+        .filter(|id| !id.starts_with("${"))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn types_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
     config
         .get("providers")
@@ -649,7 +663,11 @@ fn models(
         .and_then(|p| p.inference.as_ref())
         .and_then(|i| i.items().first())
         .map(|p| p.config_id());
-    let default_provider = first_user_inference.or_else(|| inference_ids.first().cloned());
+    // Without a provider of the user's, the first of the base config that is always on: one
+    // written `${env.X:+id}` exists only when the server's environment sets X, which the
+    // operator does not, so a model registered with it would fail the server's start-up.
+    let default_provider =
+        first_user_inference.or_else(|| unconditional_ids_of(config, "inference").first().cloned());
     let mut count = 0;
     for (i, model) in models.iter().enumerate() {
         let path = format!("spec.resources.models[{i}]");

@@ -216,7 +216,7 @@ fn us4_storage_backends() {
 }
 
 #[test]
-fn unsupported_config_versions_are_refused_with_the_fr029_message() {
+fn unsupported_config_versions_are_refused_with_the_supported_ones() {
     let base = STARTER.replacen("version: 2", "version: 3", 1);
     let err = generate(
         &spec(json!({"disabled": ["eval"]})),
@@ -402,4 +402,32 @@ proptest! {
         let first_keys: Vec<&String> = c.as_object().unwrap().keys().take(3).collect();
         prop_assert_eq!(first_keys, ["version", "distro_name", "apis"]);
     }
+}
+
+/// Without an inference provider of the user's, a model goes to the base config's first provider
+/// that is always on, never to one that exists only when an environment variable is set (the
+/// starter's first is `${env.CEREBRAS_API_KEY:+cerebras}`; the operator sets no such variable).
+#[test]
+fn the_default_model_provider_is_never_a_conditional_one() {
+    let g = run(json!({"resources": {"models": ["m"]}}));
+    let c = config(&g);
+    let first = c["providers"]["inference"][0]["provider_id"]
+        .as_str()
+        .unwrap();
+    assert!(
+        first.starts_with("${env."),
+        "the starter still begins with a conditional provider: {first}"
+    );
+    let model = c["registered_resources"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model_id"] == "m")
+        .expect("the model is registered");
+    let provider = model["provider_id"].as_str().unwrap();
+    assert!(!provider.starts_with("${"), "{provider}");
+    assert_eq!(
+        provider, "fireworks",
+        "the starter's first unconditional inference provider"
+    );
 }

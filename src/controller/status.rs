@@ -57,7 +57,13 @@ impl Report {
             .resolved_distribution
             .as_ref()
             .and_then(|r| r.image.as_deref());
-        let upgraded = failure.reason == Reason::ConfigGenerationFailed
+        // Any failure to generate from the new image's base config (not a registry failure,
+        // which carries no image).
+        let generation_failed = matches!(
+            failure.reason,
+            Reason::ConfigGenerationFailed | Reason::UnsupportedConfigVersion
+        );
+        let upgraded = generation_failed
             && has_deployment
             && matches!((running, failure.image.as_deref()), (Some(old), Some(new)) if old != new);
         let (reason, message) = if upgraded {
