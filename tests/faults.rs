@@ -224,21 +224,37 @@ fn api_server_restarts_without_leader_election(env: &Env) -> Result<(), Failed> 
     Ok(())
 }
 
-fn etcd_restarts(env: &Env) -> Result<(), Failed> {
+/// Stops etcd for 15 s; the operator runs with `flags`.
+fn survives_an_etcd_restart(env: &Env, name: &str, flags: &[&str]) -> Result<(), Failed> {
     let _turn = env.turn();
-    env.start_operator("etcd", &[])?;
-    let ns = "fault-etcd";
+    env.start_operator(name, flags)?;
+    let ns = &format!("fault-{name}");
     env.before_the_fault(ns, "before")?;
     env.plane.stop("etcd").map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_secs(15));
     env.plane
         .start_again("etcd")
         .map_err(|e| Failed::from(e.to_string()))?;
-    report("a 15 s etcd restart", env.recovers(ns, "before", "after")?);
+    report(
+        &format!("a 15 s etcd restart ({name})"),
+        env.recovers(ns, "before", "after")?,
+    );
     if !env.operator_running() {
         return Err("the operator exited".into());
     }
     Ok(())
+}
+
+fn etcd_restarts(env: &Env) -> Result<(), Failed> {
+    survives_an_etcd_restart(env, "etcd", &[])
+}
+
+fn etcd_restarts_with_leader_election(env: &Env) -> Result<(), Failed> {
+    survives_an_etcd_restart(
+        env,
+        "etcd-leader",
+        &["--leader-elect", "--identity=etcd-leader"],
+    )
 }
 
 fn a_leader_rejoins_the_election_instead_of_exiting(env: &Env) -> Result<(), Failed> {
@@ -267,9 +283,22 @@ fn a_leader_rejoins_the_election_instead_of_exiting(env: &Env) -> Result<(), Fai
 }
 
 fn a_frozen_api_server_is_survived(env: &Env) -> Result<(), Failed> {
+    survives_a_frozen_api_server(env, "frozen", &[])
+}
+
+fn a_frozen_api_server_is_survived_with_leader_election(env: &Env) -> Result<(), Failed> {
+    survives_a_frozen_api_server(
+        env,
+        "frozen-leader",
+        &["--leader-elect", "--identity=frozen-leader"],
+    )
+}
+
+/// Freezes kube-apiserver for 15 s (longer than the leader's renew deadline).
+fn survives_a_frozen_api_server(env: &Env, name: &str, flags: &[&str]) -> Result<(), Failed> {
     let _turn = env.turn();
-    env.start_operator("frozen", &[])?;
-    let ns = "fault-frozen";
+    env.start_operator(name, flags)?;
+    let ns = &format!("fault-{name}");
     env.before_the_fault(ns, "before")?;
     env.plane
         .signal("kube-apiserver", libc::SIGSTOP)
@@ -279,9 +308,12 @@ fn a_frozen_api_server_is_survived(env: &Env) -> Result<(), Failed> {
         .signal("kube-apiserver", libc::SIGCONT)
         .map_err(|e| e.to_string())?;
     report(
-        "kube-apiserver frozen for 15 s",
+        &format!("kube-apiserver frozen for 15 s ({name})"),
         env.recovers(ns, "before", "after")?,
     );
+    if !env.operator_running() {
+        return Err("the operator exited".into());
+    }
     Ok(())
 }
 
@@ -419,12 +451,20 @@ fn main() -> ExitCode {
             ),
             ("etcd_restarts", etcd_restarts),
             (
+                "etcd_restarts_with_leader_election",
+                etcd_restarts_with_leader_election,
+            ),
+            (
                 "a_leader_rejoins_the_election_instead_of_exiting",
                 a_leader_rejoins_the_election_instead_of_exiting,
             ),
             (
                 "a_frozen_api_server_is_survived",
                 a_frozen_api_server_is_survived,
+            ),
+            (
+                "a_frozen_api_server_is_survived_with_leader_election",
+                a_frozen_api_server_is_survived_with_leader_election,
             ),
             (
                 "health_fails_while_the_watches_are_stuck_and_recovers",

@@ -255,6 +255,22 @@ fn samples_reconcile_as_the_operators_own_service_account(env: &Env) -> Result<(
             .iter()
             .any(|w| w["objectRef"]["resource"] == "deployments")
     );
+    // Every request names the operator, so audit logs and API Priority and Fairness can.
+    let agent = concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION"));
+    let anonymous: Vec<String> = writes
+        .iter()
+        .filter(|w| w["userAgent"] != agent)
+        .map(|w| {
+            format!(
+                "{} {} by {}",
+                w["verb"], w["objectRef"]["resource"], w["userAgent"]
+            )
+        })
+        .collect();
+    assert!(
+        anonymous.is_empty(),
+        "writes without the operator's User-Agent: {anonymous:?}"
+    );
     let logs = env.logs();
     for secret in ["tok-not-logged", "s3cret"] {
         assert!(!logs.contains(secret), "a secret value reached the logs");

@@ -103,6 +103,9 @@ pub struct Args {
     /// that a kubelet restarts an operator that no longer hears the API server).
     #[arg(long, default_value = "60", value_name = "SECONDS")]
     watch_stuck_after: u64,
+    /// How many reconciles run at once (bounds the memory of a full resync).
+    #[arg(long, default_value_t = crate::controller::DEFAULT_CONCURRENCY)]
+    max_concurrent_reconciles: u16,
 }
 
 /// Log output format.
@@ -339,11 +342,7 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     let catalog = catalog(args)?;
     let needs_api = !args.no_reference_checks || args.self_managed_certs || !args.no_controller;
     let api = if needs_api {
-        Some(
-            kube::Client::try_default()
-                .await
-                .map_err(RunError::Client)?,
-        )
+        Some(api_client().await?)
     } else {
         None
     };
@@ -404,6 +403,20 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     halves.run(controller, webhooks).await
 }
 
+/// A client for the Kubernetes API that names the operator and its version in every request's
+/// User-Agent, so that audit logs and API Priority and Fairness can tell its requests apart.
+async fn api_client() -> Result<kube::Client, RunError> {
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(|e| RunError::Client(kube::Error::InferConfig(e)))?;
+    let agent = concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION"));
+    config.headers.push((
+        axum::http::header::USER_AGENT,
+        axum::http::HeaderValue::from_static(agent),
+    ));
+    kube::Client::try_from(config).map_err(RunError::Client)
+}
+
 /// The controller's context, when the controller runs.
 fn controller_context(
     args: &Args,
@@ -419,7 +432,8 @@ fn controller_context(
     Ok(Some(Arc::new(
         Context::new(api.clone(), Arc::new(resolver))
             .with_operator_config(&args.namespace, options)
-            .with_operator_image(args.operator_image.clone()),
+            .with_operator_image(args.operator_image.clone())
+            .with_concurrency(args.max_concurrent_reconciles),
     )))
 }
 

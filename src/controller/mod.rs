@@ -25,7 +25,7 @@ mod watches;
 mod write;
 
 pub use builders::BuildError;
-pub use context::Context;
+pub use context::{Context, DEFAULT_CONCURRENCY};
 pub use reconcile::reconcile;
 pub use watches::{run, run_in};
 

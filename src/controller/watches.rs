@@ -210,7 +210,10 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
     let reconcile_all = futures_util::stream::unfold(triggered, |mut rx| async move {
         rx.recv().await.map(|()| ((), rx))
     });
-    let controller = Controller::for_stream(stacks, reader).reconcile_all_on(reconcile_all);
+    let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
+    let controller = Controller::for_stream(stacks, reader)
+        .with_config(config)
+        .reconcile_all_on(reconcile_all);
     let controller = owned_objects(controller, &client, scope, &health);
     let controller = server_pods(controller, &client, scope, &health);
     referenced_objects(controller, &client, scope, &health, referrers)
