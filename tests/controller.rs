@@ -469,3 +469,31 @@ fn hand_edits_are_reverted_and_a_quiet_resync_writes_nothing() {
         assert_eq!(replicas(&f.deployment("scaled").await), Some(3), "the autoscaler's replicas stay");
     });
 }
+
+/// A write the API server refuses (here a ResourceQuota allowing no Deployment) is reported in
+/// the status with the API server's own message, not only in the operator's log.
+#[test]
+fn a_refused_write_is_reported_in_the_status() {
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "quota"}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+        let quota: k8s_openapi::api::core::v1::ResourceQuota = serde_json::from_value(json!({"metadata": {"name": "no-deployments"},
+            "spec": {"hard": {"count/deployments.apps": "0"}}})).unwrap();
+        let quotas = Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(client.clone(), "quota");
+        quotas.create(&PostParams::default(), &quota).await.unwrap();
+        // No kube-controller-manager here to compute the quota's usage: set it as it would.
+        let usage = json!({"status": {"hard": {"count/deployments.apps": "0"}, "used": {"count/deployments.apps": "0"}}});
+        quotas.patch_status("no-deployments", &PatchParams::default(), &Patch::Merge(usage)).await.unwrap();
+        let f = Fixture::new(&client, "quota");
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "refused"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        let cr = f.llsds().get("refused").await.unwrap();
+        let result = reconcile(Arc::new(cr), f.ctx.clone()).await;
+        assert!(result.is_err(), "the reconcile fails and is retried");
+        let (status, reason, message) = f.condition("refused", "DeploymentUpdated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "ApplyFailed"), "{message}");
+        assert!(message.contains("apply Deployment refused") && message.contains("quota"), "{message}");
+    });
+}

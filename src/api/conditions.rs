@@ -85,6 +85,9 @@ status_words! {
         AllSecretsFound,
         /// `DeploymentUpdated` True.
         DeploymentUpdateSucceeded,
+        /// The API server refused a write of an owned object (a policy engine, a quota, a name
+        /// too long, missing RBAC); the message is the API server's.
+        ApplyFailed,
         /// `Available` True.
         MinimumReplicasAvailable,
         /// `Available` False.

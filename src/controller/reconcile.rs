@@ -54,15 +54,27 @@ async fn reconcile_once(
 ) -> Result<(Action, String), Error> {
     let mut report = Report::new(cr);
     let current = observe::deployment(cr, ctx).await.map_err(Error::Observe)?;
-    let (deployment, applied, retry) =
-        match converge(cr, ctx, &mut report, current.as_ref()).await? {
-            Ok(applied) => (applied.deployment.clone(), Some(applied), None),
-            Err(blocked) => {
-                let retry = blocked.retry;
-                report.block(blocked);
-                (current, None, Some(retry))
-            }
-        };
+    let converged = match converge(cr, ctx, &mut report, current.as_ref()).await {
+        Err(Error::Apply(error)) => {
+            // The API server's refusal (a policy engine, a quota) belongs in the status, where
+            // users look, not only in the operator's log.
+            report.apply_failed(&error);
+            let has_deployment = current.is_some();
+            let ready = report.workload(cr, current.as_ref(), None);
+            // Best effort: the reconcile fails with the apply error either way.
+            let _ = report.publish(cr, ctx, has_deployment, ready).await;
+            return Err(Error::Apply(error));
+        }
+        other => other?,
+    };
+    let (deployment, applied, retry) = match converged {
+        Ok(applied) => (applied.deployment.clone(), Some(applied), None),
+        Err(blocked) => {
+            let retry = blocked.retry;
+            report.block(blocked);
+            (current, None, Some(retry))
+        }
+    };
     if applied.is_some() {
         let pods = observe::provider_pods(cr, ctx)
             .await

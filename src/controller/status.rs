@@ -43,6 +43,16 @@ impl Report {
         }
     }
 
+    /// Records that the API server refused a write of an owned object.
+    pub(super) fn apply_failed(&mut self, error: &super::ApiError) {
+        self.conditions.set(
+            ConditionType::DeploymentUpdated,
+            false,
+            Reason::ApplyFailed,
+            crate::error_chain(error),
+        );
+    }
+
     /// Records a problem the user must fix.
     pub(super) fn block(&mut self, blocked: Blocked) {
         self.conditions.block(blocked);
