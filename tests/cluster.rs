@@ -257,6 +257,22 @@ fn every_object_of_a_ready_distribution(env: &Env) -> Result<(), Failed> {
                 && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("llama")),
         "a Normal event for the rollout"
     );
+    // Events are what a person acts on: the rollout and Ready, no Event per condition.
+    let normal: Vec<&str> = events
+        .items
+        .iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("llama"))
+        .filter(|e| e.reporting_controller.as_deref() == Some("llama-stack-operator"))
+        .filter(|e| e.type_.as_deref() == Some("Normal"))
+        .filter_map(|e| e.reason.as_deref())
+        .collect();
+    assert!(normal.contains(&"Ready"), "a Ready event: {normal:?}");
+    assert!(
+        normal
+            .iter()
+            .all(|r| matches!(*r, "Created" | "RolloutStarted" | "Ready")),
+        "only rollouts and Ready: {normal:?}"
+    );
 
     // Exposure and the policy removed: their objects are deleted, nothing else is touched.
     let rv = d.metadata.resource_version.clone();

@@ -118,6 +118,8 @@ status_words! {
         Created,
         /// Event: a new revision of the Deployment was applied.
         RolloutStarted,
+        /// Event: the stack became Ready.
+        Ready,
     }
 }
 

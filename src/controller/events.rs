@@ -15,23 +15,14 @@ const FLAPPING: [ConditionType; 3] = [
     ConditionType::HealthCheck,
 ];
 
-/// One Event per condition that changed (status or reason): Warning when it turned False.
-pub(super) async fn condition_changes(
-    ctx: &Context,
-    cr: &LlamaStackDistribution,
-    conditions: &Conditions,
-) {
+/// A Warning per condition that turned False (or changed its reason while False). Conditions
+/// turning True are in the status; Events are for what a person must act on.
+pub(super) async fn failures(ctx: &Context, cr: &LlamaStackDistribution, conditions: &Conditions) {
     for c in conditions.changed() {
-        let ok = c.status == "True";
-        if !ok && FLAPPING.iter().any(|t| t.as_str() == c.type_) {
+        if c.status == "True" || FLAPPING.iter().any(|t| t.as_str() == c.type_) {
             continue;
         }
-        let type_ = if ok {
-            EventType::Normal
-        } else {
-            EventType::Warning
-        };
-        publish_word(ctx, cr, type_, &c.reason, c.message.clone()).await;
+        publish_word(ctx, cr, EventType::Warning, &c.reason, c.message.clone()).await;
     }
 }
 

@@ -37,7 +37,9 @@ pub async fn reconcile(
         namespace = %cr.namespace().unwrap_or_default(),
         name = %cr.name_any(),
     );
-    let result = reconcile_once(&cr, &ctx).instrument(span).await;
+    // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
+    // stack is 2 MiB.
+    let result = Box::pin(reconcile_once(&cr, &ctx).instrument(span)).await;
     let reason = match &result {
         Ok((_, reason)) => reason.as_str(),
         Err(error) => error.metric_label(),

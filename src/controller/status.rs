@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
 use serde_json::json;
 
 use super::apply::Applied;
@@ -274,9 +275,19 @@ impl Report {
                 .unwrap_or_else(|| "Failed".to_owned()),
             other => format!("{other:?}"),
         };
+        let became_ready = phase == DistributionPhase::Ready
+            && self.previous.phase != Some(DistributionPhase::Ready);
         self.status.phase = Some(phase);
         self.status.observed_generation = cr.metadata.generation;
-        events::condition_changes(ctx, cr, &self.conditions).await;
+        events::failures(ctx, cr, &self.conditions).await;
+        if became_ready {
+            let replicas = self
+                .status
+                .available_replicas
+                .map(|n| format!("{n} replicas available"))
+                .unwrap_or_default();
+            events::publish(ctx, cr, EventType::Normal, Reason::Ready, replicas).await;
+        }
         self.status.conditions = Some(self.conditions.into_sorted());
         if self.status != self.previous {
             write(ctx, cr, &self.status).await?;
