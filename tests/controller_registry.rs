@@ -18,6 +18,44 @@ use support::control_plane::start_with_crd;
 use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registry::registries::{PASSWORD, Registries, USER};
 
+/// Pushes a one-layer amd64 image to the plain registry `plain` (no TLS, no auth) as
+/// `<repo>:<tag>`, labelled with `config` as its base config when given (built under `work`);
+/// returns `<plain>/<repo>@<digest>`.
+fn push_plain(
+    plain: &str,
+    work: &std::path::Path,
+    repo: &str,
+    tag: &str,
+    config: Option<&str>,
+) -> String {
+    let labels = config
+        .map(|c| {
+            (
+                "io.llamastack.config.base64",
+                base64::engine::general_purpose::STANDARD.encode(c),
+            )
+        })
+        .into_iter()
+        .collect();
+    let image = ImageSpec {
+        arch: "amd64",
+        labels,
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let layout = work.join(format!("{}-{tag}", repo.replace('/', "-")));
+    let digest = write_layout(&layout, tag, &[image], false).unwrap();
+    skopeo_copy(
+        &format!("oci:{}:{tag}", layout.display()),
+        &format!("docker://{plain}/{repo}:{tag}"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+    format!("{plain}/{repo}@{digest}")
+}
+
 #[test]
 fn private_images_resolve_with_the_service_accounts_pull_secrets() {
     let regs = Registries::start().expect("registries");
@@ -94,22 +132,8 @@ fn private_images_resolve_with_the_service_accounts_pull_secrets() {
 fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
-    let image = ImageSpec {
-        arch: "amd64",
-        labels: vec![],
-        layers: vec![Layer {
-            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-            comp: Comp::Gzip,
-        }],
-    };
-    let digest = write_layout(&work.path().join("layout"), "v1", &[image], false).unwrap();
     let plain = regs.plain.host.clone();
-    skopeo_copy(
-        &format!("oci:{}:v1", work.path().join("layout").display()),
-        &format!("docker://{plain}/mirror/starter:v1"),
-        &["--preserve-digests", "--dest-tls-verify=false"],
-    )
-    .unwrap();
+    let pinned = push_plain(&plain, work.path(), "mirror/starter", "v1", None);
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
@@ -138,7 +162,7 @@ fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
         let operator_config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-config"},
             "data": {"image-overrides": format!("starter: {plain}/mirror/starter:v1\n"), "insecure-registries": format!("[\"{plain}\"]")}})).unwrap();
         Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "llama-stack-operator-system").create(&PostParams::default(), &operator_config).await.unwrap();
-        let wanted = format!("{plain}/mirror/starter@{digest}");
+        let wanted = pinned;
         let mut rolled = None;
         for _ in 0..100 {
             let d = deployments.get("stack").await.unwrap();
@@ -162,25 +186,8 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
     let mut regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let config = "version: 2\ndistro_name: acme\napis: [inference]\nproviders:\n  inference: []\n";
-    let image = ImageSpec {
-        arch: "amd64",
-        labels: vec![(
-            "io.llamastack.config.base64",
-            base64::engine::general_purpose::STANDARD.encode(config),
-        )],
-        layers: vec![Layer {
-            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-            comp: Comp::Gzip,
-        }],
-    };
-    let digest = write_layout(&work.path().join("layout"), "a", &[image], false).unwrap();
     let plain = regs.plain.host.clone();
-    skopeo_copy(
-        &format!("oci:{}:a", work.path().join("layout").display()),
-        &format!("docker://{plain}/acme/dist:a"),
-        &["--preserve-digests", "--dest-tls-verify=false"],
-    )
-    .unwrap();
+    let pinned = push_plain(&plain, work.path(), "acme/dist", "a", Some(config));
 
     let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
@@ -214,7 +221,7 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
         let pod = before.spec.clone().unwrap().template.spec.unwrap();
         assert_eq!(
             pod.containers[0].image.as_deref(),
-            Some(format!("{plain}/acme/dist@{digest}").as_str()),
+            Some(pinned.as_str()),
             "deployed pinned"
         );
         let config_map = |d: &Deployment| {
@@ -281,7 +288,7 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
         );
         assert_eq!(
             status.resolved_distribution.unwrap().image.as_deref(),
-            Some(format!("{plain}/acme/dist@{digest}").as_str()),
+            Some(pinned.as_str()),
             "the status still names what runs"
         );
         let writes: Vec<_> = plane
@@ -306,22 +313,8 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
 fn an_unlabelled_image_with_override_config_deploys_pinned() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
-    let image = ImageSpec {
-        arch: "amd64",
-        labels: vec![],
-        layers: vec![Layer {
-            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-            comp: Comp::Gzip,
-        }],
-    };
-    let digest = write_layout(&work.path().join("layout"), "v1", &[image], false).unwrap();
     let plain = regs.plain.host.clone();
-    skopeo_copy(
-        &format!("oci:{}:v1", work.path().join("layout").display()),
-        &format!("docker://{plain}/custom/server:v1"),
-        &["--preserve-digests", "--dest-tls-verify=false"],
-    )
-    .unwrap();
+    let pinned = push_plain(&plain, work.path(), "custom/server", "v1", None);
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
@@ -344,7 +337,6 @@ fn an_unlabelled_image_with_override_config_deploys_pinned() {
         let status = llsds.get("custom").await.unwrap().status.unwrap();
         let resolved = status.resolved_distribution.unwrap();
         assert_eq!(resolved.config_source, Some(ConfigSource::OverrideConfig));
-        let pinned = format!("{plain}/custom/server@{digest}");
         assert_eq!(resolved.image.as_deref(), Some(pinned.as_str()));
         let d = Api::<Deployment>::namespaced(client.clone(), "default").get("custom").await.unwrap();
         let pod = d.spec.unwrap().template.spec.unwrap();
@@ -361,31 +353,13 @@ fn a_re_pushed_tag_rolls_only_when_asked() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
-    // Pushes an image whose base config names `distro` to acme/dist:a; returns its digest.
+    // Pushes an image whose base config names `distro` to acme/dist:a; returns it pinned.
     let push = |distro: &str| {
         let config = format!(
             "version: 2\ndistro_name: {distro}\napis: [inference]\nproviders:\n  inference: []\n"
         );
-        let image = ImageSpec {
-            arch: "amd64",
-            labels: vec![(
-                "io.llamastack.config.base64",
-                base64::engine::general_purpose::STANDARD.encode(config),
-            )],
-            layers: vec![Layer {
-                entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-                comp: Comp::Gzip,
-            }],
-        };
-        let layout = work.path().join(distro);
-        let digest = write_layout(&layout, "a", &[image], false).unwrap();
-        skopeo_copy(
-            &format!("oci:{}:a", layout.display()),
-            &format!("docker://{plain}/acme/dist:a"),
-            &["--preserve-digests", "--dest-tls-verify=false"],
-        )
-        .unwrap();
-        format!("{plain}/acme/dist@{digest}")
+        let work = work.path().join(distro);
+        push_plain(&plain, &work, "acme/dist", "a", Some(&config))
     };
     let first = push("first");
 
@@ -498,28 +472,8 @@ fn an_upgrade_to_an_image_that_rejects_the_spec_keeps_the_stack() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
-    let push = |tag: &str, config: &str| {
-        let image = ImageSpec {
-            arch: "amd64",
-            labels: vec![(
-                "io.llamastack.config.base64",
-                base64::engine::general_purpose::STANDARD.encode(config),
-            )],
-            layers: vec![Layer {
-                entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-                comp: Comp::Gzip,
-            }],
-        };
-        let layout = work.path().join(tag);
-        let digest = write_layout(&layout, tag, &[image], false).unwrap();
-        skopeo_copy(
-            &format!("oci:{}:{tag}", layout.display()),
-            &format!("docker://{plain}/acme/dist:{tag}"),
-            &["--preserve-digests", "--dest-tls-verify=false"],
-        )
-        .unwrap();
-        format!("{plain}/acme/dist@{digest}")
-    };
+    let push =
+        |tag: &str, config: &str| push_plain(&plain, work.path(), "acme/dist", tag, Some(config));
     // The old release serves web search; the new one dropped its tool runtime.
     let old = push(
         "old",

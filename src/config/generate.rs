@@ -553,7 +553,8 @@ fn telemetry(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec) {
     }
 }
 
-fn ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
+/// The raw `provider_id`s of `api` in the config.
+fn raw_ids_of<'c>(config: &'c Map<String, Value>, api: &str) -> impl Iterator<Item = &'c str> {
     config
         .get("providers")
         .and_then(|p| p.get(api))
@@ -561,19 +562,17 @@ fn ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(|p| p.get("provider_id").and_then(Value::as_str))
+}
+
+fn ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
+    raw_ids_of(config, api)
         .map(|id| effective_id(id).to_owned())
         .collect()
 }
 
 /// The provider IDs of `api` that do not depend on an environment variable (`${env.X:+id}`).
 fn unconditional_ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
-    config
-        .get("providers")
-        .and_then(|p| p.get(api))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p.get("provider_id").and_then(Value::as_str))
+    raw_ids_of(config, api)
         .filter(|id| !id.starts_with("${"))
         .map(str::to_owned)
         .collect()
