@@ -156,46 +156,67 @@ pub(super) async fn plan(
             });
         }
     };
-    let external_warnings = check_external_providers(cr, ctx)?;
+    let warnings = check_external_providers(cr, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
-    let resolver = ctx.resolver();
-    let kept = pin_to_keep(cr, &resolver, &distribution);
-    let resolved = match kept {
-        Some(pinned) => {
-            resolver
-                .resolve_pinned(&distribution, pinned, &keyring)
-                .await
+    let (resolved, pin) = resolve(cr, ctx, &distribution, &keyring).await;
+    let planned = match &cr.spec.override_config {
+        Some(over) => {
+            // The user's config needs no base config: the image is only pinned, labels optional.
+            let (image, stale) = match &resolved {
+                Ok(resolution) => {
+                    keep_pinned_over_fallback(running, resolution)?;
+                    let stale = resolution.stale.as_ref().map(ToString::to_string);
+                    (resolution.image.clone(), stale)
+                }
+                Err(e) => match e.pinned_without_config() {
+                    Some(pinned) => (pinned.to_owned(), None),
+                    None => return Err(resolve_failure(e)),
+                },
+            };
+            override_config(cr, ctx, &over.config_map_name, image, stale).await?
         }
-        None => resolver.resolve(&distribution, &keyring).await,
+        None => {
+            let resolution = resolved.map_err(|e| resolve_failure(&e))?;
+            keep_pinned_over_fallback(running, &resolution)?;
+            generate_from(cr, &resolution)?
+        }
+    };
+    Ok(Planned {
+        pull_secrets,
+        pin,
+        warnings,
+        ..planned
+    })
+}
+
+/// Resolves the distribution: at the deployed pin while it stands ([`pin_to_keep`]), else from
+/// its reference. Also says where the pin comes from, for the status.
+async fn resolve(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    distribution: &Distribution,
+    keyring: &Keyring,
+) -> (
+    Result<llama_stack_resolver::Resolution, std::sync::Arc<llama_stack_resolver::ResolveError>>,
+    Pin,
+) {
+    let resolver = ctx.resolver();
+    let resolved = match pin_to_keep(cr, &resolver, distribution) {
+        Some(pinned) => resolver.resolve_pinned(distribution, pinned, keyring).await,
+        None => resolver.resolve(distribution, keyring).await,
     };
     let pin = Pin {
-        reference: resolver.reference(&distribution).unwrap_or_default(),
+        reference: resolver.reference(distribution).unwrap_or_default(),
         request: cr.annotations().get(REPIN_ANNOTATION).cloned(),
     };
-    if let Some(over) = &cr.spec.override_config {
-        // The user's config needs no base config: the image is only pinned, its labels optional.
-        let (image, stale) = match &resolved {
-            Ok(resolution) => {
-                keep_pinned_over_fallback(running, resolution)?;
-                let stale = resolution.stale.as_ref().map(ToString::to_string);
-                (resolution.image.clone(), stale)
-            }
-            Err(e) => match e.pinned_without_config() {
-                Some(pinned) => (pinned.to_owned(), None),
-                None => return Err(resolve_failure(e)),
-            },
-        };
-        return override_config(cr, ctx, &over.config_map_name, image, stale)
-            .await
-            .map(|planned| Planned {
-                pull_secrets,
-                pin,
-                warnings: external_warnings,
-                ..planned
-            });
-    }
-    let resolution = resolved.map_err(|e| resolve_failure(&e))?;
-    keep_pinned_over_fallback(running, &resolution)?;
+    (resolved, pin)
+}
+
+/// The config generated from the resolved image's base config.
+fn generate_from(
+    cr: &LlamaStackDistribution,
+    resolution: &llama_stack_resolver::Resolution,
+) -> Result<Planned, Failure> {
     let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
         .map_err(|e| {
             let (reason, message) = match e {
@@ -224,9 +245,9 @@ pub(super) async fn plan(
         base_hash: resolution.config.hash.clone(),
         generated,
         stale: resolution.stale.as_ref().map(ToString::to_string),
-        pull_secrets,
-        pin,
-        warnings: external_warnings,
+        pull_secrets: Vec::new(),
+        pin: Pin::default(),
+        warnings: Vec::new(),
     })
 }
 
