@@ -106,6 +106,7 @@ impl Metrics {
             rollouts,
             watches: Arc::new(WatchHealth {
                 stuck_after: Mutex::new(DEFAULT_WATCH_STUCK_AFTER),
+                quiet: Mutex::new(QUIET_MEANS_RECOVERED),
                 kinds: Mutex::new(BTreeMap::new()),
                 errors: watch_errors,
                 relists: watch_relists,
@@ -225,18 +226,26 @@ const WARN_EVERY: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct WatchHealth {
     stuck_after: Mutex<Duration>,
+    quiet: Mutex<Duration>,
     kinds: Mutex<BTreeMap<&'static str, Failing>>,
     errors: Family<WatchLabels, Counter>,
     relists: Family<WatchLabels, Counter>,
 }
 
-/// A watch that is failing.
+/// A watch that has failed and not been seen working since.
 #[derive(Debug)]
 struct Failing {
     since: Instant,
     warned: Instant,
+    /// The latest error. A watch that works again may send no event for a long time (a watch
+    /// resumed from its resource version on a quiet kind), but a broken one errs again within
+    /// its longest backoff; so a failure this old means the watch works again.
+    last: Instant,
     reason: String,
 }
+
+/// How long without a new error means a watch works again (three of its longest retry waits).
+const QUIET_MEANS_RECOVERED: Duration = Duration::from_secs(15);
 
 impl WatchHealth {
     /// Sets how long a watch may keep failing before the operator counts as stuck.
@@ -259,25 +268,27 @@ impl WatchHealth {
         self.errors.get_or_create(&labels(kind)).inc();
         let now = Instant::now();
         let reason = error.to_string();
+        let quiet = *lock(&self.quiet);
         let mut kinds = lock(&self.kinds);
         match kinds.get_mut(kind) {
-            None => {
-                tracing::warn!(kind, %reason, "watch failed; retrying");
-                kinds.insert(
-                    kind,
-                    Failing {
-                        since: now,
-                        warned: now,
-                        reason,
-                    },
-                );
-            }
-            Some(failing) => {
+            Some(failing) if now.duration_since(failing.last) < quiet => {
                 if now.duration_since(failing.warned) >= WARN_EVERY {
                     tracing::warn!(kind, %reason, failing_for = ?failing.since.elapsed(), "watch still failing; retrying");
                     failing.warned = now;
                 }
                 failing.reason = reason;
+                failing.last = now;
+            }
+            // New, or the first error after a quiet spell: a new failure.
+            _ => {
+                tracing::warn!(kind, %reason, "watch failed; retrying");
+                let failing = Failing {
+                    since: now,
+                    warned: now,
+                    last: now,
+                    reason,
+                };
+                kinds.insert(kind, failing);
             }
         }
     }
@@ -287,12 +298,19 @@ impl WatchHealth {
         lock(&self.kinds).clear();
     }
 
-    /// The watches failing for longer than the bound, each as `kind: reason (for …)`.
+    /// Sets how long without a new error means a watch works again.
+    pub fn set_recovery_quiet(&self, quiet: Duration) {
+        *lock(&self.quiet) = quiet;
+    }
+
+    /// The watches failing for longer than the bound (and still failing), each as
+    /// `kind: reason (for …)`.
     pub fn stuck(&self) -> Vec<String> {
         let bound = *lock(&self.stuck_after);
+        let quiet = *lock(&self.quiet);
         lock(&self.kinds)
             .iter()
-            .filter(|(_, f)| f.since.elapsed() > bound)
+            .filter(|(_, f)| f.since.elapsed() > bound && f.last.elapsed() < quiet)
             .map(|(kind, f)| format!("{kind}: {} (for {:?})", f.reason, f.since.elapsed()))
             .collect()
     }
@@ -453,6 +471,14 @@ mod tests {
             None,
             "a stopped controller has no watches"
         );
+        // A watch that resumed without sending an event: no new error for a while means it works.
+        watches.set_recovery_quiet(Duration::from_millis(100));
+        watches.failed("Pod", &"connection refused");
+        std::thread::sleep(Duration::from_millis(60));
+        watches.failed("Pod", &"connection refused");
+        assert!(health.problem().is_some(), "still failing");
+        std::thread::sleep(Duration::from_millis(120));
+        assert_eq!(health.problem(), None, "quiet: working again");
         let text = m.encode().unwrap();
         assert!(
             text.contains("llso_watch_errors_total{kind=\"Deployment\"} 1"),
