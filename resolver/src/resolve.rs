@@ -100,9 +100,6 @@ impl ResolverOptions {
 /// A resolved (image, base config) pair, to be consumed together.
 #[derive(Clone, Debug)]
 pub struct Resolution {
-    /// The reference that was resolved, mirrored (a tag or a digest, as the catalog or the spec
-    /// wrote it): what a later resolution of the same distribution is compared against.
-    pub reference: String,
     /// Image to deploy: mirrored, and pinned by digest when `pinned`.
     pub image: String,
     /// Whether `image` carries a digest from the registry.
@@ -401,18 +398,14 @@ impl Resolver {
 
     /// Resolves a distribution at the digest it was pinned to before (`pinned`, an image this
     /// resolver returned for it): the same image and base config, without looking at its tag.
-    /// The result's `reference` stays the distribution's current one.
     pub async fn resolve_pinned(
         &self,
         distribution: &Distribution,
         pinned: &str,
         keyring: &Keyring,
     ) -> Result<Resolution, Arc<ResolveError>> {
-        let reference = self.reference_of(distribution)?.to_string();
         let image = ImageRef::parse(pinned).map_err(|e| Arc::new(e.into()))?;
-        let mut resolution = self.resolve_ref(distribution, image, keyring).await?;
-        resolution.reference = reference;
-        Ok(resolution)
+        self.resolve_ref(distribution, image, keyring).await
     }
 
     async fn resolve_ref(
@@ -465,7 +458,6 @@ impl Resolver {
             && let Some(config) = self.embedded(name, image)?
         {
             return Ok(Resolution {
-                reference: image.to_string(),
                 image: image.to_string(),
                 pinned: false,
                 config,
@@ -665,7 +657,6 @@ impl Resolver {
             },
         };
         Ok(Resolution {
-            reference: image.to_string(),
             image: deployed.to_string(),
             pinned: true,
             config,

@@ -61,8 +61,7 @@ fn keep_pinned_over_fallback(
     running: Option<&str>,
     resolution: &llama_stack_resolver::Resolution,
 ) -> Result<(), Failure> {
-    let runs_pinned =
-        running.is_some_and(|image| image.contains("@sha256:") || image.contains("@sha512:"));
+    let runs_pinned = running.is_some_and(is_pinned);
     let Some(error) = resolution
         .stale
         .as_ref()
@@ -96,15 +95,11 @@ fn resolve_failure(error: &llama_stack_resolver::ResolveError) -> Failure {
 fn pin_to_keep<'a>(
     cr: &'a LlamaStackDistribution,
     resolver: &Resolver,
-    distribution: &Distribution,
+    reference: &str,
 ) -> Option<&'a str> {
     let resolved = cr.status.as_ref()?.resolved_distribution.as_ref()?;
-    let image = resolved
-        .image
-        .as_deref()
-        .filter(|i| i.contains("@sha256:") || i.contains("@sha512:"))?;
-    let reference = resolver.reference(distribution).ok()?;
-    if resolved.reference.as_deref() != Some(reference.as_str()) {
+    let image = resolved.image.as_deref().filter(|i| is_pinned(i))?;
+    if resolved.reference.as_deref() != Some(reference) {
         return None;
     }
     let requested = cr.annotations().get(REPIN_ANNOTATION);
@@ -119,6 +114,11 @@ fn pin_to_keep<'a>(
         }
     }
     Some(image)
+}
+
+/// Whether an image reference is pinned by digest (`repo@sha256:…`), as the status records it.
+fn is_pinned(image: &str) -> bool {
+    image.contains("@sha256:") || image.contains("@sha512:")
 }
 
 /// The status reason of a resolution failure.
@@ -201,12 +201,17 @@ async fn resolve(
     Pin,
 ) {
     let resolver = ctx.resolver();
-    let resolved = match pin_to_keep(cr, &resolver, distribution) {
+    // An invalid reference keeps no pin; `resolve` reports why.
+    let reference = resolver.reference(distribution).unwrap_or_default();
+    let kept = Some(reference.as_str())
+        .filter(|r| !r.is_empty())
+        .and_then(|r| pin_to_keep(cr, &resolver, r));
+    let resolved = match kept {
         Some(pinned) => resolver.resolve_pinned(distribution, pinned, keyring).await,
         None => resolver.resolve(distribution, keyring).await,
     };
     let pin = Pin {
-        reference: resolver.reference(distribution).unwrap_or_default(),
+        reference,
         request: cr.annotations().get(REPIN_ANNOTATION).cloned(),
     };
     (resolved, pin)

@@ -146,18 +146,16 @@ impl Report {
         // When the image last changed (a lookup that finds the same digest changes nothing, so
         // a quiet cluster writes no status).
         let previous = self.status.resolved_distribution.take().unwrap_or_default();
-        let pinned_at = match previous.image.as_ref() == Some(&planned.image) {
-            true => previous
-                .pinned_at
-                .or_else(|| Some(Time(jiff::Timestamp::now()))),
-            false => Some(Time(jiff::Timestamp::now())),
-        };
+        let pinned_at = previous
+            .pinned_at
+            .filter(|_| previous.image.as_ref() == Some(&planned.image))
+            .unwrap_or_else(|| Time(jiff::Timestamp::now()));
         self.status.resolved_distribution = Some(ResolvedDistributionStatus {
             image: Some(planned.image.clone()),
             config_source: Some(planned.source),
             config_hash: Some(planned.base_hash.clone()),
             reference: Some(planned.pin.reference.clone()).filter(|r| !r.is_empty()),
-            pinned_at,
+            pinned_at: Some(pinned_at),
             repin_request: planned.pin.request.clone(),
         });
     }
