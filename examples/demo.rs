@@ -275,8 +275,9 @@ fn demo(keep: bool) -> Result<(), Error> {
     }
     if keep {
         println!(
-            "==> left running; in another shell:\n    export KUBECONFIG={}\n    {}/kubectl get llsd -A\n    operator log: {}\n    Ctrl-C here stops everything.",
+            "==> left running in this process's own network namespace (nothing reaches the real network); in another shell, as root:\n    export KUBECONFIG={}\n    nsenter --net=/proc/{}/ns/net {}/kubectl get llsd -A\n    operator log: {}\n    Ctrl-C here stops everything.",
             plane.kubeconfig.display(),
+            std::process::id(),
             support::control_plane::control_plane_bin()?.display(),
             plane.dir().join("operator-demo.log").display()
         );

@@ -497,3 +497,41 @@ fn a_refused_write_is_reported_in_the_status() {
         assert!(message.contains("apply Deployment refused") && message.contains("quota"), "{message}");
     });
 }
+
+/// The suite and everything it starts run sealed (see `support::sealed`): only loopback exists,
+/// a kwok-style Pod address is unreachable at once, loopback still works, and the one escape
+/// hatch (registry fetches) really runs in another network namespace.
+#[test]
+fn the_tests_send_packets_only_to_loopback() {
+    let interfaces = std::fs::read_to_string("/proc/net/dev").unwrap();
+    let names: Vec<&str> = interfaces
+        .lines()
+        .skip(2)
+        .filter_map(|line| line.split(':').next().map(str::trim))
+        .collect();
+    assert_eq!(names, ["lo"], "interfaces in the test's namespace");
+
+    let fake_pod = std::net::SocketAddr::from(([10, 244, 0, 5], 8321));
+    let err = std::net::TcpStream::connect_timeout(&fake_pod, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(
+        err.raw_os_error(),
+        Some(libc::ENETUNREACH),
+        "a Pod address must be unreachable, not routed off the machine: {err}"
+    );
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    std::net::TcpStream::connect(listener.local_addr().unwrap()).expect("loopback works");
+
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let fetcher = support::sealed::with_host_network(&mut std::process::Command::new("readlink"))
+        .arg("/proc/self/ns/net")
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8(fetcher.stdout).unwrap();
+    assert!(fetcher.status.success());
+    assert_ne!(
+        theirs.trim(),
+        ours.to_string_lossy(),
+        "registry fetches run in the namespace the binary started in"
+    );
+}

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use support::llama_stack::{self, Server};
 use support::pod_runner::{Image, PodRunner, Step};
 use support::registry::harness::{run_suite, table};
+use support::sealed;
 
 const DISTRIBUTION: &str = "docker.io/llamastack/distribution-starter:0.7.3";
 const OPERATOR: &str = "ghcr.io/llamastack/llama-stack-operator:test";
@@ -526,7 +527,7 @@ fn fms_image(env: &Env) -> Result<PathBuf, Failed> {
             .output()?;
         let constraints = wheels.join("constraints.txt");
         std::fs::write(&constraints, &freeze.stdout)?;
-        let status = Command::new(env.venv.join("bin/python3"))
+        let status = sealed::with_host_network(&mut Command::new(env.venv.join("bin/python3")))
             .args([
                 "-m",
                 "pip",
@@ -581,11 +582,13 @@ fn start() -> Result<Env, Failed> {
     )?;
     // The example provider's image, built by its own script.
     let acme = work.path().join("images/acme");
-    let build =
-        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/provider/build.sh"))
-            .arg(&acme)
-            .arg(venv.join("bin/python3"))
-            .output()?;
+    // pip fetches the wheel's build backend from PyPI.
+    let build = sealed::with_host_network(&mut Command::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/provider/build.sh"),
+    ))
+    .arg(&acme)
+    .arg(venv.join("bin/python3"))
+    .output()?;
     if !build.status.success() {
         return Err(format!(
             "examples/provider/build.sh failed: {}",

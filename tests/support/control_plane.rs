@@ -95,7 +95,7 @@ pub fn control_plane_bin() -> Result<PathBuf, Error> {
         return Ok(PathBuf::from(dir));
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-control-plane.sh");
-    let out = Command::new(&script)
+    let out = super::sealed::with_host_network(&mut Command::new(&script))
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 pub use super::process::Error;
 use super::process::{free_port, spawn_tied};
+use super::sealed;
 
 /// tiktoken caches a download under the sha1 of its URL; this is cl100k_base's.
 const CL100K_CACHE_NAME: &str = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4";
@@ -21,7 +22,7 @@ fn script(name: &str) -> PathBuf {
 
 /// The venv with llama-stack and `extra` packages; built or reused by `scripts/llama-stack-venv.sh`.
 pub fn venv(extra: &[String]) -> Result<PathBuf, Error> {
-    let out = Command::new(script("llama-stack-venv.sh"))
+    let out = sealed::with_host_network(&mut Command::new(script("llama-stack-venv.sh")))
         .args(extra)
         .stderr(Stdio::inherit())
         .output()?;

@@ -10,3 +10,4 @@ pub mod pod_runner;
 pub mod registry;
 pub mod wait;
 pub use registry::process;
+pub use registry::sealed;

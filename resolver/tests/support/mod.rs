@@ -6,3 +6,4 @@ pub mod harness;
 pub mod oci;
 pub mod process;
 pub mod registries;
+pub mod sealed;
