@@ -99,6 +99,10 @@ pub struct Args {
     /// Timeout of one registry request.
     #[arg(long, default_value = "30", value_name = "SECONDS")]
     registry_timeout: u64,
+    /// PEM file of CA certificates trusted for registries besides the system's (a mirror signed
+    /// by a private CA); mount it from a ConfigMap.
+    #[arg(long, env = "REGISTRY_CA_FILE", value_name = "FILE")]
+    registry_ca_file: Option<PathBuf>,
     /// How long a watch of the controller may keep failing before /healthz and /readyz fail (so
     /// that a kubelet restarts an operator that no longer hears the API server).
     #[arg(long, default_value = "60", value_name = "SECONDS")]
@@ -143,6 +147,14 @@ pub enum RunError {
     /// The `--image-overrides` file cannot be read.
     #[error("cannot read {path}")]
     ImageOverrides {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The `--registry-ca-file` cannot be read.
+    #[error("cannot read the registry CA file {path}")]
+    RegistryCa {
         /// The file.
         path: PathBuf,
         /// Cause.
@@ -428,6 +440,13 @@ fn controller_context(
     };
     let mut options = ResolverOptions::new(catalog.clone());
     options.timeout = Duration::from_secs(args.registry_timeout.max(1));
+    if let Some(path) = &args.registry_ca_file {
+        options.extra_ca_pem =
+            Some(std::fs::read(path).map_err(|source| RunError::RegistryCa {
+                path: path.clone(),
+                source,
+            })?);
+    }
     let resolver = Resolver::new(options.clone()).map_err(RunError::Resolver)?;
     Ok(Some(Arc::new(
         Context::new(api.clone(), Arc::new(resolver))
