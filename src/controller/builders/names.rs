@@ -44,3 +44,7 @@ pub const DEFAULT_PORT: i32 = 8321;
 
 /// Where the config ConfigMap is mounted in the server container.
 pub const CONFIG_DIR: &str = "/etc/llama-stack";
+/// The server container's command unless the user gives one: `llama stack run` on the config in
+/// `LLAMA_STACK_CONFIG` (Kubernetes expands `$(VAR)` from the container's environment), on the
+/// port in `LLAMA_STACK_PORT`.
+pub const SERVER_COMMAND: [&str; 4] = ["llama", "stack", "run", "$(LLAMA_STACK_CONFIG)"];

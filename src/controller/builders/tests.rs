@@ -421,3 +421,37 @@ fn every_builder_sets_only_fields_its_type_has() {
     assert!(desired.pvc.is_some() && desired.hpa.is_some() && desired.pdb.is_some());
     assert!(desired.network_policy.is_some() && desired.ingress.is_some());
 }
+
+#[test]
+fn the_server_runs_the_generated_config_whatever_the_images_entrypoint() {
+    let server = |spec: Value| {
+        let d = build(spec, |_| {});
+        value(&d.deployment)["spec"]["template"]["spec"]["containers"][0].clone()
+    };
+    let default = server(json!({"distribution": {"name": "starter"}}));
+    assert_eq!(
+        default["command"],
+        json!(["llama", "stack", "run", "$(LLAMA_STACK_CONFIG)"])
+    );
+    assert!(default["args"].is_null(), "no image CMD is appended");
+    let env = default["env"].as_array().unwrap();
+    assert!(
+        env.iter().any(|e| e["name"] == "LLAMA_STACK_CONFIG"),
+        "the command's variable is set"
+    );
+
+    let with_args = server(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"args": ["--enable-ui"]}}}),
+    );
+    assert_eq!(with_args["command"], default["command"]);
+    assert_eq!(with_args["args"], json!(["--enable-ui"]));
+
+    let own = server(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"command": ["/start.sh"]}}}),
+    );
+    assert_eq!(
+        own["command"],
+        json!(["/start.sh"]),
+        "the user's command wins"
+    );
+}

@@ -4,7 +4,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
 use serde_json::{Value, json};
 
-use super::names::{CONFIG_DIR, PORT_NAME, labels, volumes};
+use super::names::{CONFIG_DIR, PORT_NAME, SERVER_COMMAND, labels, volumes};
 use super::{
     BuildError, CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, common_labels,
     derived, external, metadata, name_of, owners, port, selector, stamped, typed,
@@ -229,9 +229,12 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
         "livenessProbe": probe(json!({"periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 6})),
         "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
     });
-    if let Some(command) = &overrides.command {
-        container["command"] = json!(command);
-    }
+    // The generated config is what must run, whatever the image's own entrypoint would start
+    // (distribution images differ, and some run the config baked into them).
+    container["command"] = match &overrides.command {
+        Some(command) => json!(command),
+        None => json!(SERVER_COMMAND),
+    };
     if let Some(args) = &overrides.args {
         container["args"] = json!(args);
     }
