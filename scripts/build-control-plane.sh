@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl, and kwok, which plays the kubelet for Pods on fake nodes) from Go modules and caches the
-# binaries outside the clone, keyed by version. Rebuilds only when a version (or this recipe) changes.
+# kubectl, and kwok, which plays the kubelet for Pods on fake nodes) and the real test node's Go
+# parts (kubelet, kube-proxy, and the Pod sandbox `pause` from tests/node/pause) from Go modules,
+# and caches the binaries outside the clone, keyed by version. Rebuilds only when a version (or
+# this recipe) changes.
 #
 # Usage: scripts/build-control-plane.sh            # prints the bin directory on stdout
 # Env:   KUBE_VERSION (default below), LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
 set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
-RECIPE_REV=3   # bump when the build recipe changes in a way that must invalidate the cache
+RECIPE_REV=4   # bump when the build recipe changes in a way that must invalidate the cache
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 KEY="kube-${KUBE_VERSION}-kwok-${KWOK_VERSION}-r${RECIPE_REV}"
 OUT="$CACHE_ROOT/control-plane/$KEY"
@@ -61,12 +64,17 @@ LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.
 
 cd "$WORK/kube"
 log "resolving dependencies"
-KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 go get $(printf "k8s.io/kubernetes/cmd/%s@$KUBE_VERSION " "${KUBE_CMDS[@]}") >&2
 for cmd in "${KUBE_CMDS[@]}"; do
   log "building $cmd"
   go build -ldflags "$LDFLAGS" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
 done
+
+log "building pause"
+PAUSE_SRC="$REPO/tests/node/pause"
+mkdir -p "$WORK/pause" && cp "$PAUSE_SRC/main.go" "$WORK/pause/"
+(cd "$WORK/pause" && printf 'module llso.local/pause\n\ngo %s\n' "$GO_DIRECTIVE" > go.mod && go build -ldflags "-s -w" -o "$BIN/pause" . >&2)
 
 log "building etcd $ETCD_VERSION"
 cd "$WORK/etcd"

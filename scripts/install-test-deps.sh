@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the integration suites need besides Rust and Go: Debian's docker-registry,
-# skopeo and htpasswd (registry tests), and Python's `cryptography` (the test token server).
+# skopeo and htpasswd (registry tests), Python's `cryptography` (the test token server), and for
+# the real node: containerd (with ctr), runc, the CNI plugins, iptables, iproute2 and conntrack,
+# and mmdebstrap and umoci to build its images.
 # Idempotent; does nothing when everything is present.
 set -euo pipefail
 
@@ -8,6 +10,14 @@ need_apt=()
 command -v docker-registry >/dev/null || need_apt+=(docker-registry)
 command -v skopeo >/dev/null || need_apt+=(skopeo)
 command -v htpasswd >/dev/null || need_apt+=(apache2-utils)
+command -v containerd >/dev/null || need_apt+=(containerd)
+command -v runc >/dev/null || need_apt+=(runc)
+[[ -x /usr/lib/cni/bridge ]] || need_apt+=(containernetworking-plugins)
+command -v iptables >/dev/null || need_apt+=(iptables)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v conntrack >/dev/null || need_apt+=(conntrack)
+command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)
+command -v umoci >/dev/null || need_apt+=(umoci)
 if ((${#need_apt[@]})); then
   sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
   # The docker-registry package starts a system service on :5000 where an init system runs;

@@ -342,8 +342,35 @@ impl ControlPlane {
     /// references garbage-collect, HPAs run), kube-scheduler, and kwok playing the kubelet of one
     /// fake node, so Pods get scheduled and become Ready without a container runtime.
     pub fn start_cluster() -> Result<Self, Error> {
-        let mut plane = Self::start()?;
-        for name in ["kube-controller-manager", "kube-scheduler", "kwok"] {
+        let mut plane = Self::start_with_controllers()?;
+        if !plane.bin.join("kwok").is_file() {
+            return Err(format!("kwok is missing from {}", plane.bin.display()).into());
+        }
+        let d = plane.dir.path().to_owned();
+        let kubeconfig = plane.kubeconfig.display().to_string();
+        let kwok = spawn(
+            Command::new(plane.bin.join("kwok"))
+                .arg(format!("--kubeconfig={kubeconfig}"))
+                .arg("--manage-all-nodes=false")
+                .arg("--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
+                .arg("--cidr=10.244.0.0/16")
+                .arg(format!(
+                    "--config={}",
+                    plane.bin.join("kwok-stages.yaml").display()
+                ))
+                .env("HOME", &d),
+            &d.join("kwok.log"),
+        )?;
+        plane.children_mut().push(("kwok", kwok));
+        plane.add_fake_node("kwok-node-0")?;
+        Ok(plane)
+    }
+
+    /// Like [`ControlPlane::start`], plus kube-controller-manager (Deployments make Pods, owner
+    /// references garbage-collect, HPAs run) and kube-scheduler; no node.
+    pub fn start_with_controllers() -> Result<Self, Error> {
+        let plane = Self::start()?;
+        for name in ["kube-controller-manager", "kube-scheduler"] {
             if !plane.bin.join(name).is_file() {
                 return Err(format!("{} is missing from {}", name, plane.bin.display()).into());
             }
@@ -394,21 +421,6 @@ impl ControlPlane {
             &d.join("kube-scheduler.log"),
         )?;
         plane.children_mut().push(("kube-scheduler", scheduler));
-        let kwok = spawn(
-            Command::new(plane.bin.join("kwok"))
-                .arg(format!("--kubeconfig={kubeconfig}"))
-                .arg("--manage-all-nodes=false")
-                .arg("--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
-                .arg("--cidr=10.244.0.0/16")
-                .arg(format!(
-                    "--config={}",
-                    plane.bin.join("kwok-stages.yaml").display()
-                ))
-                .env("HOME", &d),
-            &d.join("kwok.log"),
-        )?;
-        plane.children_mut().push(("kwok", kwok));
-        plane.add_fake_node("kwok-node-0")?;
         Ok(plane)
     }
 
@@ -548,6 +560,11 @@ impl ControlPlane {
         self.kubeconfig_with_token("operator", &token)
     }
 
+    /// The directory holding the control plane's (and the test node's) binaries.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+
     /// The directory holding this control plane's files (logs, kubeconfigs).
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -640,6 +657,12 @@ pub fn start_with_crd() -> Result<(ControlPlane, tokio::runtime::Runtime, kube::
 pub fn start_cluster_with_crd()
 -> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
     with_crd(ControlPlane::start_cluster()?)
+}
+
+/// [`start_with_crd`] with kube-controller-manager and kube-scheduler, for a real node to join.
+pub fn start_controllers_with_crd()
+-> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
+    with_crd(ControlPlane::start_with_controllers()?)
 }
 
 fn with_crd(

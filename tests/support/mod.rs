@@ -3,6 +3,7 @@
 
 pub mod control_plane;
 pub mod llama_stack;
+pub mod node;
 pub mod operator;
 pub mod pod_runner;
 /// The resolver's registry support (docker-registry, OCI fixtures, child processes).

