@@ -98,6 +98,16 @@ status_words! {
         DeploymentPending,
         /// A rollout or scaling is in progress.
         DeploymentScaling,
+        /// The server container of a new Pod keeps exiting (CrashLoopBackOff): the server
+        /// rejects its config or cannot start; Pods of the previous revision keep serving.
+        ServerCrashLooping,
+        /// A Pod's image cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName).
+        ImagePullFailed,
+        /// kubelet cannot create a container (CreateContainerConfigError, CreateContainerError),
+        /// e.g. a referenced Secret or ConfigMap key is missing.
+        ContainerCreateFailed,
+        /// The Deployment reports ProgressDeadlineExceeded: the rollout made no progress.
+        RolloutStalled,
         /// `HealthCheck` True.
         HealthCheckPassed,
         /// `HealthCheck` False.

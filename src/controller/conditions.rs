@@ -153,7 +153,10 @@ pub fn phase(conditions: &Conditions, has_deployment: bool, ready: bool) -> Dist
     let failed = conditions.is_false(ConditionType::ConfigGenerated)
         || conditions.is_false(ConditionType::SecretsResolved)
         || conditions.failure_reason_of(ConditionType::ExternalProvidersReady)
-            == Some(Reason::ExternalProviderFailed.as_str());
+            == Some(Reason::ExternalProviderFailed.as_str())
+        || conditions
+            .failure_reason_of(ConditionType::DeploymentReady)
+            .is_some_and(|r| super::rollout::TROUBLE.iter().any(|t| t.as_str() == r));
     if failed {
         DistributionPhase::Failed
     } else if !has_deployment {

@@ -8,7 +8,8 @@ use super::conditions::Conditions;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
-/// Conditions that go False during every rollout: a person need not look at that.
+/// Conditions that go False during every rollout: a person need not look at that, unless a
+/// rollout is stuck on something to fix (`rollout::TROUBLE`).
 const FLAPPING: [ConditionType; 3] = [
     ConditionType::Available,
     ConditionType::DeploymentReady,
@@ -19,7 +20,10 @@ const FLAPPING: [ConditionType; 3] = [
 /// turning True are in the status; Events are for what a person must act on.
 pub(super) async fn failures(ctx: &Context, cr: &LlamaStackDistribution, conditions: &Conditions) {
     for c in conditions.changed() {
-        if c.status == "True" || FLAPPING.iter().any(|t| t.as_str() == c.type_) {
+        let trouble = super::rollout::TROUBLE
+            .iter()
+            .any(|r| r.as_str() == c.reason);
+        if c.status == "True" || (!trouble && FLAPPING.iter().any(|t| t.as_str() == c.type_)) {
             continue;
         }
         publish_word(ctx, cr, EventType::Warning, &c.reason, c.message.clone()).await;

@@ -20,6 +20,7 @@ mod observe;
 pub mod operator_config;
 mod plan;
 mod reconcile;
+mod rollout;
 mod status;
 mod watches;
 mod write;

@@ -1,6 +1,5 @@
 //! The observe step: reads what runs, for the status. The Deployment is read once at the start
-//! of a reconcile (the apply step reuses it); the server Pods only when external providers are
-//! installed in them, since their init containers are the install steps the status reports.
+//! of a reconcile (the apply step reuses it); the server Pods only when the status needs them.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -8,7 +7,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use super::builders::{self, owned_by_selector};
-use super::{ApiError, Context, api_err};
+use super::{ApiError, Context, api_err, rollout};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// The Deployment of the same name, if any.
@@ -24,12 +23,16 @@ pub(super) async fn deployment(
         .map_err(api_err(format!("read Deployment {ns}/{name}")))
 }
 
-/// The server Pods, when the resource has external providers (`None` otherwise: no read).
-pub(super) async fn provider_pods(
+/// The server Pods, when the status needs them (`None` otherwise: no read): when external
+/// providers are installed in them (their init containers are the steps the status reports), or
+/// while a rollout is not complete (a waiting container says why).
+pub(super) async fn server_pods(
     cr: &LlamaStackDistribution,
     ctx: &Context,
+    deployment: Option<&Deployment>,
 ) -> Result<Option<Vec<Pod>>, ApiError> {
-    if builders::external::of(cr).is_empty() {
+    let rolling = deployment.is_some_and(|d| !rollout::complete(d));
+    if builders::external::of(cr).is_empty() && !rolling {
         return Ok(None);
     }
     let ns = cr.namespace().unwrap_or_default();

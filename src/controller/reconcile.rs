@@ -62,7 +62,7 @@ async fn reconcile_once(
             // users look, not only in the operator's log.
             report.apply_failed(&error);
             let has_deployment = current.is_some();
-            let ready = report.workload(cr, current.as_ref(), None);
+            let ready = report.workload(cr, current.as_ref(), None, None);
             // Best effort: the reconcile fails with the apply error either way.
             let _ = report.publish(cr, ctx, has_deployment, ready).await;
             return Err(Error::Apply(error));
@@ -77,13 +77,14 @@ async fn reconcile_once(
             (current, None, Some(retry))
         }
     };
+    let pods = observe::server_pods(cr, ctx, deployment.as_ref())
+        .await
+        .map_err(Error::Observe)?;
     if applied.is_some() {
-        let pods = observe::provider_pods(cr, ctx)
-            .await
-            .map_err(Error::Observe)?;
-        report.external_providers(cr, pods.as_deref());
+        let with_providers = !builders::external::of(cr).is_empty();
+        report.external_providers(cr, pods.as_deref().filter(|_| with_providers));
     }
-    let ready = report.workload(cr, deployment.as_ref(), applied.as_ref());
+    let ready = report.workload(cr, deployment.as_ref(), applied.as_ref(), pods.as_deref());
     let reason = report
         .publish(cr, ctx, deployment.is_some(), ready)
         .await

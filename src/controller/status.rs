@@ -14,7 +14,7 @@ use super::builders::{self, FIELD_MANAGER};
 use super::conditions::{Blocked, Conditions, phase};
 use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Planned};
-use super::{ApiError, Context, api_err, events};
+use super::{ApiError, Context, api_err, events, rollout};
 use crate::api::common::{DistributionPhase, ExternalProviderPhase};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{
@@ -209,9 +209,13 @@ impl Report {
         cr: &LlamaStackDistribution,
         deployment: Option<&Deployment>,
         applied: Option<&Applied>,
+        pods: Option<&[Pod]>,
     ) -> bool {
         let replicas = Replicas::of(deployment);
-        let ready = replicas.record(&mut self.conditions);
+        let trouble = deployment
+            .filter(|d| !rollout::complete(d))
+            .and_then(|d| rollout::trouble(d, pods.unwrap_or_default()));
+        let ready = replicas.record(&mut self.conditions, trouble);
         if applied.is_some() {
             self.conditions.set(
                 ConditionType::ServiceReady,
@@ -302,6 +306,8 @@ struct Replicas {
     updated: i32,
     ready: i32,
     exists: bool,
+    /// The newest revision has every replica, available, and no older Pod is left.
+    complete: bool,
 }
 
 impl Replicas {
@@ -317,20 +323,23 @@ impl Replicas {
             updated: st.and_then(|s| s.updated_replicas).unwrap_or(0),
             ready: st.and_then(|s| s.ready_replicas).unwrap_or(0),
             exists: deployment.is_some(),
+            complete: deployment.is_some_and(rollout::complete),
         }
     }
 
-    /// Sets `Available`, `DeploymentReady` and `HealthCheck`; returns whether it is Ready.
-    fn record(&self, conditions: &mut Conditions) -> bool {
+    /// Sets `Available` (replicas serving, of any revision), `DeploymentReady` (the newest
+    /// revision rolled out, or what stops it) and `HealthCheck`; returns whether it is Ready.
+    fn record(&self, conditions: &mut Conditions, trouble: Option<rollout::Trouble>) -> bool {
         let Self {
             desired,
             available,
             updated,
             ready: ready_count,
             exists,
+            complete,
         } = *self;
         let available_ok = exists && desired > 0 && available >= desired;
-        let ready = available_ok && updated >= desired;
+        let ready = available_ok && complete;
         let reason = if available_ok {
             Reason::MinimumReplicasAvailable
         } else {
@@ -338,13 +347,14 @@ impl Replicas {
         };
         let message = format!("{available}/{desired} replicas available");
         conditions.set(ConditionType::Available, available_ok, reason, message);
-        let (reason, message) = match (exists, ready) {
-            (_, true) => (Reason::DeploymentReady, "Deployment is ready".to_owned()),
-            (false, _) => (
+        let (reason, message) = match (exists, ready, trouble) {
+            (_, true, _) => (Reason::DeploymentReady, "Deployment is ready".to_owned()),
+            (true, false, Some(trouble)) => (trouble.reason, trouble.message),
+            (false, _, _) => (
                 Reason::DeploymentPending,
                 "Deployment is pending".to_owned(),
             ),
-            (true, false) => (
+            (true, false, None) => (
                 Reason::DeploymentScaling,
                 format!(
                     "Deployment is scaling: {ready_count}/{desired} replicas ready, {updated} updated"

@@ -1,0 +1,246 @@
+//! Pure judgement of a rollout from the Deployment and its Pods: whether it is complete, and
+//! when it is not, whether something a person must fix stops it (a crash-looping server, an
+//! image that cannot be pulled, a container kubelet cannot create, a stalled rollout).
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kube::ResourceExt;
+
+use crate::api::conditions::Reason;
+
+/// The reasons of a rollout that cannot finish until a person acts: they fail the phase and make
+/// a Warning Event, although `DeploymentReady` is otherwise False during every rollout.
+pub const TROUBLE: [Reason; 4] = [
+    Reason::ServerCrashLooping,
+    Reason::ImagePullFailed,
+    Reason::ContainerCreateFailed,
+    Reason::RolloutStalled,
+];
+
+/// The longest container message quoted in a condition.
+const MESSAGE_LIMIT: usize = 256;
+
+/// What stops a rollout, for `DeploymentReady` (False) and a Warning Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trouble {
+    /// Why, as a condition reason.
+    pub reason: Reason,
+    /// What happened and where to look, bounded; never a secret value (only kubelet's and the
+    /// container runtime's words, the exit code and the container's termination message).
+    pub message: String,
+}
+
+/// Whether the Deployment's newest revision has all the replicas it wants, available, and no
+/// Pod of an older revision is left (what `kubectl rollout status` waits for).
+pub fn complete(deployment: &Deployment) -> bool {
+    let desired = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let Some(status) = deployment.status.as_ref() else {
+        return false;
+    };
+    let observed =
+        status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0);
+    observed
+        && updated >= desired
+        && status.replicas.unwrap_or(0) <= updated
+        && status.available_replicas.unwrap_or(0) >= desired
+}
+
+/// The first problem that stops the rollout, from the Deployment's Progressing condition and
+/// the waiting containers of its Pods.
+pub fn trouble(deployment: &Deployment, pods: &[Pod]) -> Option<Trouble> {
+    pods.iter()
+        .find_map(pod_trouble)
+        .or_else(|| stalled(deployment))
+}
+
+fn stalled(deployment: &Deployment) -> Option<Trouble> {
+    let progressing = deployment
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Progressing")?;
+    (progressing.status == "False"
+        && progressing.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+    .then(|| Trouble {
+        reason: Reason::RolloutStalled,
+        message: format!(
+            "the rollout made no progress within the Deployment's progressDeadlineSeconds: {}",
+            bounded(progressing.message.as_deref().unwrap_or_default())
+        ),
+    })
+}
+
+fn pod_trouble(pod: &Pod) -> Option<Trouble> {
+    let status = pod.status.as_ref()?;
+    let containers = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten());
+    containers
+        .filter_map(|c| container_trouble(&pod.name_any(), c))
+        .next()
+}
+
+fn container_trouble(pod: &str, container: &ContainerStatus) -> Option<Trouble> {
+    let waiting = container.state.as_ref()?.waiting.as_ref()?;
+    let why = waiting.reason.as_deref()?;
+    let said = bounded(waiting.message.as_deref().unwrap_or_default());
+    let name = &container.name;
+    match why {
+        "CrashLoopBackOff" => {
+            let last = container
+                .last_state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref());
+            let exit = last.map_or_else(|| "?".to_owned(), |t| t.exit_code.to_string());
+            let note = last
+                .and_then(|t| t.message.as_deref())
+                .map(|m| format!("; its last words: {}", bounded(m)))
+                .unwrap_or_default();
+            Some(Trouble {
+                reason: Reason::ServerCrashLooping,
+                message: format!(
+                    "container {name} of Pod {pod} keeps exiting (exit code {exit}, {} restarts){note}; \
+                     Pods of the previous revision keep serving. See `kubectl logs {pod} -c {name} --previous`",
+                    container.restart_count
+                ),
+            })
+        }
+        "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" => Some(Trouble {
+            reason: Reason::ImagePullFailed,
+            message: format!(
+                "container {name} of Pod {pod} cannot pull {}: {why}: {said}. Check that a pull secret of the \
+                 stack's ServiceAccount covers the registry",
+                container.image
+            ),
+        }),
+        "CreateContainerConfigError" | "CreateContainerError" => Some(Trouble {
+            reason: Reason::ContainerCreateFailed,
+            message: format!("container {name} of Pod {pod} cannot be created: {why}: {said}"),
+        }),
+        _ => None,
+    }
+}
+
+/// At most [`MESSAGE_LIMIT`] bytes of `text`, on one line.
+fn bounded(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() <= MESSAGE_LIMIT {
+        return line;
+    }
+    let mut end = MESSAGE_LIMIT;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn deployment(spec_replicas: i32, status: Value) -> Deployment {
+        serde_json::from_value(json!({"metadata": {"name": "s", "generation": 2},
+            "spec": {"replicas": spec_replicas, "selector": {}, "template": {}}, "status": status}))
+        .unwrap()
+    }
+
+    fn pod(name: &str, statuses: Value) -> Pod {
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "status": {"containerStatuses": statuses}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_rollout_is_complete_only_when_no_old_pod_is_left_and_the_new_ones_are_available() {
+        let done = json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1});
+        assert!(complete(&deployment(1, done.clone())));
+        // The new Pod exists but crashes; the old one is the available one.
+        let old_serving = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1});
+        assert!(!complete(&deployment(1, old_serving)));
+        let stale = json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1});
+        assert!(
+            !complete(&deployment(1, stale)),
+            "status of the previous generation"
+        );
+        assert!(!complete(&deployment(1, json!({}))));
+    }
+
+    #[test]
+    fn a_crash_loop_names_the_container_exit_code_and_restarts() {
+        let p = pod(
+            "s-abc",
+            json!([{"name": "llama-stack", "image": "i", "imageID": "", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+            "lastState": {"terminated": {"exitCode": 1, "message": "provider remote::nope is not known"}}}]),
+        );
+        let t = trouble(&deployment(1, json!({})), &[p]).unwrap();
+        assert_eq!(t.reason, Reason::ServerCrashLooping);
+        for part in [
+            "llama-stack",
+            "s-abc",
+            "exit code 1",
+            "3 restarts",
+            "remote::nope",
+            "--previous",
+        ] {
+            assert!(t.message.contains(part), "{part} in {}", t.message);
+        }
+    }
+
+    #[test]
+    fn pull_and_create_failures_are_told_apart_and_healthy_pods_are_not_trouble() {
+        let pull = pod(
+            "s-1",
+            json!([{"name": "llama-stack", "image": "reg/x@sha256:1", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ImagePullBackOff", "message": "401 Unauthorized"}}}]),
+        );
+        let t = trouble(&deployment(1, json!({})), &[pull]).unwrap();
+        assert_eq!(t.reason, Reason::ImagePullFailed);
+        assert!(
+            t.message.contains("reg/x@sha256:1")
+                && t.message.contains("401 Unauthorized")
+                && t.message.contains("pull secret")
+        );
+        let create = pod(
+            "s-2",
+            json!([{"name": "llama-stack", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "CreateContainerConfigError", "message": "secret \"k\" not found"}}}]),
+        );
+        assert_eq!(
+            trouble(&deployment(1, json!({})), &[create])
+                .unwrap()
+                .reason,
+            Reason::ContainerCreateFailed
+        );
+        let starting = pod(
+            "s-3",
+            json!([{"name": "llama-stack", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ContainerCreating"}}}]),
+        );
+        assert_eq!(trouble(&deployment(1, json!({})), &[starting]), None);
+    }
+
+    #[test]
+    fn a_stalled_rollout_is_reported_and_long_messages_are_cut() {
+        let stalled = deployment(
+            1,
+            json!({"conditions": [{"type": "Progressing", "status": "False",
+            "reason": "ProgressDeadlineExceeded", "message": "x".repeat(5000)}]}),
+        );
+        let t = trouble(&stalled, &[]).unwrap();
+        assert_eq!(t.reason, Reason::RolloutStalled);
+        assert!(t.message.len() < 400, "{} bytes", t.message.len());
+    }
+}
