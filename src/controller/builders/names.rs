@@ -44,6 +44,9 @@ pub const DEFAULT_PORT: i32 = 8321;
 
 /// Where the config ConfigMap is mounted in the server container.
 pub const CONFIG_DIR: &str = "/etc/llama-stack";
+/// How long a stopping server keeps serving before it is signalled (the `preStop` sleep, a
+/// native action since Kubernetes 1.30), while the Service's endpoints update everywhere.
+pub const PRE_STOP_SECONDS: i64 = 5;
 /// The server container's command unless the user gives one: `llama stack run` on the config in
 /// `LLAMA_STACK_CONFIG` (Kubernetes expands `$(VAR)` from the container's environment), on the
 /// port in `LLAMA_STACK_PORT`.

@@ -446,6 +446,10 @@ fn the_server_runs_the_generated_config_whatever_the_images_entrypoint() {
     assert_eq!(with_args["command"], default["command"]);
     assert_eq!(with_args["args"], json!(["--enable-ui"]));
 
+    assert_eq!(
+        default["lifecycle"]["preStop"]["sleep"]["seconds"], 5,
+        "a stopping server serves until the endpoints forget it"
+    );
     let own = server(
         json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"command": ["/start.sh"]}}}),
     );

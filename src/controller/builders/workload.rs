@@ -4,7 +4,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
 use serde_json::{Value, json};
 
-use super::names::{CONFIG_DIR, PORT_NAME, SERVER_COMMAND, labels, volumes};
+use super::names::{CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, labels, volumes};
 use super::{
     BuildError, CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, common_labels,
     derived, external, metadata, name_of, owners, port, selector, stamped, typed,
@@ -227,6 +227,9 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
         "startupProbe": probe(json!({"periodSeconds": 5, "failureThreshold": 60})),
         "readinessProbe": probe(json!({"periodSeconds": 10})),
         "livenessProbe": probe(json!({"periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 6})),
+        // A stopping Pod leaves the Service's endpoints at once, but every node's proxy learns it
+        // a moment later: keep serving meanwhile, so that a rollout fails no request.
+        "lifecycle": {"preStop": {"sleep": {"seconds": PRE_STOP_SECONDS}}},
         "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
     });
     // The generated config is what must run, whatever the image's own entrypoint would start
