@@ -296,6 +296,222 @@ fn config_in_a_layer_serves_too(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The `clusterIP:port` of the stack's Service.
+fn service_address(env: &Env, ns: &str, name: &str) -> Result<String, Failed> {
+    let service = env.json(&["get", "service", &format!("{name}-service"), "-n", ns])?;
+    let ip = service["spec"]["clusterIP"]
+        .as_str()
+        .ok_or("no clusterIP")?;
+    Ok(format!("{ip}:{}", service["spec"]["ports"][0]["port"]))
+}
+
+/// The provider ids the server behind `address` lists.
+fn provider_ids(address: &str) -> Result<Vec<String>, Failed> {
+    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
+    if code != 200 {
+        return Err(format!("GET /v1/providers: {code} {body}").into());
+    }
+    let providers: Value = serde_json::from_str(&body)?;
+    Ok(providers["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["provider_id"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// Probes `/v1/health` through the Service every 200 ms from a thread until dropped; counts
+/// the probes that failed.
+struct Prober {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(u32, u32, Vec<String>)>>,
+}
+
+impl Prober {
+    fn start(address: String) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut ok, mut failed, mut errors) = (0, 0, Vec::new());
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                match http_get(&format!("http://{address}/v1/health")) {
+                    Ok((200, _)) => ok += 1,
+                    other => {
+                        failed += 1;
+                        errors.push(format!("{other:?}"));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            (ok, failed, errors)
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// (successful probes, failed probes, the failures).
+    fn finish(mut self) -> (u32, u32, Vec<String>) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Waits for `check` to pass, up to [`READY`]; the error says what it last saw.
+fn eventually(what: &str, mut check: impl FnMut() -> Result<bool, Failed>) -> Result<(), Failed> {
+    let deadline = Instant::now() + READY;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match check() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last = format!("{e:?}"),
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    Err(format!("{what} not seen within {READY:?} (last error: {last})").into())
+}
+
+/// A config change rolls out once, through one new ReplicaSet, and the old Pod serves until the
+/// new one is ready; then a config the server rejects crash-loops in a new Pod while the old Pod
+/// keeps serving, and the status names the crash.
+fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
+    env: &Env,
+) -> Result<(), Failed> {
+    let ns = "e2e-roll";
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    env.create_stack(ns, "roll", &env.images.base64)?;
+    env.wait_ready(ns, "roll")?;
+    let address = service_address(env, ns, "roll")?;
+    let prober = Prober::start(address.clone());
+
+    let patch = json!({"spec": {"providers": {"inference": {"id": "vllm-second"}}}}).to_string();
+    env.kubectl(
+        &[
+            "patch", "llsd", "roll", "-n", ns, "--type", "merge", "-p", &patch,
+        ],
+        None,
+    )?;
+    eventually("the new provider id through the Service", || {
+        Ok(provider_ids(&address)?.contains(&"vllm-second".to_owned()))
+    })?;
+    env.wait_ready(ns, "roll")?;
+    let replica_sets = |env: &Env| -> Result<Vec<Value>, Failed> {
+        let list = env.json(&[
+            "get",
+            "rs",
+            "-n",
+            ns,
+            "-l",
+            "app.kubernetes.io/instance=roll",
+        ])?;
+        Ok(list["items"].as_array().cloned().unwrap_or_default())
+    };
+    let sets = replica_sets(env)?;
+    assert_eq!(sets.len(), 2, "one new ReplicaSet for one change");
+    let (ok, failed, errors) = prober.finish();
+    assert_eq!(
+        failed, 0,
+        "the Service answered during the rollout ({ok} ok): {errors:?}"
+    );
+
+    let broken = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "broken", "namespace": ns},
+        "data": {"config.yaml": broken}})
+    .to_string();
+    env.kubectl(&["create", "-f", "-"], Some(&cm))?;
+    let prober = Prober::start(address.clone());
+    let patch = json!({"spec": {"providers": null, "disabled": null,
+        "overrideConfig": {"configMapName": "broken"}}})
+    .to_string();
+    env.kubectl(
+        &[
+            "patch", "llsd", "roll", "-n", ns, "--type", "merge", "-p", &patch,
+        ],
+        None,
+    )?;
+    let mut seen = Value::Null;
+    eventually("DeploymentReady=False with ServerCrashLooping", || {
+        seen = env.json(&["get", "llsd", "roll", "-n", ns])?["status"].clone();
+        Ok(seen["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "DeploymentReady" && c["reason"] == "ServerCrashLooping"))
+    })
+    .map_err(|e| {
+        let pods = env
+            .kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None)
+            .unwrap_or_default();
+        format!("{e:?}; status: {seen}; pods:\n{pods}")
+    })?;
+    assert_eq!(seen["phase"], "Failed", "{seen}");
+    let available = seen["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        available["status"], "True",
+        "the old Pod still serves: {available}"
+    );
+    assert_eq!(
+        provider_ids(&address)?,
+        ["vllm-second"],
+        "the Service still reaches the previous config"
+    );
+    let (ok, failed, errors) = prober.finish();
+    assert_eq!(
+        failed, 0,
+        "the Service answered while the new Pod crashed ({ok} ok): {errors:?}"
+    );
+    let events = env.kubectl(
+        &[
+            "get",
+            "events",
+            "-n",
+            ns,
+            "--field-selector",
+            "reason=ServerCrashLooping",
+        ],
+        None,
+    )?;
+    assert!(
+        events.contains("Warning"),
+        "a Warning Event names the crash: {events}"
+    );
+
+    assert!(
+        !env.node.running_containers(ns)?.is_empty(),
+        "the stack's containers run"
+    );
+    env.kubectl(&["delete", "llsd", "roll", "-n", ns, "--wait=true"], None)?;
+    eventually(
+        "nothing of the stack left in the cluster or on the node",
+        || {
+            let left = env.kubectl(
+                &[
+                    "get",
+                    "deploy,rs,pods,svc,cm,sa",
+                    "-n",
+                    ns,
+                    "-l",
+                    "app.kubernetes.io/instance=roll",
+                    "-o",
+                    "name",
+                ],
+                None,
+            )?;
+            Ok(left.trim().is_empty() && env.node.running_containers(ns)?.is_empty())
+        },
+    )?;
+    Ok(())
+}
+
 fn registry_host(image: &str) -> &str {
     image.split('/').next().unwrap_or_default()
 }
@@ -308,6 +524,10 @@ fn main() -> ExitCode {
                 labelled_private_image_serves_through_its_service,
             ),
             ("config_in_a_layer_serves_too", config_in_a_layer_serves_too),
+            (
+                "changes_roll_once_and_a_rejected_config_never_takes_the_stack_down",
+                changes_roll_once_and_a_rejected_config_never_takes_the_stack_down,
+            ),
         ]),
         "the real node",
         prepare,

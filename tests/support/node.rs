@@ -280,6 +280,25 @@ impl RealNode {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
+    /// The ids of the containers of Pods in `namespace` that are running (a task in state
+    /// RUNNING), sandboxes included.
+    pub fn running_containers(&self, namespace: &str) -> Result<Vec<String>, Error> {
+        let filter = format!("labels.\"io.kubernetes.pod.namespace\"=={namespace}");
+        let listed = self.ctr(&["containers", "ls", "-q", &filter])?;
+        let ours: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let tasks = self.ctr(&["tasks", "ls"])?;
+        Ok(String::from_utf8_lossy(&tasks.stdout)
+            .lines()
+            .filter(|l| l.contains("RUNNING"))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|id| ours.iter().any(|o| o == id))
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// Image references containerd holds, with their digests (`ctr images ls`).
     pub fn images(&self) -> Result<String, Error> {
         let out = self.ctr(&["images", "ls"])?;
