@@ -635,6 +635,37 @@ fn a_restarted_operator_converges_without_duplicates(env: &Env) -> Result<(), Fa
     Ok(())
 }
 
+/// kwok renews a heartbeat Lease for its node, so the node stays Ready past the node-monitor
+/// grace period for as long as the cluster runs (benches and a kept demo run for long).
+fn the_fake_node_renews_its_heartbeat_lease(env: &Env) -> Result<(), Failed> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), "kube-node-lease");
+    let renewed = |env: &Env| -> Result<Option<String>, Failed> {
+        let lease = env.rt.block_on(leases.get_opt("kwok-node-0"))?;
+        Ok(lease
+            .and_then(|l| l.spec)
+            .and_then(|s| s.renew_time)
+            .map(|t| format!("{:?}", t.0)))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let first = loop {
+        if let Some(time) = renewed(env)? {
+            break time;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("no heartbeat Lease for kwok-node-0 in kube-node-lease".into());
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    while renewed(env)?.as_deref() == Some(first.as_str()) {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("the Lease of kwok-node-0 was not renewed since {first}").into());
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    Ok(())
+}
+
 fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
     let env = Env {
@@ -674,6 +705,10 @@ fn main() -> ExitCode {
             (
                 "ca_bundles_are_validated_copied_and_mounted",
                 ca_bundles_are_validated_copied_and_mounted,
+            ),
+            (
+                "the_fake_node_renews_its_heartbeat_lease",
+                the_fake_node_renews_its_heartbeat_lease,
             ),
         ]),
         "the cluster (control plane, controllers, scheduler, kwok) and the operator",

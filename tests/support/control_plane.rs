@@ -353,6 +353,9 @@ impl ControlPlane {
                 .arg(format!("--kubeconfig={kubeconfig}"))
                 .arg("--manage-all-nodes=false")
                 .arg("--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
+                // A heartbeat Lease per node, renewed by kwok, keeps the node Ready for as long as
+                // the cluster runs (without it the node turns NotReady after the grace period).
+                .arg("--node-lease-duration-seconds=40")
                 .arg("--cidr=10.244.0.0/16")
                 .arg(format!(
                     "--config={}",
@@ -389,9 +392,6 @@ impl ControlPlane {
                 .arg("--kube-api-burst=1000")
                 .arg("--concurrent-deployment-syncs=20")
                 .arg("--concurrent-replicaset-syncs=20")
-                // On two loaded cores kwok's node heartbeats can lag; a NotReady node would mark
-                // every Pod unready, which kwok never undoes.
-                .arg("--node-monitor-grace-period=10m")
                 .arg("--bind-address=127.0.0.1")
                 .arg(format!("--secure-port={kcm_port}"))
                 .arg(format!("--cert-dir={}", d.join("kcm-certs").display()))
