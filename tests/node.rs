@@ -23,7 +23,8 @@ use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
 use support::llama_stack::{self, http_get};
 use support::node::{RealNode, TrustedRegistry, build_image};
-use support::operator::{OperatorProcess, spawn_operator};
+use support::operator::{OperatorProcess, spawn_operator_with_webhooks};
+use support::process::free_port;
 use support::registry::harness::{run_suite, table};
 use support::registry::oci::skopeo_copy;
 use support::registry::registries::{PASSWORD, Registries, USER};
@@ -43,7 +44,9 @@ fn slim_spec(image: &str, provider_id: &str) -> Value {
         "disabled": ["batches", "datasetIo", "eval", "fileProcessors", "files", "responses",
                      "safety", "scoring", "toolRuntime", "vectorIo"],
         "providers": {"inference": {"id": provider_id, "provider": "vllm",
-                                    "endpoint": "http://10.88.0.1:9/v1"}}
+                                    "endpoint": "http://10.88.0.1:9/v1"}},
+        // Several stacks and a rollout's surge Pod share a two-core node.
+        "workload": {"resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}
     })
 }
 
@@ -59,6 +62,7 @@ struct Env {
     node: RealNode,
     _operator: OperatorProcess,
     images: Images,
+    _work: tempfile::TempDir,
 }
 
 /// The image's base config: what the operator generates for [`slim_spec`] from the starter
@@ -119,15 +123,94 @@ fn prepare() -> Result<Env, String> {
     .map_err(|e| e.to_string())?;
     let bin = Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
     let ca_flag = format!("--registry-ca-file={}", ca_file.display());
-    let operator = spawn_operator(&plane, bin, "e2e", &plane.kubeconfig, &[&ca_flag])
-        .map_err(|e| e.to_string())?;
+    let webhook_addr = format!("127.0.0.1:{}", free_port().map_err(|e| e.to_string())?);
+    let webhook_ca = webhook_certificates(work.path())?;
+    let operator = spawn_operator_with_webhooks(
+        &plane,
+        bin,
+        "e2e",
+        &webhook_addr,
+        work.path(),
+        &[&ca_flag, "--no-reference-checks"],
+    )
+    .map_err(|e| e.to_string())?;
+    convert_through(
+        &plane,
+        &format!("https://{webhook_addr}/convert"),
+        &webhook_ca,
+    )?;
     Ok(Env {
         plane,
         _registries: regs,
         node,
         _operator: operator,
         images,
+        _work: work,
     })
+}
+
+/// A CA and a serving certificate for 127.0.0.1 in `dir` (`tls.crt`, `tls.key`); returns the
+/// CA's PEM.
+fn webhook_certificates(dir: &Path) -> Result<String, String> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+    };
+    let e = |e: rcgen::Error| e.to_string();
+    let ca_key = KeyPair::generate().map_err(e)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    let ca_pem = ca.self_signed(&ca_key).map_err(e)?.pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().map_err(e)?;
+    let mut params = CertificateParams::new(vec!["localhost".to_owned()]).map_err(e)?;
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    let cert = params.signed_by(&key, &issuer).map_err(e)?.pem();
+    std::fs::write(dir.join("tls.crt"), cert).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("tls.key"), key.serialize_pem()).map_err(|e| e.to_string())?;
+    Ok(ca_pem)
+}
+
+/// Points the CRD's conversion webhook at `url` (the operator process, in place of its Service)
+/// and waits until the API server converts through it.
+fn convert_through(plane: &ControlPlane, url: &str, ca_pem: &str) -> Result<(), String> {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"], "clientConfig": {"url": url, "caBundle": ca, "service": null}}}}});
+    support::operator::kubectl(
+        plane,
+        &[
+            "patch",
+            "crd",
+            "llamastackdistributions.llamastack.io",
+            "--type",
+            "merge",
+            "-p",
+            &patch.to_string(),
+        ],
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match support::operator::kubectl(
+            plane,
+            &[
+                "get",
+                "llamastackdistributions.v1alpha1.llamastack.io",
+                "-A",
+            ],
+            None,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!("conversion through {url}: {e}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
 }
 
 impl Env {
@@ -512,6 +595,39 @@ fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
     Ok(())
 }
 
+/// A v1alpha1 resource, as users of the upstream operator write it, goes through the operator's
+/// conversion webhook and runs the image's own config on the node.
+fn a_v1alpha1_resource_runs_through_the_conversion_webhook(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-v1alpha1";
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    let cr = json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "upstream", "namespace": ns},
+        "spec": {"replicas": 1, "server": {"distribution": {"image": env.images.base64},
+            "containerSpec": {"port": 8321, "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}}}});
+    env.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
+    env.wait_ready(ns, "upstream")?;
+    let v1 = env.json(&[
+        "get",
+        "llamastackdistributions.v1alpha1.llamastack.io",
+        "upstream",
+        "-n",
+        ns,
+    ])?;
+    assert_eq!(v1["apiVersion"], "llamastack.io/v1alpha1");
+    assert_eq!(
+        v1["status"]["phase"], "Ready",
+        "the status reads back in v1alpha1: {}",
+        v1["status"]
+    );
+    let ids = provider_ids(&service_address(env, ns, "upstream")?)?;
+    assert_eq!(
+        ids,
+        [BAKED_PROVIDER],
+        "no spec providers: the image's base config runs"
+    );
+    Ok(())
+}
+
 fn registry_host(image: &str) -> &str {
     image.split('/').next().unwrap_or_default()
 }
@@ -527,6 +643,10 @@ fn main() -> ExitCode {
             (
                 "changes_roll_once_and_a_rejected_config_never_takes_the_stack_down",
                 changes_roll_once_and_a_rejected_config_never_takes_the_stack_down,
+            ),
+            (
+                "a_v1alpha1_resource_runs_through_the_conversion_webhook",
+                a_v1alpha1_resource_runs_through_the_conversion_webhook,
             ),
         ]),
         "the real node",

@@ -108,6 +108,9 @@ status_words! {
         ContainerCreateFailed,
         /// The Deployment reports ProgressDeadlineExceeded: the rollout made no progress.
         RolloutStalled,
+        /// A new Pod cannot be scheduled (no node has room, or none matches); the rollout waits,
+        /// e.g. for a cluster autoscaler, so the phase does not fail.
+        PodUnschedulable,
         /// `HealthCheck` True.
         HealthCheckPassed,
         /// `HealthCheck` False.

@@ -79,6 +79,21 @@ fn stalled(deployment: &Deployment) -> Option<Trouble> {
 
 fn pod_trouble(pod: &Pod) -> Option<Trouble> {
     let status = pod.status.as_ref()?;
+    let unschedulable = status.conditions.iter().flatten().find(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+    });
+    if let Some(condition) = unschedulable {
+        return Some(Trouble {
+            reason: Reason::PodUnschedulable,
+            message: format!(
+                "Pod {} cannot be scheduled: {}",
+                pod.name_any(),
+                bounded(condition.message.as_deref().unwrap_or_default())
+            ),
+        });
+    }
     let containers = status
         .init_container_statuses
         .iter()
@@ -230,6 +245,23 @@ mod tests {
             "state": {"waiting": {"reason": "ContainerCreating"}}}]),
         );
         assert_eq!(trouble(&deployment(1, json!({})), &[starting]), None);
+    }
+
+    #[test]
+    fn an_unschedulable_pod_is_reported_but_is_not_a_failure() {
+        let pending: Pod = serde_json::from_value(
+            json!({"metadata": {"name": "s-4"}, "status": {"phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/1 nodes are available: 1 Insufficient cpu."}]}}),
+        )
+        .unwrap();
+        let t = trouble(&deployment(1, json!({})), &[pending]).unwrap();
+        assert_eq!(t.reason, Reason::PodUnschedulable);
+        assert!(t.message.contains("Insufficient cpu"), "{}", t.message);
+        assert!(
+            !TROUBLE.contains(&t.reason),
+            "a cluster autoscaler may still add a node"
+        );
     }
 
     #[test]

@@ -131,10 +131,40 @@ pub fn spawn_operator(
     kubeconfig: &Path,
     extra: &[&str],
 ) -> Result<OperatorProcess, Error> {
+    let mut args = vec!["--no-webhooks"];
+    args.extend_from_slice(extra);
+    spawn_run(plane, bin, name, kubeconfig, &args)
+}
+
+/// Starts `bin run` serving its webhooks too, on `webhook_addr` with the certificate and key
+/// in `cert_dir` (`tls.crt`, `tls.key`).
+pub fn spawn_operator_with_webhooks(
+    plane: &ControlPlane,
+    bin: &Path,
+    name: &str,
+    webhook_addr: &str,
+    cert_dir: &Path,
+    extra: &[&str],
+) -> Result<OperatorProcess, Error> {
+    let addr = format!("--webhook-addr={webhook_addr}");
+    let cert = format!("--tls-cert={}", cert_dir.join("tls.crt").display());
+    let key = format!("--tls-key={}", cert_dir.join("tls.key").display());
+    let mut args = vec![addr.as_str(), cert.as_str(), key.as_str()];
+    args.extend_from_slice(extra);
+    spawn_run(plane, bin, name, &plane.kubeconfig, &args)
+}
+
+fn spawn_run(
+    plane: &ControlPlane,
+    bin: &Path,
+    name: &str,
+    kubeconfig: &Path,
+    extra: &[&str],
+) -> Result<OperatorProcess, Error> {
     let port = free_port()?;
     let child = spawn_tied(
         Command::new(bin)
-            .args(["run", "--no-webhooks", "--registry-timeout=2"])
+            .args(["run", "--registry-timeout=2"])
             .arg(format!("--namespace={OPERATOR_NAMESPACE}"))
             .arg(format!("--metrics-addr=127.0.0.1:{port}"))
             .args(extra)
