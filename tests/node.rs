@@ -355,6 +355,37 @@ fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Fa
         ids.contains(&"vllm-e2e") && !ids.contains(&BAKED_PROVIDER),
         "the server runs the operator's config, not the image's: {ids:?}"
     );
+
+    // The status tells what the server says, read by the operator through the same Service.
+    let mut status = Value::Null;
+    eventually("the server's version and providers in the status", || {
+        status = env.json(&["get", "llsd", "slim", "-n", ns])?["status"].clone();
+        Ok(status["version"]["llamaStackServerVersion"] == "0.7.3")
+    })
+    .map_err(|e| format!("{e:?}; status: {status}"))?;
+    let listed = &status["distributionConfig"]["providers"];
+    let vllm = listed
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["provider_id"] == "vllm-e2e"))
+        .ok_or_else(|| format!("vllm-e2e not in {listed}"))?;
+    assert_eq!(vllm["api"], "inference");
+    assert!(
+        vllm["health"]["status"].is_string(),
+        "health as the server reports it: {vllm}"
+    );
+    assert!(
+        vllm.get("config").is_none(),
+        "never the provider's config: {vllm}"
+    );
+    let responding = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "ServerResponding"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (responding["status"].as_str(), responding["reason"].as_str()),
+        (Some("True"), Some("ServerResponded"))
+    );
     Ok(())
 }
 

@@ -52,6 +52,9 @@ status_words! {
         StorageReady,
         /// Every external provider was installed and validated in the newest Pod.
         ExternalProvidersReady,
+        /// The running server answered `/v1/version` and `/v1/providers` through its Service
+        /// (read when the stack is Ready, at a bounded rate).
+        ServerResponding,
     }
 }
 
@@ -127,6 +130,12 @@ status_words! {
         ExternalProvidersReady,
         /// The newest Pod is still installing external providers.
         ExternalProvidersInstalling,
+        /// `ServerResponding` True: `status.version` and `status.distributionConfig.providers`
+        /// are what the server said.
+        ServerResponded,
+        /// `ServerResponding` False: the server did not answer through its Service in time, or
+        /// not with the expected documents; the last answer stays in the status.
+        ServerNotResponding,
         /// Event: the Deployment was created.
         Created,
         /// Event: a new revision of the Deployment was applied.

@@ -31,6 +31,8 @@ pub struct Context {
     operator_image: Option<String>,
     /// How many reconciles run at once (see [`DEFAULT_CONCURRENCY`]).
     pub(super) concurrency: u16,
+    /// Reads what running servers say about themselves, at a bounded rate.
+    pub(super) servers: super::server_info::ServerProbe,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -56,6 +58,7 @@ impl Context {
             prunes: Mutex::new(HashMap::new()),
             operator_image: None,
             concurrency: DEFAULT_CONCURRENCY,
+            servers: super::server_info::ServerProbe::default(),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod operator_config;
 mod plan;
 mod reconcile;
 mod rollout;
+mod server_info;
 mod status;
 mod watches;
 mod write;

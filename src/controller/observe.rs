@@ -2,11 +2,12 @@
 //! of a reconcile (the apply step reuses it); the server Pods only when the status needs them.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use super::builders::{self, owned_by_selector};
+use super::server_info::ServerInfo;
 use super::{ApiError, Context, api_err, rollout};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
@@ -42,4 +43,64 @@ pub(super) async fn server_pods(
         .await
         .map_err(api_err(format!("list the Pods of {ns}/{name}")))?;
     Ok(Some(pods.items))
+}
+
+/// What the server of a Ready stack says about itself, when it is due to be read (see
+/// `server_info`): `None` when it is not due.
+pub(super) async fn server_info(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+    deployment: &Deployment,
+) -> Option<ServerInfo> {
+    let uid = cr.uid()?;
+    // The Deployment's generation changes with every new revision: a new config is read at once.
+    let revision = deployment
+        .metadata
+        .generation
+        .unwrap_or_default()
+        .to_string();
+    let now = std::time::Instant::now();
+    if !ctx.servers.due(&uid, &revision, now) {
+        return None;
+    }
+    let info = read_server(cr, ctx).await;
+    let answered = matches!(info, ServerInfo::Answered { .. });
+    ctx.servers.record(&uid, &revision, now, answered);
+    Some(info)
+}
+
+async fn read_server(cr: &LlamaStackDistribution, ctx: &Context) -> ServerInfo {
+    let ns = cr.namespace().unwrap_or_default();
+    let name = builders::service_name(cr);
+    let service = match Api::<Service>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(&name)
+        .await
+    {
+        Ok(Some(service)) => service,
+        Ok(None) => {
+            return ServerInfo::NotResponding(format!("Service {ns}/{name} does not exist"));
+        }
+        Err(e) => {
+            return ServerInfo::NotResponding(format!("cannot read Service {ns}/{name}: {e}"));
+        }
+    };
+    let Some(ip) = service
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .filter(|ip| !ip.is_empty() && ip != "None")
+    else {
+        return ServerInfo::NotResponding(format!("Service {ns}/{name} has no cluster IP"));
+    };
+    let networking = cr.spec.networking.as_ref();
+    let port = networking.map_or(builders::DEFAULT_PORT, |n| n.port);
+    let tls = networking
+        .and_then(|n| n.tls.as_ref())
+        .is_some_and(|t| t.enabled);
+    let scheme = if tls { "https" } else { "http" };
+    let host = if ip.contains(':') {
+        format!("[{ip}]")
+    } else {
+        ip
+    };
+    ctx.servers.read(&format!("{scheme}://{host}:{port}")).await
 }

@@ -85,11 +85,23 @@ async fn reconcile_once(
         report.external_providers(cr, pods.as_deref().filter(|_| with_providers));
     }
     let ready = report.workload(cr, deployment.as_ref(), applied.as_ref(), pods.as_deref());
+    if let Some(running) = deployment.as_ref().filter(|_| ready)
+        && let Some(info) = observe::server_info(cr, ctx, running).await
+    {
+        report.server_info(info);
+    }
     let reason = report
         .publish(cr, ctx, deployment.is_some(), ready)
         .await
         .map_err(Error::Status)?;
-    let requeue = retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT });
+    let mut requeue = retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT });
+    if let Some(again) = cr
+        .uid()
+        .and_then(|uid| ctx.servers.retry_in(&uid))
+        .filter(|_| ready)
+    {
+        requeue = requeue.min(again);
+    }
     Ok((Action::requeue(requeue), reason))
 }
 

@@ -14,8 +14,11 @@ use super::builders::{self, FIELD_MANAGER};
 use super::conditions::{Blocked, Conditions, phase};
 use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Planned};
+use super::server_info::ServerInfo;
 use super::{ApiError, Context, api_err, events, rollout};
-use crate::api::common::{DistributionPhase, ExternalProviderPhase};
+use crate::api::common::{
+    DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
+};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{
     ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus,
@@ -232,6 +235,50 @@ impl Report {
             self.status.route_url = route_url;
         }
         ready
+    }
+
+    /// Records what the running server said (or that it did not answer: the last answer stays).
+    pub(super) fn server_info(&mut self, info: ServerInfo) {
+        match info {
+            ServerInfo::Answered { version, providers } => {
+                let previous = self.status.version.clone().unwrap_or_default();
+                // The time moves only with the version, so that a read changes nothing at rest.
+                let last_updated =
+                    if previous.llama_stack_server_version.as_deref() == Some(version.as_str()) {
+                        previous.last_updated
+                    } else {
+                        Some(Time(jiff::Timestamp::now()))
+                    };
+                let message = format!(
+                    "/v1/version says {version}; /v1/providers lists {}",
+                    providers.len()
+                );
+                self.status.version = Some(VersionInfo {
+                    operator_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                    llama_stack_server_version: Some(version),
+                    last_updated,
+                });
+                let known = self.status.distribution_config.clone().unwrap_or_default();
+                self.status.distribution_config = Some(DistributionConfig {
+                    providers: Some(providers),
+                    ..known
+                });
+                self.conditions.set(
+                    ConditionType::ServerResponding,
+                    true,
+                    Reason::ServerResponded,
+                    message,
+                );
+            }
+            ServerInfo::NotResponding(why) => {
+                self.conditions.set(
+                    ConditionType::ServerResponding,
+                    false,
+                    Reason::ServerNotResponding,
+                    why,
+                );
+            }
+        }
     }
 
     fn storage(&mut self, cr: &LlamaStackDistribution, pvc_phase: Option<&str>) {

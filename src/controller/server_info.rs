@@ -1,0 +1,309 @@
+//! What the running server says about itself, for the status: its version (`/v1/version`) and
+//! its providers with their health (`/v1/providers`), read through the stack's Service.
+//!
+//! Read at a bounded rate (when the stack becomes Ready or its config changes, then at most every
+//! [`REFRESH`]), with a short timeout and a bounded body, so that a hung or hostile server never
+//! holds a reconcile. No credential is sent. A TLS server's certificate is not verified: the
+//! operator only reads these two public documents, and the stack's serving CA is the user's.
+//! Provider configs are not copied into the status: the server redacts secrets by key name only,
+//! and a secret in another field (a URL with a password) would leak.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::api::common::{ProviderHealth, ProviderInfo};
+
+/// The longest a stack's server info may stay unread while the stack is Ready.
+pub const REFRESH: Duration = Duration::from_secs(60);
+/// Entries older than this are dropped (a Ready stack is reconciled, so read, more often).
+const FORGET_AFTER: Duration = Duration::from_secs(30 * 60);
+/// One request's limit, connection included.
+const TIMEOUT: Duration = Duration::from_secs(3);
+/// The largest body read from the server.
+const BODY_LIMIT: usize = 1024 * 1024;
+
+/// What one read of the server found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerInfo {
+    /// The server answered both documents.
+    Answered {
+        /// `version` of `/v1/version`.
+        version: String,
+        /// `data` of `/v1/providers`, without configs.
+        providers: Vec<ProviderInfo>,
+    },
+    /// It did not, or not with the expected documents; the message says which and why.
+    NotResponding(String),
+}
+
+/// Reads servers and remembers, per stack, when, for which revision and with which luck it
+/// last did.
+pub struct ServerProbe {
+    http: Option<reqwest::Client>,
+    last: Mutex<HashMap<String, LastRead>>,
+}
+
+/// The last read of one stack's server.
+#[derive(Clone, Debug)]
+struct LastRead {
+    at: Instant,
+    revision: String,
+    /// Reads in a row that found no answer (the first read after a rollout often comes before
+    /// every node's proxy knows the new Pod).
+    failures: u32,
+}
+
+/// Retries after a failed read: 10 s, 20 s, 40 s, then at the normal pace.
+const RETRY: Duration = Duration::from_secs(10);
+const RETRIES: u32 = 3;
+
+impl Default for ServerProbe {
+    fn default() -> Self {
+        // reqwest is built without a default crypto provider; the operator uses ring throughout.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            .connect_timeout(TIMEOUT)
+            .tls_danger_accept_invalid_certs(true)
+            .user_agent(concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| tracing::warn!(%error, "no HTTP client for reading servers"))
+            .ok();
+        Self {
+            http,
+            last: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl ServerProbe {
+    /// Whether the server of stack `uid`, at `revision`, should be read now.
+    pub fn due(&self, uid: &str, revision: &str, now: Instant) -> bool {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        match last.get(uid) {
+            Some(read) => {
+                read.revision != revision
+                    || now.duration_since(read.at) >= wait_after(read.failures)
+            }
+            None => true,
+        }
+    }
+
+    /// Notes a read of stack `uid`'s server at `revision`, and forgets stacks not read for
+    /// [`FORGET_AFTER`] (deleted, or no longer Ready: they are read at once when they are again).
+    pub fn record(&self, uid: &str, revision: &str, now: Instant, answered: bool) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        last.retain(|_, read| now.duration_since(read.at) < FORGET_AFTER);
+        let failures = match last.get(uid) {
+            _ if answered => 0,
+            Some(read) if read.revision == revision => read.failures.saturating_add(1),
+            _ => 1,
+        };
+        let revision = revision.to_owned();
+        last.insert(
+            uid.to_owned(),
+            LastRead {
+                at: now,
+                revision,
+                failures,
+            },
+        );
+    }
+
+    /// When to reconcile again to retry a failed read (only the first few retries; after them the
+    /// normal resync reads it).
+    pub fn retry_in(&self, uid: &str) -> Option<Duration> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = last.get(uid)?.failures;
+        (1..=RETRIES)
+            .contains(&failures)
+            .then(|| wait_after(failures))
+    }
+
+    /// Reads `/v1/version` and `/v1/providers` from `base` (`http(s)://host:port`).
+    pub async fn read(&self, base: &str) -> ServerInfo {
+        let Some(http) = &self.http else {
+            return ServerInfo::NotResponding("the operator has no HTTP client".to_owned());
+        };
+        let (version_url, providers_url) =
+            (format!("{base}/v1/version"), format!("{base}/v1/providers"));
+        let (version, providers) = tokio::join!(get(http, &version_url), get(http, &providers_url));
+        let parsed = version
+            .and_then(|body| parse_version(&body))
+            .and_then(|version| Ok((version, parse_providers(&providers?)?)));
+        match parsed {
+            Ok((version, providers)) => ServerInfo::Answered { version, providers },
+            Err(why) => ServerInfo::NotResponding(why),
+        }
+    }
+}
+
+async fn get(http: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+    let mut response = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {}", with_causes(&e)))?;
+    if !response.status().is_success() {
+        return Err(format!("GET {url}: HTTP {}", response.status()));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("GET {url}: {}", with_causes(&e)))?
+    {
+        if body.len() + chunk.len() > BODY_LIMIT {
+            return Err(format!("GET {url}: the answer exceeds {BODY_LIMIT} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// How long after a read the next one is due.
+fn wait_after(failures: u32) -> Duration {
+    match failures {
+        n @ 1..=RETRIES => (RETRY * 2u32.pow(n - 1)).min(REFRESH),
+        _ => REFRESH,
+    }
+}
+
+/// reqwest's message with its causes (the URL is the operator's own, no secret).
+fn with_causes(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// The `version` of a `/v1/version` answer.
+pub fn parse_version(body: &[u8]) -> Result<String, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("/v1/version is not JSON: {e}"))?;
+    value["version"]
+        .as_str()
+        .map(|v| v.chars().take(64).collect())
+        .ok_or_else(|| "/v1/version has no version".to_owned())
+}
+
+/// The providers of a `/v1/providers` answer (`data`), sorted by API and id, without configs.
+pub fn parse_providers(body: &[u8]) -> Result<Vec<ProviderInfo>, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("/v1/providers is not JSON: {e}"))?;
+    let list = value["data"]
+        .as_array()
+        .ok_or("/v1/providers has no data list")?;
+    let text = |v: &Value| v.as_str().map(|s| s.chars().take(253).collect::<String>());
+    let mut providers: Vec<ProviderInfo> = list
+        .iter()
+        .filter_map(|p| {
+            Some(ProviderInfo {
+                api: text(&p["api"])?,
+                provider_id: text(&p["provider_id"])?,
+                provider_type: text(&p["provider_type"])?,
+                config: None,
+                health: p["health"].is_object().then(|| ProviderHealth {
+                    status: text(&p["health"]["status"]).unwrap_or_default(),
+                    message: text(&p["health"]["message"]).filter(|m| !m.is_empty()),
+                }),
+            })
+        })
+        .collect();
+    providers.sort_by(|a, b| (&a.api, &a.provider_id).cmp(&(&b.api, &b.provider_id)));
+    Ok(providers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_keep_identity_and_health_and_never_the_config() {
+        let body = br#"{"data": [
+            {"api": "safety", "provider_id": "guard", "provider_type": "inline::llama-guard", "config": {}, "health": {"status": "Not Implemented", "message": "Provider does not implement health check"}},
+            {"api": "inference", "provider_id": "vllm", "provider_type": "remote::vllm",
+             "config": {"base_url": "http://user:hunter2@vllm/v1", "api_token": "********"}, "health": {"status": "OK"}},
+            {"api": "inference", "provider_type": "broken entry without id"}]}"#;
+        let providers = parse_providers(body).unwrap();
+        assert_eq!(providers.len(), 2, "entries without an id are dropped");
+        assert_eq!(providers[0].provider_id, "vllm", "sorted by API, then id");
+        assert_eq!(providers[0].health.as_ref().unwrap().status, "OK");
+        assert_eq!(providers[0].health.as_ref().unwrap().message, None);
+        assert_eq!(
+            providers[1].health.as_ref().unwrap().status,
+            "Not Implemented"
+        );
+        let text = serde_json::to_string(&providers).unwrap();
+        assert!(
+            !text.contains("hunter2") && !text.contains("base_url"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_answers_say_what_is_wrong() {
+        assert_eq!(
+            parse_version(br#"{"version": "0.7.3"}"#),
+            Ok("0.7.3".to_owned())
+        );
+        assert!(parse_version(b"<html>").unwrap_err().contains("not JSON"));
+        assert!(
+            parse_version(br#"{"v": 1}"#)
+                .unwrap_err()
+                .contains("no version")
+        );
+        assert!(
+            parse_providers(br#"{"items": []}"#)
+                .unwrap_err()
+                .contains("no data list")
+        );
+    }
+
+    #[test]
+    fn a_server_is_read_again_when_its_revision_changes_or_the_refresh_passes() {
+        let probe = ServerProbe::default();
+        let t0 = Instant::now();
+        assert!(probe.due("u", "1", t0), "never read");
+        probe.record("u", "1", t0, true);
+        assert!(!probe.due("u", "1", t0 + Duration::from_secs(1)));
+        assert!(
+            probe.due("u", "2", t0 + Duration::from_secs(1)),
+            "a new revision"
+        );
+        assert!(probe.due("u", "1", t0 + REFRESH));
+        assert_eq!(probe.retry_in("u"), None, "it answered");
+        probe.record("other", "1", t0 + FORGET_AFTER, true);
+        assert_eq!(
+            probe.last.lock().unwrap().len(),
+            1,
+            "a stack unread for long is forgotten"
+        );
+    }
+
+    #[test]
+    fn a_failed_read_is_retried_soon_a_few_times_then_at_the_normal_pace() {
+        let probe = ServerProbe::default();
+        let t0 = Instant::now();
+        let mut waits = Vec::new();
+        for n in 0..5 {
+            probe.record("u", "1", t0, false);
+            waits.push(probe.retry_in("u").map(|d| d.as_secs()));
+            assert_eq!(
+                n < 3,
+                probe.due("u", "1", t0 + Duration::from_secs(40)),
+                "after {} failures",
+                n + 1
+            );
+        }
+        assert_eq!(waits, [Some(10), Some(20), Some(40), None, None]);
+        probe.record("u", "1", t0, true);
+        assert_eq!(probe.retry_in("u"), None);
+    }
+}
