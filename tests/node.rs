@@ -277,14 +277,14 @@ impl Env {
     }
 }
 
-/// A v1alpha2 stack from the private, labelled image becomes Ready on the real node; kubelet ran
-/// the digest the resolver pinned, and the server answers through the Service the operator made.
-fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Failed> {
-    let ns = "e2e-serve";
-    env.namespace(ns, registry_host(&env.images.base64))?;
-    env.create_stack(ns, "slim", &env.images.base64)?;
-    let llsd = env.wait_ready(ns, "slim")?;
-
+/// The Pod of stack `name` asks for the digest the resolver pinned, kubelet ran that digest,
+/// and containerd holds it.
+fn kubelet_ran_the_pinned_digest(
+    env: &Env,
+    ns: &str,
+    name: &str,
+    llsd: &Value,
+) -> Result<(), Failed> {
     let pinned = llsd["status"]["resolvedDistribution"]["image"]
         .as_str()
         .ok_or("no resolvedDistribution.image")?
@@ -297,14 +297,8 @@ fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Fa
         llsd["status"]["resolvedDistribution"]["configSource"],
         "oci-label"
     );
-    let pods = env.json(&[
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        "app.kubernetes.io/instance=slim",
-    ])?;
+    let selector = format!("app.kubernetes.io/instance={name}");
+    let pods = env.json(&["get", "pods", "-n", ns, "-l", &selector])?;
     let pod = &pods["items"][0];
     let server = pod["status"]["containerStatuses"]
         .as_array()
@@ -332,34 +326,15 @@ fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Fa
         "containerd holds the pinned digest"
     );
 
-    let service = env.json(&["get", "service", "slim-service", "-n", ns])?;
-    let ip = service["spec"]["clusterIP"]
-        .as_str()
-        .ok_or("no clusterIP")?;
-    let port = &service["spec"]["ports"][0]["port"];
-    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/version"))?;
-    assert_eq!(code, 200, "GET /v1/version through the Service: {body}");
-    let version: Value = serde_json::from_str(&body)?;
-    assert_eq!(version["version"], "0.7.3", "{body}");
+    Ok(())
+}
 
-    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/providers"))?;
-    assert_eq!(code, 200, "GET /v1/providers through the Service: {body}");
-    let providers: Value = serde_json::from_str(&body)?;
-    let ids: Vec<&str> = providers["data"]
-        .as_array()
-        .ok_or("no provider list")?
-        .iter()
-        .filter_map(|p| p["provider_id"].as_str())
-        .collect();
-    assert!(
-        ids.contains(&"vllm-e2e") && !ids.contains(&BAKED_PROVIDER),
-        "the server runs the operator's config, not the image's: {ids:?}"
-    );
-
-    // The status tells what the server says, read by the operator through the same Service.
+/// The status of stack `name` carries the server's version and providers, as the operator read
+/// them through the Service.
+fn the_status_tells_what_the_server_says(env: &Env, ns: &str, name: &str) -> Result<(), Failed> {
     let mut status = Value::Null;
     eventually("the server's version and providers in the status", || {
-        status = env.json(&["get", "llsd", "slim", "-n", ns])?["status"].clone();
+        status = env.json(&["get", "llsd", name, "-n", ns])?["status"].clone();
         Ok(status["version"]["llamaStackServerVersion"] == "0.7.3")
     })
     .map_err(|e| format!("{e:?}; status: {status}"))?;
@@ -387,6 +362,43 @@ fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Fa
         (Some("True"), Some("ServerResponded"))
     );
     Ok(())
+}
+
+/// A v1alpha2 stack from the private, labelled image becomes Ready on the real node; kubelet ran
+/// the digest the resolver pinned, and the server answers through the Service the operator made.
+fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-serve";
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    env.create_stack(ns, "slim", &env.images.base64)?;
+    let llsd = env.wait_ready(ns, "slim")?;
+
+    kubelet_ran_the_pinned_digest(env, ns, "slim", &llsd)?;
+
+    let service = env.json(&["get", "service", "slim-service", "-n", ns])?;
+    let ip = service["spec"]["clusterIP"]
+        .as_str()
+        .ok_or("no clusterIP")?;
+    let port = &service["spec"]["ports"][0]["port"];
+    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/version"))?;
+    assert_eq!(code, 200, "GET /v1/version through the Service: {body}");
+    let version: Value = serde_json::from_str(&body)?;
+    assert_eq!(version["version"], "0.7.3", "{body}");
+
+    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/providers"))?;
+    assert_eq!(code, 200, "GET /v1/providers through the Service: {body}");
+    let providers: Value = serde_json::from_str(&body)?;
+    let ids: Vec<&str> = providers["data"]
+        .as_array()
+        .ok_or("no provider list")?
+        .iter()
+        .filter_map(|p| p["provider_id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"vllm-e2e") && !ids.contains(&BAKED_PROVIDER),
+        "the server runs the operator's config, not the image's: {ids:?}"
+    );
+
+    the_status_tells_what_the_server_says(env, ns, "slim")
 }
 
 /// The image whose base config is a file in a layer (named by `io.llamastack.config.layer`
@@ -501,7 +513,18 @@ fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
     env.create_stack(ns, "roll", &env.images.base64)?;
     env.wait_ready(ns, "roll")?;
     let address = service_address(env, ns, "roll")?;
-    let prober = Prober::start(address.clone());
+    a_change_rolls_once_without_a_failed_request(env, ns, &address)?;
+    a_rejected_config_crash_loops_behind_the_old_pod(env, ns, &address)?;
+    deletion_leaves_nothing_running(env, ns)
+}
+
+/// A provider id change rolls out through one new ReplicaSet while every probe is answered.
+fn a_change_rolls_once_without_a_failed_request(
+    env: &Env,
+    ns: &str,
+    address: &str,
+) -> Result<(), Failed> {
+    let prober = Prober::start(address.to_owned());
 
     let patch = json!({"spec": {"providers": {"inference": {"id": "vllm-second"}}}}).to_string();
     env.kubectl(
@@ -511,7 +534,7 @@ fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
         None,
     )?;
     eventually("the new provider id through the Service", || {
-        Ok(provider_ids(&address)?.contains(&"vllm-second".to_owned()))
+        Ok(provider_ids(address)?.contains(&"vllm-second".to_owned()))
     })?;
     env.wait_ready(ns, "roll")?;
     let replica_sets = |env: &Env| -> Result<Vec<Value>, Failed> {
@@ -533,12 +556,22 @@ fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
         "the Service answered during the rollout ({ok} ok): {errors:?}"
     );
 
+    Ok(())
+}
+
+/// A config the server rejects crash-loops in the new Pod; the old one keeps serving, and the
+/// status and a Warning Event name the crash.
+fn a_rejected_config_crash_loops_behind_the_old_pod(
+    env: &Env,
+    ns: &str,
+    address: &str,
+) -> Result<(), Failed> {
     let broken = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "broken", "namespace": ns},
         "data": {"config.yaml": broken}})
     .to_string();
     env.kubectl(&["create", "-f", "-"], Some(&cm))?;
-    let prober = Prober::start(address.clone());
+    let prober = Prober::start(address.to_owned());
     let patch = json!({"spec": {"providers": null, "disabled": null,
         "overrideConfig": {"configMapName": "broken"}}})
     .to_string();
@@ -574,7 +607,7 @@ fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
         "the old Pod still serves: {available}"
     );
     assert_eq!(
-        provider_ids(&address)?,
+        provider_ids(address)?,
         ["vllm-second"],
         "the Service still reaches the previous config"
     );
@@ -599,6 +632,11 @@ fn changes_roll_once_and_a_rejected_config_never_takes_the_stack_down(
         "a Warning Event names the crash: {events}"
     );
 
+    Ok(())
+}
+
+/// Deleting the resource removes every object and stops every container of the stack.
+fn deletion_leaves_nothing_running(env: &Env, ns: &str) -> Result<(), Failed> {
     assert!(
         !env.node.running_containers(ns)?.is_empty(),
         "the stack's containers run"
