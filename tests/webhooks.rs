@@ -207,6 +207,11 @@ fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
             "spec.server.distribution.name",
             "known distributions: nvidia",
         ),
+        (
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "n".repeat(56)}, "spec": {"distribution": {"name": "starter"}}}),
+            "metadata.name",
+            "use a name of at most 55 characters",
+        ),
     ];
     for (object, field, needle) in cases {
         match create(env, &ns, object) {

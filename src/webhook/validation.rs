@@ -139,9 +139,33 @@ fn check_shapes(spec: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// The longest resource name whose Service name (`<name>-service`) is still a DNS label of at
+/// most 63 characters; every other derived name has room (253), and label values allow 63.
+pub const MAX_NAME: usize = 63 - crate::controller::builders::SERVICE_SUFFIX.len();
+
+/// A name too long for the objects the operator derives from it is refused here, with the fix,
+/// rather than failing at the first write.
+fn check_name(object: &Value, errors: &mut Vec<FieldError>) {
+    let Some(name) = object.pointer("/metadata/name").and_then(Value::as_str) else {
+        return;
+    };
+    if name.len() > MAX_NAME {
+        let suffix = crate::controller::builders::SERVICE_SUFFIX;
+        err(
+            errors,
+            "metadata.name",
+            format!(
+                "{name:?} has {} characters; its Service {name}{suffix} would exceed the 63 characters of a DNS label: use a name of at most {MAX_NAME} characters",
+                name.len()
+            ),
+        );
+    }
+}
+
 /// Validates a v1alpha2 object (as JSON). `catalog` carries the operator's image-overrides.
 pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
     let mut verdict = Verdict::default();
+    check_name(object, &mut verdict.errors);
     let spec_json = object.get("spec").cloned().unwrap_or(Value::Null);
     check_shapes(&spec_json, &mut verdict.errors);
     if !verdict.errors.is_empty() {
@@ -196,6 +220,7 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
 /// Validates a v1alpha1 object: the distribution name must be known.
 pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
     let mut verdict = Verdict::default();
+    check_name(object, &mut verdict.errors);
     if let Some(name) = object
         .pointer("/spec/server/distribution/name")
         .and_then(Value::as_str)
@@ -225,6 +250,40 @@ mod tests {
 
     fn paths(v: &Verdict) -> Vec<String> {
         v.errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_name_too_long_for_its_service_is_refused_with_the_limit() {
+        let catalog = Catalog::embedded().unwrap();
+        let named = |n: usize, version: &str| {
+            json!({"apiVersion": format!("llamastack.io/{version}"), "metadata": {"name": "a".repeat(n)},
+                "spec": {"distribution": {"name": "starter"}, "server": {"distribution": {"name": "starter"}}}})
+        };
+        assert_eq!(MAX_NAME, 55);
+        assert!(
+            validate_v1alpha2(&named(55, "v1alpha2"), &catalog)
+                .errors
+                .is_empty()
+        );
+        let refused = validate_v1alpha2(&named(56, "v1alpha2"), &catalog);
+        assert_eq!(refused.errors.len(), 1, "{:?}", paths(&refused));
+        assert!(
+            paths(&refused)[0].starts_with("metadata.name")
+                && paths(&refused)[0].contains("at most 55 characters"),
+            "{:?}",
+            paths(&refused)
+        );
+        assert!(
+            validate_v1alpha1(&named(55, "v1alpha1"), &catalog)
+                .errors
+                .is_empty()
+        );
+        assert_eq!(
+            validate_v1alpha1(&named(70, "v1alpha1"), &catalog)
+                .errors
+                .len(),
+            1
+        );
     }
 
     #[test]

@@ -31,7 +31,9 @@ use crate::config::GeneratedConfig;
 pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
 pub use derived::{derived_secret_key, derived_secret_name};
 pub use names::{CONFIG_DIR, DEFAULT_PORT, PORT_NAME, labels, volumes};
-pub use network::{ingress_name, network_policy_name, route_resource, service_name};
+pub use network::{
+    SERVICE_SUFFIX, ingress_name, network_policy_name, route_resource, service_name,
+};
 pub use scaling::{hpa_name, minimum_replicas, pdb_name};
 pub use workload::{
     DEFAULT_STORAGE_SIZE, config_map, config_map_name, deployment, generated_config_map_prefix,

@@ -9,9 +9,12 @@ use super::{BuildError, PORT_NAME, metadata, name_of, port, selector, stamp, sta
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
+/// What the Service's name adds to the resource's name.
+pub const SERVICE_SUFFIX: &str = "-service";
+
 /// Name of the Service.
 pub fn service_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-service", name_of(cr))
+    format!("{}{SERVICE_SUFFIX}", name_of(cr))
 }
 
 /// Name of the NetworkPolicy.
