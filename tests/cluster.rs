@@ -635,6 +635,29 @@ fn a_restarted_operator_converges_without_duplicates(env: &Env) -> Result<(), Fa
     Ok(())
 }
 
+/// A stack scaled to zero is Ready (nothing to wait for), and its conditions say nothing serves
+/// (it used to stay Initializing forever).
+fn a_stack_scaled_to_zero_is_ready_and_says_so(env: &Env) -> Result<(), Failed> {
+    let ns = "zero";
+    env.namespace(ns)?;
+    env.create_llsd(
+        ns,
+        "idle",
+        json!({"distribution": {"name": "starter"}, "workload": {"replicas": 0}}),
+    )?;
+    let llsd = env.wait_ready(ns, "idle")?;
+    let conditions = llsd.status.and_then(|s| s.conditions).unwrap_or_default();
+    let available = conditions
+        .iter()
+        .find(|c| c.type_ == "Available")
+        .ok_or("no Available")?;
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_str()),
+        ("False", "ScaledToZero")
+    );
+    Ok(())
+}
+
 /// kwok renews a heartbeat Lease for its node, so the node stays Ready past the node-monitor
 /// grace period for as long as the cluster runs (benches and a kept demo run for long).
 fn the_fake_node_renews_its_heartbeat_lease(env: &Env) -> Result<(), Failed> {
@@ -709,6 +732,10 @@ fn main() -> ExitCode {
             (
                 "the_fake_node_renews_its_heartbeat_lease",
                 the_fake_node_renews_its_heartbeat_lease,
+            ),
+            (
+                "a_stack_scaled_to_zero_is_ready_and_says_so",
+                a_stack_scaled_to_zero_is_ready_and_says_so,
             ),
         ]),
         "the cluster (control plane, controllers, scheduler, kwok) and the operator",

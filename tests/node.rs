@@ -54,6 +54,9 @@ struct Images {
     /// `<registry>/e2e/distribution:base64` and `:layer`, as pushed (tags).
     base64: String,
     layer: String,
+    /// The `:base64` image in the token-auth registry, whose CA the operator trusts and the
+    /// node's containerd does not.
+    untrusted: String,
 }
 
 struct Env {
@@ -83,7 +86,11 @@ fn image_config(dir: &Path) -> Result<(std::path::PathBuf, Vec<String>), String>
 }
 
 fn push(layout: &Path, tag: &str, regs: &Registries) -> Result<String, String> {
-    let target = format!("{}/e2e/distribution:{tag}", regs.basic.host);
+    push_to(layout, tag, &regs.basic.host, regs)
+}
+
+fn push_to(layout: &Path, tag: &str, host: &str, regs: &Registries) -> Result<String, String> {
+    let target = format!("{host}/e2e/distribution:{tag}");
     skopeo_copy(
         &format!("oci:{}:{tag}", layout.display()),
         &format!("docker://{target}"),
@@ -110,6 +117,7 @@ fn prepare() -> Result<Env, String> {
     let images = Images {
         base64: push(&layout, "base64", &regs)?,
         layer: push(&layout, "layer", &regs)?,
+        untrusted: push_to(&layout, "base64", &regs.token.host, &regs)?,
     };
     let (plane, _rt, _client) = start_controllers_with_crd().map_err(|e| e.to_string())?;
     let ca_file = regs.dir.path().join("ca.pem");
@@ -697,6 +705,39 @@ fn a_v1alpha1_resource_runs_through_the_conversion_webhook(env: &Env) -> Result<
     Ok(())
 }
 
+/// An image the operator resolves but the node cannot pull: the status names the pull failure
+/// and the phase fails.
+fn an_image_the_node_cannot_pull_is_named_in_the_status(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-pull";
+    env.namespace(ns, registry_host(&env.images.untrusted))?;
+    env.create_stack(ns, "unpullable", &env.images.untrusted)?;
+    let mut status = Value::Null;
+    eventually("DeploymentReady=False with ImagePullFailed", || {
+        status = env.json(&["get", "llsd", "unpullable", "-n", ns])?["status"].clone();
+        Ok(status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "DeploymentReady" && c["reason"] == "ImagePullFailed"))
+    })
+    .map_err(|e| format!("{e:?}; status: {status}"))?;
+    assert_eq!(status["phase"], "Failed", "{status}");
+    let message = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "DeploymentReady"))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let pinned = status["resolvedDistribution"]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains(pinned) && message.contains("pull secret"),
+        "names the image and the fix: {message}"
+    );
+    Ok(())
+}
+
 fn registry_host(image: &str) -> &str {
     image.split('/').next().unwrap_or_default()
 }
@@ -716,6 +757,10 @@ fn main() -> ExitCode {
             (
                 "a_v1alpha1_resource_runs_through_the_conversion_webhook",
                 a_v1alpha1_resource_runs_through_the_conversion_webhook,
+            ),
+            (
+                "an_image_the_node_cannot_pull_is_named_in_the_status",
+                an_image_the_node_cannot_pull_is_named_in_the_status,
             ),
         ]),
         "the real node",

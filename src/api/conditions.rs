@@ -101,6 +101,8 @@ status_words! {
         DeploymentPending,
         /// A rollout or scaling is in progress.
         DeploymentScaling,
+        /// `workload.replicas` is 0: the stack is stopped on purpose (phase Ready, nothing serves).
+        ScaledToZero,
         /// The server container of a new Pod keeps exiting (CrashLoopBackOff): the server
         /// rejects its config or cannot start; Pods of the previous revision keep serving.
         ServerCrashLooping,

@@ -85,7 +85,10 @@ async fn reconcile_once(
         report.external_providers(cr, pods.as_deref().filter(|_| with_providers));
     }
     let ready = report.workload(cr, deployment.as_ref(), applied.as_ref(), pods.as_deref());
-    if let Some(running) = deployment.as_ref().filter(|_| ready)
+    let serving = deployment
+        .as_ref()
+        .filter(|d| ready && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0);
+    if let Some(running) = serving
         && let Some(info) = observe::server_info(cr, ctx, running).await
     {
         report.server_info(info);

@@ -345,6 +345,9 @@ impl Report {
     }
 }
 
+/// The message of a stack scaled to zero.
+const STOPPED: &str = "scaled to zero replicas: no server runs until replicas is raised";
+
 /// The replica counts of a Deployment, as the conditions judge them.
 struct Replicas {
     /// The Deployment's own count: under an HPA, the autoscaler's choice.
@@ -386,7 +389,30 @@ impl Replicas {
             complete,
         } = *self;
         let available_ok = exists && desired > 0 && available >= desired;
-        let ready = available_ok && complete;
+        // Scaled to zero on purpose: every wanted replica (none) runs the current revision.
+        let stopped = exists && desired == 0 && complete;
+        let ready = (available_ok || stopped) && complete;
+        if stopped {
+            conditions.set(
+                ConditionType::Available,
+                false,
+                Reason::ScaledToZero,
+                STOPPED,
+            );
+            conditions.set(
+                ConditionType::DeploymentReady,
+                true,
+                Reason::ScaledToZero,
+                STOPPED,
+            );
+            conditions.set(
+                ConditionType::HealthCheck,
+                false,
+                Reason::ScaledToZero,
+                STOPPED,
+            );
+            return true;
+        }
         let reason = if available_ok {
             Reason::MinimumReplicasAvailable
         } else {
@@ -457,4 +483,70 @@ async fn write(
         .await
         .map_err(api_err(format!("update the status of {ns}/{name}")))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replicas(desired: i32, available: i32, complete: bool) -> Replicas {
+        Replicas {
+            desired,
+            available,
+            updated: desired,
+            ready: available,
+            exists: true,
+            complete,
+        }
+    }
+
+    fn reasons(conditions: Conditions) -> Vec<(String, String, String)> {
+        conditions
+            .into_sorted()
+            .into_iter()
+            .map(|c| (c.type_, c.status, c.reason))
+            .collect()
+    }
+
+    #[test]
+    fn a_stack_scaled_to_zero_is_ready_and_says_nothing_serves() {
+        let mut conditions = Conditions::new(&[], Some(1));
+        assert!(replicas(0, 0, true).record(&mut conditions, None));
+        let words = reasons(conditions);
+        for (type_, status) in [
+            ("Available", "False"),
+            ("DeploymentReady", "True"),
+            ("HealthCheck", "False"),
+        ] {
+            assert!(
+                words.contains(&(
+                    type_.to_owned(),
+                    status.to_owned(),
+                    "ScaledToZero".to_owned()
+                )),
+                "{type_}={status} ScaledToZero in {words:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn old_pods_serving_a_failed_rollout_are_available_but_not_ready() {
+        let mut conditions = Conditions::new(&[], Some(1));
+        let crash = rollout::Trouble {
+            reason: Reason::ServerCrashLooping,
+            message: "keeps exiting".to_owned(),
+        };
+        assert!(!replicas(1, 1, false).record(&mut conditions, Some(crash)));
+        let words = reasons(conditions);
+        assert!(words.contains(&(
+            "Available".into(),
+            "True".into(),
+            "MinimumReplicasAvailable".into()
+        )));
+        assert!(words.contains(&(
+            "DeploymentReady".into(),
+            "False".into(),
+            "ServerCrashLooping".into()
+        )));
+    }
 }
