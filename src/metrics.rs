@@ -18,6 +18,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -29,6 +30,29 @@ pub struct ReconcileLabels {
     /// The phase reached, the failing condition's reason, or `ApiError`.
     pub reason: String,
 }
+
+/// Labels of the stacks-by-phase gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    /// `Pending`, `Initializing`, `Ready`, `Failed` or `Terminating`.
+    pub phase: String,
+}
+
+/// Labels of the stuck-rollouts gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StuckLabels {
+    /// Why the rollout cannot finish (`ServerCrashLooping`, `ImagePullFailed`, …).
+    pub reason: String,
+}
+
+/// One stack as the gauges count it: its phase, and why its rollout is stuck, if it is.
+pub type StackState = (String, Option<String>);
+
+/// Reads the stacks of one controller scope from its cache, at scrape time.
+pub type StackSource = Box<dyn Fn() -> Vec<StackState> + Send + Sync>;
+
+/// The phases every scrape reports, zero included, so that series never vanish.
+const PHASES: [&str; 5] = ["Pending", "Initializing", "Ready", "Failed", "Terminating"];
 
 /// Labels of a watch's series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -53,6 +77,20 @@ pub struct Metrics {
     generations: Counter,
     rollouts: Counter,
     watches: Arc<WatchHealth>,
+    stacks: Family<PhaseLabels, Gauge>,
+    stuck: Family<StuckLabels, Gauge>,
+    stack_sources: StackSources,
+}
+
+/// The caches the stack gauges are read from (one per controller scope).
+#[derive(Default)]
+struct StackSources(Mutex<Vec<StackSource>>);
+
+impl std::fmt::Debug for StackSources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|s| s.len()).unwrap_or_default();
+        write!(f, "StackSources({n})")
+    }
 }
 
 impl Metrics {
@@ -98,12 +136,27 @@ impl Metrics {
             "Full lists of the controller's watches, by kind: one at start, then one after each expired or broken watch",
             watch_relists.clone(),
         );
+        let stacks = Family::<PhaseLabels, Gauge>::default();
+        registry.register(
+            "stacks",
+            "LlamaStackDistributions by status.phase, from the controller's cache at scrape time",
+            stacks.clone(),
+        );
+        let stuck = Family::<StuckLabels, Gauge>::default();
+        registry.register(
+            "rollouts_stuck",
+            "LlamaStackDistributions whose rollout cannot finish until a person acts, by reason (the previous revision keeps serving)",
+            stuck.clone(),
+        );
         Self {
             registry,
             reconciles,
             durations,
             generations,
             rollouts,
+            stacks,
+            stuck,
+            stack_sources: StackSources::default(),
             watches: Arc::new(WatchHealth {
                 stuck_after: Mutex::new(DEFAULT_WATCH_STUCK_AFTER),
                 quiet: Mutex::new(QUIET_MEANS_RECOVERED),
@@ -143,8 +196,45 @@ impl Metrics {
         self.rollouts.inc();
     }
 
+    /// Counts the stacks of one more controller scope in the stack gauges.
+    pub fn follow_stacks(&self, source: StackSource) {
+        let mut sources = self
+            .stack_sources
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        sources.push(source);
+    }
+
+    /// Sets the stack gauges from the caches.
+    fn count_stacks(&self) {
+        let mut phases: BTreeMap<String, i64> =
+            PHASES.iter().map(|p| ((*p).to_owned(), 0)).collect();
+        let mut stuck: BTreeMap<String, i64> = BTreeMap::new();
+        let sources = self
+            .stack_sources
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for (phase, trouble) in sources.iter().flat_map(|source| source()) {
+            *phases.entry(phase).or_default() += 1;
+            if let Some(reason) = trouble {
+                *stuck.entry(reason).or_default() += 1;
+            }
+        }
+        for (phase, n) in phases {
+            self.stacks.get_or_create(&PhaseLabels { phase }).set(n);
+        }
+        // Reasons no stack has any more disappear rather than stay at a stale value.
+        self.stuck.clear();
+        for (reason, n) in stuck {
+            self.stuck.get_or_create(&StuckLabels { reason }).set(n);
+        }
+    }
+
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        self.count_stacks();
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
@@ -414,6 +504,39 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stacks_are_counted_by_phase_and_stuck_rollouts_by_reason_at_scrape_time() {
+        let m = Metrics::new(Arc::new(Stats::default()));
+        let scope = |states: Vec<(&'static str, Option<&'static str>)>| -> StackSource {
+            Box::new(move || {
+                states
+                    .iter()
+                    .map(|(p, r)| ((*p).to_owned(), r.map(str::to_owned)))
+                    .collect()
+            })
+        };
+        let text = m.encode().unwrap();
+        assert!(
+            text.contains("llso_stacks{phase=\"Ready\"} 0"),
+            "zeros before any stack:\n{text}"
+        );
+        m.follow_stacks(scope(vec![
+            ("Ready", None),
+            ("Failed", Some("ServerCrashLooping")),
+        ]));
+        m.follow_stacks(scope(vec![("Ready", None), ("Initializing", None)]));
+        let text = m.encode().unwrap();
+        for line in [
+            "llso_stacks{phase=\"Ready\"} 2",
+            "llso_stacks{phase=\"Failed\"} 1",
+            "llso_stacks{phase=\"Initializing\"} 1",
+            "llso_stacks{phase=\"Pending\"} 0",
+            "llso_rollouts_stuck{reason=\"ServerCrashLooping\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
+    }
 
     #[test]
     fn every_series_is_exported() {

@@ -338,6 +338,18 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
             "{series} missing from /metrics:\n{text}"
         );
     }
+    // The stacks the leader's cache holds, by phase.
+    let stacks: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("llso_stacks{phase="))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(
+        stacks >= 1.0,
+        "llso_stacks counts the reconciled stacks:\n{text}"
+    );
+    // No sample's rollout is stuck (an empty family is not printed at all).
+    assert!(!text.contains("llso_rollouts_stuck{"), "{text}");
     Ok(())
 }
 

@@ -17,6 +17,25 @@ pub const TROUBLE: [Reason; 4] = [
     Reason::RolloutStalled,
 ];
 
+/// A stack as the metrics count it: its phase (`Pending` before the first status), and the
+/// reason its rollout is stuck, if it is one of [`TROUBLE`].
+pub fn gauge_state(cr: &crate::api::v1alpha2::LlamaStackDistribution) -> (String, Option<String>) {
+    let status = cr.status.as_ref();
+    let phase = status.and_then(|s| s.phase).unwrap_or_default();
+    let phase = serde_json::to_value(phase)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "Pending".to_owned());
+    let stuck = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "DeploymentReady" && c.status == "False")
+        .map(|c| c.reason.clone())
+        .filter(|reason| TROUBLE.iter().any(|t| t.as_str() == reason));
+    (phase, stuck)
+}
+
 /// The longest container message quoted in a condition.
 const MESSAGE_LIMIT: usize = 256;
 
@@ -261,6 +280,33 @@ mod tests {
         assert!(
             !TROUBLE.contains(&t.reason),
             "a cluster autoscaler may still add a node"
+        );
+    }
+
+    #[test]
+    fn the_gauges_see_the_phase_and_only_rollouts_a_person_must_fix() {
+        let cr = |status: Value| -> crate::api::v1alpha2::LlamaStackDistribution {
+            serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": "s"}, "spec": {"distribution": {"name": "starter"}}, "status": status}))
+            .unwrap()
+        };
+        let condition = |reason: &str| {
+            json!([{"type": "DeploymentReady", "status": "False", "reason": reason,
+            "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+        };
+        assert_eq!(gauge_state(&cr(json!({}))), ("Pending".to_owned(), None));
+        assert_eq!(
+            gauge_state(&cr(
+                json!({"phase": "Failed", "conditions": condition("ImagePullFailed")})
+            )),
+            ("Failed".to_owned(), Some("ImagePullFailed".to_owned()))
+        );
+        assert_eq!(
+            gauge_state(&cr(
+                json!({"phase": "Initializing", "conditions": condition("DeploymentScaling")})
+            )),
+            ("Initializing".to_owned(), None),
+            "an ordinary rollout is not stuck"
         );
     }
 

@@ -207,6 +207,14 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
     .reflect(writer)
     .applied_objects();
     let referrers = Referrers(reader.clone());
+    let cached = reader.clone();
+    ctx.metrics.follow_stacks(Box::new(move || {
+        cached
+            .state()
+            .iter()
+            .map(|cr| super::rollout::gauge_state(cr))
+            .collect()
+    }));
     let reconcile_all = futures_util::stream::unfold(triggered, |mut rx| async move {
         rx.recv().await.map(|()| ((), rx))
     });
