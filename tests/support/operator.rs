@@ -63,16 +63,25 @@ pub fn apply_crd(plane: &ControlPlane) -> Result<(), Error> {
         env!("CARGO_MANIFEST_DIR")
     );
     kubectl(plane, &["apply", "--server-side", "-f", &crd], None)?;
-    kubectl(
-        plane,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/llamastackdistributions.llamastack.io",
-        ],
-        None,
-    )?;
-    Ok(())
+    // `kubectl wait` fails at once ("status.conditions accessor error") when it reads the CRD
+    // before the API server has given it any condition: wait again until it is Established.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match kubectl(
+            plane,
+            &[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=10s",
+                "crd/llamastackdistributions.llamastack.io",
+            ],
+            None,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(e) if std::time::Instant::now() > deadline => return Err(e),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
 }
 
 /// Applies what `deploy/base` grants the operator (Namespace, ServiceAccount, RBAC), without the
