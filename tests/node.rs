@@ -360,11 +360,7 @@ fn the_status_tells_what_the_server_says(env: &Env, ns: &str, name: &str) -> Res
         vllm.get("config").is_none(),
         "never the provider's config: {vllm}"
     );
-    let responding = status["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "ServerResponding"))
-        .cloned()
-        .unwrap_or_default();
+    let responding = condition(&status, "ServerResponding");
     assert_eq!(
         (responding["status"].as_str(), responding["reason"].as_str()),
         (Some("True"), Some("ServerResponded"))
@@ -495,6 +491,38 @@ impl Prober {
     }
 }
 
+/// The condition of `type_` in a status (`null` when absent).
+fn condition(status: &Value, type_: &str) -> Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == type_))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Waits until the status of stack `name` has the condition `type_` with `reason`; returns that
+/// status, or says what the status and the Pods last were.
+fn wait_for_reason(
+    env: &Env,
+    ns: &str,
+    name: &str,
+    type_: &str,
+    reason: &str,
+) -> Result<Value, Failed> {
+    let mut status = Value::Null;
+    eventually(&format!("{type_} with {reason}"), || {
+        status = env.json(&["get", "llsd", name, "-n", ns])?["status"].clone();
+        Ok(condition(&status, type_)["reason"] == reason)
+    })
+    .map_err(|e| {
+        let pods = env
+            .kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None)
+            .unwrap_or_default();
+        format!("{e:?}; status: {status}; pods:\n{pods}")
+    })?;
+    Ok(status)
+}
+
 /// Waits for `check` to pass, up to [`READY`]; the error says what it last saw.
 fn eventually(what: &str, mut check: impl FnMut() -> Result<bool, Failed>) -> Result<(), Failed> {
     let deadline = Instant::now() + READY;
@@ -589,27 +617,9 @@ fn a_rejected_config_crash_loops_behind_the_old_pod(
         ],
         None,
     )?;
-    let mut seen = Value::Null;
-    eventually("DeploymentReady=False with ServerCrashLooping", || {
-        seen = env.json(&["get", "llsd", "roll", "-n", ns])?["status"].clone();
-        Ok(seen["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "DeploymentReady" && c["reason"] == "ServerCrashLooping"))
-    })
-    .map_err(|e| {
-        let pods = env
-            .kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None)
-            .unwrap_or_default();
-        format!("{e:?}; status: {seen}; pods:\n{pods}")
-    })?;
+    let seen = wait_for_reason(env, ns, "roll", "DeploymentReady", "ServerCrashLooping")?;
     assert_eq!(seen["phase"], "Failed", "{seen}");
-    let available = seen["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
-        .cloned()
-        .unwrap_or_default();
+    let available = condition(&seen, "Available");
     assert_eq!(
         available["status"], "True",
         "the old Pod still serves: {available}"
@@ -711,21 +721,10 @@ fn an_image_the_node_cannot_pull_is_named_in_the_status(env: &Env) -> Result<(),
     let ns = "e2e-pull";
     env.namespace(ns, registry_host(&env.images.untrusted))?;
     env.create_stack(ns, "unpullable", &env.images.untrusted)?;
-    let mut status = Value::Null;
-    eventually("DeploymentReady=False with ImagePullFailed", || {
-        status = env.json(&["get", "llsd", "unpullable", "-n", ns])?["status"].clone();
-        Ok(status["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "DeploymentReady" && c["reason"] == "ImagePullFailed"))
-    })
-    .map_err(|e| format!("{e:?}; status: {status}"))?;
+    let status = wait_for_reason(env, ns, "unpullable", "DeploymentReady", "ImagePullFailed")?;
     assert_eq!(status["phase"], "Failed", "{status}");
-    let message = status["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "DeploymentReady"))
-        .and_then(|c| c["message"].as_str())
+    let message = condition(&status, "DeploymentReady")["message"]
+        .as_str()
         .unwrap_or_default()
         .to_owned();
     let pinned = status["resolvedDistribution"]["image"]
