@@ -1,24 +1,59 @@
-//! Scale benchmark (`cargo bench --bench scale`): the operator binary as a separate process on
-//! the test cluster (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok) with
-//! 100 and then 1000 LlamaStackDistributions. Reports the time until every one is Ready, the
-//! operator's API writes during a full resync of an unchanged cluster (goal: 0, counted in the API
-//! server's audit log), the reconciles that resync made, and the operator's resident memory.
-//! Without `--bench` (under `cargo test --all-targets`) it runs 3 objects as a smoke test.
+//! Scale benchmark (`cargo bench --bench scale -- --bench`): for each size (100, 300 and 1000
+//! LlamaStackDistributions, or `LLSO_SCALE_SIZES=…`), a fresh test cluster (etcd, kube-apiserver
+//! with an audit log, kube-controller-manager, kube-scheduler, kwok with node Leases) and the
+//! operator binary as a separate process. It reports the time until every stack is Ready, the
+//! operator's API writes (and Events) from the first create until it is quiet, its resident
+//! memory idle, quiet and after a full resync (an operator ConfigMap change reconciles every
+//! stack), and the writes that resync made (goal: 0). It writes a Markdown table and an SVG plot
+//! to `target/scale-bench/`, or into `docs/` with `--write-docs`.
+//!
+//! Without `--bench` (under `cargo test --all-targets`) it runs 3 stacks as a smoke test. Both
+//! modes check the write budget: at most 3 Events and 8 API writes per stack until quiet, and no
+//! write at all during a resync of an unchanged cluster.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "scale/plot.rs"]
+mod plot;
+#[path = "scale/server.rs"]
+mod server;
+
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
-use support::operator::spawn_operator;
+use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, spawn_operator};
 
-const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
+/// Budget per stack from the first create until the operator is quiet (issue 20).
+const MAX_EVENTS_PER_STACK: f64 = 3.0;
+const MAX_WRITES_PER_STACK: f64 = 8.0;
+const NAMESPACE: &str = "scale";
+
+/// What one size measured.
+struct Sample {
+    stacks: usize,
+    created: Duration,
+    converged: Duration,
+    writes: usize,
+    events: usize,
+    status_writes: usize,
+    rss_idle_kib: u64,
+    rss_quiet_kib: u64,
+    resync: Duration,
+    resync_reconciles: f64,
+    resync_writes: usize,
+    rss_resync_kib: u64,
+    peak_kib: u64,
+    node_ready: bool,
+    /// Stacks whose status shows their server's version.
+    answered: usize,
+}
 
 fn rss_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -44,128 +79,261 @@ async fn metric(url: &str, name: &str) -> f64 {
         .sum()
 }
 
-async fn ready_count(client: &kube::Client, ns: &str) -> usize {
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), ns);
-    llsds
-        .list(&ListParams::default())
-        .await
-        .map(|l| {
-            l.items
-                .iter()
-                .filter(|cr| {
-                    cr.status.as_ref().is_some_and(|s| {
-                        s.phase == Some(DistributionPhase::Ready)
-                            && s.observed_generation == cr.metadata.generation
-                    })
-                })
-                .count()
-        })
-        .unwrap_or(0)
-}
-
-fn writes(plane: &ControlPlane, ns: &str) -> usize {
-    plane
-        .audit_writes(OPERATOR_USER)
-        .expect("audit log")
+/// Stacks Ready at their current generation, and of those, the ones whose status shows the
+/// version their server reported.
+async fn ready_count(client: &kube::Client) -> (usize, usize) {
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
+    let Ok(list) = llsds.list(&ListParams::default()).await else {
+        return (0, 0);
+    };
+    let ready: Vec<_> = list
+        .items
         .iter()
-        .filter(|w| w["objectRef"]["namespace"] == ns)
-        .count()
+        .filter_map(|cr| {
+            cr.status.as_ref().filter(|s| {
+                s.phase == Some(DistributionPhase::Ready)
+                    && s.observed_generation == cr.metadata.generation
+            })
+        })
+        .collect();
+    let answered = ready
+        .iter()
+        .filter(|s| {
+            s.version
+                .as_ref()
+                .is_some_and(|v| v.llama_stack_server_version.is_some())
+        })
+        .count();
+    (ready.len(), answered)
 }
 
-fn scale(
-    plane: &ControlPlane,
-    rt: &tokio::runtime::Runtime,
-    client: &kube::Client,
-    metrics: &str,
-    pid: u32,
-    n: usize,
-) {
-    let ns = format!("scale-{n}");
-    rt.block_on(async {
-        let namespace: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("create namespace");
-        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), &ns);
-        let started = Instant::now();
-        for i in 0..n {
-            let cr: LlamaStackDistribution = serde_json::from_value(json!({
-                "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-                "metadata": {"name": format!("stack-{i:04}")},
-                "spec": {"distribution": {"name": "starter"}, "resources": {"models": [format!("model-{i}")]}}}))
-            .expect("resource");
-            llsds
-                .create(&PostParams::default(), &cr)
-                .await
-                .expect("create");
-        }
-        let created = started.elapsed();
-        let deadline = Duration::from_secs(60 + 3 * n as u64);
-        loop {
-            if ready_count(client, &ns).await == n {
-                break;
-            }
-            assert!(
-                started.elapsed() < deadline,
-                "{n}: only {} Ready after {deadline:?}",
-                ready_count(client, &ns).await
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        let converged = started.elapsed();
-        // Steady state: let the last status writes land, then force a full resync (an operator
-        // ConfigMap change re-reconciles every object) and count writes and reconciles.
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let before = writes(plane, &ns);
-        let reconciles_before = metric(metrics, "llso_reconciles_total").await;
-        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-        let patch = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "llama-stack-operator-config"}, "data": {"resync": format!("{n}")}});
-        cms.patch(
-            "llama-stack-operator-config",
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(&patch),
-        )
+/// The operator's writes in the stacks' namespace so far: (all, Events, status patches).
+fn writes(plane: &ControlPlane) -> (usize, usize, usize) {
+    let all = plane.audit_writes(OPERATOR_USER).expect("audit log");
+    let mine: Vec<_> = all
+        .iter()
+        .filter(|w| w["objectRef"]["namespace"] == NAMESPACE)
+        .collect();
+    let events = mine
+        .iter()
+        .filter(|w| w["objectRef"]["resource"] == "events")
+        .count();
+    let status = mine
+        .iter()
+        .filter(|w| w["objectRef"]["subresource"] == "status")
+        .count();
+    (mine.len(), events, status)
+}
+
+async fn node_ready(client: &kube::Client) -> bool {
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.list(&ListParams::default()).await.is_ok_and(|l| {
+        !l.items.is_empty()
+            && l.items.iter().all(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+    })
+}
+
+async fn create_stacks(client: &kube::Client, n: usize, port: u16) {
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("namespace");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
         .await
-        .expect("operator ConfigMap");
-        let resync_started = Instant::now();
-        let mut reconciles = 0.0;
-        while resync_started.elapsed() < Duration::from_secs(30 + n as u64 / 10) {
-            reconciles = metric(metrics, "llso_reconciles_total").await - reconciles_before;
-            if reconciles >= n as f64 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        let resync = resync_started.elapsed();
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let steady_writes = writes(plane, &ns) - before;
-        let (rss, peak) = rss_kib(pid);
-        println!(
-            "{n:>5} LLSDs: created in {created:>8.2?}, all Ready after {converged:>8.2?}; full resync: {reconciles:.0} reconciles in {resync:>7.2?}, {steady_writes} API writes; operator RSS {} MiB (peak {} MiB)",
-            rss / 1024,
-            peak / 1024
-        );
-        assert!(
-            reconciles >= n as f64,
-            "the resync reconciled only {reconciles} of {n}"
-        );
-        assert_eq!(steady_writes, 0, "an unchanged cluster must cost no writes");
-    });
+        .expect("create namespace");
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
+    for i in 0..n {
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({
+            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": format!("stack-{i:04}")},
+            "spec": {"distribution": {"name": "starter"}, "resources": {"models": [format!("model-{i}")]},
+                     "networking": {"port": port}}}))
+        .expect("resource");
+        llsds
+            .create(&PostParams::default(), &cr)
+            .await
+            .expect("create");
+    }
 }
 
-fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+/// Waits until the operator has written nothing for `window` (at most `limit`).
+async fn wait_quiet(plane: &ControlPlane, window: Duration, limit: Duration) {
+    let started = Instant::now();
+    let mut last = writes(plane).0;
+    let mut since = Instant::now();
+    while since.elapsed() < window && started.elapsed() < limit {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = writes(plane).0;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        }
+    }
+}
+
+/// Changes the operator's ConfigMap (every stack is reconciled again) and waits until the
+/// reconciles counter shows all `n`; returns (time, reconciles).
+async fn full_resync(client: &kube::Client, metrics: &str, n: usize) -> (Duration, f64) {
+    let before = metric(metrics, "llso_reconciles_total").await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
+    let patch = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "llama-stack-operator-config"}, "data": {"resync": format!("{n}")}});
+    cms.patch(
+        "llama-stack-operator-config",
+        &PatchParams::apply("bench").force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .expect("operator ConfigMap");
+    let started = Instant::now();
+    let mut reconciles = 0.0;
+    while started.elapsed() < Duration::from_secs(30 + n as u64 / 10) {
+        reconciles = metric(metrics, "llso_reconciles_total").await - before;
+        if reconciles >= n as f64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    (started.elapsed(), reconciles)
+}
+
+async fn measure(
+    plane: &ControlPlane,
+    client: &kube::Client,
+    operator: &OperatorProcess,
+    n: usize,
+    port: u16,
+    quiet_window: Duration,
+) -> Sample {
+    let pid = operator.child.id();
+    // Let the operator finish starting (watches listed, caches filled) before the idle reading.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (rss_idle_kib, _) = rss_kib(pid);
+    let started = Instant::now();
+    create_stacks(client, n, port).await;
+    let created = started.elapsed();
+    let deadline = Duration::from_secs(60 + 3 * n as u64);
+    while ready_count(client).await.0 < n {
+        assert!(
+            started.elapsed() < deadline,
+            "{n}: only {} Ready after {deadline:?}",
+            ready_count(client).await.0
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let converged = started.elapsed();
+    wait_quiet(plane, quiet_window, Duration::from_secs(300)).await;
+    let (writes_total, events, status_writes) = writes(plane);
+    if std::env::var_os("LLSO_SCALE_DEBUG").is_some() {
+        for w in plane.audit_writes(OPERATOR_USER).expect("audit log") {
+            if w["objectRef"]["namespace"] == NAMESPACE {
+                let status = &w["requestObject"]["status"];
+                let conditions: Vec<String> = status["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        format!(
+                            "{}={}/{}:{}",
+                            c["type"], c["status"], c["reason"], c["message"]
+                        )
+                    })
+                    .collect();
+                println!(
+                    "{} {} {}/{} {} {} {}",
+                    w["requestReceivedTimestamp"],
+                    w["verb"],
+                    w["objectRef"]["resource"],
+                    w["objectRef"]["subresource"],
+                    w["objectRef"]["name"],
+                    status["phase"],
+                    conditions.join(" ")
+                );
+            }
+        }
+    }
+    let (rss_quiet_kib, _) = rss_kib(pid);
+    let (_, answered) = ready_count(client).await;
+    if answered < n && std::env::var_os("LLSO_SCALE_DEBUG").is_some() {
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
+        for cr in llsds
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+        {
+            let status = cr.status.unwrap_or_default();
+            if status
+                .version
+                .as_ref()
+                .is_some_and(|v| v.llama_stack_server_version.is_some())
+            {
+                continue;
+            }
+            let name = cr.metadata.name.unwrap_or_default();
+            for c in status.conditions.unwrap_or_default() {
+                println!(
+                    "{name}: {} {} {} {}",
+                    c.type_, c.status, c.reason, c.message
+                );
+            }
+        }
+    }
+    let (resync, resync_reconciles) = full_resync(client, &operator.metrics, n).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let resync_writes = writes(plane).0 - writes_total;
+    if resync_writes > 0 && std::env::var_os("LLSO_SCALE_DEBUG").is_some() {
+        let all = plane.audit_writes(OPERATOR_USER).expect("audit log");
+        let mine: Vec<_> = all
+            .iter()
+            .filter(|w| w["objectRef"]["namespace"] == NAMESPACE)
+            .collect();
+        for w in &mine[writes_total..] {
+            println!(
+                "resync write: {} {}/{} {} {}",
+                w["verb"],
+                w["objectRef"]["resource"],
+                w["objectRef"]["subresource"],
+                w["objectRef"]["name"],
+                w["requestObject"]
+            );
+        }
+    }
+    let (rss_resync_kib, peak_kib) = rss_kib(pid);
+    Sample {
+        stacks: n,
+        created,
+        converged,
+        writes: writes_total,
+        events,
+        status_writes,
+        rss_idle_kib,
+        rss_quiet_kib,
+        resync,
+        resync_reconciles,
+        resync_writes,
+        rss_resync_kib,
+        peak_kib,
+        node_ready: node_ready(client).await,
+        answered,
+    }
+}
+
+/// One size on a cluster and operator of its own, so that each figure is that size's alone.
+fn run_size(n: usize, port: u16, quiet_window: Duration) -> Sample {
     let (plane, rt, client) = start_cluster_with_crd().expect("the test cluster");
     rt.block_on(async {
         let namespace: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": OPERATOR_NAMESPACE}})).unwrap();
+            serde_json::from_value(json!({"metadata": {"name": OPERATOR_NAMESPACE}}))
+                .expect("namespace");
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &namespace)
             .await
-            .unwrap();
+            .expect("operator namespace");
     });
     let kubeconfig = plane.operator_kubeconfig().expect("operator kubeconfig");
     let operator = spawn_operator(
@@ -176,9 +344,148 @@ fn main() {
         &["--log-level=warn"],
     )
     .expect("operator process");
-    let metrics = operator.metrics.clone();
-    let sizes: &[usize] = if full { &[100, 1000] } else { &[3] };
-    for &n in sizes {
-        scale(&plane, &rt, &client, &metrics, operator.child.id(), n);
+    let sample = rt.block_on(measure(&plane, &client, &operator, n, port, quiet_window));
+    println!("{}", row(&sample));
+    sample
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn row(s: &Sample) -> String {
+    let n = s.stacks as f64;
+    format!(
+        "| {} | {:.1} s | {:.1} s | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1} MiB (peak {:.1}) | {} |",
+        s.stacks,
+        s.created.as_secs_f64(),
+        s.converged.as_secs_f64(),
+        s.writes,
+        s.writes as f64 / n,
+        s.events,
+        s.events as f64 / n,
+        s.status_writes as f64 / n,
+        mib(s.rss_idle_kib),
+        mib(s.rss_quiet_kib),
+        s.resync_reconciles,
+        s.resync.as_secs_f64(),
+        s.resync_writes,
+        mib(s.rss_resync_kib),
+        mib(s.peak_kib),
+        if s.node_ready { "Ready" } else { "NOT Ready" },
+    )
+}
+
+fn table(samples: &[Sample]) -> String {
+    let mut out = String::from(
+        "| stacks | created in | all Ready after | operator writes until quiet | of which Events | status patches | RSS idle | RSS quiet | full resync: reconciles | resync writes | RSS after resync | kwok node |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for s in samples {
+        let _ = writeln!(out, "{}", row(s));
     }
+    if let [first, .., last] = samples {
+        let per_stack = (last.rss_resync_kib as f64 - first.rss_resync_kib as f64)
+            / (last.stacks - first.stacks) as f64;
+        let _ = writeln!(
+            out,
+            "\nRSS after a resync grows {per_stack:.1} KiB per additional stack from {} to {} stacks.",
+            first.stacks, last.stacks
+        );
+    }
+    out
+}
+
+fn write_outputs(samples: &[Sample], docs: bool) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = if docs {
+        root.join("docs")
+    } else {
+        root.join("target/scale-bench")
+    };
+    std::fs::create_dir_all(&dir).expect("output directory");
+    let mut points = vec![plot::Point {
+        stacks: 0.0,
+        rss_quiet: samples.first().map_or(0.0, |s| mib(s.rss_idle_kib)),
+        rss_resync: samples.first().map_or(0.0, |s| mib(s.rss_idle_kib)),
+        converged: 0.0,
+    }];
+    points.extend(samples.iter().map(|s| plot::Point {
+        stacks: s.stacks as f64,
+        rss_quiet: mib(s.rss_quiet_kib),
+        rss_resync: mib(s.rss_resync_kib),
+        converged: s.converged.as_secs_f64(),
+    }));
+    let svg = plot::svg("llama-stack-operator on a kwok cluster (2 cores)", &points);
+    std::fs::write(dir.join("performance-scale.svg"), svg).expect("svg");
+    std::fs::write(dir.join("performance-scale.md"), table(samples)).expect("table");
+    println!("wrote {}/performance-scale.{{svg,md}}", dir.display());
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let full = args.iter().any(|a| a == "--bench");
+    let docs = args.iter().any(|a| a == "--write-docs");
+    let sizes: Vec<usize> = match std::env::var("LLSO_SCALE_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| s.trim().parse().expect("LLSO_SCALE_SIZES: numbers"))
+            .collect(),
+        Err(_) if full => vec![100, 300, 1000],
+        Err(_) => vec![3],
+    };
+    // Longer than the server-info probe's period (60 s): its re-reads must not write either.
+    let quiet_window = Duration::from_secs(if full { 70 } else { 20 });
+    let shared = server::start().expect("the llama-stack server every stack reaches");
+    let mut samples = Vec::new();
+    let mut broken = Vec::new();
+    for &n in &sizes {
+        let sample = run_size(n, shared.port, quiet_window);
+        broken.extend(budget_violations(&sample));
+        samples.push(sample);
+    }
+    print!("{}", table(&samples));
+    write_outputs(&samples, docs);
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// What a sample breaks of the promises: a healthy node, a complete resync without writes, and
+/// the Event and write budgets.
+fn budget_violations(s: &Sample) -> Vec<String> {
+    let n = s.stacks;
+    let per_stack = |count: usize| count as f64 / n as f64;
+    let mut broken = Vec::new();
+    if !s.node_ready {
+        broken.push(format!("{n}: the kwok node went NotReady"));
+    }
+    if s.answered < n {
+        broken.push(format!(
+            "{n}: only {} stacks show their server's version",
+            s.answered
+        ));
+    }
+    if s.resync_reconciles < n as f64 {
+        broken.push(format!(
+            "{n}: the resync reconciled only {} stacks",
+            s.resync_reconciles
+        ));
+    }
+    if s.resync_writes != 0 {
+        broken.push(format!(
+            "{n}: a resync of an unchanged cluster made {} writes",
+            s.resync_writes
+        ));
+    }
+    if per_stack(s.events) > MAX_EVENTS_PER_STACK {
+        broken.push(format!(
+            "{n}: {:.2} Events per stack, budget {MAX_EVENTS_PER_STACK}",
+            per_stack(s.events)
+        ));
+    }
+    if per_stack(s.writes) > MAX_WRITES_PER_STACK {
+        broken.push(format!(
+            "{n}: {:.2} writes per stack, budget {MAX_WRITES_PER_STACK}",
+            per_stack(s.writes)
+        ));
+    }
+    broken
 }

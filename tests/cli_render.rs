@@ -80,7 +80,9 @@ fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
             serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let expected = generate(
             &cr.spec,
-            llama_stack_resolver::embedded::embedded_config("starter").unwrap(),
+            &llama_stack_resolver::embedded::embedded_base_config("starter")
+                .unwrap()
+                .unwrap(),
             ProviderTable::embedded(),
         )
         .unwrap();

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use libtest_mimic::Failed;
 use llama_stack_operator::api::common::{ExternalProviderPhase, ExternalProviderStatus};
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::config::{ProviderTable, generate};
+use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
 use llama_stack_operator::controller::builders::{self, Inputs};
 use llama_stack_operator::controller::external_status::provider_statuses;
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
         "metadata": {"name": "ext", "namespace": "default", "uid": "u-1"}, "spec": spec}))?;
     let base =
         llama_stack_resolver::embedded::embedded_config("starter").ok_or("no starter config")?;
-    let generated = generate(&cr.spec, base, ProviderTable::embedded())?;
+    let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())?;
     let config_map = format!("ext-config-{}", &generated.hash[7..15]);
     let inputs = Inputs {
         image: DISTRIBUTION,

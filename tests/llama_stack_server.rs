@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::config::env::EnvSource;
-use llama_stack_operator::config::{GeneratedConfig, ProviderTable, generate};
+use llama_stack_operator::config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 use support::registry::harness::{TestFn, run_suite};
@@ -201,7 +201,11 @@ fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": case.name}, "spec": spec}))?;
     let base = embedded_config("starter").ok_or("no embedded starter config")?;
-    Ok(generate(&cr.spec, base, ProviderTable::embedded())?)
+    Ok(generate_from_yaml(
+        &cr.spec,
+        base,
+        ProviderTable::embedded(),
+    )?)
 }
 
 /// Providers the config declares that the server must list: literal ids, and conditional

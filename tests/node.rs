@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::config::{ProviderTable, generate};
+use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
@@ -76,8 +76,8 @@ fn image_config(dir: &Path) -> Result<(std::path::PathBuf, Vec<String>), String>
         "metadata": {"name": "base"}, "spec": slim_spec("unused", BAKED_PROVIDER)}))
     .map_err(|e| e.to_string())?;
     let base = embedded_config("starter").ok_or("no embedded starter config")?;
-    let generated =
-        generate(&cr.spec, base, ProviderTable::embedded()).map_err(|e| format!("{e:?}"))?;
+    let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
+        .map_err(|e| format!("{e:?}"))?;
     let path = dir.join("distribution-config.yaml");
     std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
     let venv = llama_stack::venv(&[]).map_err(|e| e.to_string())?;

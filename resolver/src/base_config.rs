@@ -10,6 +10,37 @@ use sha2::{Digest, Sha256, Sha512};
 /// llama-stack 0.7.3 writes version 2 (`LLAMA_STACK_RUN_CONFIG_VERSION`).
 pub const SUPPORTED_CONFIG_VERSIONS: &[u64] = &[2, 1];
 
+impl BaseConfig {
+    /// An estimate of the heap bytes this config holds (its text and its parsed tree), for caches
+    /// bounded by bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.yaml.len() + self.hash.len() + map_bytes(&self.document)
+    }
+}
+
+/// Per map entry, beyond key and value: the B-tree's share of node and pointer space.
+const MAP_ENTRY_OVERHEAD: usize = 32;
+
+fn map_bytes(map: &serde_json::Map<String, serde_json::Value>) -> usize {
+    map.iter()
+        .map(|(k, v)| {
+            k.len() + std::mem::size_of::<serde_json::Value>() + MAP_ENTRY_OVERHEAD + value_bytes(v)
+        })
+        .sum()
+}
+
+fn value_bytes(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::String(s) => s.len(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|v| std::mem::size_of::<serde_json::Value>() + value_bytes(v))
+            .sum(),
+        serde_json::Value::Object(map) => map_bytes(map),
+        _ => 0,
+    }
+}
+
 /// Where a base config came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConfigSource {
@@ -34,6 +65,9 @@ impl ConfigSource {
 pub struct BaseConfig {
     /// The config.yaml bytes, unchanged.
     pub yaml: Arc<str>,
+    /// The same config parsed, kept so that config generation never parses a base config twice
+    /// (parsing is most of the cost of generating).
+    pub document: Arc<serde_json::Map<String, serde_json::Value>>,
     /// `sha256:<hex>` of the bytes.
     pub hash: String,
     /// Schema version.
@@ -112,9 +146,11 @@ pub fn parse_base_config(
     let text = std::str::from_utf8(bytes).map_err(|_| BaseConfigError::NotUtf8)?;
     let document: serde_json::Value =
         serde_saphyr::from_str(text).map_err(|e| BaseConfigError::NotYaml(e.to_string()))?;
-    let mapping = document
-        .as_object()
-        .ok_or_else(|| BaseConfigError::NotYaml("the top level is not a mapping".to_owned()))?;
+    let serde_json::Value::Object(mapping) = document else {
+        return Err(BaseConfigError::NotYaml(
+            "the top level is not a mapping".to_owned(),
+        ));
+    };
     let file_version = match mapping.get("version") {
         None | Some(serde_json::Value::Null) => 2,
         Some(serde_json::Value::Number(n)) => supported(&n.to_string())?,
@@ -132,6 +168,7 @@ pub fn parse_base_config(
     }
     Ok(BaseConfig {
         yaml: Arc::from(text),
+        document: Arc::new(mapping),
         hash: sha256_hex(bytes),
         version: file_version,
         source,

@@ -1,6 +1,10 @@
 //! Base configs embedded in the binary, one per catalog distribution, matching the pinned
 //! llama-stack release (`configs/<name>/config.yaml`).
 
+use std::sync::{Arc, OnceLock};
+
+use crate::base_config::{BaseConfig, BaseConfigError, ConfigSource, parse_base_config};
+
 /// (distribution name, config.yaml).
 pub const EMBEDDED_CONFIGS: &[(&str, &str)] = &[
     ("nvidia", include_str!("../../configs/nvidia/config.yaml")),
@@ -17,6 +21,27 @@ pub const EMBEDDED_CONFIGS: &[(&str, &str)] = &[
     ("watsonx", include_str!("../../configs/watsonx/config.yaml")),
 ];
 
+/// A base config parsed from the embedded text, or why it cannot be used.
+pub type Parsed = Result<Arc<BaseConfig>, BaseConfigError>;
+
+/// The embedded config of a distribution name, parsed and validated once per process.
+pub fn embedded_base_config(name: &str) -> Option<Parsed> {
+    static PARSED: OnceLock<Vec<(&str, Parsed)>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        EMBEDDED_CONFIGS
+            .iter()
+            .map(|(name, yaml)| {
+                let config = parse_base_config(yaml.as_bytes(), None, ConfigSource::Embedded);
+                (*name, config.map(Arc::new))
+            })
+            .collect()
+    });
+    parsed
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, config)| config.clone())
+}
+
 /// The embedded config of a distribution name.
 pub fn embedded_config(name: &str) -> Option<&'static str> {
     EMBEDDED_CONFIGS
@@ -28,7 +53,6 @@ pub fn embedded_config(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base_config::{ConfigSource, parse_base_config};
     use crate::catalog::Catalog;
 
     #[test]
@@ -46,5 +70,27 @@ mod tests {
                 "{name} config is for another distribution"
             );
         }
+    }
+
+    #[test]
+    fn embedded_configs_are_parsed_once_per_process() {
+        let first = embedded_base_config("starter").unwrap().unwrap();
+        let again = embedded_base_config("starter").unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "parsed again");
+        assert_eq!(first.yaml.as_ref(), embedded_config("starter").unwrap());
+        assert!(first.document.contains_key("providers"));
+        assert!(embedded_base_config("no-such-distribution").is_none());
+    }
+
+    #[test]
+    fn the_cache_weight_counts_the_parsed_tree_too() {
+        let config = embedded_base_config("starter").unwrap().unwrap();
+        // The tree holds every key and string of the text plus per-node overhead.
+        assert!(
+            config.heap_bytes() > 2 * config.yaml.len(),
+            "{} bytes for {} bytes of text",
+            config.heap_bytes(),
+            config.yaml.len()
+        );
     }
 }

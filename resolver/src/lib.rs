@@ -10,6 +10,7 @@ pub mod labels;
 pub mod layer;
 pub mod limits;
 pub mod manifest;
+mod memo;
 pub mod mirror;
 pub mod pull_secret;
 pub mod reference;

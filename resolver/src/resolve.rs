@@ -9,14 +9,14 @@
 //! stale, with the error.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use moka::future::Cache;
 use sha2::{Digest as _, Sha256};
 
 use crate::base_config::{BaseConfig, BaseConfigError, ConfigSource, parse_base_config};
 use crate::catalog::{Catalog, LookupError};
-use crate::embedded::embedded_config;
+use crate::embedded::embedded_base_config;
 use crate::keyring::{Credential, Keyring};
 use crate::labels::{ConfigLocation, LABEL_LAYER, LabelError, read_image_config};
 use crate::layer::{Compression, LayerError, extract_file};
@@ -24,6 +24,7 @@ use crate::limits::Limits;
 use crate::manifest::{
     Descriptor, Manifest, ManifestError, Platform, find_layer, parse_manifest, select_platform,
 };
+use crate::memo::Memo;
 use crate::mirror::{MirrorRule, apply_mirrors};
 use crate::reference::{ImageRef, ReferenceError};
 use crate::registry::{RegistryClient, RegistryError};
@@ -255,6 +256,8 @@ impl ResolveError {
 /// An image pinned to a digest, with what is needed to read its base config.
 #[derive(Debug)]
 struct PinnedImage {
+    /// When the registry answered (a tag's pin expires `tag_ttl` after).
+    fetched: Instant,
     digest: String,
     config: Descriptor,
     layers: Vec<Descriptor>,
@@ -277,6 +280,7 @@ pub struct Resolver {
     configs: Cache<String, Arc<ConfigOutcome>>,
     failures: Cache<String, Arc<ResolveError>>,
     last_good: Cache<String, Resolution>,
+    memo: Memo,
 }
 
 fn fingerprint(creds: &[&Credential]) -> String {
@@ -322,7 +326,7 @@ impl Resolver {
             .map_err(|e| ResolveError::Setup(e.to_string()))?;
         let weigher = |_: &String, v: &Arc<ConfigOutcome>| -> u32 {
             match v.as_ref() {
-                ConfigOutcome::Labelled(c) => u32::try_from(c.yaml.len())
+                ConfigOutcome::Labelled(c) => u32::try_from(c.heap_bytes())
                     .unwrap_or(u32::MAX)
                     .saturating_add(256),
                 ConfigOutcome::NoLabels => 64,
@@ -345,6 +349,10 @@ impl Resolver {
                 .time_to_live(options.failure_ttl)
                 .build(),
             last_good: Cache::builder().max_capacity(4096).build(),
+            memo: Memo::new(
+                4096,
+                usize::try_from(options.config_cache_bytes).unwrap_or(usize::MAX),
+            ),
             options,
         })
     }
@@ -422,11 +430,17 @@ impl Resolver {
             self.options.platform
         );
 
+        if let Some(hit) = self.memo.get(&key) {
+            self.options.stats.lookup(CacheKind::Manifest, false);
+            self.options.stats.lookup(CacheKind::Config, false);
+            return Ok(hit);
+        }
         if let Some(err) = self.failures.get(&key).await {
             return self.fallback(&key, distribution, &image, err).await;
         }
         match self.resolve_image(distribution, &image, &creds).await {
-            Ok(resolution) => {
+            Ok((resolution, expires)) => {
+                self.memo.put(key.clone(), &resolution, expires);
                 self.last_good.insert(key, resolution.clone()).await;
                 Ok(resolution)
             }
@@ -472,16 +486,14 @@ impl Resolver {
         name: &str,
         image: &ImageRef,
     ) -> Result<Option<Arc<BaseConfig>>, Arc<ResolveError>> {
-        embedded_config(name)
-            .map(|yaml| {
-                parse_base_config(yaml.as_bytes(), None, ConfigSource::Embedded)
-                    .map(Arc::new)
-                    .map_err(|source| {
-                        Arc::new(ResolveError::BaseConfig {
-                            image: image.to_string(),
-                            source,
-                        })
+        embedded_base_config(name)
+            .map(|parsed| {
+                parsed.map_err(|source| {
+                    Arc::new(ResolveError::BaseConfig {
+                        image: image.to_string(),
+                        source,
                     })
+                })
             })
             .transpose()
     }
@@ -491,7 +503,7 @@ impl Resolver {
         distribution: &Distribution,
         image: &ImageRef,
         creds: &[&Credential],
-    ) -> Result<Resolution, Arc<ResolveError>> {
+    ) -> Result<(Resolution, Option<Instant>), Arc<ResolveError>> {
         let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
             vec![None]
         } else {
@@ -502,9 +514,15 @@ impl Resolver {
             let client = self.client(image, credential).await?;
             match self.pin(&client, image, creds).await {
                 Ok(pinned) => {
-                    return self
+                    let resolution = self
                         .with_config(distribution, image, &client, &pinned)
-                        .await;
+                        .await?;
+                    // A tag's pin is looked up again after the tag TTL; a digest never changes.
+                    let expires = image
+                        .digest
+                        .is_none()
+                        .then(|| pinned.fetched + self.options.tag_ttl);
+                    return Ok((resolution, expires));
                 }
                 Err(err) => match err.as_ref() {
                     ResolveError::Registry { source, .. }
@@ -618,6 +636,7 @@ impl Resolver {
             }
         };
         Ok(Arc::new(PinnedImage {
+            fetched: Instant::now(),
             digest: top.digest,
             config,
             layers,

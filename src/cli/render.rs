@@ -9,7 +9,7 @@ use llama_stack_resolver::embedded::embedded_config;
 use llama_stack_resolver::{Catalog, LookupError};
 
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::config::{GeneratedConfig, ProviderTable, generate};
+use crate::config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use crate::controller::builders;
 
 /// Options of `render`.
@@ -168,7 +168,7 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
             ));
         }
     };
-    let generated = generate(&cr.spec, &base, ProviderTable::embedded())?;
+    let generated = generate_from_yaml(&cr.spec, &base, ProviderTable::embedded())?;
     for warning in &generated.warnings {
         eprintln!("warning: {warning}");
     }

@@ -15,6 +15,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use llama_stack_resolver::base_config::{
+    BaseConfig, BaseConfigError, ConfigSource, parse_base_config,
+};
 use serde_json::{Map, Value, json};
 
 use super::env::{EnvSource, EnvVarSpec, UrlPart, env_name, env_ref};
@@ -105,7 +108,7 @@ fn effective_id(raw: &str) -> &str {
         .unwrap_or(raw)
 }
 
-fn base_provider_ids(config: &Value) -> BTreeMap<String, String> {
+fn base_provider_ids(config: &Map<String, Value>) -> BTreeMap<String, String> {
     let mut ids = BTreeMap::new();
     if let Some(Value::Object(providers)) = config.get("providers") {
         for (api, list) in providers {
@@ -974,7 +977,7 @@ fn repair_references(
     config: &mut Map<String, Value>,
     before: &BTreeMap<String, String>,
 ) {
-    let now = base_provider_ids(&Value::Object(config.clone()));
+    let now = base_provider_ids(config);
     let gone = |id: &str| !now.contains_key(effective_id(id));
     // (what was removed, the provider it referred to)
     let mut notes: Vec<(String, String)> = Vec::new();
@@ -1122,46 +1125,37 @@ fn ensure_apis(config: &mut Map<String, Value>, configured: &BTreeSet<String>) {
 
 /// The base config as a mapping, and its schema version, when it is one this operator
 /// generates from.
-fn parse_base(base_yaml: &str) -> Result<(Map<String, Value>, u64), GenerateError> {
-    let base: Value =
-        serde_saphyr::from_str(base_yaml).map_err(|e| GenerateError::BaseConfig(e.to_string()))?;
-    let Value::Object(config) = base else {
-        return Err(GenerateError::BaseConfig(
-            "the top level is not a mapping".to_owned(),
-        ));
-    };
-    if !config.get("providers").is_some_and(Value::is_object) {
-        return Err(GenerateError::BaseConfig(
-            "it has no providers mapping".to_owned(),
-        ));
-    }
-    let config_version = match config.get("version") {
-        None => 2,
-        Some(v) => v
-            .as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-            .unwrap_or(0),
-    };
-    if !llama_stack_resolver::base_config::SUPPORTED_CONFIG_VERSIONS.contains(&config_version) {
-        let version = config
-            .get("version")
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-            .unwrap_or_default();
-        return Err(GenerateError::UnsupportedVersion(
-            llama_stack_resolver::base_config::BaseConfigError::UnsupportedVersion { version },
-        ));
-    }
-    Ok((config, config_version))
+/// A base config from YAML text (for callers that have no resolver's parsed copy).
+pub fn parse_base(base_yaml: &str) -> Result<BaseConfig, GenerateError> {
+    parse_base_config(base_yaml.as_bytes(), None, ConfigSource::Embedded).map_err(|e| match e {
+        BaseConfigError::UnsupportedVersion { .. } => GenerateError::UnsupportedVersion(e),
+        other => GenerateError::BaseConfig(other.to_string()),
+    })
 }
 
-/// Generates the config for a spec over a base config (YAML text).
-pub fn generate(
+/// [`generate`] over a base config given as YAML text, parsed first.
+pub fn generate_from_yaml(
     spec: &LlamaStackDistributionSpec,
     base_yaml: &str,
     table: &ProviderTable,
 ) -> Result<GeneratedConfig, GenerateError> {
-    let (mut config, config_version) = parse_base(base_yaml)?;
-    let before = base_provider_ids(&Value::Object(config.clone()));
+    generate(spec, &parse_base(base_yaml)?, table)
+}
+
+/// Generates the config for a spec over a parsed base config.
+pub fn generate(
+    spec: &LlamaStackDistributionSpec,
+    base: &BaseConfig,
+    table: &ProviderTable,
+) -> Result<GeneratedConfig, GenerateError> {
+    if !base.document.get("providers").is_some_and(Value::is_object) {
+        return Err(GenerateError::BaseConfig(
+            "it has no providers mapping".to_owned(),
+        ));
+    }
+    let config_version = base.version;
+    let before = base_provider_ids(&base.document);
+    let mut config = Map::clone(&base.document);
     let mut ctx = Ctx {
         table,
         errors: Vec::new(),
@@ -1194,7 +1188,7 @@ pub fn generate(
         && spec.disabled.is_none()
         && !serving;
     let yaml = if untouched {
-        base_yaml.to_owned()
+        base.yaml.to_string()
     } else {
         serde_saphyr::to_string(&Value::Object(config))
             .map_err(|e| GenerateError::BaseConfig(e.to_string()))?

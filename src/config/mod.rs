@@ -6,7 +6,9 @@ pub mod generate;
 pub mod merge;
 pub mod table;
 
-pub use generate::{FieldError, GenerateError, GeneratedConfig, generate};
+pub use generate::{
+    FieldError, GenerateError, GeneratedConfig, generate, generate_from_yaml, parse_base,
+};
 pub use table::ProviderTable;
 
 #[cfg(test)]

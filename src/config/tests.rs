@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::env::{EnvSource, UrlPart};
-use super::{GenerateError, GeneratedConfig, ProviderTable, generate};
+use super::{GenerateError, GeneratedConfig, ProviderTable, generate_from_yaml};
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
 
 const STARTER: &str = include_str!("../../configs/starter/config.yaml");
@@ -16,11 +16,12 @@ fn spec(v: Value) -> LlamaStackDistributionSpec {
 }
 
 fn run(v: Value) -> GeneratedConfig {
-    generate(&spec(v), STARTER, ProviderTable::embedded()).unwrap_or_else(|e| panic!("{e}"))
+    generate_from_yaml(&spec(v), STARTER, ProviderTable::embedded())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn errors(v: Value) -> Vec<String> {
-    match generate(&spec(v), STARTER, ProviderTable::embedded()) {
+    match generate_from_yaml(&spec(v), STARTER, ProviderTable::embedded()) {
         Err(GenerateError::Invalid(errors)) => errors.iter().map(ToString::to_string).collect(),
         other => panic!("expected field errors, got {other:?}"),
     }
@@ -160,7 +161,7 @@ fn us3_models_shields_and_tools() {
 fn missing_providers_for_resources_use_the_spec_messages() {
     let base = "version: 2\ndistro_name: tiny\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm\n    provider_type: remote::vllm\n    config: {base_url: http://x}\n";
     let s = spec(json!({"resources": {"shields": ["guard"], "tools": ["websearch"]}}));
-    match generate(&s, base, ProviderTable::embedded()) {
+    match generate_from_yaml(&s, base, ProviderTable::embedded()) {
         Err(GenerateError::Invalid(errs)) => {
             let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
             assert_eq!(
@@ -218,7 +219,7 @@ fn us4_storage_backends() {
 #[test]
 fn unsupported_config_versions_are_refused_with_the_supported_ones() {
     let base = STARTER.replacen("version: 2", "version: 3", 1);
-    let err = generate(
+    let err = generate_from_yaml(
         &spec(json!({"disabled": ["eval"]})),
         &base,
         ProviderTable::embedded(),

@@ -1,14 +1,16 @@
 //! What every reconcile shares: the API client, the current resolver, the Event recorder, the
 //! metrics and a few facts learnt at start-up.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use kube::runtime::events::{Recorder, Reporter};
 use llama_stack_resolver::{Resolver, ResolverOptions};
 
 use super::builders;
+use super::prune_marks::{PruneMarks, RolloutState};
+use super::recent_writes::RecentWrites;
 
 /// What the reconciler needs.
 pub struct Context {
@@ -26,7 +28,9 @@ pub struct Context {
     /// Whether the cluster serves OpenShift Routes (checked when the controller starts).
     routes: AtomicBool,
     /// Per object uid: the Deployment generation and settledness at the last ConfigMap prune.
-    prunes: Mutex<HashMap<String, (i64, bool)>>,
+    prunes: PruneMarks,
+    /// Status writes of the last seconds (see [`RecentWrites`]).
+    pub(super) recent_writes: RecentWrites,
     /// The operator's own image, whose binary runs the external-provider steps in the Pod.
     operator_image: Option<String>,
     /// How many reconciles run at once (see [`DEFAULT_CONCURRENCY`]).
@@ -55,7 +59,8 @@ impl Context {
             resolver: std::sync::RwLock::new(resolver),
             operator_config: None,
             routes: AtomicBool::new(false),
-            prunes: Mutex::new(HashMap::new()),
+            prunes: PruneMarks::default(),
+            recent_writes: RecentWrites::default(),
             operator_image: None,
             concurrency: DEFAULT_CONCURRENCY,
             servers: super::server_info::ServerProbe::default(),
@@ -99,14 +104,12 @@ impl Context {
         self.routes.store(available, Ordering::Relaxed);
     }
 
-    pub(super) fn needs_prune(&self, uid: &str, state: (i64, bool)) -> bool {
-        let prunes = self.prunes.lock().unwrap_or_else(|p| p.into_inner());
-        prunes.get(uid) != Some(&state)
+    pub(super) fn needs_prune(&self, uid: &str, state: RolloutState) -> bool {
+        self.prunes.needs_prune(uid, state, Instant::now())
     }
 
-    pub(super) fn pruned(&self, uid: &str, state: (i64, bool)) {
-        let mut prunes = self.prunes.lock().unwrap_or_else(|p| p.into_inner());
-        prunes.insert(uid.to_owned(), state);
+    pub(super) fn pruned(&self, uid: &str, state: RolloutState) {
+        self.prunes.pruned(uid, state, Instant::now());
     }
 
     /// Also follow the operator ConfigMap in `namespace`: its settings are layered on `base`.

@@ -19,6 +19,8 @@ pub mod external_status;
 mod observe;
 pub mod operator_config;
 mod plan;
+mod prune_marks;
+mod recent_writes;
 mod reconcile;
 mod rollout;
 mod server_info;

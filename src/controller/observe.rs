@@ -61,11 +61,10 @@ pub(super) async fn server_info(
         .to_string();
     let now = std::time::Instant::now();
     if !ctx.servers.due(&uid, &revision, now) {
-        return None;
+        return ctx.servers.last_info(&uid, &revision);
     }
     let info = read_server(cr, ctx).await;
-    let answered = matches!(info, ServerInfo::Answered { .. });
-    ctx.servers.record(&uid, &revision, now, answered);
+    ctx.servers.record(&uid, &revision, now, &info);
     Some(info)
 }
 

@@ -222,8 +222,8 @@ fn generate_from(
     cr: &LlamaStackDistribution,
     resolution: &llama_stack_resolver::Resolution,
 ) -> Result<Planned, Failure> {
-    let generated = generate(&cr.spec, &resolution.config.yaml, ProviderTable::embedded())
-        .map_err(|e| {
+    let generated =
+        generate(&cr.spec, &resolution.config, ProviderTable::embedded()).map_err(|e| {
             let (reason, message) = match e {
                 GenerateError::UnsupportedVersion(inner) => {
                     (Reason::UnsupportedConfigVersion, inner.to_string())

@@ -8,12 +8,14 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use serde_json::json;
+use std::time::Instant;
 
 use super::apply::Applied;
 use super::builders::{self, FIELD_MANAGER};
 use super::conditions::{Blocked, Conditions, phase};
 use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Planned};
+use super::recent_writes;
 use super::server_info::ServerInfo;
 use super::{ApiError, Context, api_err, events, rollout};
 use crate::api::common::{
@@ -328,6 +330,17 @@ impl Report {
             && self.previous.phase != Some(DistributionPhase::Ready);
         self.status.phase = Some(phase);
         self.status.observed_generation = cr.metadata.generation;
+        self.status.conditions = Some(self.conditions.clone().into_sorted());
+        if self.status == self.previous {
+            return Ok(reason);
+        }
+        let uid = cr.uid().unwrap_or_default();
+        let digest = recent_writes::digest(&serde_json::to_value(&self.status).unwrap_or_default());
+        let now = Instant::now();
+        if ctx.recent_writes.just_written(&uid, digest, now) {
+            // The cache has not caught up with this very write: its Events are out already.
+            return Ok(reason);
+        }
         events::failures(ctx, cr, &self.conditions).await;
         if became_ready {
             let replicas = self
@@ -337,10 +350,8 @@ impl Report {
                 .unwrap_or_default();
             events::publish(ctx, cr, EventType::Normal, Reason::Ready, replicas).await;
         }
-        self.status.conditions = Some(self.conditions.into_sorted());
-        if self.status != self.previous {
-            write(ctx, cr, &self.status).await?;
-        }
+        write(ctx, cr, &self.status).await?;
+        ctx.recent_writes.wrote(&uid, digest, now);
         Ok(reason)
     }
 }
@@ -354,6 +365,8 @@ struct Replicas {
     desired: i32,
     available: i32,
     updated: i32,
+    /// Pods of every revision (`status.replicas`).
+    running: i32,
     ready: i32,
     exists: bool,
     /// The newest revision has every replica, available, and no older Pod is left.
@@ -371,6 +384,7 @@ impl Replicas {
             desired,
             available: st.and_then(|s| s.available_replicas).unwrap_or(0),
             updated: st.and_then(|s| s.updated_replicas).unwrap_or(0),
+            running: st.and_then(|s| s.replicas).unwrap_or(0),
             ready: st.and_then(|s| s.ready_replicas).unwrap_or(0),
             exists: deployment.is_some(),
             complete: deployment.is_some_and(rollout::complete),
@@ -384,6 +398,7 @@ impl Replicas {
             desired,
             available,
             updated,
+            running,
             ready: ready_count,
             exists,
             complete,
@@ -427,12 +442,19 @@ impl Replicas {
                 Reason::DeploymentPending,
                 "Deployment is pending".to_owned(),
             ),
-            (true, false, None) => (
-                Reason::DeploymentScaling,
-                format!(
-                    "Deployment is scaling: {ready_count}/{desired} replicas ready, {updated} updated"
-                ),
-            ),
+            (true, false, None) => (Reason::DeploymentScaling, {
+                // Old Pods are named only while there are some: the counts of a first rollout
+                // would change the message (and cost a status write) at every step.
+                let older = running - updated;
+                let mut message =
+                    format!("Deployment is scaling: {ready_count}/{desired} replicas ready");
+                if older > 0 {
+                    message.push_str(&format!(
+                        ", {updated} updated, {older} of an older revision still running"
+                    ));
+                }
+                message
+            }),
         };
         conditions.set(ConditionType::DeploymentReady, ready, reason, message);
         // Pods are Ready only while their readiness probe on /v1/health passes.
@@ -494,10 +516,45 @@ mod tests {
             desired,
             available,
             updated: desired,
+            running: desired,
             ready: available,
             exists: true,
             complete,
         }
+    }
+
+    fn scaling_message(replicas: Replicas) -> String {
+        let mut conditions = Conditions::new(&[], Some(1));
+        replicas.record(&mut conditions, None);
+        conditions
+            .into_sorted()
+            .into_iter()
+            .find(|c| c.type_ == "DeploymentReady")
+            .map(|c| c.message)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_first_rollout_reports_one_message_until_ready_and_a_replacement_names_the_old_pods() {
+        let first = |updated, running| Replicas {
+            updated,
+            running,
+            ..replicas(1, 0, false)
+        };
+        assert_eq!(
+            scaling_message(first(0, 0)),
+            "Deployment is scaling: 0/1 replicas ready"
+        );
+        assert_eq!(scaling_message(first(1, 1)), scaling_message(first(0, 0)));
+        let replacing = Replicas {
+            updated: 1,
+            running: 3,
+            ..replicas(2, 2, false)
+        };
+        assert_eq!(
+            scaling_message(replacing),
+            "Deployment is scaling: 2/2 replicas ready, 1 updated, 2 of an older revision still running"
+        );
     }
 
     fn reasons(conditions: Conditions) -> Vec<(String, String, String)> {

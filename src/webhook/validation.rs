@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::api::polymorphic::json_kind;
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
-use crate::config::{FieldError, GenerateError, ProviderTable, generate};
+use crate::config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
 use llama_stack_resolver::Catalog;
-use llama_stack_resolver::embedded::embedded_config;
+use llama_stack_resolver::embedded::embedded_base_config;
 
 /// What admission says.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -187,14 +187,18 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
                 err(&mut verdict.errors, "spec.distribution.name", e.to_string());
                 return verdict;
             }
-            Ok(_) => match embedded_config(name) {
-                Some(base) => (base, false),
-                None => (EMPTY_BASE, true),
+            Ok(_) => match embedded_base_config(name) {
+                Some(Ok(base)) => (Some(base), false),
+                _ => (None, true),
             },
         },
-        None => (EMPTY_BASE, true),
+        None => (None, true),
     };
-    match generate(&spec, base, ProviderTable::embedded()) {
+    let generated = match base {
+        Some(base) => generate(&spec, &base, ProviderTable::embedded()),
+        None => generate_from_yaml(&spec, EMPTY_BASE, ProviderTable::embedded()),
+    };
+    match generated {
         Ok(generated) => verdict.warnings = generated.warnings,
         Err(GenerateError::Invalid(errors)) => {
             // Without the real base config, only rules about the spec itself are decisive.

@@ -178,9 +178,10 @@ impl ControlPlane {
             ),
         )?;
         // Every write is recorded (reads are not): tests and benchmarks count the operator's.
+        // Status writes keep their body, so a test can show what an unexpected one changed.
         fs::write(
             d.join("audit-policy.yaml"),
-            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: None\n  verbs: [get, list, watch]\n- level: Metadata\n",
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: None\n  verbs: [get, list, watch]\n- level: Request\n  resources: [{group: llamastack.io, resources: [llamastackdistributions/status]}]\n- level: Metadata\n",
         )?;
 
         let started = Instant::now();
