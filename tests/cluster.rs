@@ -27,6 +27,7 @@ use llama_stack_operator::controller::{self, Context};
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
+use support::kwok_stages::{CRASH_LOOP, CRASH_MESSAGE, IMAGE_PULL};
 use support::registry::harness::{run_suite, table};
 
 const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
@@ -689,6 +690,54 @@ fn the_fake_node_renews_its_heartbeat_lease(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// kwok's failure stages (`tests/support/kwok_stages.rs`) make two stacks' Pods fail the way a
+/// kubelet reports it; each status names the failure with the container's words, the phase is
+/// Failed, and a Warning Event says why.
+fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> {
+    let ns = "failing";
+    env.namespace(ns)?;
+    let cases = [
+        (CRASH_LOOP, "ServerCrashLooping", CRASH_MESSAGE),
+        (IMAGE_PULL, "ImagePullFailed", "401 Unauthorized"),
+    ];
+    for (name, _, _) in cases {
+        env.create_llsd(ns, name, json!({"distribution": {"name": "starter"}}))?;
+    }
+    for (name, reason, says) in cases {
+        let cr = env.eventually(&format!("{name}: DeploymentReady {reason}"), || async {
+            let cr = env.api::<LlamaStackDistribution>(ns).get(name).await.ok()?;
+            let conditions = cr.status.as_ref()?.conditions.as_ref()?;
+            conditions
+                .iter()
+                .any(|c| c.type_ == "DeploymentReady" && c.reason == reason)
+                .then_some(cr.clone())
+        })?;
+        let (status, _, message) = env.condition(&cr, "DeploymentReady");
+        assert_eq!(status, "False", "{name}");
+        assert!(message.contains(says), "{name}: {message}");
+        let phase = cr.status.as_ref().and_then(|s| s.phase);
+        assert_eq!(phase, Some(DistributionPhase::Failed), "{name}");
+        env.eventually(&format!("{name}: a Warning {reason}"), || async {
+            let events = env
+                .api::<Event>(ns)
+                .list(&ListParams::default())
+                .await
+                .ok()?;
+            events
+                .items
+                .iter()
+                .any(|e| {
+                    e.type_.as_deref() == Some("Warning")
+                        && e.reason.as_deref() == Some(reason)
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                        && e.note.as_deref().is_some_and(|n| n.contains(says))
+                })
+                .then_some(())
+        })?;
+    }
+    Ok(())
+}
+
 fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
     let env = Env {
@@ -736,6 +785,10 @@ fn main() -> ExitCode {
             (
                 "a_stack_scaled_to_zero_is_ready_and_says_so",
                 a_stack_scaled_to_zero_is_ready_and_says_so,
+            ),
+            (
+                "pod_failures_reach_the_status_and_a_warning",
+                pod_failures_reach_the_status_and_a_warning,
             ),
         ]),
         "the cluster (control plane, controllers, scheduler, kwok) and the operator",

@@ -349,6 +349,8 @@ impl ControlPlane {
         }
         let d = plane.dir.path().to_owned();
         let kubeconfig = plane.kubeconfig.display().to_string();
+        let stages = d.join("kwok-stages.yaml");
+        super::kwok_stages::write(&plane.bin.join("kwok-stages.yaml"), &stages)?;
         let kwok = spawn(
             Command::new(plane.bin.join("kwok"))
                 .arg(format!("--kubeconfig={kubeconfig}"))
@@ -358,10 +360,7 @@ impl ControlPlane {
                 // the cluster runs (without it the node turns NotReady after the grace period).
                 .arg("--node-lease-duration-seconds=40")
                 .arg("--cidr=10.244.0.0/16")
-                .arg(format!(
-                    "--config={}",
-                    plane.bin.join("kwok-stages.yaml").display()
-                ))
+                .arg(format!("--config={}", stages.display()))
                 .env("HOME", &d),
             &d.join("kwok.log"),
         )?;
