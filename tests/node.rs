@@ -28,6 +28,7 @@ use support::process::free_port;
 use support::registry::harness::{run_suite, table};
 use support::registry::oci::skopeo_copy;
 use support::registry::registries::{PASSWORD, Registries, USER};
+use support::registry::test_ca::TestCa;
 
 /// From creation to a Ready stack: an image pull and a Python server start on two cores.
 const READY: Duration = Duration::from_secs(240);
@@ -160,25 +161,12 @@ fn prepare() -> Result<Env, String> {
 /// A CA and a serving certificate for 127.0.0.1 in `dir` (`tls.crt`, `tls.key`); returns the
 /// CA's PEM.
 fn webhook_certificates(dir: &Path) -> Result<String, String> {
-    use rcgen::{
-        BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
-    };
     let e = |e: rcgen::Error| e.to_string();
-    let ca_key = KeyPair::generate().map_err(e)?;
-    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
-    let ca_pem = ca.self_signed(&ca_key).map_err(e)?.pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().map_err(e)?;
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()]).map_err(e)?;
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
-    let cert = params.signed_by(&key, &issuer).map_err(e)?.pem();
-    std::fs::write(dir.join("tls.crt"), cert).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("tls.key"), key.serialize_pem()).map_err(|e| e.to_string())?;
-    Ok(ca_pem)
+    let ca = TestCa::new("llso-e2e-webhook-ca").map_err(e)?;
+    let server = ca.localhost(None).map_err(e)?;
+    std::fs::write(dir.join("tls.crt"), server.cert).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("tls.key"), server.key).map_err(|e| e.to_string())?;
+    Ok(ca.pem)
 }
 
 /// Points the CRD's conversion webhook at `url` (the operator process, in place of its Service)
@@ -737,6 +725,84 @@ fn an_image_the_node_cannot_pull_is_named_in_the_status(env: &Env) -> Result<(),
     Ok(())
 }
 
+/// A CA and a serving certificate for the Service names of `service` in `ns`; returns (CA PEM,
+/// certificate PEM, key PEM).
+fn serving_certificate(service: &str, ns: &str) -> Result<(String, String, String), Failed> {
+    let ca = TestCa::new("llso-e2e-serving-ca")?;
+    let names = [
+        service.to_owned(),
+        format!("{service}.{ns}.svc"),
+        format!("{service}.{ns}.svc.cluster.local"),
+    ];
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let server = ca.server(&names, &[], None)?;
+    Ok((ca.pem, server.cert, server.key))
+}
+
+/// `GET url` over HTTPS, trusting only `ca_pem`, with the URL's host name resolved to `address`
+/// (the Service's `clusterIP:port`): the certificate is verified for the Service's name.
+fn verified_get(
+    url: &str,
+    host: &str,
+    address: &str,
+    ca_pem: &str,
+) -> Result<(u16, String), Failed> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs = reqwest::Certificate::from_pem_bundle(ca_pem.as_bytes())?;
+    let client = reqwest::Client::builder()
+        .tls_certs_only(certs)
+        .resolve(host, address.parse()?)
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let response = client.get(url).send().await?;
+        let code = response.status().as_u16();
+        Ok((code, response.text().await?))
+    })
+}
+
+/// `networking.tls`: the server serves HTTPS with the Secret's certificate, kubelet's probes
+/// pass on HTTPS, a client that trusts only the CA verifies the server through the Service by
+/// its name, plain HTTP is refused, and the operator reads the server over HTTPS.
+fn tls_serving_through_the_service(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-tls";
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    let (ca, cert, key) = serving_certificate("tls-service", ns)?;
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "tls-serving", "namespace": ns},
+        "stringData": {"tls.crt": cert, "tls.key": key, "ca.crt": ca}});
+    env.kubectl(&["create", "-f", "-"], Some(&secret.to_string()))?;
+    let mut spec = slim_spec(&env.images.base64, "vllm-e2e");
+    spec["networking"] = json!({"tls": {"enabled": true, "secretName": "tls-serving"}});
+    let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "tls", "namespace": ns}, "spec": spec});
+    env.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
+    env.wait_ready(ns, "tls")?;
+
+    let address = service_address(env, ns, "tls")?;
+    let port = address.rsplit(':').next().unwrap_or_default();
+    let host = format!("tls-service.{ns}.svc");
+    let (code, body) = verified_get(
+        &format!("https://{host}:{port}/v1/version"),
+        &host,
+        &address,
+        &ca,
+    )?;
+    assert_eq!(code, 200, "verified HTTPS through the Service: {body}");
+    assert_eq!(serde_json::from_str::<Value>(&body)?["version"], "0.7.3");
+    assert!(
+        !matches!(
+            http_get(&format!("http://{address}/v1/version")),
+            Ok((200, _))
+        ),
+        "plain HTTP must not be served"
+    );
+    the_status_tells_what_the_server_says(env, ns, "tls")
+}
+
 fn registry_host(image: &str) -> &str {
     image.split('/').next().unwrap_or_default()
 }
@@ -760,6 +826,10 @@ fn main() -> ExitCode {
             (
                 "an_image_the_node_cannot_pull_is_named_in_the_status",
                 an_image_the_node_cannot_pull_is_named_in_the_status,
+            ),
+            (
+                "tls_serving_through_the_service",
+                tls_serving_through_the_service,
             ),
         ]),
         "the real node",

@@ -18,10 +18,10 @@ use kube::core::{ApiResource, GroupVersionKind};
 use libtest_mimic::Failed;
 use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
 use llama_stack_resolver::Catalog;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, committed_crd, install_crd};
 use support::registry::harness::{run_suite, table};
+use support::registry::test_ca::TestCa;
 
 struct Env {
     plane: ControlPlane,
@@ -29,7 +29,7 @@ struct Env {
     rt: tokio::runtime::Runtime,
     server: WebhookServer,
     dir: tempfile::TempDir,
-    issuer: Issuer<'static, KeyPair>,
+    ca: TestCa,
 }
 
 type Test = fn(&Env) -> Result<(), Failed>;
@@ -69,13 +69,9 @@ fn read(env: &Env, ns: &str, version: &str, name: &str) -> Result<Value, Failed>
     )?)
 }
 
-fn serving_cert(issuer: &Issuer<'static, KeyPair>) -> Result<(String, String), Failed> {
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
-    Ok((params.signed_by(&key, issuer)?.pem(), key.serialize_pem()))
+fn serving_cert(ca: &TestCa) -> Result<(String, String), Failed> {
+    let server = ca.localhost(None)?;
+    Ok((server.cert, server.key))
 }
 
 fn v1alpha1_objects_round_trip_through_v1alpha2(env: &Env) -> Result<(), Failed> {
@@ -300,7 +296,7 @@ fn missing_references_are_warnings_not_denials(env: &Env) -> Result<(), Failed> 
 
 fn certificate_rotation_without_failed_requests(env: &Env) -> Result<(), Failed> {
     let ns = namespace(env, "rotation")?;
-    let (cert, key) = serving_cert(&env.issuer)?;
+    let (cert, key) = serving_cert(&env.ca)?;
     let (cert_path, key_path) = (
         env.dir.path().join("tls.crt"),
         env.dir.path().join("tls.key"),
@@ -382,13 +378,9 @@ fn start() -> Result<Env, Failed> {
         .build()?;
     let client = rt.block_on(plane.client()).map_err(|e| e.to_string())?;
     let dir = tempfile::tempdir()?;
-    let ca_key = KeyPair::generate()?;
-    let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
-    let ca_pem = ca.self_signed(&ca_key)?.pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let (cert, key) = serving_cert(&issuer)?;
+    let ca = TestCa::new("llso-webhooks-test-ca")?;
+    let ca_pem = ca.pem.clone();
+    let (cert, key) = serving_cert(&ca)?;
     std::fs::write(dir.path().join("tls.crt"), cert)?;
     std::fs::write(dir.path().join("tls.key"), key)?;
     let state = WebhookState {
@@ -458,7 +450,7 @@ fn start() -> Result<Env, Failed> {
         rt,
         server,
         dir,
-        issuer,
+        ca,
     };
     // The API server picks up webhook configurations asynchronously: wait until a denial comes back.
     namespace(&env, "probe")?;

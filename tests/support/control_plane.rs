@@ -11,10 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
-};
 use tempfile::TempDir;
 
 /// User name of the token [`ControlPlane::operator_client`] uses.
@@ -25,6 +21,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 pub use super::process::Error;
 use super::process::{free_port, spawn_tied as spawn};
+use super::registry::test_ca::TestCa;
 
 /// Starts processes from one thread of its own. A test's child dies with the thread that started
 /// it (PR_SET_PDEATHSIG), and a trial's thread ends long before the control plane it restarts a
@@ -119,32 +116,13 @@ struct Pki {
 }
 
 fn make_pki() -> Result<Pki, Error> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "llso-test-ca");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-
-    let serving_key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "kube-apiserver");
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let serving_cert = params.signed_by(&serving_key, &issuer)?;
-
-    let sa_key = KeyPair::generate()?;
+    let ca = TestCa::new("llso-test-ca")?;
+    let serving = ca.localhost(Some("kube-apiserver"))?;
+    let sa_key = rcgen::KeyPair::generate()?;
     Ok(Pki {
-        ca_pem: ca_cert.pem(),
-        serving_cert_pem: serving_cert.pem(),
-        serving_key_pem: serving_key.serialize_pem(),
+        ca_pem: ca.pem,
+        serving_cert_pem: serving.cert,
+        serving_key_pem: serving.key,
         service_account_key_pem: sa_key.serialize_pem(),
         service_account_pub_pem: sa_key.public_key_pem(),
     })

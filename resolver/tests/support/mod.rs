@@ -7,3 +7,4 @@ pub mod oci;
 pub mod process;
 pub mod registries;
 pub mod sealed;
+pub mod test_ca;

@@ -8,14 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
-};
 use tempfile::TempDir;
 
 pub use super::process::Error;
 use super::process::{free_port, spawn_tied as spawn};
+use super::test_ca::TestCa;
 
 pub const USER: &str = "tester";
 pub const PASSWORD: &str = "s3cret-pass";
@@ -84,26 +81,13 @@ fn wait_port(port: u16, what: &str, deadline: Instant) -> Result<(), Error> {
 }
 
 fn pki(dir: &Path) -> Result<(), Error> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.distinguished_name
-        .push(DnType::CommonName, "llso-registry-test-ca");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.signed_by(&key, &issuer)?;
+    let ca = TestCa::new("llso-registry-test-ca")?;
+    let server = ca.localhost(None)?;
     fs::create_dir_all(dir.join("cadir"))?;
-    fs::write(dir.join("cadir/ca.crt"), ca_cert.pem())?;
-    fs::write(dir.join("ca.pem"), ca_cert.pem())?;
-    fs::write(dir.join("server.crt"), cert.pem())?;
-    fs::write(dir.join("server.key"), key.serialize_pem())?;
+    fs::write(dir.join("cadir/ca.crt"), &ca.pem)?;
+    fs::write(dir.join("ca.pem"), &ca.pem)?;
+    fs::write(dir.join("server.crt"), server.cert)?;
+    fs::write(dir.join("server.key"), server.key)?;
     Ok(())
 }
 
