@@ -6,7 +6,7 @@
 //! renew before its renew deadline stops its controller before another replica may take over at
 //! lease expiry, and rejoins the election in the same process.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -54,8 +54,30 @@ pub enum Decision {
     Wait,
 }
 
-/// Decides from the Lease as read (pure).
-pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: jiff::Timestamp) -> Decision {
+/// This candidate's view of the Lease: the record it last read and when that record last
+/// changed, on this process's monotonic clock. A lease expires when its record has not changed
+/// for its duration as this replica measures it, never by comparing the holder's `renewTime`
+/// with this replica's wall clock: clocks that disagree between nodes can then not make two
+/// leaders, nor keep a dead leader's lease alive (the same rule as client-go's).
+#[derive(Clone, Debug, Default)]
+pub struct Observation {
+    record: Option<LeaseSpec>,
+    changed: Option<Instant>,
+}
+
+impl Observation {
+    /// Notes the Lease as read at `now`; returns how long its record has stood unchanged.
+    pub fn see(&mut self, spec: Option<&LeaseSpec>, now: Instant) -> Duration {
+        if self.changed.is_none() || self.record.as_ref() != spec {
+            self.record = spec.cloned();
+            self.changed = Some(now);
+        }
+        now.saturating_duration_since(self.changed.unwrap_or(now))
+    }
+}
+
+/// Decides from the Lease as read, and how long its record has stood unchanged (pure).
+pub fn decide(spec: Option<&LeaseSpec>, identity: &str, unchanged_for: Duration) -> Decision {
     let Some(spec) = spec else {
         return Decision::Acquire;
     };
@@ -66,11 +88,8 @@ pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: jiff::Timestamp) ->
     if holder.is_empty() {
         return Decision::Acquire;
     }
-    let duration = i64::from(spec.lease_duration_seconds.unwrap_or(0));
-    let expired = match &spec.renew_time {
-        Some(MicroTime(renewed)) => renewed.as_second().saturating_add(duration) < now.as_second(),
-        None => true,
-    };
+    let duration = u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0);
+    let expired = spec.renew_time.is_none() || unchanged_for > Duration::from_secs(duration);
     if expired {
         Decision::Acquire
     } else {
@@ -79,14 +98,16 @@ pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: jiff::Timestamp) ->
 }
 
 /// One attempt to acquire or renew; `true` when this candidate holds the lease afterwards.
-pub async fn try_acquire_or_renew(api: &Api<Lease>, config: &LeaseConfig) -> kube::Result<bool> {
+pub async fn try_acquire_or_renew(
+    api: &Api<Lease>,
+    config: &LeaseConfig,
+    observation: &mut Observation,
+) -> kube::Result<bool> {
     let now = jiff::Timestamp::now();
     let current = api.get_opt(&config.name).await?;
-    let decision = decide(
-        current.as_ref().and_then(|l| l.spec.as_ref()),
-        &config.identity,
-        now,
-    );
+    let spec = current.as_ref().and_then(|l| l.spec.as_ref());
+    let unchanged_for = observation.see(spec, Instant::now());
+    let decision = decide(spec, &config.identity, unchanged_for);
     if decision == Decision::Wait {
         return Ok(false);
     }
@@ -152,13 +173,14 @@ pub async fn run_while_leading<W, F>(
 {
     let api: Api<Lease> = Api::namespaced(client, &config.namespace);
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut observation = Observation::default();
     loop {
         tokio::select! {
-            () = acquire(&api, &config) => {}
+            () = acquire(&api, &config, &mut observation) => {}
             () = &mut shutdown => return,
         }
         tracing::info!(lease = %config.name, identity = %config.identity, "became the leader");
-        match lead(&api, &config, work()).await {
+        match lead(&api, &config, &mut observation, work()).await {
             Led::Finished => return,
             Led::Lost(elapsed) => tracing::warn!(
                 lease = %config.name,
@@ -178,9 +200,9 @@ enum Led {
 }
 
 /// Waits until this candidate holds the lease.
-async fn acquire(api: &Api<Lease>, config: &LeaseConfig) {
+async fn acquire(api: &Api<Lease>, config: &LeaseConfig, observation: &mut Observation) {
     loop {
-        match try_acquire_or_renew(api, config).await {
+        match try_acquire_or_renew(api, config, observation).await {
             Ok(true) => return,
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "leader election: cannot read or write the lease"),
@@ -190,7 +212,12 @@ async fn acquire(api: &Api<Lease>, config: &LeaseConfig) {
 }
 
 /// Runs `work` while renewing the lease; drops it when the lease is lost.
-async fn lead(api: &Api<Lease>, config: &LeaseConfig, work: impl Future<Output = ()>) -> Led {
+async fn lead(
+    api: &Api<Lease>,
+    config: &LeaseConfig,
+    observation: &mut Observation,
+    work: impl Future<Output = ()>,
+) -> Led {
     let mut work = std::pin::pin!(work);
     let mut renewed = tokio::time::Instant::now();
     loop {
@@ -203,7 +230,7 @@ async fn lead(api: &Api<Lease>, config: &LeaseConfig, work: impl Future<Output =
         }
         // A renewal that hangs must not outlive the deadline either.
         let left = config.renew_deadline.saturating_sub(renewed.elapsed());
-        match tokio::time::timeout(left, try_acquire_or_renew(api, config)).await {
+        match tokio::time::timeout(left, try_acquire_or_renew(api, config, observation)).await {
             Ok(Ok(true)) => renewed = tokio::time::Instant::now(),
             Ok(Ok(false)) => return Led::Lost(renewed.elapsed()),
             Ok(Err(error)) => tracing::warn!(%error, "leader election: renewing the lease failed"),
@@ -240,33 +267,38 @@ pub async fn release(api: &Api<Lease>, config: &LeaseConfig) {
 mod tests {
     use super::*;
 
-    fn spec(holder: Option<&str>, renewed_secs_ago: i64) -> LeaseSpec {
-        let now = jiff::Timestamp::now();
+    /// A lease held by `holder`, renewed at `renewed` by the holder's own clock.
+    fn spec(holder: Option<&str>, renewed: jiff::Timestamp) -> LeaseSpec {
         LeaseSpec {
             holder_identity: holder.map(str::to_owned),
             lease_duration_seconds: Some(15),
-            renew_time: Some(MicroTime(
-                now - jiff::SignedDuration::from_secs(renewed_secs_ago),
-            )),
+            renew_time: Some(MicroTime(renewed)),
             ..LeaseSpec::default()
         }
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
     }
 
     #[test]
     fn only_a_free_or_expired_lease_is_taken() {
         let now = jiff::Timestamp::now();
-        assert_eq!(decide(None, "a", now), Decision::Acquire);
+        assert_eq!(decide(None, "a", secs(0)), Decision::Acquire);
         assert_eq!(
-            decide(Some(&spec(Some("a"), 100)), "a", now),
+            decide(Some(&spec(Some("a"), now)), "a", secs(100)),
             Decision::Renew
         );
-        assert_eq!(decide(Some(&spec(Some("b"), 3)), "a", now), Decision::Wait);
         assert_eq!(
-            decide(Some(&spec(Some("b"), 60)), "a", now),
+            decide(Some(&spec(Some("b"), now)), "a", secs(3)),
+            Decision::Wait
+        );
+        assert_eq!(
+            decide(Some(&spec(Some("b"), now)), "a", secs(16)),
             Decision::Acquire
         );
         assert_eq!(
-            decide(Some(&spec(None, 1)), "a", now),
+            decide(Some(&spec(None, now)), "a", secs(0)),
             Decision::Acquire,
             "released"
         );
@@ -274,6 +306,66 @@ mod tests {
             holder_identity: Some("b".into()),
             ..LeaseSpec::default()
         };
-        assert_eq!(decide(Some(&never_renewed), "a", now), Decision::Acquire);
+        assert_eq!(
+            decide(Some(&never_renewed), "a", secs(0)),
+            Decision::Acquire
+        );
+    }
+
+    /// The candidate's view of a holder that renews every 2 s, read every 2 s by this replica.
+    fn watch(renewals: &[jiff::Timestamp], reads_after_last: u64) -> Decision {
+        let mut observation = Observation::default();
+        let start = Instant::now();
+        let mut unchanged_for = Duration::ZERO;
+        let mut read = 0;
+        for renewed in renewals {
+            unchanged_for = observation.see(Some(&spec(Some("b"), *renewed)), start + secs(read));
+            read += 2;
+        }
+        let last = spec(Some("b"), *renewals.last().unwrap());
+        for _ in 0..reads_after_last {
+            unchanged_for = observation.see(Some(&last), start + secs(read));
+            read += 2;
+        }
+        decide(Some(&last), "a", unchanged_for)
+    }
+
+    #[test]
+    fn a_holder_whose_clock_is_an_hour_behind_keeps_its_lease_while_it_renews() {
+        let behind = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1);
+        let renewals: Vec<_> = (0..10)
+            .map(|i| behind + jiff::SignedDuration::from_secs(2 * i))
+            .collect();
+        // By its renewTime the lease expired an hour ago; it is renewed, so nobody takes it.
+        assert_eq!(watch(&renewals, 0), Decision::Wait);
+    }
+
+    #[test]
+    fn a_dead_holder_whose_clock_is_an_hour_ahead_loses_its_lease_after_the_duration() {
+        let ahead = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1);
+        let renewals = [ahead];
+        // Its renewTime says the lease is valid for another hour; this replica's clock says the
+        // record has not changed for the lease's duration.
+        assert_eq!(watch(&renewals, 7), Decision::Wait, "14 s unchanged");
+        assert_eq!(watch(&renewals, 8), Decision::Acquire, "16 s unchanged");
+    }
+
+    #[test]
+    fn a_candidate_that_just_started_waits_a_full_duration_for_a_silent_holder() {
+        let mut observation = Observation::default();
+        let now = Instant::now();
+        let old = spec(
+            Some("b"),
+            jiff::Timestamp::now() - jiff::SignedDuration::from_hours(5),
+        );
+        assert_eq!(observation.see(Some(&old), now), Duration::ZERO);
+        assert_eq!(
+            decide(Some(&old), "a", observation.see(Some(&old), now + secs(10))),
+            Decision::Wait
+        );
+        assert_eq!(
+            decide(Some(&old), "a", observation.see(Some(&old), now + secs(16))),
+            Decision::Acquire
+        );
     }
 }
