@@ -156,7 +156,11 @@ fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
         &opaque,
         "apiVersion: v1\nkind: Secret\nmetadata: {name: opaque}\ntype: Opaque\nstringData: {a: b}\n",
     )?;
+    // A CA file is read with a bound: a path to something huge is refused, not read whole.
+    let huge = env.dir.path().join("huge.pem");
+    std::fs::File::create(&huge)?.set_len(11 << 20)?;
     let cases: Vec<(Vec<String>, String)> = vec![
+        (vec![format!("{host}/cli/app:v1"), "--ca-file".into(), huge.display().to_string()], "larger than 10 MiB".into()),
         (vec![format!("{host}/cli/app:v1"), "--pull-secret".into(), wrong, "--ca-file".into(), ca.into()],
          format!("error: registry {host} rejected every pull secret that matches {host}/cli/app:v1 (tried, in kubelet's order: team/wrong)")),
         (vec![format!("{host}/cli/app:v1"), "--ca-file".into(), ca.into()], "no pull secret matches this registry".into()),

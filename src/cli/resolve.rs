@@ -10,6 +10,7 @@ use llama_stack_resolver::keyring::{CredentialSource, Keyring};
 use llama_stack_resolver::manifest::Platform;
 use llama_stack_resolver::mirror::MirrorRule;
 use llama_stack_resolver::pull_secret::{SecretOutcome, add_pull_secret};
+use llama_stack_resolver::resolve::read_ca_file;
 use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
 use serde::Serialize;
 
@@ -38,7 +39,7 @@ pub struct Args {
     /// A mirror rule FROM=TO (registry or repository prefixes); repeatable.
     #[arg(long = "mirror", value_name = "FROM=TO")]
     mirrors: Vec<MirrorRule>,
-    /// Extra CA certificates (PEM) to trust for registries.
+    /// Extra CA certificates (PEM) to trust for registries (at most 10 MiB).
     #[arg(long, value_name = "FILE")]
     ca_file: Option<PathBuf>,
     /// A registry reached over plain HTTP; repeatable.
@@ -186,11 +187,11 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
     options.platform = args.platform;
     options.insecure_registries = args.insecure_registries;
     if let Some(path) = &args.ca_file {
-        options.extra_ca_pem =
-            Some(std::fs::read(path).map_err(|source| ResolveCliError::Read {
-                path: path.clone(),
-                source,
-            })?);
+        let pem = read_ca_file(path).map_err(|source| ResolveCliError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        options.extra_ca_pem = Some(pem);
     }
     let resolver = Resolver::new(options).map_err(ResolveCliError::Setup)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use llama_stack_resolver::catalog::parse_image_overrides;
+use llama_stack_resolver::resolve::read_ca_file;
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use time::OffsetDateTime;
 
@@ -100,7 +101,7 @@ pub struct Args {
     #[arg(long, default_value = "30", value_name = "SECONDS")]
     registry_timeout: u64,
     /// PEM file of CA certificates trusted for registries besides the system's (a mirror signed
-    /// by a private CA); mount it from a ConfigMap.
+    /// by a private CA); mount it from a ConfigMap. At most 10 MiB.
     #[arg(long, env = "REGISTRY_CA_FILE", value_name = "FILE")]
     registry_ca_file: Option<PathBuf>,
     /// How long a watch of the controller may keep failing before /healthz and /readyz fail (so
@@ -441,11 +442,11 @@ fn controller_context(
     let mut options = ResolverOptions::new(catalog.clone());
     options.timeout = Duration::from_secs(args.registry_timeout.max(1));
     if let Some(path) = &args.registry_ca_file {
-        options.extra_ca_pem =
-            Some(std::fs::read(path).map_err(|source| RunError::RegistryCa {
-                path: path.clone(),
-                source,
-            })?);
+        let pem = read_ca_file(path).map_err(|source| RunError::RegistryCa {
+            path: path.clone(),
+            source,
+        })?;
+        options.extra_ca_pem = Some(pem);
     }
     let resolver = Resolver::new(options.clone()).map_err(RunError::Resolver)?;
     Ok(Some(Arc::new(
