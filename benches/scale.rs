@@ -14,6 +14,8 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "scale/debug.rs"]
+mod debug;
 #[path = "scale/plot.rs"]
 mod plot;
 #[path = "scale/server.rs"]
@@ -107,13 +109,16 @@ async fn ready_count(client: &kube::Client) -> (usize, usize) {
     (ready.len(), answered)
 }
 
+/// The operator's writes in the stacks' namespace so far, as audit events.
+fn namespace_writes(plane: &ControlPlane) -> Vec<serde_json::Value> {
+    let mut all = plane.audit_writes(OPERATOR_USER).expect("audit log");
+    all.retain(|w| w["objectRef"]["namespace"] == NAMESPACE);
+    all
+}
+
 /// The operator's writes in the stacks' namespace so far: (all, Events, status patches).
 fn writes(plane: &ControlPlane) -> (usize, usize, usize) {
-    let all = plane.audit_writes(OPERATOR_USER).expect("audit log");
-    let mine: Vec<_> = all
-        .iter()
-        .filter(|w| w["objectRef"]["namespace"] == NAMESPACE)
-        .collect();
+    let mine = namespace_writes(plane);
     let events = mine
         .iter()
         .filter(|w| w["objectRef"]["resource"] == "events")
@@ -228,80 +233,19 @@ async fn measure(
     let converged = started.elapsed();
     wait_quiet(plane, quiet_window, Duration::from_secs(300)).await;
     let (writes_total, events, status_writes) = writes(plane);
-    if std::env::var_os("LLSO_SCALE_DEBUG").is_some() {
-        for w in plane.audit_writes(OPERATOR_USER).expect("audit log") {
-            if w["objectRef"]["namespace"] == NAMESPACE {
-                let status = &w["requestObject"]["status"];
-                let conditions: Vec<String> = status["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        format!(
-                            "{}={}/{}:{}",
-                            c["type"], c["status"], c["reason"], c["message"]
-                        )
-                    })
-                    .collect();
-                println!(
-                    "{} {} {}/{} {} {} {}",
-                    w["requestReceivedTimestamp"],
-                    w["verb"],
-                    w["objectRef"]["resource"],
-                    w["objectRef"]["subresource"],
-                    w["objectRef"]["name"],
-                    status["phase"],
-                    conditions.join(" ")
-                );
-            }
-        }
+    if debug::enabled() {
+        debug::print_writes(plane, 0);
     }
     let (rss_quiet_kib, _) = rss_kib(pid);
     let (_, answered) = ready_count(client).await;
-    if answered < n && std::env::var_os("LLSO_SCALE_DEBUG").is_some() {
-        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
-        for cr in llsds
-            .list(&ListParams::default())
-            .await
-            .expect("list")
-            .items
-        {
-            let status = cr.status.unwrap_or_default();
-            if status
-                .version
-                .as_ref()
-                .is_some_and(|v| v.llama_stack_server_version.is_some())
-            {
-                continue;
-            }
-            let name = cr.metadata.name.unwrap_or_default();
-            for c in status.conditions.unwrap_or_default() {
-                println!(
-                    "{name}: {} {} {} {}",
-                    c.type_, c.status, c.reason, c.message
-                );
-            }
-        }
+    if answered < n && debug::enabled() {
+        debug::print_unanswered(client).await;
     }
     let (resync, resync_reconciles) = full_resync(client, &operator.metrics, n).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let resync_writes = writes(plane).0 - writes_total;
-    if resync_writes > 0 && std::env::var_os("LLSO_SCALE_DEBUG").is_some() {
-        let all = plane.audit_writes(OPERATOR_USER).expect("audit log");
-        let mine: Vec<_> = all
-            .iter()
-            .filter(|w| w["objectRef"]["namespace"] == NAMESPACE)
-            .collect();
-        for w in &mine[writes_total..] {
-            println!(
-                "resync write: {} {}/{} {} {}",
-                w["verb"],
-                w["objectRef"]["resource"],
-                w["objectRef"]["subresource"],
-                w["objectRef"]["name"],
-                w["requestObject"]
-            );
-        }
+    if resync_writes > 0 && debug::enabled() {
+        debug::print_writes(plane, writes_total);
     }
     let (rss_resync_kib, peak_kib) = rss_kib(pid);
     Sample {

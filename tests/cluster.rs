@@ -647,13 +647,9 @@ fn a_stack_scaled_to_zero_is_ready_and_says_so(env: &Env) -> Result<(), Failed> 
         json!({"distribution": {"name": "starter"}, "workload": {"replicas": 0}}),
     )?;
     let llsd = env.wait_ready(ns, "idle")?;
-    let conditions = llsd.status.and_then(|s| s.conditions).unwrap_or_default();
-    let available = conditions
-        .iter()
-        .find(|c| c.type_ == "Available")
-        .ok_or("no Available")?;
+    let (status, reason, _) = env.condition(&llsd, "Available");
     assert_eq!(
-        (available.status.as_str(), available.reason.as_str()),
+        (status.as_str(), reason.as_str()),
         ("False", "ScaledToZero")
     );
     Ok(())

@@ -366,17 +366,13 @@ fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Fa
 
     kubelet_ran_the_pinned_digest(env, ns, "slim", &llsd)?;
 
-    let service = env.json(&["get", "service", "slim-service", "-n", ns])?;
-    let ip = service["spec"]["clusterIP"]
-        .as_str()
-        .ok_or("no clusterIP")?;
-    let port = &service["spec"]["ports"][0]["port"];
-    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/version"))?;
+    let address = service_address(env, ns, "slim")?;
+    let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
     assert_eq!(code, 200, "GET /v1/version through the Service: {body}");
     let version: Value = serde_json::from_str(&body)?;
     assert_eq!(version["version"], "0.7.3", "{body}");
 
-    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/providers"))?;
+    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
     assert_eq!(code, 200, "GET /v1/providers through the Service: {body}");
     let providers: Value = serde_json::from_str(&body)?;
     let ids: Vec<&str> = providers["data"]
@@ -404,12 +400,8 @@ fn config_in_a_layer_serves_too(env: &Env) -> Result<(), Failed> {
         llsd["status"]["resolvedDistribution"]["configSource"],
         "oci-label"
     );
-    let service = env.json(&["get", "service", "slim-service", "-n", ns])?;
-    let ip = service["spec"]["clusterIP"]
-        .as_str()
-        .ok_or("no clusterIP")?;
-    let port = &service["spec"]["ports"][0]["port"];
-    let (code, body) = http_get(&format!("http://{ip}:{port}/v1/health"))?;
+    let address = service_address(env, ns, "slim")?;
+    let (code, body) = http_get(&format!("http://{address}/v1/health"))?;
     assert_eq!(code, 200, "GET /v1/health through the Service: {body}");
     Ok(())
 }

@@ -1123,10 +1123,8 @@ fn ensure_apis(config: &mut Map<String, Value>, configured: &BTreeSet<String>) {
     }
 }
 
-/// The base config as a mapping, and its schema version, when it is one this operator
-/// generates from.
-/// A base config from YAML text (for callers that have no resolver's parsed copy).
-pub fn parse_base(base_yaml: &str) -> Result<BaseConfig, GenerateError> {
+/// A base config from YAML text, when it is one this operator generates from.
+fn parse_base(base_yaml: &str) -> Result<BaseConfig, GenerateError> {
     parse_base_config(base_yaml.as_bytes(), None, ConfigSource::Embedded).map_err(|e| match e {
         BaseConfigError::UnsupportedVersion { .. } => GenerateError::UnsupportedVersion(e),
         other => GenerateError::BaseConfig(other.to_string()),

@@ -6,9 +6,7 @@ pub mod generate;
 pub mod merge;
 pub mod table;
 
-pub use generate::{
-    FieldError, GenerateError, GeneratedConfig, generate, generate_from_yaml, parse_base,
-};
+pub use generate::{FieldError, GenerateError, GeneratedConfig, generate, generate_from_yaml};
 pub use table::ProviderTable;
 
 #[cfg(test)]

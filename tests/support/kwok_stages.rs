@@ -50,12 +50,14 @@ const ADDRESSES: &str = "      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spe
       {{ end }}
 ";
 
-fn crash_loop_stage() -> String {
+/// A stage named `name` that gives the Pods of stack `instance` not-Ready containers with
+/// `container` (YAML lines of one container status, indented for the template) and `phase`.
+fn failure_stage(name: &str, instance: &str, container: &str, phase: &str) -> String {
     format!(
         "apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: llso-pod-crash-loop
+  name: {name}
 spec:
   resourceRef:
     apiGroup: v1
@@ -73,7 +75,17 @@ spec:
       - image: {{{{ .image | Quote }}}}
         name: {{{{ .name | Quote }}}}
         ready: false
-        restartCount: 4
+{container}      {{{{ end }}}}
+{ADDRESSES}      phase: {phase}
+      startTime: {{{{ $now | Quote }}}}
+",
+        selector = selector(instance)
+    )
+}
+
+fn crash_loop_stage() -> String {
+    let container = format!(
+        "        restartCount: 4
         state:
           waiting:
             reason: CrashLoopBackOff
@@ -85,48 +97,19 @@ spec:
             message: {CRASH_MESSAGE:?}
             startedAt: {{{{ $now | Quote }}}}
             finishedAt: {{{{ $now | Quote }}}}
-      {{{{ end }}}}
-{ADDRESSES}      phase: Running
-      startTime: {{{{ $now | Quote }}}}
-",
-        selector = selector(CRASH_LOOP)
-    )
+"
+    );
+    failure_stage("llso-pod-crash-loop", CRASH_LOOP, &container, "Running")
 }
 
 fn image_pull_stage() -> String {
-    format!(
-        "apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: llso-pod-image-pull
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-{selector}  next:
-    statusTemplate: |
-      {{{{ $now := Now }}}}
-      conditions:
-      - lastTransitionTime: {{{{ $now | Quote }}}}
-        status: \"False\"
-        type: Ready
-        reason: ContainersNotReady
-      containerStatuses:
-      {{{{ range .spec.containers }}}}
-      - image: {{{{ .image | Quote }}}}
-        name: {{{{ .name | Quote }}}}
-        ready: false
-        restartCount: 0
+    let container = "        restartCount: 0
         state:
           waiting:
             reason: ImagePullBackOff
-            message: 'Back-off pulling image {{{{ .image | Quote }}}}: 401 Unauthorized'
-      {{{{ end }}}}
-{ADDRESSES}      phase: Pending
-      startTime: {{{{ $now | Quote }}}}
-",
-        selector = selector(IMAGE_PULL)
-    )
+            message: 'Back-off pulling image {{ .image | Quote }}: 401 Unauthorized'
+";
+    failure_stage("llso-pod-image-pull", IMAGE_PULL, container, "Pending")
 }
 
 /// kwok's shipped stages (`shipped`) with the failure stages added.

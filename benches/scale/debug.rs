@@ -1,0 +1,74 @@
+//! What the bench prints with `LLSO_SCALE_DEBUG=1`: the operator's writes as the audit log
+//! recorded them (status writes with their phase and conditions), and the stacks whose status
+//! lacks their server's version. For finding where an unexpected write or a lost field came from.
+
+use kube::api::{Api, ListParams};
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+
+use crate::support::control_plane::ControlPlane;
+use crate::{NAMESPACE, namespace_writes};
+
+/// Whether the debug output is asked for.
+pub fn enabled() -> bool {
+    std::env::var_os("LLSO_SCALE_DEBUG").is_some()
+}
+
+/// Prints the operator's writes in the stacks' namespace, from the `from`-th on.
+pub fn print_writes(plane: &ControlPlane, from: usize) {
+    for w in namespace_writes(plane).iter().skip(from) {
+        let status = &w["requestObject"]["status"];
+        let conditions: Vec<String> = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{}={}/{}:{}",
+                    c["type"], c["status"], c["reason"], c["message"]
+                )
+            })
+            .collect();
+        // Which parts of the status the write carried (the server's version appearing, say).
+        let fields: Vec<&str> = status
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.keys().map(String::as_str))
+            .collect();
+        println!(
+            "{} {} {}/{} {} {} [{}] {}",
+            w["requestReceivedTimestamp"],
+            w["verb"],
+            w["objectRef"]["resource"],
+            w["objectRef"]["subresource"],
+            w["objectRef"]["name"],
+            status["phase"],
+            fields.join(","),
+            conditions.join(" ")
+        );
+    }
+}
+
+/// Prints the conditions of every stack whose status lacks its server's version.
+pub async fn print_unanswered(client: &kube::Client) {
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
+    let Ok(list) = llsds.list(&ListParams::default()).await else {
+        return;
+    };
+    for cr in list.items {
+        let status = cr.status.unwrap_or_default();
+        if status
+            .version
+            .as_ref()
+            .is_some_and(|v| v.llama_stack_server_version.is_some())
+        {
+            continue;
+        }
+        let name = cr.metadata.name.unwrap_or_default();
+        for c in status.conditions.unwrap_or_default() {
+            println!(
+                "{name}: {} {} {} {}",
+                c.type_, c.status, c.reason, c.message
+            );
+        }
+    }
+}
