@@ -13,10 +13,14 @@
 #         :layer   io.llamastack.config.layer (diff_id of the layer holding it) + .path + .version
 #       Its own command runs that config (/opt/distribution/config.yaml), as real images run theirs.
 #       The server runs as any UID with HOME on a writable volume (the operator's securityContext).
+#   scripts/build-test-images.sh provider <python>
+#       the example provider (examples/provider): its wheel built by its build.sh with <python>
+#       (pip fetches the build backend from PyPI), packed by buildah from its Containerfile.
 #
 # Env: LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator), LLAMA_STACK_VERSION (default 0.7.3),
 #      DEBIAN_MIRROR (default http://deb.debian.org/debian).
-# Needs root (mmdebstrap and chroot), umoci and mmdebstrap (scripts/install-test-deps.sh installs them).
+# Needs root (mmdebstrap and chroot), umoci, mmdebstrap and buildah (scripts/install-test-deps.sh
+# installs them).
 set -euo pipefail
 # Images are keyed by this script's text and their inputs; the slow root filesystem only by its
 # inputs and this number: bump it when the root filesystem's recipe changes.
@@ -134,8 +138,30 @@ build_distribution() { # <config.yaml> <packages...>
   echo "$out/layout"
 }
 
+build_provider() { # <python>
+  local python=$1 source; source="$(cd "$(dirname "$0")/../examples/provider" && pwd)"
+  command -v buildah >/dev/null || die "buildah is required (scripts/install-test-deps.sh installs it)"
+  local key; key=$( (cat "$0"; "$python" --version; cd "$source" && git ls-files -z . | sort -z | xargs -0 cat) \
+    | sha256sum | cut -c1-16)
+  local out="$CACHE_ROOT/images/provider-$key"
+  if [[ ! -f "$out/.complete" ]]; then
+    rm -rf "$out"; mkdir -p "$out"
+    local work; work=$(mktemp -d "${TMPDIR:-/tmp}/llso-provider-image.XXXXXX")
+    cp "$source/Containerfile" "$work/"
+    "$source/build.sh" "$work/out" "$python" >&2
+    local store=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs)
+    buildah "${store[@]}" build --pull-never --layers=false --timestamp 0 -f "$work/Containerfile" \
+      -t acme-words:build "$work" >&2
+    buildah "${store[@]}" push --quiet acme-words:build "oci:$out/layout:latest" >&2
+    rm -rf "$work"
+    touch "$out/.complete"
+  fi
+  echo "$out/layout"
+}
+
 case "${1:-}" in
   pause) shift; build_pause "$@" ;;
   distribution) shift; build_distribution "$@" ;;
-  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...]" ;;
+  provider) shift; build_provider "$@" ;;
+  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | provider <python>" ;;
 esac

@@ -2,7 +2,7 @@
 # Installs what the integration suites need besides Rust and Go: Debian's docker-registry,
 # skopeo and htpasswd (registry tests), Python's `cryptography` (the test token server), and for
 # the real node: containerd (with ctr), runc, the CNI plugins, iptables, iproute2 and conntrack,
-# and mmdebstrap and umoci to build its images.
+# and mmdebstrap, umoci and buildah to build its images.
 # Idempotent; does nothing when everything is present.
 set -euo pipefail
 
@@ -18,6 +18,7 @@ command -v ip >/dev/null || need_apt+=(iproute2)
 command -v conntrack >/dev/null || need_apt+=(conntrack)
 command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)
 command -v umoci >/dev/null || need_apt+=(umoci)
+command -v buildah >/dev/null || need_apt+=(buildah)
 if ((${#need_apt[@]})); then
   sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
   # The docker-registry package starts a system service on :5000 where an init system runs;

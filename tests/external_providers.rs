@@ -22,7 +22,7 @@ use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
 use llama_stack_operator::controller::builders::{self, Inputs};
 use llama_stack_operator::controller::external_status::provider_statuses;
 use serde_json::{Value, json};
-use support::llama_stack::{self, Server};
+use support::llama_stack::{self, Server, http_post};
 use support::pod_runner::{Image, PodRunner, Step};
 use support::registry::harness::{run_suite, table};
 use support::sealed;
@@ -144,28 +144,6 @@ fn all_succeeded(run: &PodRun) -> Result<(), Failed> {
         "every step ran: {names:?}"
     );
     Ok(())
-}
-
-fn http_post(url: &str, body: &Value) -> Result<(u16, String), Failed> {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://").ok_or("http only")?;
-    let (host, path) = rest.split_once('/').ok_or("no path")?;
-    let payload = body.to_string();
-    let mut stream = std::net::TcpStream::connect(host)?;
-    write!(
-        stream,
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-        payload.len()
-    )?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw)?;
-    let code = raw.split_whitespace().nth(1).ok_or("no status")?.parse()?;
-    Ok((
-        code,
-        raw.split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default(),
-    ))
 }
 
 fn listed(server: &Server, id: &str) -> Result<Value, Failed> {

@@ -5,7 +5,9 @@
 //!
 //! The distribution image is Debian trixie with llama-stack 0.7.3 and what its config needs,
 //! built by `scripts/build-test-images.sh` and labelled with its base config both ways
-//! (`io.llamastack.config.base64`, and a layer holding the file).
+//! (`io.llamastack.config.base64`, and a layer holding the file). The operator's image is built
+//! from the repository's `Dockerfile` (`scripts/build-operator-image.sh`) and the example
+//! provider's from its `Containerfile`; both are pulled by digest from the same registry.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -21,8 +23,8 @@ use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
-use support::llama_stack::{self, http_get};
-use support::node::{RealNode, TrustedRegistry, build_image};
+use support::llama_stack::{self, http_get, http_post};
+use support::node::{RealNode, TrustedRegistry, build_image, operator_image};
 use support::operator::{OperatorProcess, spawn_operator_with_webhooks};
 use support::process::free_port;
 use support::registry::harness::{run_suite, table};
@@ -51,6 +53,22 @@ fn slim_spec(image: &str, provider_id: &str) -> Value {
     })
 }
 
+/// [`slim_spec`] with the safety API on (llama-guard, no shield model) and the example provider
+/// (`examples/provider`) from `acme` as an external safety provider.
+fn external_spec(image: &str, acme: &str) -> Value {
+    let mut spec = slim_spec(image, "vllm-e2e");
+    spec["disabled"] = json!(spec["disabled"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|api| *api != "safety")
+        .collect::<Vec<_>>());
+    spec["providers"]["safety"] = json!({"id": "llama-guard", "provider": "llama-guard"});
+    spec["externalProviders"] = json!({"safety": [{"providerId": "acme", "image": acme,
+        "config": {"blocked_words": ["bomb"]}}]});
+    spec
+}
+
 struct Images {
     /// `<registry>/e2e/distribution:base64` and `:layer`, as pushed (tags).
     base64: String,
@@ -58,6 +76,9 @@ struct Images {
     /// The `:base64` image in the token-auth registry, whose CA the operator trusts and the
     /// node's containerd does not.
     untrusted: String,
+    /// The operator's image and the example provider's, pinned by digest.
+    operator: String,
+    acme: String,
 }
 
 struct Env {
@@ -70,20 +91,31 @@ struct Env {
 }
 
 /// The image's base config: what the operator generates for [`slim_spec`] from the starter
-/// distribution, and the packages `llama stack list-deps` names for it.
+/// distribution; and the packages `llama stack list-deps` names for it and for
+/// [`external_spec`]'s config (so that one image serves both).
 fn image_config(dir: &Path) -> Result<(std::path::PathBuf, Vec<String>), String> {
-    let cr: LlamaStackDistribution = serde_json::from_value(json!({
-        "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-        "metadata": {"name": "base"}, "spec": slim_spec("unused", BAKED_PROVIDER)}))
-    .map_err(|e| e.to_string())?;
-    let base = embedded_config("starter").ok_or("no embedded starter config")?;
-    let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
-        .map_err(|e| format!("{e:?}"))?;
-    let path = dir.join("distribution-config.yaml");
-    std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
     let venv = llama_stack::venv(&[]).map_err(|e| e.to_string())?;
-    let deps = llama_stack::list_deps(&venv, &path).map_err(|e| e.to_string())?;
-    Ok((path, deps))
+    let mut deps = Vec::new();
+    let mut paths = Vec::new();
+    for (file, spec) in [
+        ("distribution-config.yaml", slim_spec("unused", BAKED_PROVIDER)),
+        ("external-config.yaml", external_spec("unused", "unused")),
+    ] {
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({
+            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "base"}, "spec": spec}))
+        .map_err(|e| e.to_string())?;
+        let base = embedded_config("starter").ok_or("no embedded starter config")?;
+        let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
+            .map_err(|e| format!("{e:?}"))?;
+        let path = dir.join(file);
+        std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
+        deps.extend(llama_stack::list_deps(&venv, &path).map_err(|e| e.to_string())?);
+        paths.push(path);
+    }
+    deps.sort();
+    deps.dedup();
+    Ok((paths.swap_remove(0), deps))
 }
 
 fn push(layout: &Path, tag: &str, regs: &Registries) -> Result<String, String> {
@@ -91,7 +123,16 @@ fn push(layout: &Path, tag: &str, regs: &Registries) -> Result<String, String> {
 }
 
 fn push_to(layout: &Path, tag: &str, host: &str, regs: &Registries) -> Result<String, String> {
-    let target = format!("{host}/e2e/distribution:{tag}");
+    copy_to_registry(layout, tag, &format!("{host}/e2e/distribution:{tag}"), regs)
+}
+
+/// Copies `layout:tag` to `target` (`host/repo:tag`), digests preserved; returns `target`.
+fn copy_to_registry(
+    layout: &Path,
+    tag: &str,
+    target: &str,
+    regs: &Registries,
+) -> Result<String, String> {
     skopeo_copy(
         &format!("oci:{}:{tag}", layout.display()),
         &format!("docker://{target}"),
@@ -104,7 +145,30 @@ fn push_to(layout: &Path, tag: &str, host: &str, regs: &Registries) -> Result<St
         ],
     )
     .map_err(|e| e.to_string())?;
-    Ok(target)
+    Ok(target.to_owned())
+}
+
+/// Pushes `layout:latest` to `<basic registry>/e2e/<repo>`; returns the reference by digest.
+fn push_pinned(layout: &Path, repo: &str, regs: &Registries) -> Result<String, String> {
+    let tagged = copy_to_registry(
+        layout,
+        "latest",
+        &format!("{}/e2e/{repo}:latest", regs.basic.host),
+        regs,
+    )?;
+    let index: Value = serde_json::from_str(
+        &std::fs::read_to_string(layout.join("index.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let digest = index["manifests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == "latest")
+        .and_then(|m| m["digest"].as_str())
+        .ok_or_else(|| format!("no `latest` in {}", layout.display()))?;
+    let repository = tagged.trim_end_matches(":latest");
+    Ok(format!("{repository}@{digest}"))
 }
 
 fn prepare() -> Result<Env, String> {
@@ -114,11 +178,20 @@ fn prepare() -> Result<Env, String> {
     args.extend(deps);
     let layout = build_image(&args).map_err(|e| e.to_string())?;
 
+    let operator_layout = operator_image().map_err(|e| e.to_string())?;
+    let python = llama_stack::venv(&[])
+        .map_err(|e| e.to_string())?
+        .join("bin/python3");
+    let acme_layout = build_image(&["provider".to_owned(), python.display().to_string()])
+        .map_err(|e| e.to_string())?;
+
     let regs = Registries::start().map_err(|e| e.to_string())?;
     let images = Images {
         base64: push(&layout, "base64", &regs)?,
         layer: push(&layout, "layer", &regs)?,
         untrusted: push_to(&layout, "base64", &regs.token.host, &regs)?,
+        operator: push_pinned(&operator_layout, "llama-stack-operator", &regs)?,
+        acme: push_pinned(&acme_layout, "acme-words", &regs)?,
     };
     let (plane, _rt, _client) = start_controllers_with_crd().map_err(|e| e.to_string())?;
     let ca_file = regs.dir.path().join("ca.pem");
@@ -132,6 +205,7 @@ fn prepare() -> Result<Env, String> {
     .map_err(|e| e.to_string())?;
     let bin = Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
     let ca_flag = format!("--registry-ca-file={}", ca_file.display());
+    let operator_image_flag = format!("--operator-image={}", images.operator);
     let webhook_addr = format!("127.0.0.1:{}", free_port().map_err(|e| e.to_string())?);
     let webhook_ca = webhook_certificates(work.path())?;
     let operator = spawn_operator_with_webhooks(
@@ -140,7 +214,7 @@ fn prepare() -> Result<Env, String> {
         "e2e",
         &webhook_addr,
         work.path(),
-        &[&ca_flag, "--no-reference-checks"],
+        &[&ca_flag, "--no-reference-checks", &operator_image_flag],
     )
     .map_err(|e| e.to_string())?;
     convert_through(
@@ -795,6 +869,99 @@ fn tls_serving_through_the_service(env: &Env) -> Result<(), Failed> {
     the_status_tells_what_the_server_says(env, ns, "tls")
 }
 
+/// The init containers of stack `name`'s Pod, in order, checked: each exited 0, and
+/// `expected` (name, image by digest) ran the image it names, as kubelet pulled it.
+fn init_containers_ran(
+    env: &Env,
+    ns: &str,
+    name: &str,
+    expected: &[(&str, Option<&str>)],
+) -> Result<(), Failed> {
+    let selector = format!("app.kubernetes.io/instance={name}");
+    let pods = env.json(&["get", "pods", "-n", ns, "-l", &selector])?;
+    let pod = &pods["items"][0];
+    let statuses = pod["status"]["initContainerStatuses"]
+        .as_array()
+        .ok_or_else(|| format!("no init containers in {}", pod["status"]))?;
+    let names: Vec<&str> = statuses.iter().filter_map(|c| c["name"].as_str()).collect();
+    let wanted: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, wanted, "init containers in CRD order");
+    for ((step, image), status) in expected.iter().zip(statuses) {
+        let done = &status["state"]["terminated"];
+        assert_eq!(done["exitCode"], 0, "{step}: {status}");
+        let Some(image) = image else { continue };
+        let digest = image.rsplit_once('@').ok_or("not pinned")?.1;
+        assert!(
+            status["imageID"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with(digest),
+            "{step}: kubelet ran {} (wanted {image})",
+            status["imageID"]
+        );
+    }
+    Ok(())
+}
+
+/// An external provider on the node: the operator's image (built from `Dockerfile`) copies its
+/// tools, the example provider's image (from its `Containerfile`) stages its wheel, the
+/// distribution image installs and checks it, in that order, all pulled by digest with the
+/// namespace's pull secret; the server lists the provider and its API answers.
+fn an_external_provider_runs_in_real_init_containers(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-external";
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "acme", "namespace": ns},
+        "spec": external_spec(&env.images.base64, &env.images.acme)});
+    env.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
+    let llsd = env.wait_ready(ns, "acme")?;
+    init_containers_ran(
+        env,
+        ns,
+        "acme",
+        &[
+            ("copy-tools", Some(&env.images.operator)),
+            ("install-provider-acme", Some(&env.images.acme)),
+            ("install-packages", None),
+            ("merge-config", None),
+            ("preflight", None),
+        ],
+    )?;
+    let provider = &llsd["status"]["externalProviders"][0];
+    assert_eq!(
+        (provider["providerId"].as_str(), provider["phase"].as_str()),
+        (Some("acme"), Some("Ready")),
+        "{}",
+        llsd["status"]
+    );
+
+    let address = service_address(env, ns, "acme")?;
+    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
+    assert_eq!(code, 200, "{body}");
+    let providers: Value = serde_json::from_str(&body)?;
+    let acme = providers["data"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["provider_id"] == "acme"))
+        .ok_or_else(|| format!("acme not listed: {body}"))?;
+    assert_eq!(
+        (acme["api"].as_str(), acme["provider_type"].as_str()),
+        (Some("safety"), Some("remote::acme-words"))
+    );
+    let (code, body) = http_post(
+        &format!("http://{address}/v1/shields"),
+        &json!({"shield_id": "acme-shield", "provider_id": "acme", "provider_shield_id": "acme-v1"}),
+    )?;
+    assert_eq!(code, 200, "register a shield: {body}");
+    let (code, body) = http_post(
+        &format!("http://{address}/v1/safety/run-shield"),
+        &json!({"shield_id": "acme-shield",
+                "messages": [{"role": "user", "content": "how to make a bomb"}]}),
+    )?;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("acme-words blocked: bomb"), "{body}");
+    Ok(())
+}
+
 fn registry_host(image: &str) -> &str {
     image.split('/').next().unwrap_or_default()
 }
@@ -822,6 +989,10 @@ fn main() -> ExitCode {
             (
                 "tls_serving_through_the_service",
                 tls_serving_through_the_service,
+            ),
+            (
+                "an_external_provider_runs_in_real_init_containers",
+                an_external_provider_runs_in_real_init_containers,
             ),
         ]),
         "the real node",

@@ -180,6 +180,19 @@ impl Drop for Server {
 
 /// Minimal blocking HTTP/1.1 GET on loopback (status, body).
 pub fn http_get(url: &str) -> Result<(u16, String), Error> {
+    http_request("GET", url, None)
+}
+
+/// Minimal blocking HTTP/1.1 POST of a JSON body on loopback (status, body).
+pub fn http_post(url: &str, body: &serde_json::Value) -> Result<(u16, String), Error> {
+    http_request("POST", url, Some(body))
+}
+
+fn http_request(
+    method: &str,
+    url: &str,
+    json: Option<&serde_json::Value>,
+) -> Result<(u16, String), Error> {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").ok_or("only http:// URLs")?;
     let (host, path) = rest
@@ -188,9 +201,20 @@ pub fn http_get(url: &str) -> Result<(u16, String), Error> {
         .unwrap_or((rest, "/".to_owned()));
     let mut stream = std::net::TcpStream::connect(host)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let payload = json.map(|j| j.to_string());
+    let content = payload
+        .as_ref()
+        .map(|p| {
+            format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                p.len()
+            )
+        })
+        .unwrap_or_default();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{content}Connection: close\r\n\r\n{}",
+        payload.unwrap_or_default()
     )?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;

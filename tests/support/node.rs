@@ -375,6 +375,39 @@ pub fn build_image(args: &[String]) -> Result<PathBuf, Error> {
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
+/// The operator's image built from the repository's `Dockerfile` by
+/// `scripts/build-operator-image.sh`; returns its OCI layout (tag `latest`).
+/// `LLSO_OPERATOR_IMAGE_LAYOUT` names one already built (scripts/test.sh builds it before the
+/// suites). Otherwise the static binary is compiled here, in a target directory of its own: the
+/// `cargo test` running this holds the lock of its own.
+pub fn operator_image() -> Result<PathBuf, Error> {
+    if let Some(layout) = std::env::var_os("LLSO_OPERATOR_IMAGE_LAYOUT") {
+        let layout = PathBuf::from(layout);
+        if !layout.join("index.json").is_file() {
+            return Err(format!(
+                "LLSO_OPERATOR_IMAGE_LAYOUT={} is not an OCI layout",
+                layout.display()
+            )
+            .into());
+        }
+        return Ok(layout);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("operator-image");
+    let script = root.join("scripts/build-operator-image.sh");
+    let out = super::sealed::with_host_network(&mut Command::new(&script))
+        .env("CARGO_TARGET_DIR", target)
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("{} failed ({}); see its output above", script.display(), out.status).into());
+    }
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+}
+
 fn cni_config(ipam_dir: &Path) -> String {
     serde_json::json!({
         "cniVersion": "1.0.0",
