@@ -8,9 +8,16 @@
 //! 3. Applies the v1alpha2 samples of `deploy/samples/` (and demo Secrets they reference), and
 //!    shows `kubectl get llsd`, the objects the operator made, a generated config, an invalid
 //!    object refused with its fixes, and the operator's metrics.
+//! 4. Where the machine can run one (root, containerd, runc; `scripts/install-test-deps.sh`), a
+//!    second cluster with a real node (`demo/real_node.rs`): a distribution image built offline,
+//!    a stack from it Ready on kubelet, and the real server answering `/v1/version` through the
+//!    Service the operator made. Otherwise one line says why the demo stops at kwok.
 //!
-//! `--keep` leaves everything running until Ctrl-C and prints a KUBECONFIG to use.
+//! `--keep` leaves everything running until Ctrl-C and prints a KUBECONFIG to use;
+//! `--kwok-only` skips the real node.
 
+#[path = "demo/real_node.rs"]
+mod real_node;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -32,7 +39,8 @@ fn show(plane: &ControlPlane, title: &str, args: &[&str]) -> Result<(), Error> {
 
 fn main() -> ExitCode {
     let keep = std::env::args().any(|a| a == "--keep");
-    match demo(keep) {
+    let real_node = !std::env::args().any(|a| a == "--kwok-only");
+    match demo(keep, real_node) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err}");
@@ -99,7 +107,7 @@ fn prerequisites(plane: &ControlPlane) -> Result<(), Error> {
     Ok(())
 }
 
-fn demo(keep: bool) -> Result<(), Error> {
+fn demo(keep: bool, real_node: bool) -> Result<(), Error> {
     let bin = operator_binary()?;
     println!(
         "==> starting a cluster on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
@@ -273,7 +281,22 @@ fn demo(keep: bool) -> Result<(), Error> {
         }
         Err(_) => println!("    (curl is not installed)"),
     }
+    let node_demo = if !real_node {
+        println!("==> the real node is skipped (--kwok-only)");
+        None
+    } else if let Some(why) = real_node::unavailable() {
+        println!("==> no real node on this machine, so the demo stops at kwok: {why}");
+        None
+    } else {
+        real_node::run(&bin)?
+    };
     if keep {
+        if let Some(node) = &node_demo {
+            println!(
+                "==> the real node's cluster: export KUBECONFIG={}",
+                node.plane.kubeconfig.display()
+            );
+        }
         println!(
             "==> left running in this process's own network namespace (nothing reaches the real network); in another shell, as root:\n    export KUBECONFIG={}\n    nsenter --net=/proc/{}/ns/net {}/kubectl get llsd -A\n    operator log: {}\n    Ctrl-C here stops everything.",
             plane.kubeconfig.display(),
@@ -286,7 +309,8 @@ fn demo(keep: bool) -> Result<(), Error> {
             .build()?;
         rt.block_on(tokio::signal::ctrl_c())?;
     }
-    println!("==> stopping the operator and the cluster");
+    println!("==> stopping the operators, the clusters and the node");
+    drop(node_demo);
     drop(operator);
     drop(plane);
     Ok(())

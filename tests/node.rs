@@ -18,56 +18,22 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use libtest_mimic::Failed;
-use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
-use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
 use support::llama_stack::{self, http_get, http_post};
 use support::node::{RealNode, TrustedRegistry, build_image, operator_image};
+use support::node_stack::{
+    BAKED_PROVIDER, distribution_image, external_spec, pull_secret_namespace, push, push_pinned,
+    push_to, slim_spec,
+};
 use support::operator::{OperatorProcess, spawn_operator_with_webhooks};
 use support::process::free_port;
 use support::registry::harness::{run_suite, table};
-use support::registry::oci::skopeo_copy;
-use support::registry::registries::{PASSWORD, Registries, USER};
+use support::registry::registries::Registries;
 use support::registry::test_ca::TestCa;
 
 /// From creation to a Ready stack: an image pull and a Python server start on two cores.
 const READY: Duration = Duration::from_secs(240);
-
-/// The provider id of the config baked into the distribution image; stacks use another, so a
-/// server listing theirs runs the operator's config, not the image's.
-const BAKED_PROVIDER: &str = "vllm-baked";
-
-/// A stack from `image`: vLLM inference (as `provider_id`) only, every other API turned off, so
-/// the image needs few packages.
-fn slim_spec(image: &str, provider_id: &str) -> Value {
-    json!({
-        "distribution": {"image": image},
-        "disabled": ["batches", "datasetIo", "eval", "fileProcessors", "files", "responses",
-                     "safety", "scoring", "toolRuntime", "vectorIo"],
-        "providers": {"inference": {"id": provider_id, "provider": "vllm",
-                                    "endpoint": "http://10.88.0.1:9/v1"}},
-        // Several stacks and a rollout's surge Pod share a two-core node.
-        "workload": {"resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}
-    })
-}
-
-/// [`slim_spec`] with the safety API on (llama-guard, no shield model) and the example provider
-/// (`examples/provider`) from `acme` as an external safety provider.
-fn external_spec(image: &str, acme: &str) -> Value {
-    let mut spec = slim_spec(image, "vllm-e2e");
-    spec["disabled"] = json!(spec["disabled"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|api| *api != "safety")
-        .collect::<Vec<_>>());
-    spec["providers"]["safety"] = json!({"id": "llama-guard", "provider": "llama-guard"});
-    spec["externalProviders"] = json!({"safety": [{"providerId": "acme", "image": acme,
-        "config": {"blocked_words": ["bomb"]}}]});
-    spec
-}
 
 struct Images {
     /// `<registry>/e2e/distribution:base64` and `:layer`, as pushed (tags).
@@ -90,93 +56,9 @@ struct Env {
     _work: tempfile::TempDir,
 }
 
-/// The image's base config: what the operator generates for [`slim_spec`] from the starter
-/// distribution; and the packages `llama stack list-deps` names for it and for
-/// [`external_spec`]'s config (so that one image serves both).
-fn image_config(dir: &Path) -> Result<(std::path::PathBuf, Vec<String>), String> {
-    let venv = llama_stack::venv(&[]).map_err(|e| e.to_string())?;
-    let mut deps = Vec::new();
-    let mut paths = Vec::new();
-    for (file, spec) in [
-        ("distribution-config.yaml", slim_spec("unused", BAKED_PROVIDER)),
-        ("external-config.yaml", external_spec("unused", "unused")),
-    ] {
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": "base"}, "spec": spec}))
-        .map_err(|e| e.to_string())?;
-        let base = embedded_config("starter").ok_or("no embedded starter config")?;
-        let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
-            .map_err(|e| format!("{e:?}"))?;
-        let path = dir.join(file);
-        std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
-        deps.extend(llama_stack::list_deps(&venv, &path).map_err(|e| e.to_string())?);
-        paths.push(path);
-    }
-    deps.sort();
-    deps.dedup();
-    Ok((paths.swap_remove(0), deps))
-}
-
-fn push(layout: &Path, tag: &str, regs: &Registries) -> Result<String, String> {
-    push_to(layout, tag, &regs.basic.host, regs)
-}
-
-fn push_to(layout: &Path, tag: &str, host: &str, regs: &Registries) -> Result<String, String> {
-    copy_to_registry(layout, tag, &format!("{host}/e2e/distribution:{tag}"), regs)
-}
-
-/// Copies `layout:tag` to `target` (`host/repo:tag`), digests preserved; returns `target`.
-fn copy_to_registry(
-    layout: &Path,
-    tag: &str,
-    target: &str,
-    regs: &Registries,
-) -> Result<String, String> {
-    skopeo_copy(
-        &format!("oci:{}:{tag}", layout.display()),
-        &format!("docker://{target}"),
-        &[
-            "--preserve-digests",
-            "--dest-creds",
-            &format!("{USER}:{PASSWORD}"),
-            "--dest-cert-dir",
-            regs.cert_dir().to_str().ok_or("cert dir")?,
-        ],
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(target.to_owned())
-}
-
-/// Pushes `layout:latest` to `<basic registry>/e2e/<repo>`; returns the reference by digest.
-fn push_pinned(layout: &Path, repo: &str, regs: &Registries) -> Result<String, String> {
-    let tagged = copy_to_registry(
-        layout,
-        "latest",
-        &format!("{}/e2e/{repo}:latest", regs.basic.host),
-        regs,
-    )?;
-    let index: Value = serde_json::from_str(
-        &std::fs::read_to_string(layout.join("index.json")).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    let digest = index["manifests"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == "latest")
-        .and_then(|m| m["digest"].as_str())
-        .ok_or_else(|| format!("no `latest` in {}", layout.display()))?;
-    let repository = tagged.trim_end_matches(":latest");
-    Ok(format!("{repository}@{digest}"))
-}
-
 fn prepare() -> Result<Env, String> {
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (config, deps) = image_config(work.path())?;
-    let mut args = vec!["distribution".to_owned(), config.display().to_string()];
-    args.extend(deps);
-    let layout = build_image(&args).map_err(|e| e.to_string())?;
+    let layout = distribution_image(work.path())?;
 
     let operator_layout = operator_image().map_err(|e| e.to_string())?;
     let python = llama_stack::venv(&[])
@@ -297,20 +179,7 @@ impl Env {
 
     /// A namespace with the registry's pull secret on its default ServiceAccount.
     fn namespace(&self, ns: &str, host: &str) -> Result<(), Failed> {
-        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
-        let docker_config = json!({"auths": {host: {"auth": auth}}}).to_string();
-        let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-             "metadata": {"name": "regcred", "namespace": ns},
-             "stringData": {".dockerconfigjson": docker_config}},
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns},
-             "imagePullSecrets": [{"name": "regcred"}]}]});
-        self.kubectl(
-            &["apply", "--server-side", "-f", "-"],
-            Some(&objects.to_string()),
-        )?;
-        Ok(())
+        pull_secret_namespace(&self.plane, ns, host).map_err(|e| Failed::from(e.to_string()))
     }
 
     fn create_stack(&self, ns: &str, name: &str, image: &str) -> Result<(), Failed> {

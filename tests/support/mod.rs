@@ -5,6 +5,7 @@ pub mod control_plane;
 pub mod kwok_stages;
 pub mod llama_stack;
 pub mod node;
+pub mod node_stack;
 pub mod operator;
 pub mod pod_runner;
 /// The resolver's registry support (docker-registry, OCI fixtures, child processes).

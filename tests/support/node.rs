@@ -327,7 +327,8 @@ impl Drop for RealNode {
     }
 }
 
-fn which(tool: &str) -> Result<(), Error> {
+/// Whether `tool` is on the PATH; the error names what installs it.
+pub fn which(tool: &str) -> Result<(), Error> {
     let found = std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|p| p.join(tool).is_file()))
         .unwrap_or(false);
@@ -403,7 +404,12 @@ pub fn operator_image() -> Result<PathBuf, Error> {
         .stderr(Stdio::inherit())
         .output()?;
     if !out.status.success() {
-        return Err(format!("{} failed ({}); see its output above", script.display(), out.status).into());
+        return Err(format!(
+            "{} failed ({}); see its output above",
+            script.display(),
+            out.status
+        )
+        .into());
     }
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }

@@ -1,0 +1,196 @@
+//! The demo's second part: a real llama-stack server on a real node. kubelet, containerd, runc,
+//! the CNI bridge and kube-proxy run in this process's sealed network namespace; the
+//! distribution image (Debian trixie with llama-stack 0.7.3, built offline and cached) is pulled
+//! by digest from a local registry with a private CA and a pull secret, as in a cluster.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::control_plane::{ControlPlane, Error, start_controllers_with_crd};
+use crate::support::llama_stack::http_get;
+use crate::support::node::{RealNode, TrustedRegistry, which};
+use crate::support::node_stack::{distribution_image, pull_secret_namespace, push, slim_spec};
+use crate::support::operator::{OperatorProcess, install_operator_rbac, kubectl, spawn_operator};
+use crate::support::registry::registries::Registries;
+
+/// How long a first image pull and a Python server start may take on two cores.
+const READY: Duration = Duration::from_secs(300);
+
+/// Everything the part started; dropping it stops the node, the operator, the cluster and the
+/// registries.
+pub struct RealNodeDemo {
+    pub plane: ControlPlane,
+    _operator: OperatorProcess,
+    _node: RealNode,
+    _registries: Registries,
+    _work: tempfile::TempDir,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// Why this machine cannot run a real node, if it cannot.
+pub fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not running as root (containerd and kubelet need root)".to_owned());
+    }
+    let tools = [
+        "containerd",
+        "runc",
+        "ctr",
+        "iptables",
+        "ip",
+        "mmdebstrap",
+        "umoci",
+        "skopeo",
+        "docker-registry",
+        "htpasswd",
+    ];
+    tools
+        .iter()
+        .find_map(|tool| which(tool).err().map(|e| e.to_string()))
+}
+
+/// Runs the part: Ok(None) when the node could not start on this machine (the reason printed),
+/// an error when something of ours failed.
+pub fn run(bin: &Path) -> Result<Option<RealNodeDemo>, Error> {
+    let started = Instant::now();
+    let work = tempfile::Builder::new()
+        .prefix("llso-demo-node-")
+        .tempdir()?;
+    println!(
+        "==> building the distribution image: Debian trixie + llama-stack 0.7.3, offline from Debian's archive and PyPI (cached after the first run)"
+    );
+    let layout = distribution_image(work.path())?;
+    let registries = Registries::start()?;
+    let image = push(&layout, "base64", &registries)?;
+    println!("    pushed {image} (htpasswd auth, private CA), labelled with its base config");
+    println!(
+        "==> a second cluster with a real node: kubelet, containerd, runc, CNI bridge, kube-proxy"
+    );
+    let (plane, runtime, _client) = start_controllers_with_crd()?;
+    let ca_file = registries.dir.path().join("ca.pem");
+    let trusted = TrustedRegistry {
+        host: registries.basic.host.clone(),
+        ca_file: ca_file.clone(),
+    };
+    let node = match RealNode::start(&plane, &[trusted]) {
+        Ok(node) => node,
+        Err(e) => {
+            println!(
+                "    the real node did not start on this machine, so the kwok part above is the demo: {e}"
+            );
+            return Ok(None);
+        }
+    };
+    let kubeconfig = install_operator_rbac(&plane)?;
+    let ca_flag = format!("--registry-ca-file={}", ca_file.display());
+    let operator = spawn_operator(&plane, bin, "demo-node", &kubeconfig, &[&ca_flag])?;
+    pull_secret_namespace(&plane, "demo", &registries.basic.host)?;
+    let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "hello", "namespace": "demo"}, "spec": slim_spec(&image, "vllm")});
+    println!("==> creating demo/hello: vLLM inference only, from that image");
+    kubectl(&plane, &["create", "-f", "-"], Some(&cr.to_string()))?;
+    wait_ready(&plane)?;
+    show_server(&plane)?;
+    println!("    real-node part took {:.1?}", started.elapsed());
+    Ok(Some(RealNodeDemo {
+        plane,
+        _operator: operator,
+        _node: node,
+        _registries: registries,
+        _work: work,
+        _runtime: runtime,
+    }))
+}
+
+fn wait_ready(plane: &ControlPlane) -> Result<(), Error> {
+    let started = Instant::now();
+    let mut last = String::new();
+    while started.elapsed() < READY {
+        let phase = kubectl(
+            plane,
+            &[
+                "get",
+                "llsd",
+                "hello",
+                "-n",
+                "demo",
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+            None,
+        )?;
+        if phase != last {
+            println!(
+                "    {:>5.1}s phase {phase}",
+                started.elapsed().as_secs_f64()
+            );
+            last = phase;
+        }
+        if last == "Ready" {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let status = kubectl(
+        plane,
+        &["get", "llsd", "hello", "-n", "demo", "-o", "yaml"],
+        None,
+    )?;
+    Err(format!("demo/hello not Ready after {READY:?}:\n{status}").into())
+}
+
+/// The stack, its Pod on the node, and the server answering through the operator's Service.
+fn show_server(plane: &ControlPlane) -> Result<(), Error> {
+    crate::show(
+        plane,
+        "kubectl get llsd,pods -n demo -o wide",
+        &["get", "llsd,pods", "-n", "demo", "-o", "wide"],
+    )?;
+    let service = kubectl(
+        plane,
+        &[
+            "get",
+            "service",
+            "hello-service",
+            "-n",
+            "demo",
+            "-o",
+            "jsonpath={.spec.clusterIP}:{.spec.ports[0].port}",
+        ],
+        None,
+    )?;
+    let (code, body) = http_get(&format!("http://{service}/v1/version"))?;
+    println!(
+        "==> GET http://{service}/v1/version through the Service the operator made: {code} {body}"
+    );
+    if code != 200 {
+        return Err(format!("the server answered {code}: {body}").into());
+    }
+    // The operator reads the server once its revision is Ready; give that read a moment.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let version = kubectl(
+            plane,
+            &[
+                "get",
+                "llsd",
+                "hello",
+                "-n",
+                "demo",
+                "-o",
+                "jsonpath={.status.version.llamaStackServerVersion}",
+            ],
+            None,
+        )?;
+        if !version.is_empty() || Instant::now() > deadline {
+            println!(
+                "    status.version.llamaStackServerVersion (what the operator read): {version:?}"
+            );
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}

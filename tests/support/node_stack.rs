@@ -1,0 +1,165 @@
+//! What a stack on the real node needs: the slim spec the node suite and the demo run, the
+//! distribution image built for it (`scripts/build-test-images.sh`), pushed to the test
+//! registries, and a namespace with the pull secret.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
+use llama_stack_resolver::embedded::embedded_config;
+use serde_json::{Value, json};
+
+use super::control_plane::{ControlPlane, Error};
+use super::llama_stack;
+use super::operator::kubectl;
+use super::registry::oci::skopeo_copy;
+use super::registry::registries::{PASSWORD, Registries, USER};
+
+/// The provider id of the config baked into the distribution image; stacks use another, so a
+/// server listing theirs runs the operator's config, not the image's.
+pub const BAKED_PROVIDER: &str = "vllm-baked";
+
+/// A stack from `image`: vLLM inference (as `provider_id`) only, every other API turned off, so
+/// the image needs few packages.
+pub fn slim_spec(image: &str, provider_id: &str) -> Value {
+    json!({
+        "distribution": {"image": image},
+        "disabled": ["batches", "datasetIo", "eval", "fileProcessors", "files", "responses",
+                     "safety", "scoring", "toolRuntime", "vectorIo"],
+        "providers": {"inference": {"id": provider_id, "provider": "vllm",
+                                    "endpoint": "http://10.88.0.1:9/v1"}},
+        // Several stacks and a rollout's surge Pod share a two-core node.
+        "workload": {"resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}
+    })
+}
+
+/// [`slim_spec`] with the safety API on (llama-guard, no shield model) and the example provider
+/// (`examples/provider`) from `acme` as an external safety provider.
+pub fn external_spec(image: &str, acme: &str) -> Value {
+    let mut spec = slim_spec(image, "vllm-e2e");
+    spec["disabled"] = json!(
+        spec["disabled"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|api| *api != "safety")
+            .collect::<Vec<_>>()
+    );
+    spec["providers"]["safety"] = json!({"id": "llama-guard", "provider": "llama-guard"});
+    spec["externalProviders"] = json!({"safety": [{"providerId": "acme", "image": acme,
+        "config": {"blocked_words": ["bomb"]}}]});
+    spec
+}
+
+/// The image's base config: what the operator generates for [`slim_spec`] from the starter
+/// distribution; and the packages `llama stack list-deps` names for it and for
+/// [`external_spec`]'s config (so that one image serves both).
+pub fn image_config(dir: &Path) -> Result<(PathBuf, Vec<String>), String> {
+    let venv = llama_stack::venv(&[]).map_err(|e| e.to_string())?;
+    let mut deps = Vec::new();
+    let mut paths = Vec::new();
+    for (file, spec) in [
+        (
+            "distribution-config.yaml",
+            slim_spec("unused", BAKED_PROVIDER),
+        ),
+        ("external-config.yaml", external_spec("unused", "unused")),
+    ] {
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({
+            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "base"}, "spec": spec}))
+        .map_err(|e| e.to_string())?;
+        let base = embedded_config("starter").ok_or("no embedded starter config")?;
+        let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
+            .map_err(|e| format!("{e:?}"))?;
+        let path = dir.join(file);
+        std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
+        deps.extend(llama_stack::list_deps(&venv, &path).map_err(|e| e.to_string())?);
+        paths.push(path);
+    }
+    deps.sort();
+    deps.dedup();
+    Ok((paths.swap_remove(0), deps))
+}
+
+pub fn push(layout: &Path, tag: &str, regs: &Registries) -> Result<String, String> {
+    push_to(layout, tag, &regs.basic.host, regs)
+}
+
+pub fn push_to(layout: &Path, tag: &str, host: &str, regs: &Registries) -> Result<String, String> {
+    copy_to_registry(layout, tag, &format!("{host}/e2e/distribution:{tag}"), regs)
+}
+
+/// Copies `layout:tag` to `target` (`host/repo:tag`), digests preserved; returns `target`.
+pub fn copy_to_registry(
+    layout: &Path,
+    tag: &str,
+    target: &str,
+    regs: &Registries,
+) -> Result<String, String> {
+    skopeo_copy(
+        &format!("oci:{}:{tag}", layout.display()),
+        &format!("docker://{target}"),
+        &[
+            "--preserve-digests",
+            "--dest-creds",
+            &format!("{USER}:{PASSWORD}"),
+            "--dest-cert-dir",
+            regs.cert_dir().to_str().ok_or("cert dir")?,
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(target.to_owned())
+}
+
+/// Pushes `layout:latest` to `<basic registry>/e2e/<repo>`; returns the reference by digest.
+pub fn push_pinned(layout: &Path, repo: &str, regs: &Registries) -> Result<String, String> {
+    let tagged = copy_to_registry(
+        layout,
+        "latest",
+        &format!("{}/e2e/{repo}:latest", regs.basic.host),
+        regs,
+    )?;
+    let index: Value = serde_json::from_str(
+        &std::fs::read_to_string(layout.join("index.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let digest = index["manifests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == "latest")
+        .and_then(|m| m["digest"].as_str())
+        .ok_or_else(|| format!("no `latest` in {}", layout.display()))?;
+    let repository = tagged.trim_end_matches(":latest");
+    Ok(format!("{repository}@{digest}"))
+}
+
+/// A namespace `ns` with a pull secret for `host` on its default ServiceAccount.
+pub fn pull_secret_namespace(plane: &ControlPlane, ns: &str, host: &str) -> Result<(), Error> {
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+    let docker_config = json!({"auths": {host: {"auth": auth}}}).to_string();
+    let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+             "metadata": {"name": "regcred", "namespace": ns},
+             "stringData": {".dockerconfigjson": docker_config}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns},
+             "imagePullSecrets": [{"name": "regcred"}]}]});
+    kubectl(
+        plane,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&objects.to_string()),
+    )?;
+    Ok(())
+}
+
+/// Builds (or reuses) the distribution image for [`image_config`]; returns its OCI layout
+/// (tags `base64` and `layer`).
+pub fn distribution_image(dir: &Path) -> Result<PathBuf, String> {
+    let (config, deps) = image_config(dir)?;
+    let mut args = vec!["distribution".to_owned(), config.display().to_string()];
+    args.extend(deps);
+    super::node::build_image(&args).map_err(|e| e.to_string())
+}
