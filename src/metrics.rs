@@ -1,5 +1,7 @@
 //! Prometheus metrics of the operator, and the plain-HTTP server for `/metrics`, `/healthz` and
-//! `/readyz`.
+//! `/readyz`; [`auth`] decides who may read `/metrics`.
+
+pub mod auth;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use llama_stack_resolver::stats::Stats;
@@ -449,9 +451,18 @@ impl Health {
 struct ServerState {
     metrics: Arc<Metrics>,
     health: Arc<Health>,
+    auth: Option<Arc<auth::MetricsAuth>>,
 }
 
-async fn metrics(State(state): State<ServerState>) -> impl IntoResponse {
+async fn metrics(State(state): State<ServerState>, headers: HeaderMap) -> impl IntoResponse {
+    if let Some(reviewer) = &state.auth {
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if let Some(refused) = refusal(reviewer.check(authorization).await) {
+            return refused;
+        }
+    }
     match state.metrics.encode() {
         Ok(text) => (
             StatusCode::OK,
@@ -464,6 +475,27 @@ async fn metrics(State(state): State<ServerState>) -> impl IntoResponse {
             .into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// The response to a scrape that may not read the metrics; `None` when it may.
+fn refusal(decision: auth::Decision) -> Option<axum::response::Response> {
+    let (code, why) = match decision {
+        auth::Decision::Allowed => return None,
+        auth::Decision::Unauthenticated(why) => (StatusCode::UNAUTHORIZED, why),
+        auth::Decision::Forbidden(why) => (StatusCode::FORBIDDEN, why),
+        auth::Decision::Unavailable(why) => {
+            tracing::warn!(error = %why, "cannot review a metrics scrape");
+            (StatusCode::SERVICE_UNAVAILABLE, why)
+        }
+    };
+    let mut response = (code, format!("{why}\n")).into_response();
+    if code == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+    }
+    Some(response)
 }
 
 async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
@@ -481,11 +513,12 @@ async fn healthz(State(state): State<ServerState>) -> (StatusCode, String) {
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the task is dropped; returns the
-/// bound address.
+/// bound address. With `auth`, `/metrics` answers only scrapers the API server allows.
 pub async fn serve(
     addr: SocketAddr,
     metrics_state: Arc<Metrics>,
     health: Arc<Health>,
+    auth: Option<Arc<auth::MetricsAuth>>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let app = Router::new()
         .route("/metrics", get(metrics))
@@ -494,6 +527,7 @@ pub async fn serve(
         .with_state(ServerState {
             metrics: metrics_state,
             health,
+            auth,
         });
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
@@ -610,6 +644,102 @@ mod tests {
         assert!(
             text.contains("llso_watch_relists_total{kind=\"Deployment\"} 1"),
             "{text}"
+        );
+    }
+
+    /// Every sample name the operator exports, with each family populated.
+    fn exported_samples() -> std::collections::BTreeSet<String> {
+        let stats = Arc::new(Stats::default());
+        stats.request(Duration::from_millis(20), false);
+        stats.lookup(llama_stack_resolver::stats::CacheKind::Manifest, false);
+        stats.lookup(llama_stack_resolver::stats::CacheKind::Config, true);
+        let m = Metrics::new(stats);
+        m.reconciled(false, "ApiError", Duration::from_millis(1));
+        m.config_generated();
+        m.rollout();
+        m.follow_stacks(Box::new(|| {
+            vec![("Failed".to_owned(), Some("ServerCrashLooping".to_owned()))]
+        }));
+        m.watches().failed("Deployment", &"410 Expired");
+        m.watches().succeeded("Deployment", true);
+        let text = m.encode().unwrap();
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The `llso_*` names a text mentions.
+    fn queried(text: &str) -> std::collections::BTreeSet<String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("llso_") {
+            let tail = &rest[at..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            names.insert(tail[..end].to_owned());
+            rest = &tail[end..];
+        }
+        names
+    }
+
+    const DASHBOARD: &str =
+        include_str!("../deploy/components/monitoring/llama-stack-operator-dashboard.json");
+    const RULES: &str = include_str!("../deploy/components/monitoring/prometheus_rule.yaml");
+
+    #[test]
+    fn the_dashboard_and_the_alerts_query_only_exported_metrics() {
+        let exported = exported_samples();
+        let dashboard: serde_json::Value = serde_json::from_str(DASHBOARD).unwrap();
+        let exprs: Vec<String> = dashboard["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["targets"].as_array().unwrap().clone())
+            .map(|t| t["expr"].as_str().unwrap().to_owned())
+            .collect();
+        let in_dashboard = queried(&exprs.join("\n"));
+        let in_rules = queried(RULES);
+        for name in in_dashboard.iter().chain(&in_rules) {
+            assert!(
+                exported.contains(name),
+                "{name} is queried but not exported; exported: {exported:?}"
+            );
+        }
+        // Each exported family has a panel (histograms by their buckets).
+        for name in exported
+            .iter()
+            .filter(|n| !n.ends_with("_count") && !n.ends_with("_sum") && !n.ends_with("_created"))
+        {
+            assert!(
+                in_dashboard.contains(name),
+                "{name} is exported but no panel shows it"
+            );
+        }
+        // The alerts the issue asks for: stalled rollouts, reconcile errors, registry failures.
+        for name in [
+            "llso_rollouts_stuck",
+            "llso_reconciles_total",
+            "llso_registry_errors_total",
+        ] {
+            assert!(in_rules.contains(name), "no alert on {name}");
+        }
+    }
+
+    #[test]
+    fn a_name_that_is_not_exported_is_caught() {
+        let exported = exported_samples();
+        assert!(
+            queried("rate(llso_reconcile_total[5m])")
+                .iter()
+                .all(|n| !exported.contains(n))
+        );
+        assert!(
+            queried("rate(llso_reconciles_total[5m])")
+                .iter()
+                .all(|n| exported.contains(n))
         );
     }
 }

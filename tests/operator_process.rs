@@ -1,7 +1,8 @@
 //! The operator binary as it runs in a cluster: two `run --leader-elect` processes authenticated
 //! as the operator's own ServiceAccount, whose only rights are the RBAC in `deploy/base`, on a
 //! cluster whose Pods run (kube-controller-manager, kube-scheduler, kwok). A missing permission
-//! fails these tests; so does a second writer.
+//! fails these tests; so does a second writer. Their `/metrics` answers only bearers of a token
+//! the API server allows to read it (`--metrics-auth=kubernetes`, as `deploy/` runs them).
 
 #[path = "support/mod.rs"]
 mod support;
@@ -40,6 +41,33 @@ struct Env {
     rt: tokio::runtime::Runtime,
     client: kube::Client,
     operators: Mutex<Vec<Operator>>,
+    /// A token bound to `llama-stack-operator-metrics-reader`, and one of an account that is not.
+    scraper_token: String,
+    stranger_token: String,
+}
+
+/// ServiceAccounts `monitoring/scraper` (bound to the metrics reader role deploy/ ships) and
+/// `monitoring/stranger` (not bound); returns a token of each.
+fn scrapers(plane: &ControlPlane) -> Result<(String, String), Failed> {
+    let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "scraper", "namespace": "monitoring"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "stranger", "namespace": "monitoring"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "scraper-reads-metrics"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "llama-stack-operator-metrics-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": "monitoring"}]}]});
+    kubectl(plane, &["apply", "-f", "-"], Some(&objects.to_string())).map_err(|e| e.to_string())?;
+    let token = |sa: &str| -> Result<String, Failed> {
+        Ok(
+            kubectl(plane, &["create", "token", sa, "-n", "monitoring"], None)
+                .map_err(|e| e.to_string())?
+                .trim()
+                .to_owned(),
+        )
+    };
+    Ok((token("scraper")?, token("stranger")?))
 }
 
 fn root() -> &'static str {
@@ -60,6 +88,7 @@ fn start_operator(
         &[
             "--leader-elect",
             "--log-format=json",
+            "--metrics-auth=kubernetes",
             &format!("--identity={identity}"),
         ],
     )
@@ -70,12 +99,15 @@ fn start_operator(
 fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
     let kubeconfig = install_operator_rbac(&plane).map_err(|e| e.to_string())?;
+    let (scraper_token, stranger_token) = scrapers(&plane)?;
     let a = start_operator(&plane, "operator-a", &kubeconfig)?;
     let env = Env {
         plane,
         rt,
         client,
         operators: Mutex::new(vec![a]),
+        scraper_token,
+        stranger_token,
     };
     // The second replica starts once the first leads, so which one leads is known.
     env.eventually("operator-a leads", || async {
@@ -289,11 +321,52 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
             .metrics
             .clone()
     };
-    let get = |path: &str| -> Result<(u16, String), Failed> {
+    let http = reqwest::Client::new();
+    let fetch = |path: &str, token: Option<&str>| {
+        let mut request = http.get(format!("{leader}{path}"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request
+    };
+    let send = |request: reqwest::RequestBuilder| -> Result<(u16, String, String), Failed> {
         env.rt.block_on(async {
-            let response = reqwest::get(format!("{leader}{path}")).await?;
-            Ok((response.status().as_u16(), response.text().await?))
+            let response = request.send().await?;
+            let challenge = response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            Ok((
+                response.status().as_u16(),
+                challenge,
+                response.text().await?,
+            ))
         })
+    };
+    // Probes need no token; /metrics does, and one the API server allows.
+    let get = |path: &str| -> Result<(u16, String), Failed> {
+        let (code, _, body) = send(fetch(path, None))?;
+        Ok((code, body))
+    };
+    let (code, challenge, body) = send(fetch("/metrics", None))?;
+    assert_eq!((code, challenge.as_str()), (401, "Bearer"), "{body}");
+    let (code, _, body) = send(fetch("/metrics", Some("not-a-token")))?;
+    assert_eq!(code, 401, "{body}");
+    let (code, _, body) = send(fetch("/metrics", Some(&env.stranger_token)))?;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("system:serviceaccount:monitoring:stranger may not get /metrics"),
+        "{body}"
+    );
+    assert!(!body.contains("llso_"), "{body}");
+    let scrape = || -> Result<String, Failed> {
+        let (code, _, body) = send(fetch("/metrics", Some(&env.scraper_token)))?;
+        if code != 200 {
+            return Err(format!("/metrics with the scraper's token: {code} {body}").into());
+        }
+        Ok(body)
     };
     assert_eq!(get("/healthz")?, (200, "ok".to_owned()));
     assert_eq!(get("/readyz")?, (200, "ok".to_owned()));
@@ -301,7 +374,8 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
     env.eventually(
         "reconciles, rollouts and generations are counted",
         || async {
-            let text = reqwest::get(format!("{leader}/metrics"))
+            let text = fetch("/metrics", Some(&env.scraper_token))
+                .send()
                 .await
                 .ok()?
                 .text()
@@ -319,7 +393,7 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
                 .then_some(())
         },
     )?;
-    let (_, text) = get("/metrics")?;
+    let text = scrape()?;
     for series in [
         "llso_reconciles_total",
         "llso_reconcile_duration_seconds_bucket",

@@ -76,6 +76,12 @@ pub struct Args {
     /// Address of the plain-HTTP server for /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Who may read /metrics: anyone who reaches the port (`none`), or the bearer of a token
+    /// the API server authenticates and allows to `get /metrics` (`kubernetes`, as deploy/ sets;
+    /// the operator's ServiceAccount then needs `system:auth-delegator`). /healthz and /readyz
+    /// stay open either way.
+    #[arg(long, value_enum, default_value = "none")]
+    metrics_auth: MetricsAuthMode,
     /// Watch only these namespaces (comma-separated; default: all). Namespaced RBAC suffices.
     #[arg(long, value_delimiter = ',', env = "WATCH_NAMESPACES")]
     watch_namespaces: Vec<String>,
@@ -120,6 +126,15 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// Who may read `/metrics`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricsAuthMode {
+    /// Anyone who reaches the port.
+    None,
+    /// Bearer tokens reviewed by the API server (TokenReview, SubjectAccessReview).
+    Kubernetes,
 }
 
 /// Errors of `run`.
@@ -372,8 +387,17 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
         watches.set_stuck_after(Duration::from_secs(args.watch_stuck_after.max(1)));
         health.follow_watches(watches);
     }
+    let auth = match (args.metrics_auth, &api) {
+        (MetricsAuthMode::None, _) => None,
+        (MetricsAuthMode::Kubernetes, Some(api)) => Some(Arc::new(
+            crate::metrics::auth::MetricsAuth::new(api.clone()),
+        )),
+        (MetricsAuthMode::Kubernetes, None) => Some(Arc::new(
+            crate::metrics::auth::MetricsAuth::new(api_client().await?),
+        )),
+    };
     let (metrics_addr, _metrics_task) =
-        crate::metrics::serve(args.metrics_addr, metrics, health.clone())
+        crate::metrics::serve(args.metrics_addr, metrics, health.clone(), auth)
             .await
             .map_err(|source| RunError::Listen {
                 addr: args.metrics_addr,
