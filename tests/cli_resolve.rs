@@ -185,6 +185,118 @@ fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The resolve command's pinned image for `args` (with the mirror's pull secret and CA).
+fn resolved_image(env: &Env, args: &[&str]) -> Result<Value, Failed> {
+    let secret = secret_file(
+        env.dir.path(),
+        "mirror-pull",
+        &env.regs.basic.host,
+        PASSWORD,
+        "kubernetes.io/dockerconfigjson",
+    );
+    let ca = env.regs.dir.path().join("ca.pem");
+    let mut all = args.to_vec();
+    all.extend([
+        "--pull-secret",
+        &secret,
+        "--ca-file",
+        ca.to_str().unwrap_or_default(),
+    ]);
+    let (code, stdout, stderr) = run(&all);
+    if code != 0 {
+        return Err(format!("resolve {args:?}: exit {code}: {stderr}").into());
+    }
+    Ok(serde_json::from_str(&stdout)?)
+}
+
+/// image-overrides/: `mirror.sh` copies every catalog image from a source registry (standing in
+/// for docker.io) into the mirror (htpasswd, private CA) and prints the operator ConfigMap; each
+/// name resolves with its overrides, the mirror's pull secret and CA to the mirrored digest; and
+/// `mirror-registry.yaml`'s rule, pointed at the same mirror, resolves to the same images.
+fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
+    let (basic, plain) = (&env.regs.basic.host, &env.regs.plain.host);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let catalog: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&std::fs::read_to_string(root.join("distributions.json"))?)?;
+    let layout = env.dir.path().join("layout");
+    for image in catalog.values() {
+        let path = image
+            .strip_prefix("docker.io/")
+            .ok_or_else(|| format!("{image} is not on docker.io"))?;
+        skopeo_copy(
+            &format!("oci:{}:v1", layout.display()),
+            &format!("docker://{plain}/{path}"),
+            &["--preserve-digests", "--dest-tls-verify=false"],
+        )?;
+    }
+    let out = Command::new(root.join("image-overrides/mirror.sh"))
+        .args(["--to", &format!("{basic}/llamastack")])
+        .args([
+            "--from",
+            &format!("docker.io/llamastack={plain}/llamastack"),
+        ])
+        .arg("--src-tls-verify=false")
+        .args(["--dest-creds", &format!("{USER}:{PASSWORD}")])
+        .args([
+            "--dest-cert-dir",
+            env.regs.cert_dir().to_str().unwrap_or_default(),
+        ])
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("mirror.sh: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let config_map: Value = serde_saphyr::from_str(&String::from_utf8(out.stdout)?)?;
+    assert_eq!(
+        config_map["metadata"]["name"],
+        "llama-stack-operator-config"
+    );
+    let overrides_text = config_map["data"]["image-overrides"]
+        .as_str()
+        .ok_or("no image-overrides in the ConfigMap")?;
+    let overrides: std::collections::BTreeMap<String, String> =
+        serde_saphyr::from_str(overrides_text)?;
+    assert_eq!(
+        overrides.keys().collect::<Vec<_>>(),
+        catalog.keys().collect::<Vec<_>>(),
+        "every catalog name is pinned"
+    );
+    let overrides_file = env.dir.path().join("image-overrides.yaml");
+    std::fs::write(&overrides_file, overrides_text)?;
+    for (name, image) in &catalog {
+        let repository = image.rsplit('/').next().unwrap_or_default();
+        let repository = repository.split(':').next().unwrap_or_default();
+        let mirrored = format!("{basic}/llamastack/{repository}@{}", env.digest);
+        assert_eq!(overrides[name], mirrored, "{name}: the index digest, kept");
+        let out = resolved_image(
+            env,
+            &[
+                name,
+                "--overrides",
+                overrides_file.to_str().unwrap_or_default(),
+            ],
+        )?;
+        assert_eq!(out["image"], json!(mirrored), "{name}: {out}");
+        assert_eq!(out["configSource"], "oci-label", "{name}: {out}");
+    }
+
+    let ready: Value = serde_saphyr::from_str(&std::fs::read_to_string(
+        root.join("image-overrides/mirror-registry.yaml"),
+    )?)?;
+    let rules: Vec<String> =
+        serde_saphyr::from_str(ready["data"]["mirrors"].as_str().ok_or("no mirrors")?)?;
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    let rule = rules[0].replace("mirror.example.com:5000", basic);
+    for name in catalog.keys() {
+        let out = resolved_image(env, &[name, "--mirror", &rule])?;
+        assert_eq!(
+            out["image"],
+            json!(overrides[name]),
+            "{name} through {rule}: {out}"
+        );
+    }
+    Ok(())
+}
+
 type Test = fn(&Env) -> Result<(), Failed>;
 
 const TESTS: &[(&str, Test)] = &[
@@ -194,6 +306,10 @@ const TESTS: &[(&str, Test)] = &[
         legacy_dockercfg_yaml_output_and_config,
     ),
     ("mirror_and_insecure_registry", mirror_and_insecure_registry),
+    (
+        "image_overrides_run_air_gapped",
+        image_overrides_run_air_gapped,
+    ),
     (
         "errors_are_one_actionable_line",
         errors_are_one_actionable_line,

@@ -287,3 +287,44 @@ fn each_release_file_applies_server_side() {
         assert!(ok, "{file}: the CRD is served: {err}");
     }
 }
+
+#[test]
+fn the_registry_ca_kustomization_mounts_the_ca_and_names_it() {
+    let plane = ControlPlane::start().expect("control plane");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (ok, rendered, err) = kubectl(
+        &plane,
+        &["kustomize", &format!("{root}/image-overrides/registry-ca")],
+        None,
+    );
+    assert!(ok, "{err}");
+    assert!(rendered.contains("- --registry-ca-file=/etc/llama-stack-operator/registry-ca/ca.crt"));
+    assert!(rendered.contains("mountPath: /etc/llama-stack-operator/registry-ca"));
+    assert!(rendered.contains("ca.crt: |\n    -----BEGIN CERTIFICATE-----"));
+    let (ok, _, err) = kubectl(
+        &plane,
+        &["create", "namespace", "llama-stack-operator-system"],
+        None,
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = kubectl(
+        &plane,
+        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+        Some(&rendered),
+    );
+    assert!(ok, "server-side dry run refused it:\n{err}");
+    assert!(
+        out.contains("configmap/llama-stack-operator-registry-ca"),
+        "{out}"
+    );
+    let mirror = format!("{root}/image-overrides/mirror-registry.yaml");
+    let (ok, out, err) = kubectl(
+        &plane,
+        &["apply", "--server-side", "--dry-run=server", "-f", &mirror],
+        None,
+    );
+    assert!(
+        ok && out.contains("llama-stack-operator-config"),
+        "{out}{err}"
+    );
+}
