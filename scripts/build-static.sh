@@ -1,23 +1,48 @@
 #!/usr/bin/env bash
-# Builds the static (musl) release binary the Dockerfile copies into its distroless image, and
-# checks it: statically linked (no ELF interpreter), and it runs. No container engine is needed.
+# Builds the static (musl) release binary the Dockerfile's image ships, for this machine's
+# architecture or the one given, and checks it: statically linked (no ELF interpreter), built
+# for that architecture, and it runs (an arm64 binary on an amd64 host through qemu-user).
 # Prints the binary's path.
+#
+# Usage: scripts/build-static.sh [amd64|arm64]
+# arm64 on an amd64 host cross-compiles with Debian's gcc-aarch64-linux-gnu (as the linker and
+# for ring's C parts) and runs the result with qemu-aarch64-static; both are installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET=x86_64-unknown-linux-musl
-
 log() { echo "[static] $*" >&2; }
-rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" >&2
-if ! command -v musl-gcc >/dev/null; then   # ring's C and assembly parts
-  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+host_arch() { case "$(uname -m)" in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) uname -m ;; esac; }
+arch="${1:-$(host_arch)}"
+case "$arch" in
+  amd64) TARGET=x86_64-unknown-linux-musl machine="X86-64" ;;
+  arm64) TARGET=aarch64-unknown-linux-musl machine="AArch64" ;;
+  *) log "ERROR: no build for architecture $arch (amd64 or arm64)"; exit 1 ;;
+esac
+
+apt_install() {
+  local sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends musl-tools >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" >&2
+run=()
+if [[ "$arch" == "$(host_arch)" ]]; then
+  command -v musl-gcc >/dev/null || apt_install musl-tools   # ring's C and assembly parts
+elif [[ "$arch" == arm64 ]]; then
+  command -v aarch64-linux-gnu-gcc >/dev/null || apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  command -v qemu-aarch64-static >/dev/null || apt_install qemu-user-static
+  # Rust's musl targets bring their own C library and start files; gcc only drives the link.
+  export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc
+  export CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_musl=aarch64-linux-gnu-ar
+  run=(qemu-aarch64-static)
+else
+  log "ERROR: cross-building $arch on $(host_arch) is not set up here"; exit 1
 fi
 cargo build --release --locked --target "$TARGET" --bin llama-stack-operator >&2
 BIN="${CARGO_TARGET_DIR:-target}/$TARGET/release/llama-stack-operator"
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then
   log "ERROR: $BIN is dynamically linked"; exit 1
 fi
-"$BIN" --version >&2
-log "built $BIN ($(du -h "$BIN" | cut -f1), static)"
+readelf -h "$BIN" | grep -q "Machine:.*$machine" || { log "ERROR: $BIN is not a $machine binary"; exit 1; }
+"${run[@]}" "$BIN" --version >&2
+log "built $BIN ($(du -h "$BIN" | cut -f1), static, $arch)"
 echo "$BIN"
