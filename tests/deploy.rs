@@ -3,7 +3,10 @@
 //! cert-manager is not installed in the test control plane). `release/` is what
 //! `scripts/build-release.sh` renders from the overlays, byte for byte, and each file applies
 //! server-side (cert-manager's and prometheus-operator's kinds against schemaless stand-in CRDs).
+//! `bundle/` is the OLM bundle `scripts/build-bundle.sh` makes from `deploy/base`, byte for byte.
 
+#[path = "../examples/olm_bundle/bundle.rs"]
+mod olm;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -327,4 +330,117 @@ fn the_registry_ca_kustomization_mounts_the_ca_and_names_it() {
         ok && out.contains("llama-stack-operator-config"),
         "{out}{err}"
     );
+}
+
+/// Every file under `dir`, relative.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_olm_bundle_is_deploy_base_rendered_now() {
+    let plane = ControlPlane::start().expect("control plane");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (ok, rendered, err) = kubectl(
+        &plane,
+        &["kustomize", &root.join("deploy/base").display().to_string()],
+        None,
+    );
+    assert!(ok, "{err}");
+    let example =
+        std::fs::read_to_string(root.join("deploy/samples/v1alpha2_us1_minimal_inference.yaml"))
+            .unwrap();
+    let files = olm::files(&rendered, env!("CARGO_PKG_VERSION"), &example).unwrap();
+    let mut paths: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
+    paths.sort();
+    assert_eq!(
+        files_under(&root.join("bundle")),
+        paths,
+        "bundle/ holds exactly the generated files"
+    );
+    for (path, content) in &files {
+        let committed = std::fs::read_to_string(root.join("bundle").join(path)).unwrap();
+        assert!(
+            &committed == content,
+            "bundle/{path} differs from deploy/base rendered now: run scripts/build-bundle.sh"
+        );
+    }
+
+    let csv: serde_json::Value = serde_saphyr::from_str(
+        &files
+            .iter()
+            .find(|(p, _)| p.ends_with(".clusterserviceversion.yaml"))
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    let spec = &csv["spec"];
+    let manager = &spec["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"];
+    let env = manager["containers"][0]["env"].as_array().unwrap();
+    assert!(env.iter().any(|e| e["name"] == "WATCH_NAMESPACES"
+        && e["valueFrom"]["fieldRef"]["fieldPath"]
+            == "metadata.annotations['olm.targetNamespaces']"));
+    assert!(
+        manager["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["name"] != "serving-certs"),
+        "OLM mounts the webhook certificate itself"
+    );
+    let rules = spec["install"]["spec"]["clusterPermissions"][0]["rules"].to_string();
+    assert!(rules.contains("tokenreviews") && rules.contains("subjectaccessreviews"));
+    assert!(rules.contains("llamastackdistributions/status"));
+    let hooks = spec["webhookdefinitions"].as_array().unwrap();
+    let paths: Vec<&str> = hooks
+        .iter()
+        .filter_map(|h| h["webhookPath"].as_str())
+        .collect();
+    assert_eq!(paths, ["/validate", "/convert"]);
+    assert_eq!(
+        hooks[1]["conversionCRDs"][0],
+        "llamastackdistributions.llamastack.io"
+    );
+    let owned: Vec<&str> = spec["customresourcedefinitions"]["owned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["version"].as_str())
+        .collect();
+    assert_eq!(owned, ["v1alpha2", "v1alpha1"], "the storage version first");
+    assert_eq!(spec["installModes"].as_array().unwrap().len(), 4);
+
+    // The plain manifests beside the CSV are what the API server accepts.
+    for (path, content) in files
+        .iter()
+        .filter(|(p, _)| p.starts_with("manifests/") && !p.ends_with(".clusterserviceversion.yaml"))
+    {
+        let (ok, _, err) = kubectl(
+            &plane,
+            &[
+                "apply",
+                "--server-side",
+                "--dry-run=server",
+                "-n",
+                "default",
+                "-f",
+                "-",
+            ],
+            Some(content),
+        );
+        assert!(ok, "{path}: {err}");
+    }
 }

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Writes the OLM bundle (registry+v1) of this version into bundle/ (or the directory given) from
+# deploy/base: the ClusterServiceVersion, the CRD, the metrics Service and reader ClusterRole,
+# metadata/annotations.yaml and bundle.Dockerfile. A test renders it again and fails on drift.
+# Usage: scripts/build-bundle.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-bundle}"
+KUBECTL="${KUBECTL:-$(dirname "$(scripts/build-control-plane.sh)/kubectl")/kubectl}"
+rm -rf "$OUT/manifests" "$OUT/metadata"
+"$KUBECTL" kustomize deploy/base | cargo run --quiet --example olm_bundle -- "$OUT"
