@@ -423,6 +423,8 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
     assert_eq!(owned, ["v1alpha2", "v1alpha1"], "the storage version first");
     assert_eq!(spec["installModes"].as_array().unwrap().len(), 4);
 
+    bundle_image_is_labelled_with_its_annotations(&root.join("bundle"));
+
     // The plain manifests beside the CSV are what the API server accepts.
     for (path, content) in files
         .iter()
@@ -443,4 +445,61 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
         );
         assert!(ok, "{path}: {err}");
     }
+}
+
+/// buildah builds `bundle.Dockerfile` offline, and the image's labels are the bundle's
+/// annotations (what OLM reads from a bundle image).
+fn bundle_image_is_labelled_with_its_annotations(bundle: &Path) {
+    let store = tempfile::tempdir().unwrap();
+    let buildah = |args: &[&str]| {
+        let out = std::process::Command::new("buildah")
+            .args([
+                "--root",
+                &store.path().join("storage").display().to_string(),
+            ])
+            .args(["--runroot", &store.path().join("run").display().to_string()])
+            .args(["--storage-driver", "vfs"])
+            .args(args)
+            .output()
+            .expect("buildah runs (scripts/install-test-deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "buildah {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dockerfile = bundle.join("bundle.Dockerfile").display().to_string();
+    let context = bundle.display().to_string();
+    buildah(&[
+        "build",
+        "--pull-never",
+        "--layers=false",
+        "-f",
+        &dockerfile,
+        "-t",
+        "llso-bundle",
+        &context,
+    ]);
+    let inspected: serde_json::Value =
+        serde_json::from_str(&buildah(&["inspect", "--type", "image", "llso-bundle"])).unwrap();
+    let labels = &inspected["OCIv1"]["config"]["Labels"];
+    let annotations: serde_json::Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(bundle.join("metadata/annotations.yaml")).unwrap(),
+    )
+    .unwrap();
+    for (key, value) in annotations["annotations"].as_object().unwrap() {
+        assert_eq!(&labels[key], value, "label {key}");
+    }
+    // The image holds manifests/ and metadata/ as they are in bundle/.
+    let container = buildah(&["from", "llso-bundle"]).trim().to_owned();
+    let mounted = std::path::PathBuf::from(buildah(&["mount", &container]).trim());
+    for dir in ["manifests", "metadata"] {
+        assert_eq!(
+            files_under(&mounted.join(dir)),
+            files_under(&bundle.join(dir)),
+            "{dir}/ in the bundle image"
+        );
+    }
+    buildah(&["umount", &container]);
 }

@@ -692,11 +692,29 @@ fn verified_get(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        let response = client.get(url).send().await?;
-        let code = response.status().as_u16();
-        Ok((code, response.text().await?))
-    })
+    // A server that just became Ready on a loaded two-core node may take a while for its first
+    // TLS handshakes: retry for a minute, then say every cause of the last failure.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let attempt = rt.block_on(async {
+            let response = client.get(url).send().await?;
+            let code = response.status().as_u16();
+            Ok::<_, reqwest::Error>((code, response.text().await?))
+        });
+        match attempt {
+            Ok(answer) => return Ok(answer),
+            Err(e) if Instant::now() > deadline => {
+                let mut causes = vec![e.to_string()];
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    causes.push(cause.to_string());
+                    source = cause.source();
+                }
+                return Err(format!("GET {url}: {}", causes.join(": ")).into());
+            }
+            Err(_) => std::thread::sleep(Duration::from_secs(2)),
+        }
+    }
 }
 
 /// `networking.tls`: the server serves HTTPS with the Secret's certificate, kubelet's probes
