@@ -15,6 +15,21 @@ use std::path::Path;
 use support::control_plane::ControlPlane;
 use support::operator::{apply_crd, kubectl_status as kubectl};
 
+/// `kubectl apply --server-side --dry-run=server` of `manifests` (in `namespace` when given):
+/// (accepted, stdout, stderr).
+fn server_dry_run(
+    plane: &ControlPlane,
+    namespace: Option<&str>,
+    manifests: &str,
+) -> (bool, String, String) {
+    let mut args = vec!["apply", "--server-side", "--dry-run=server"];
+    if let Some(ns) = namespace {
+        args.extend(["-n", ns]);
+    }
+    args.extend(["-f", "-"]);
+    kubectl(plane, &args, Some(manifests))
+}
+
 #[test]
 fn overlays_render_and_pass_a_server_side_dry_run() {
     let plane = ControlPlane::start().expect("control plane");
@@ -92,11 +107,7 @@ fn overlays_render_and_pass_a_server_side_dry_run() {
             );
         }
         let stream = rest.join("\n---\n");
-        let (ok, out, err) = kubectl(
-            &plane,
-            &["apply", "--server-side", "--dry-run=server", "-f", "-"],
-            Some(&stream),
-        );
+        let (ok, out, err) = server_dry_run(&plane, None, &stream);
         assert!(
             ok,
             "{overlay}: server-side dry run refused the manifests:\n{err}"
@@ -144,19 +155,7 @@ fn the_samples_kustomization_holds_every_user_story() {
         .filter(|d| d.contains("apiVersion: llamastack.io/v1alpha2"))
         .collect();
     assert_eq!(v1alpha2.len(), files - 2);
-    let (ok, out, err) = kubectl(
-        &plane,
-        &[
-            "apply",
-            "--server-side",
-            "--dry-run=server",
-            "-n",
-            "default",
-            "-f",
-            "-",
-        ],
-        Some(&v1alpha2.join("\n---\n")),
-    );
+    let (ok, out, err) = server_dry_run(&plane, Some("default"), &v1alpha2.join("\n---\n"));
     assert!(ok, "the samples pass the API server's validation:\n{err}");
     assert_eq!(
         out.matches("serverside-applied (server dry run)").count(),
@@ -189,11 +188,7 @@ fn release_manifests_are_the_overlays_rendered_now() {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let mut written: Vec<String> = std::fs::read_dir(out.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    written.sort();
+    let written = files_under(out.path());
     let mut expected: Vec<String> = RELEASE_FILES.iter().map(|f| (*f).to_owned()).collect();
     expected.sort();
     assert_eq!(written, expected);
@@ -310,22 +305,15 @@ fn the_registry_ca_kustomization_mounts_the_ca_and_names_it() {
         None,
     );
     assert!(ok, "{err}");
-    let (ok, out, err) = kubectl(
-        &plane,
-        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
-        Some(&rendered),
-    );
+    let (ok, out, err) = server_dry_run(&plane, None, &rendered);
     assert!(ok, "server-side dry run refused it:\n{err}");
     assert!(
         out.contains("configmap/llama-stack-operator-registry-ca"),
         "{out}"
     );
-    let mirror = format!("{root}/image-overrides/mirror-registry.yaml");
-    let (ok, out, err) = kubectl(
-        &plane,
-        &["apply", "--server-side", "--dry-run=server", "-f", &mirror],
-        None,
-    );
+    let mirror =
+        std::fs::read_to_string(format!("{root}/image-overrides/mirror-registry.yaml")).unwrap();
+    let (ok, out, err) = server_dry_run(&plane, None, &mirror);
     assert!(
         ok && out.contains("llama-stack-operator-config"),
         "{out}{err}"
@@ -430,19 +418,7 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
         .iter()
         .filter(|(p, _)| p.starts_with("manifests/") && !p.ends_with(".clusterserviceversion.yaml"))
     {
-        let (ok, _, err) = kubectl(
-            &plane,
-            &[
-                "apply",
-                "--server-side",
-                "--dry-run=server",
-                "-n",
-                "default",
-                "-f",
-                "-",
-            ],
-            Some(content),
-        );
+        let (ok, _, err) = server_dry_run(&plane, Some("default"), content);
         assert!(ok, "{path}: {err}");
     }
 }

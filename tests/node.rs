@@ -183,8 +183,13 @@ impl Env {
     }
 
     fn create_stack(&self, ns: &str, name: &str, image: &str) -> Result<(), Failed> {
+        self.create_v1alpha2(ns, name, slim_spec(image, "vllm-e2e"))
+    }
+
+    /// Creates the v1alpha2 LlamaStackDistribution `ns/name` with `spec`.
+    fn create_v1alpha2(&self, ns: &str, name: &str, spec: Value) -> Result<(), Failed> {
         let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": name, "namespace": ns}, "spec": slim_spec(image, "vllm-e2e")});
+            "metadata": {"name": name, "namespace": ns}, "spec": spec});
         self.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
         Ok(())
     }
@@ -730,9 +735,7 @@ fn tls_serving_through_the_service(env: &Env) -> Result<(), Failed> {
     env.kubectl(&["create", "-f", "-"], Some(&secret.to_string()))?;
     let mut spec = slim_spec(&env.images.base64, "vllm-e2e");
     spec["networking"] = json!({"tls": {"enabled": true, "secretName": "tls-serving"}});
-    let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-        "metadata": {"name": "tls", "namespace": ns}, "spec": spec});
-    env.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
+    env.create_v1alpha2(ns, "tls", spec)?;
     env.wait_ready(ns, "tls")?;
 
     let address = service_address(env, ns, "tls")?;
@@ -797,10 +800,11 @@ fn init_containers_ran(
 fn an_external_provider_runs_in_real_init_containers(env: &Env) -> Result<(), Failed> {
     let ns = "e2e-external";
     env.namespace(ns, registry_host(&env.images.base64))?;
-    let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-        "metadata": {"name": "acme", "namespace": ns},
-        "spec": external_spec(&env.images.base64, &env.images.acme)});
-    env.kubectl(&["create", "-f", "-"], Some(&cr.to_string()))?;
+    env.create_v1alpha2(
+        ns,
+        "acme",
+        external_spec(&env.images.base64, &env.images.acme),
+    )?;
     let llsd = env.wait_ready(ns, "acme")?;
     init_containers_ran(
         env,

@@ -105,23 +105,20 @@ pub fn run(bin: &Path) -> Result<Option<RealNodeDemo>, Error> {
     }))
 }
 
+/// `kubectl get <kind> <name> -n demo -o <output>`.
+fn get(plane: &ControlPlane, kind: &str, name: &str, output: &str) -> Result<String, Error> {
+    kubectl(
+        plane,
+        &["get", kind, name, "-n", "demo", "-o", output],
+        None,
+    )
+}
+
 fn wait_ready(plane: &ControlPlane) -> Result<(), Error> {
     let started = Instant::now();
     let mut last = String::new();
     while started.elapsed() < READY {
-        let phase = kubectl(
-            plane,
-            &[
-                "get",
-                "llsd",
-                "hello",
-                "-n",
-                "demo",
-                "-o",
-                "jsonpath={.status.phase}",
-            ],
-            None,
-        )?;
+        let phase = get(plane, "llsd", "hello", "jsonpath={.status.phase}")?;
         if phase != last {
             println!(
                 "    {:>5.1}s phase {phase}",
@@ -134,11 +131,7 @@ fn wait_ready(plane: &ControlPlane) -> Result<(), Error> {
         }
         std::thread::sleep(Duration::from_secs(1));
     }
-    let status = kubectl(
-        plane,
-        &["get", "llsd", "hello", "-n", "demo", "-o", "yaml"],
-        None,
-    )?;
+    let status = get(plane, "llsd", "hello", "yaml")?;
     Err(format!("demo/hello not Ready after {READY:?}:\n{status}").into())
 }
 
@@ -149,18 +142,11 @@ fn show_server(plane: &ControlPlane) -> Result<(), Error> {
         "kubectl get llsd,pods -n demo -o wide",
         &["get", "llsd,pods", "-n", "demo", "-o", "wide"],
     )?;
-    let service = kubectl(
+    let service = get(
         plane,
-        &[
-            "get",
-            "service",
-            "hello-service",
-            "-n",
-            "demo",
-            "-o",
-            "jsonpath={.spec.clusterIP}:{.spec.ports[0].port}",
-        ],
-        None,
+        "service",
+        "hello-service",
+        "jsonpath={.spec.clusterIP}:{.spec.ports[0].port}",
     )?;
     let (code, body) = http_get(&format!("http://{service}/v1/version"))?;
     println!(
@@ -172,18 +158,11 @@ fn show_server(plane: &ControlPlane) -> Result<(), Error> {
     // The operator reads the server once its revision is Ready; give that read a moment.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let version = kubectl(
+        let version = get(
             plane,
-            &[
-                "get",
-                "llsd",
-                "hello",
-                "-n",
-                "demo",
-                "-o",
-                "jsonpath={.status.version.llamaStackServerVersion}",
-            ],
-            None,
+            "llsd",
+            "hello",
+            "jsonpath={.status.version.llamaStackServerVersion}",
         )?;
         if !version.is_empty() || Instant::now() > deadline {
             println!(

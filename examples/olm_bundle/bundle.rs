@@ -50,22 +50,28 @@ pub fn bundle(
     let reader = rendered.one("ClusterRole", "llama-stack-operator-metrics-reader")?;
     let csv = cluster_service_version(rendered, crd, version, example)?;
     let yaml = |v: &Value| serde_saphyr::to_string(v).map_err(|e| e.to_string());
-    let mut crd = crd.clone();
-    strip(&mut crd);
-    let mut service = service.clone();
-    strip(&mut service);
-    let mut reader = reader.clone();
-    strip(&mut reader);
-    Ok(vec![
-        (format!("manifests/{PACKAGE}.clusterserviceversion.yaml"), yaml(&csv)?),
-        ("manifests/llamastack.io_llamastackdistributions.yaml".into(), yaml(&crd)?),
-        ("manifests/llama-stack-operator-metrics_v1_service.yaml".into(), yaml(&service)?),
+    let mut files = vec![(
+        format!("manifests/{PACKAGE}.clusterserviceversion.yaml"),
+        yaml(&csv)?,
+    )];
+    for (path, doc) in [
+        ("manifests/llamastack.io_llamastackdistributions.yaml", crd),
         (
-            "manifests/llama-stack-operator-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml".into(),
-            yaml(&reader)?,
+            "manifests/llama-stack-operator-metrics_v1_service.yaml",
+            service,
         ),
-        ("metadata/annotations.yaml".into(), yaml(&json!({"annotations": annotations()}))?),
-    ])
+        (
+            "manifests/llama-stack-operator-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
+            reader,
+        ),
+    ] {
+        files.push((path.to_owned(), yaml(&without_namespace(doc))?));
+    }
+    files.push((
+        "metadata/annotations.yaml".into(),
+        yaml(&json!({"annotations": annotations()}))?,
+    ));
+    Ok(files)
 }
 
 /// The bundle image's labels, the same as `metadata/annotations.yaml`.
@@ -80,11 +86,13 @@ pub fn annotations() -> Value {
     })
 }
 
-/// OLM owns namespaces and certificates: a bundle manifest names neither.
-fn strip(doc: &mut Value) {
+/// `doc` without its namespace: OLM installs a bundle's objects into the namespace it chooses.
+fn without_namespace(doc: &Value) -> Value {
+    let mut doc = doc.clone();
     if let Some(meta) = doc["metadata"].as_object_mut() {
         meta.remove("namespace");
     }
+    doc
 }
 
 fn cluster_service_version(
@@ -156,8 +164,10 @@ fn owned(crd: &Value) -> Result<Vec<Value>, String> {
         .as_array()
         .ok_or("the CRD has no versions")?;
     let kind = crd["spec"]["names"]["kind"].clone();
-    let mut owned: Vec<Value> = versions
-        .iter()
+    let mut versions: Vec<&Value> = versions.iter().collect();
+    versions.sort_by_key(|v| v["storage"] != true);
+    Ok(versions
+        .into_iter()
         .map(|v| {
             let name = v["name"].as_str().unwrap_or_default();
             let description = match name {
@@ -165,17 +175,9 @@ fn owned(crd: &Value) -> Result<Vec<Value>, String> {
                 _ => "The upstream operator's resource (a full config or the distribution's defaults), converted losslessly to v1alpha2",
             };
             json!({"name": crd["metadata"]["name"], "version": name, "kind": kind,
-                   "displayName": "Llama Stack Distribution", "description": description,
-                   "storage": v["storage"]})
+                   "displayName": "Llama Stack Distribution", "description": description})
         })
-        .collect();
-    owned.sort_by_key(|o| std::cmp::Reverse(o["storage"] == true));
-    for o in &mut owned {
-        if let Some(o) = o.as_object_mut() {
-            o.remove("storage");
-        }
-    }
-    Ok(owned)
+        .collect())
 }
 
 /// The rules of every ClusterRole bound to the manager's ServiceAccount, system:auth-delegator's

@@ -91,18 +91,33 @@ pub fn control_plane_bin() -> Result<PathBuf, Error> {
     if let Ok(dir) = std::env::var("LLSO_CONTROL_PLANE_BIN") {
         return Ok(PathBuf::from(dir));
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-control-plane.sh");
-    let out = super::sealed::with_host_network(&mut Command::new(&script))
-        .stderr(Stdio::inherit())
+    run_build_script("build-control-plane.sh", &[], &[])
+}
+
+/// Runs `scripts/<name>` with `args` and `env` on the host's network (build scripts fetch from
+/// package registries), its stderr shown; returns the path it prints.
+pub fn run_build_script(
+    name: &str,
+    args: &[String],
+    env: &[(&str, &Path)],
+) -> Result<PathBuf, Error> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name);
+    let mut command = Command::new(&script);
+    command.args(args).stderr(Stdio::inherit());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = super::sealed::with_host_network(&mut command)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "{} failed ({}); see its output above",
-            script.display(),
-            out.status
-        )
-        .into());
+        let shown = std::iter::once(script.display().to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(format!("{shown} failed ({}); see its output above", out.status).into());
     }
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }

@@ -359,21 +359,7 @@ fn run(cmd: &mut Command) -> Result<(), Error> {
 /// Builds (or reuses) an image with `scripts/build-test-images.sh`; returns its OCI layout.
 /// The build may fetch from Debian's archive and PyPI, so it runs on the host's network.
 pub fn build_image(args: &[String]) -> Result<PathBuf, Error> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-test-images.sh");
-    let out = super::sealed::with_host_network(&mut Command::new(&script))
-        .args(args)
-        .stderr(Stdio::inherit())
-        .output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} {} failed ({}); see its output above",
-            script.display(),
-            args.join(" "),
-            out.status
-        )
-        .into());
-    }
-    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+    super::control_plane::run_build_script("build-test-images.sh", args, &[])
 }
 
 /// The operator's image built from the repository's `Dockerfile` by
@@ -393,25 +379,15 @@ pub fn operator_image() -> Result<PathBuf, Error> {
         }
         return Ok(layout);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
         .join("operator-image");
-    let script = root.join("scripts/build-operator-image.sh");
-    let out = super::sealed::with_host_network(&mut Command::new(&script))
-        .env("CARGO_TARGET_DIR", target)
-        .stderr(Stdio::inherit())
-        .output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} failed ({}); see its output above",
-            script.display(),
-            out.status
-        )
-        .into());
-    }
-    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+    super::control_plane::run_build_script(
+        "build-operator-image.sh",
+        &[],
+        &[("CARGO_TARGET_DIR", &target)],
+    )
 }
 
 fn cni_config(ipam_dir: &Path) -> String {
