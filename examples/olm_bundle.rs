@@ -10,9 +10,6 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The CSV's `alm-examples` entry.
-const EXAMPLE: &str = include_str!("../deploy/samples/v1alpha2_us1_minimal_inference.yaml");
-
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -33,7 +30,7 @@ fn run() -> Result<(), String> {
     std::io::stdin()
         .read_to_string(&mut rendered)
         .map_err(|e| format!("cannot read stdin: {e}"))?;
-    for (path, content) in bundle::files(&rendered, env!("CARGO_PKG_VERSION"), EXAMPLE)? {
+    for (path, content) in bundle::files(&rendered, env!("CARGO_PKG_VERSION"))? {
         let path = out.join(path);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

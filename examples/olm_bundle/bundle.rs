@@ -2,11 +2,18 @@
 //! the ClusterServiceVersion (RBAC, the manager Deployment, the webhooks, install modes), the
 //! metrics Service and reader ClusterRole, and the bundle annotations. Pure: YAML in, files out.
 
+use base64::prelude::{BASE64_STANDARD, Engine as _};
 use serde_json::{Value, json};
 
-/// The bundle's package and channel.
+/// The bundle's package.
 pub const PACKAGE: &str = "llama-stack-operator";
-pub const CHANNEL: &str = "alpha";
+/// The CSV's `alm-examples`: one resource per served version, the storage version first.
+const EXAMPLES: [&str; 2] = [
+    include_str!("../../deploy/samples/v1alpha2_us1_minimal_inference.yaml"),
+    include_str!("../../deploy/samples/v1alpha1_us7_existing_resource.yaml"),
+];
+/// The icon OperatorHub shows.
+const ICON_SVG: &str = include_str!("icon.svg");
 /// Where OLM mounts the webhook serving certificate (and where the manager reads it by default).
 const OLM_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// The manager's webhook port.
@@ -37,18 +44,14 @@ impl Rendered {
 }
 
 /// The bundle's files: (path under the bundle directory, content).
-pub fn bundle(
-    rendered: &Rendered,
-    version: &str,
-    example: &Value,
-) -> Result<Vec<(String, String)>, String> {
+pub fn bundle(rendered: &Rendered, version: &str) -> Result<Vec<(String, String)>, String> {
     let crd = rendered.one(
         "CustomResourceDefinition",
         "llamastackdistributions.llamastack.io",
     )?;
     let service = rendered.one("Service", "llama-stack-operator-metrics")?;
     let reader = rendered.one("ClusterRole", "llama-stack-operator-metrics-reader")?;
-    let csv = cluster_service_version(rendered, crd, version, example)?;
+    let csv = cluster_service_version(rendered, crd, version)?;
     let yaml = |v: &Value| serde_saphyr::to_string(v).map_err(|e| e.to_string());
     let mut files = vec![(
         format!("manifests/{PACKAGE}.clusterserviceversion.yaml"),
@@ -69,20 +72,27 @@ pub fn bundle(
     }
     files.push((
         "metadata/annotations.yaml".into(),
-        yaml(&json!({"annotations": annotations()}))?,
+        yaml(&json!({"annotations": annotations(version)}))?,
     ));
     Ok(files)
 }
 
+/// The channel this version ships in: `candidate-v<major>.<minor>`, the naming OLM recommends
+/// (its validator warns on any other) for releases not yet called stable.
+pub fn channel(version: &str) -> String {
+    let minor: Vec<&str> = version.split('.').take(2).collect();
+    format!("candidate-v{}", minor.join("."))
+}
+
 /// The bundle image's labels, the same as `metadata/annotations.yaml`.
-pub fn annotations() -> Value {
+pub fn annotations(version: &str) -> Value {
     json!({
         "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
         "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
         "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
         "operators.operatorframework.io.bundle.package.v1": PACKAGE,
-        "operators.operatorframework.io.bundle.channels.v1": CHANNEL,
-        "operators.operatorframework.io.bundle.channel.default.v1": CHANNEL,
+        "operators.operatorframework.io.bundle.channels.v1": channel(version),
+        "operators.operatorframework.io.bundle.channel.default.v1": channel(version),
     })
 }
 
@@ -99,7 +109,6 @@ fn cluster_service_version(
     rendered: &Rendered,
     crd: &Value,
     version: &str,
-    example: &Value,
 ) -> Result<Value, String> {
     let deployment = rendered.one("Deployment", "llama-stack-operator")?;
     let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -111,7 +120,7 @@ fn cluster_service_version(
         "metadata": {
             "name": format!("{PACKAGE}.v{version}"),
             "annotations": {
-                "alm-examples": serde_json::to_string_pretty(&json!([example])).map_err(|e| e.to_string())?,
+                "alm-examples": alm_examples()?,
                 "capabilities": "Basic Install",
                 "categories": "AI/Machine Learning",
                 "containerImage": image,
@@ -124,7 +133,8 @@ fn cluster_service_version(
             "description": "Deploys and runs llama-stack servers from LlamaStackDistribution resources. In v1alpha2 the operator generates the server's config.yaml from a few lines (providers, models, shields, tools, storage, networking); distribution names resolve to digest-pinned images whose base configs are read from the image labels; external providers install from their own images; a change rolls out once, and a bad change never takes a running stack down.",
             "version": version,
             "minKubeVersion": "1.33.0",
-            "maturity": CHANNEL,
+            "maturity": "alpha",
+            "icon": [{"base64data": BASE64_STANDARD.encode(ICON_SVG), "mediatype": "image/svg+xml"}],
             "provider": {"name": "llama-stack-operator contributors"},
             "links": [{"name": "Source", "url": "https://github.com/llamastack/llama-stack-operator"}],
             "keywords": ["llama-stack", "llm", "inference", "ai"],
@@ -145,7 +155,10 @@ fn cluster_service_version(
     }))
 }
 
-/// Every install mode: the manager reads WATCH_NAMESPACES, OLM's target namespaces (empty: all).
+/// AllNamespaces only. The CRD's conversion webhook converts objects of every namespace, so OLM
+/// refuses a bundle with `conversionCRDs` that offers a namespaced mode (its validator says "only
+/// AllNamespaces InstallModeType is supported when conversionCRDs is present"). The manager still
+/// reads WATCH_NAMESPACES from OLM's target namespaces, which are empty (all) in this mode.
 fn install_modes() -> Vec<Value> {
     [
         "OwnNamespace",
@@ -154,8 +167,19 @@ fn install_modes() -> Vec<Value> {
         "AllNamespaces",
     ]
     .iter()
-    .map(|t| json!({"type": t, "supported": true}))
+    .map(|t| json!({"type": t, "supported": *t == "AllNamespaces"}))
     .collect()
+}
+
+/// `alm-examples`: the example resources as a JSON array in a string, as OLM reads it.
+fn alm_examples() -> Result<String, String> {
+    let examples = EXAMPLES
+        .iter()
+        .map(|yaml| {
+            serde_saphyr::from_str(yaml).map_err(|e| format!("an example is not YAML: {e}"))
+        })
+        .collect::<Result<Vec<Value>, String>>()?;
+    serde_json::to_string_pretty(&examples).map_err(|e| e.to_string())
 }
 
 /// One owned entry per served version, newest (storage) first.
@@ -289,16 +313,10 @@ fn webhooks(rendered: &Rendered, crd: &Value) -> Result<Vec<Value>, String> {
 
 /// Every file of the bundle directory, each YAML file with a header saying where it comes from,
 /// and the bundle image's Dockerfile.
-pub fn files(
-    rendered_yaml: &str,
-    version: &str,
-    example_yaml: &str,
-) -> Result<Vec<(String, String)>, String> {
+pub fn files(rendered_yaml: &str, version: &str) -> Result<Vec<(String, String)>, String> {
     let rendered = Rendered::parse(rendered_yaml)?;
-    let example: Value = serde_saphyr::from_str(example_yaml)
-        .map_err(|e| format!("the example is not YAML: {e}"))?;
     let header = "# Generated from deploy/base by scripts/build-bundle.sh; do not edit.\n";
-    let mut files: Vec<(String, String)> = bundle(&rendered, version, &example)?
+    let mut files: Vec<(String, String)> = bundle(&rendered, version)?
         .into_iter()
         .map(|(path, yaml)| (path, format!("{header}{yaml}")))
         .collect();
@@ -306,7 +324,7 @@ pub fn files(
         "{}FROM scratch\n",
         header.replace("# Generated", "# The bundle image. Generated")
     );
-    if let Some(labels) = annotations().as_object() {
+    if let Some(labels) = annotations(version).as_object() {
         for (key, value) in labels {
             dockerfile.push_str(&format!(
                 "LABEL {key}={}\n",
