@@ -27,10 +27,14 @@ use llama_stack_operator::controller::{self, Context};
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
-use support::kwok_stages::{CRASH_LOOP, CRASH_MESSAGE, IMAGE_PULL};
+use support::kwok_stages::{
+    CRASH_LOOP, CRASH_MESSAGE, IMAGE_PULL, INIT_CRASH_LOOP, INIT_CRASH_MESSAGE,
+};
 use support::registry::harness::{run_suite, table};
 
 const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
+/// The operator's own image, which runs the external-provider steps in server Pods.
+const OPERATOR_IMAGE: &str = "ghcr.io/llamastack/llama-stack-operator:test";
 /// Pods on the kwok node become Ready within seconds; leave room on a loaded CI machine.
 const CONVERGE: Duration = Duration::from_secs(60);
 
@@ -56,7 +60,8 @@ impl Env {
             .map_err(|e| e.to_string())?;
         let resolver = Arc::new(Resolver::new(offline_options())?);
         let ctx = Context::new(client, resolver)
-            .with_operator_config(OPERATOR_NAMESPACE, offline_options());
+            .with_operator_config(OPERATOR_NAMESPACE, offline_options())
+            .with_operator_image(Some(OPERATOR_IMAGE.to_owned()));
         let handle = self.rt.spawn(controller::run(Arc::new(ctx)));
         *self.operator.lock().unwrap() = Some(handle);
         Ok(())
@@ -686,7 +691,7 @@ fn the_fake_node_renews_its_heartbeat_lease(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
-/// kwok's failure stages (`tests/support/kwok_stages.rs`) make two stacks' Pods fail the way a
+/// kwok's failure stages (`tests/support/kwok_stages.rs`) make three stacks' Pods fail the way a
 /// kubelet reports it; each status names the failure with the container's words, the phase is
 /// Failed, and a Warning Event says why.
 fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> {
@@ -695,9 +700,23 @@ fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> 
     let cases = [
         (CRASH_LOOP, "ServerCrashLooping", CRASH_MESSAGE),
         (IMAGE_PULL, "ImagePullFailed", "401 Unauthorized"),
+        (
+            INIT_CRASH_LOOP,
+            "InitContainerCrashLooping",
+            INIT_CRASH_MESSAGE,
+        ),
     ];
+    let starter = json!({"distribution": {"name": "starter"}});
+    // Init containers come with an external provider: the first, copy-tools, crash-loops.
+    let with_provider = json!({"distribution": {"name": "starter"}, "externalProviders": {"safety": [
+        {"providerId": "acme", "image": "registry.example.com/acme/words:0.1.0"}]}});
     for (name, _, _) in cases {
-        env.create_llsd(ns, name, json!({"distribution": {"name": "starter"}}))?;
+        let spec = if name == INIT_CRASH_LOOP {
+            &with_provider
+        } else {
+            &starter
+        };
+        env.create_llsd(ns, name, spec.clone())?;
     }
     for (name, reason, says) in cases {
         let cr = env.eventually(&format!("{name}: DeploymentReady {reason}"), || async {

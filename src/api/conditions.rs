@@ -106,6 +106,10 @@ status_words! {
         /// The server container of a new Pod keeps exiting (CrashLoopBackOff): the server
         /// rejects its config or cannot start; Pods of the previous revision keep serving.
         ServerCrashLooping,
+        /// An init container of a new Pod keeps exiting (CrashLoopBackOff), so its server never
+        /// starts: an external provider's install step, the config merge or the preflight fails,
+        /// or the operator's image is broken; Pods of the previous revision keep serving.
+        InitContainerCrashLooping,
         /// A Pod's image cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName).
         ImagePullFailed,
         /// kubelet cannot create a container (CreateContainerConfigError, CreateContainerError),

@@ -10,8 +10,9 @@ use crate::api::conditions::Reason;
 
 /// The reasons of a rollout that cannot finish until a person acts: they fail the phase and make
 /// a Warning Event, although `DeploymentReady` is otherwise False during every rollout.
-pub const TROUBLE: [Reason; 4] = [
+pub const TROUBLE: [Reason; 5] = [
     Reason::ServerCrashLooping,
+    Reason::InitContainerCrashLooping,
     Reason::ImagePullFailed,
     Reason::ContainerCreateFailed,
     Reason::RolloutStalled,
@@ -113,17 +114,23 @@ fn pod_trouble(pod: &Pod) -> Option<Trouble> {
             ),
         });
     }
-    let containers = status
+    let init = status
         .init_container_statuses
         .iter()
         .flatten()
-        .chain(status.container_statuses.iter().flatten());
-    containers
-        .filter_map(|c| container_trouble(&pod.name_any(), c))
+        .map(|c| (c, true));
+    let main = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .map(|c| (c, false));
+    init.chain(main)
+        .filter_map(|(c, init)| container_trouble(&pod.name_any(), c, init))
         .next()
 }
 
-fn container_trouble(pod: &str, container: &ContainerStatus) -> Option<Trouble> {
+/// What stops `container` (an init container when `init`) of `pod`, if anything.
+fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Option<Trouble> {
     let waiting = container.state.as_ref()?.waiting.as_ref()?;
     let why = waiting.reason.as_deref()?;
     let said = bounded(waiting.message.as_deref().unwrap_or_default());
@@ -139,10 +146,19 @@ fn container_trouble(pod: &str, container: &ContainerStatus) -> Option<Trouble> 
                 .and_then(|t| t.message.as_deref())
                 .map(|m| format!("; its last words: {}", bounded(m)))
                 .unwrap_or_default();
+            let (reason, what, consequence) = if init {
+                (
+                    Reason::InitContainerCrashLooping,
+                    "init container",
+                    " so the server never starts in it",
+                )
+            } else {
+                (Reason::ServerCrashLooping, "container", "")
+            };
             Some(Trouble {
-                reason: Reason::ServerCrashLooping,
+                reason,
                 message: format!(
-                    "container {name} of Pod {pod} keeps exiting (exit code {exit}, {} restarts){note}; \
+                    "{what} {name} of Pod {pod} keeps exiting (exit code {exit}, {} restarts){consequence}{note}; \
                      Pods of the previous revision keep serving. See `kubectl logs {pod} -c {name} --previous`",
                     container.restart_count
                 ),
@@ -231,6 +247,31 @@ mod tests {
         ] {
             assert!(t.message.contains(part), "{part} in {}", t.message);
         }
+    }
+
+    #[test]
+    fn a_crash_looping_init_container_is_not_called_the_server() {
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": "s-abc"}, "status": {
+            "initContainerStatuses": [{"name": "install-provider-acme", "image": "i", "imageID": "", "ready": false,
+                "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "message": "no wheel in /provider"}}}],
+            "containerStatuses": [{"name": "llama-stack", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "PodInitializing"}}}]}}))
+        .unwrap();
+        let t = trouble(&deployment(1, json!({})), &[p]).unwrap();
+        assert_eq!(t.reason, Reason::InitContainerCrashLooping);
+        for part in [
+            "init container install-provider-acme",
+            "s-abc",
+            "exit code 1",
+            "2 restarts",
+            "the server never starts",
+            "no wheel in /provider",
+            "-c install-provider-acme --previous",
+        ] {
+            assert!(t.message.contains(part), "{part} in {}", t.message);
+        }
+        assert!(TROUBLE.contains(&t.reason), "it needs a person");
     }
 
     #[test]

@@ -10,6 +10,10 @@ use std::path::Path;
 pub const CRASH_LOOP: &str = "kwok-crash-loop";
 /// A stack of this name gets a server container whose image cannot be pulled.
 pub const IMAGE_PULL: &str = "kwok-image-pull";
+/// A stack of this name gets a first init container that crash-loops (the server never starts).
+pub const INIT_CRASH_LOOP: &str = "kwok-init-crash-loop";
+/// What the crash-looping init container said when it last exited.
+pub const INIT_CRASH_MESSAGE: &str = "exec: /usr/local/bin/llama-stack-operator: no such file";
 
 /// What the crash-looping container said when it last exited.
 pub const CRASH_MESSAGE: &str = "provider remote::nope is not known to llama-stack";
@@ -51,8 +55,9 @@ const ADDRESSES: &str = "      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spe
 ";
 
 /// A stage named `name` that gives the Pods of stack `instance` not-Ready containers with
-/// `container` (YAML lines of one container status, indented for the template) and `phase`.
-fn failure_stage(name: &str, instance: &str, container: &str, phase: &str) -> String {
+/// `container` (YAML lines of one container status, indented for the template), `phase`, and
+/// `init` (YAML lines of the init container statuses, or nothing).
+fn failure_stage(name: &str, instance: &str, init: &str, container: &str, phase: &str) -> String {
     format!(
         "apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -70,7 +75,7 @@ spec:
         status: \"False\"
         type: Ready
         reason: ContainersNotReady
-      containerStatuses:
+{init}      containerStatuses:
       {{{{ range .spec.containers }}}}
       - image: {{{{ .image | Quote }}}}
         name: {{{{ .name | Quote }}}}
@@ -99,7 +104,7 @@ fn crash_loop_stage() -> String {
             finishedAt: {{{{ $now | Quote }}}}
 "
     );
-    failure_stage("llso-pod-crash-loop", CRASH_LOOP, &container, "Running")
+    failure_stage("llso-pod-crash-loop", CRASH_LOOP, "", &container, "Running")
 }
 
 fn image_pull_stage() -> String {
@@ -109,7 +114,52 @@ fn image_pull_stage() -> String {
             reason: ImagePullBackOff
             message: 'Back-off pulling image {{ .image | Quote }}: 401 Unauthorized'
 ";
-    failure_stage("llso-pod-image-pull", IMAGE_PULL, container, "Pending")
+    failure_stage("llso-pod-image-pull", IMAGE_PULL, "", container, "Pending")
+}
+
+/// The first init container crash-loops, as kubelet reports it; the later ones and the server
+/// wait for it.
+fn init_crash_loop_stage() -> String {
+    let init = format!(
+        "      initContainerStatuses:
+      {{{{ range $i, $c := .spec.initContainers }}}}
+      - image: {{{{ $c.image | Quote }}}}
+        name: {{{{ $c.name | Quote }}}}
+        ready: false
+        {{{{ if eq $i 0 }}}}
+        restartCount: 3
+        state:
+          waiting:
+            reason: CrashLoopBackOff
+            message: back-off 40s restarting failed container
+        lastState:
+          terminated:
+            exitCode: 127
+            reason: Error
+            message: {INIT_CRASH_MESSAGE:?}
+            startedAt: {{{{ $now | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+        {{{{ else }}}}
+        restartCount: 0
+        state:
+          waiting:
+            reason: PodInitializing
+        {{{{ end }}}}
+      {{{{ end }}}}
+"
+    );
+    let container = "        restartCount: 0
+        state:
+          waiting:
+            reason: PodInitializing
+";
+    failure_stage(
+        "llso-pod-init-crash-loop",
+        INIT_CRASH_LOOP,
+        &init,
+        container,
+        "Pending",
+    )
 }
 
 /// kwok's shipped stages (`shipped`) with the failure stages added.
@@ -122,7 +172,7 @@ pub fn with_failures(shipped: &str) -> Result<String, String> {
         .map(|i| at + i + "    matchExpressions:\n".len())
         .ok_or("kwok's pod-ready stage has no matchExpressions")?;
     let excluded = format!(
-        "    - key: '{INSTANCE_KEY}'\n      operator: 'NotIn'\n      values: ['{CRASH_LOOP}', '{IMAGE_PULL}']\n"
+        "    - key: '{INSTANCE_KEY}'\n      operator: 'NotIn'\n      values: ['{CRASH_LOOP}', '{IMAGE_PULL}', '{INIT_CRASH_LOOP}']\n"
     );
     let mut out = String::with_capacity(shipped.len() + 4096);
     out.push_str(&shipped[..expressions]);
@@ -134,6 +184,8 @@ pub fn with_failures(shipped: &str) -> Result<String, String> {
     out.push_str(&crash_loop_stage());
     out.push_str("---\n");
     out.push_str(&image_pull_stage());
+    out.push_str("---\n");
+    out.push_str(&init_crash_loop_stage());
     Ok(out)
 }
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds Prometheus (the server only, without its web UI's assets: the HTTP API is all the
+# dashboard bench uses) from Go modules and caches the binary outside the clone, keyed by version.
+# Prints the binary's path.
+#
+# Usage: scripts/build-prometheus.sh
+# Env:   PROMETHEUS_VERSION (default below), LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
+set -euo pipefail
+
+# Go module versions of Prometheus are v0.<minor>.<patch> for release v3.<minor>.<patch>.
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
+CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
+OUT="$CACHE_ROOT/prometheus/$PROMETHEUS_VERSION"
+
+log() { echo "[prometheus] $*" >&2; }
+
+if [[ -x "$OUT/prometheus" ]]; then
+  log "cached: $OUT/prometheus"
+  echo "$OUT/prometheus"
+  exit 0
+fi
+command -v go >/dev/null || { log "ERROR: go is not installed; it is needed to build Prometheus"; exit 1; }
+
+log "building github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION (a few minutes on 2 cores)"
+mkdir -p "$OUT"
+GOBIN="$OUT/build" GOFLAGS="-trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local \
+  go install -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION" >&2
+mv "$OUT/build/prometheus" "$OUT/prometheus"
+rm -rf "$OUT/build"
+echo "$OUT/prometheus"
