@@ -9,6 +9,7 @@ pub mod convert;
 pub mod external;
 pub mod leader;
 pub mod metrics;
+pub mod tls_files;
 pub mod webhook;
 
 /// An error and its causes on one line, `outer: cause: root cause`. A cause whose text the

@@ -513,12 +513,14 @@ async fn healthz(State(state): State<ServerState>) -> (StatusCode, String) {
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the task is dropped; returns the
-/// bound address. With `auth`, `/metrics` answers only scrapers the API server allows.
+/// bound address. With `auth`, `/metrics` answers only scrapers the API server allows; with
+/// `tls`, over HTTPS only.
 pub async fn serve(
     addr: SocketAddr,
     metrics_state: Arc<Metrics>,
     health: Arc<Health>,
     auth: Option<Arc<auth::MetricsAuth>>,
+    tls: Option<axum_server::tls_rustls::RustlsConfig>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let app = Router::new()
         .route("/metrics", get(metrics))
@@ -529,9 +531,26 @@ pub async fn serve(
             health,
             auth,
         });
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let Some(tls) = tls else {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let bound = listener.local_addr()?;
+        let task = tokio::spawn(async move { axum::serve(listener, app).await });
+        return Ok((bound, task));
+    };
+    let handle = axum_server::Handle::new();
+    let mut server = axum_server::bind_rustls(addr, tls).handle(handle.clone());
+    // Slow clients cannot hold connections open forever.
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_secs(10));
+    let task = tokio::spawn(async move { server.serve(app.into_make_service()).await });
+    let bound = tokio::time::timeout(std::time::Duration::from_secs(10), handle.listening())
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| std::io::Error::other(format!("{addr}: did not start listening")))?;
     Ok((bound, task))
 }
 

@@ -28,6 +28,7 @@ use support::operator::{
     spawn_operator,
 };
 use support::registry::harness::{run_suite, table};
+use support::registry::test_ca::TestCa;
 
 const CONVERGE: Duration = Duration::from_secs(90);
 
@@ -44,6 +45,58 @@ struct Env {
     /// A token bound to `llama-stack-operator-metrics-reader`, and one of an account that is not.
     scraper_token: String,
     stranger_token: String,
+    /// The operators serve /metrics over HTTPS with the certificate in these files.
+    metrics_tls: MetricsTls,
+}
+
+/// The metrics server's certificate files (`tls.crt`, `tls.key`) and the CA that signed them.
+struct MetricsTls {
+    dir: tempfile::TempDir,
+    ca_pem: String,
+}
+
+impl MetricsTls {
+    fn new() -> Result<Self, Failed> {
+        let mut tls = Self {
+            dir: tempfile::Builder::new()
+                .prefix("llso-metrics-tls-")
+                .tempdir()?,
+            ca_pem: String::new(),
+        };
+        tls.ca_pem = tls.issue()?;
+        Ok(tls)
+    }
+
+    /// Writes a certificate for 127.0.0.1 from a new CA in place (a rotation); returns the CA.
+    fn issue(&self) -> Result<String, Failed> {
+        let ca = TestCa::new("llso-metrics-ca")?;
+        let cert = ca.localhost(None)?;
+        std::fs::write(self.path("tls.key"), cert.key)?;
+        std::fs::write(self.path("tls.crt"), cert.cert)?;
+        Ok(ca.pem)
+    }
+
+    fn path(&self, file: &str) -> std::path::PathBuf {
+        self.dir.path().join(file)
+    }
+
+    /// The operator's flags for it.
+    fn args(&self) -> [String; 3] {
+        [
+            format!("--metrics-tls-cert={}", self.path("tls.crt").display()),
+            format!("--metrics-tls-key={}", self.path("tls.key").display()),
+            "--cert-check-interval=1".to_owned(),
+        ]
+    }
+}
+
+/// A client that trusts only `ca_pem`.
+fn client_trusting(ca_pem: &str) -> Result<reqwest::Client, Failed> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Ok(reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(ca_pem.as_bytes())?)
+        .timeout(Duration::from_secs(10))
+        .build()?)
 }
 
 /// ServiceAccounts `monitoring/scraper` (bound to the metrics reader role deploy/ ships) and
@@ -74,25 +127,27 @@ fn root() -> &'static str {
     env!("CARGO_MANIFEST_DIR")
 }
 
+/// Starts an operator as deploy/ runs it: leader election, JSON logs, and /metrics over HTTPS
+/// for reviewed tokens only.
 fn start_operator(
     plane: &ControlPlane,
     identity: &'static str,
     kubeconfig: &std::path::Path,
+    metrics_tls: &MetricsTls,
 ) -> Result<Operator, Failed> {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
-    let process = spawn_operator(
-        plane,
-        bin,
-        identity,
-        kubeconfig,
-        &[
-            "--leader-elect",
-            "--log-format=json",
-            "--metrics-auth=kubernetes",
-            &format!("--identity={identity}"),
-        ],
-    )
-    .map_err(|e| e.to_string())?;
+    let identity_arg = format!("--identity={identity}");
+    let tls = metrics_tls.args();
+    let mut args = vec![
+        "--leader-elect",
+        "--log-format=json",
+        "--metrics-auth=kubernetes",
+        identity_arg.as_str(),
+    ];
+    args.extend(tls.iter().map(String::as_str));
+    let mut process =
+        spawn_operator(plane, bin, identity, kubeconfig, &args).map_err(|e| e.to_string())?;
+    process.metrics = process.metrics.replacen("http://", "https://", 1);
     Ok(Operator { identity, process })
 }
 
@@ -100,7 +155,8 @@ fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
     let kubeconfig = install_operator_rbac(&plane).map_err(|e| e.to_string())?;
     let (scraper_token, stranger_token) = scrapers(&plane)?;
-    let a = start_operator(&plane, "operator-a", &kubeconfig)?;
+    let metrics_tls = MetricsTls::new()?;
+    let a = start_operator(&plane, "operator-a", &kubeconfig, &metrics_tls)?;
     let env = Env {
         plane,
         rt,
@@ -108,12 +164,13 @@ fn start() -> Result<Env, Failed> {
         operators: Mutex::new(vec![a]),
         scraper_token,
         stranger_token,
+        metrics_tls,
     };
     // The second replica starts once the first leads, so which one leads is known.
     env.eventually("operator-a leads", || async {
         (env.holder().await.as_deref() == Some("operator-a")).then_some(())
     })?;
-    let b = start_operator(&env.plane, "operator-b", &kubeconfig)?;
+    let b = start_operator(&env.plane, "operator-b", &kubeconfig, &env.metrics_tls)?;
     env.operators.lock().map_err(|e| e.to_string())?.push(b);
     Ok(env)
 }
@@ -321,7 +378,7 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
             .metrics
             .clone()
     };
-    let http = reqwest::Client::new();
+    let http = client_trusting(&env.metrics_tls.ca_pem)?;
     let fetch = |path: &str, token: Option<&str>| {
         let mut request = http.get(format!("{leader}{path}"));
         if let Some(token) = token {
@@ -424,6 +481,34 @@ fn metrics_and_health_are_served(env: &Env) -> Result<(), Failed> {
     );
     // No sample's rollout is stuck (an empty family is not printed at all).
     assert!(!text.contains("llso_rollouts_stuck{"), "{text}");
+    metrics_are_served_over_https_only(env, &leader)
+}
+
+/// The metrics server answers nothing in plain HTTP, and serves a rotated certificate without a
+/// restart.
+fn metrics_are_served_over_https_only(env: &Env, url: &str) -> Result<(), Failed> {
+    let plain = url.replacen("https://", "http://", 1);
+    let answered = env.rt.block_on(async {
+        reqwest::get(format!("{plain}/healthz"))
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    assert!(
+        !matches!(answered, Ok(200)),
+        "plain HTTP answered: {answered:?}"
+    );
+    let new_ca = env.metrics_tls.issue()?;
+    let renewed = client_trusting(&new_ca)?;
+    env.eventually("the rotated certificate is served", || async {
+        let response = renewed.get(format!("{url}/healthz")).send().await.ok()?;
+        (response.status() == 200).then_some(())
+    })?;
+    let old = client_trusting(&env.metrics_tls.ca_pem)?;
+    let stale = env.rt.block_on(old.get(format!("{url}/healthz")).send());
+    assert!(
+        stale.is_err(),
+        "a client trusting only the previous CA still connects"
+    );
     Ok(())
 }
 

@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the operator: the controller and the webhooks.
-    Run(run::Args),
+    Run(Box<run::Args>),
     /// Convert a LlamaStackDistribution manifest between v1alpha1 and v1alpha2.
     Convert(convert::Args),
     /// Print the LlamaStackDistribution CRD (both versions) as YAML.

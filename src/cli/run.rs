@@ -3,9 +3,11 @@
 //! metrics and health server.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+
+use axum_server::tls_rustls::RustlsConfig;
 
 use llama_stack_resolver::catalog::parse_image_overrides;
 use llama_stack_resolver::resolve::read_ca_file;
@@ -15,6 +17,7 @@ use time::OffsetDateTime;
 use crate::controller::{self, Context};
 use crate::leader::{LeaseConfig, run_while_leading};
 use crate::metrics::{Health, Metrics};
+use crate::tls_files;
 use crate::webhook::certs::{CertManager, Plan};
 use crate::webhook::{ServeError, WebhookState, serve};
 
@@ -73,9 +76,18 @@ pub struct Args {
     /// Run only the controller, without the webhook server.
     #[arg(long)]
     no_webhooks: bool,
-    /// Address of the plain-HTTP server for /metrics, /healthz and /readyz.
+    /// Address of the server for /metrics, /healthz and /readyz (HTTPS with
+    /// --metrics-tls-cert, else plain HTTP).
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Serve /metrics, /healthz and /readyz over HTTPS with this PEM certificate (and
+    /// --metrics-tls-key), read again when it changes, so that a scraper's token never crosses
+    /// the network in clear. deploy/ passes the webhook's serving certificate.
+    #[arg(long, value_name = "FILE", requires = "metrics_tls_key")]
+    metrics_tls_cert: Option<PathBuf>,
+    /// The PEM key of --metrics-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "metrics_tls_cert")]
+    metrics_tls_key: Option<PathBuf>,
     /// Who may read /metrics: anyone who reaches the port (`none`), or the bearer of a token
     /// the API server authenticates and allows to `get /metrics` (`kubernetes`, as deploy/ sets;
     /// the operator's ServiceAccount then needs `system:auth-delegator`). /healthz and /readyz
@@ -185,6 +197,9 @@ pub enum RunError {
     /// The resolver could not be set up (its registry client).
     #[error("cannot set up the distribution resolver")]
     Resolver(#[source] llama_stack_resolver::ResolveError),
+    /// The metrics server's certificate cannot be loaded.
+    #[error("--metrics-tls-cert / --metrics-tls-key")]
+    MetricsTls(#[source] crate::tls_files::TlsFilesError),
     /// The metrics and health server cannot listen.
     #[error("cannot listen on {addr}")]
     Listen {
@@ -201,8 +216,28 @@ pub enum RunError {
     Serve(#[from] ServeError),
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+/// How often the serving certificates' files are checked for changes.
+fn cert_check_interval(args: &Args) -> Duration {
+    Duration::from_secs(args.cert_check_interval.max(1))
+}
+
+/// The metrics server's TLS configuration, followed for changes, when it has a certificate.
+async fn metrics_tls(args: &Args) -> Result<Option<RustlsConfig>, RunError> {
+    let (Some(cert), Some(key)) = (&args.metrics_tls_cert, &args.metrics_tls_key) else {
+        return Ok(None);
+    };
+    let config = tls_files::load(cert, key)
+        .await
+        .map_err(RunError::MetricsTls)?;
+    let (cert, key, interval) = (cert.clone(), key.clone(), cert_check_interval(args));
+    tokio::spawn(tls_files::follow(
+        config.clone(),
+        cert,
+        key,
+        interval,
+        "metrics",
+    ));
+    Ok(Some(config))
 }
 
 fn init_logging(args: &Args) -> Result<(), RunError> {
@@ -325,29 +360,18 @@ async fn run_webhooks(args: &Args, state: WebhookState, health: &Health) -> Resu
     .await?;
     tracing::info!(%addr, "webhooks listening (/convert, /validate, /healthz)");
     health.set_ready();
-    let (cert, key) = (args.tls_cert.clone(), args.tls_key.clone());
-    let interval = Duration::from_secs(args.cert_check_interval.max(1));
-    let mut seen = (modified(&cert), modified(&key));
     let shutdown = server.handle.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
         shutdown.graceful_shutdown(Some(Duration::from_secs(10)));
     });
-    let reload = async {
-        loop {
-            tokio::time::sleep(interval).await;
-            let now = (modified(&cert), modified(&key));
-            if now != seen {
-                match server.reload(&cert, &key).await {
-                    Ok(()) => tracing::info!("reloaded the webhook certificate"),
-                    Err(error) => {
-                        tracing::warn!(%error, "keeping the previous webhook certificate")
-                    }
-                }
-                seen = now;
-            }
-        }
-    };
+    let reload = tls_files::follow(
+        server.tls.clone(),
+        args.tls_cert.clone(),
+        args.tls_key.clone(),
+        cert_check_interval(args),
+        "webhooks",
+    );
     tokio::select! {
         result = task => result.map_err(RunError::WebhookTask)?.map_err(RunError::from),
         () = reload => Ok(()),
@@ -396,14 +420,16 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
             crate::metrics::auth::MetricsAuth::new(api_client().await?),
         )),
     };
+    let tls = metrics_tls(args).await?;
+    let https = tls.is_some();
     let (metrics_addr, _metrics_task) =
-        crate::metrics::serve(args.metrics_addr, metrics, health.clone(), auth)
+        crate::metrics::serve(args.metrics_addr, metrics, health.clone(), auth, tls)
             .await
             .map_err(|source| RunError::Listen {
                 addr: args.metrics_addr,
                 source,
             })?;
-    tracing::info!(addr = %metrics_addr, "metrics and health listening (/metrics, /healthz, /readyz)");
+    tracing::info!(addr = %metrics_addr, https, "metrics and health listening (/metrics, /healthz, /readyz)");
 
     let controller_runs = api.is_some() && ctx.is_some();
     let controller = async {

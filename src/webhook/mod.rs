@@ -191,6 +191,16 @@ pub enum ServeError {
     },
 }
 
+impl From<crate::tls_files::TlsFilesError> for ServeError {
+    fn from(e: crate::tls_files::TlsFilesError) -> Self {
+        Self::Tls {
+            cert: e.cert,
+            key: e.key,
+            source: e.source,
+        }
+    }
+}
+
 /// A running server's handle: reload certificates, shut down.
 pub struct WebhookServer {
     /// Reload the certificate files in place (rotation without a restart).
@@ -206,14 +216,9 @@ impl WebhookServer {
         cert: &std::path::Path,
         key: &std::path::Path,
     ) -> Result<(), ServeError> {
-        self.tls
-            .reload_from_pem_file(cert, key)
+        crate::tls_files::reload(&self.tls, cert, key)
             .await
-            .map_err(|source| ServeError::Tls {
-                cert: cert.to_owned(),
-                key: key.to_owned(),
-                source,
-            })
+            .map_err(ServeError::from)
     }
 }
 
@@ -231,14 +236,7 @@ pub async fn serve(
     ),
     ServeError,
 > {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
-        .await
-        .map_err(|source| ServeError::Tls {
-            cert: cert.clone(),
-            key: key.clone(),
-            source,
-        })?;
+    let tls = crate::tls_files::load(&cert, &key).await?;
     let handle = axum_server::Handle::new();
     let mut server = axum_server::bind_rustls(addr, tls.clone()).handle(handle.clone());
     // Slow clients cannot hold connections open forever.
