@@ -94,6 +94,7 @@ fn prepare() -> Result<Env, String> {
         &plane,
         bin,
         "e2e",
+        &plane.kubeconfig,
         &webhook_addr,
         work.path(),
         &[&ca_flag, "--no-reference-checks", &operator_image_flag],

@@ -11,13 +11,15 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use libtest_mimic::Failed;
 use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
@@ -25,8 +27,9 @@ use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_cluster_with_crd};
 use support::operator::{
     OPERATOR_NAMESPACE as NS, OperatorProcess, SA_USER, install_operator_rbac, kubectl,
-    spawn_operator,
+    spawn_operator, spawn_operator_with_webhooks,
 };
+use support::process::free_port;
 use support::registry::harness::{run_suite, table};
 use support::registry::test_ca::TestCa;
 
@@ -46,20 +49,72 @@ struct Env {
     scraper_token: String,
     stranger_token: String,
     /// The operators serve /metrics over HTTPS with the certificate in these files.
-    metrics_tls: MetricsTls,
+    metrics_tls: ServingCert,
+    /// A third replica that runs only the webhooks, and the URL of its /validate.
+    _admission: Admission,
 }
 
-/// The metrics server's certificate files (`tls.crt`, `tls.key`) and the CA that signed them.
-struct MetricsTls {
+/// `run --no-controller`: the webhooks alone, as the operator's ServiceAccount.
+struct Admission {
+    _process: OperatorProcess,
+    _cert: ServingCert,
+    validate_url: String,
+    ca_pem: String,
+}
+
+/// Namespaces with this label are validated by the webhook-only replica (and no others).
+const ADMISSION_LABEL: (&str, &str) = ("llso-test/admission", "operator-c");
+
+impl Admission {
+    fn start(plane: &ControlPlane, kubeconfig: &std::path::Path) -> Result<Self, Failed> {
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+        let cert = ServingCert::new()?;
+        let addr = format!("127.0.0.1:{}", free_port().map_err(|e| e.to_string())?);
+        let process = spawn_operator_with_webhooks(
+            plane,
+            bin,
+            "operator-c",
+            kubeconfig,
+            &addr,
+            cert.dir.path(),
+            &["--no-controller", "--log-format=json"],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Self {
+            _process: process,
+            ca_pem: cert.ca_pem.clone(),
+            _cert: cert,
+            validate_url: format!("https://{addr}/validate"),
+        })
+    }
+
+    /// Sends the labelled namespaces' LlamaStackDistribution writes to this replica.
+    fn register(&self, plane: &ControlPlane) -> Result<(), Failed> {
+        let (key, value) = ADMISSION_LABEL;
+        let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "llama-stack-operator-c"},
+            "webhooks": [{"name": "validate.llamastack.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "failurePolicy": "Fail", "timeoutSeconds": 5,
+                "namespaceSelector": {"matchLabels": {key: value}},
+                "clientConfig": {"url": self.validate_url, "caBundle": B64.encode(&self.ca_pem)},
+                "rules": [{"apiGroups": ["llamastack.io"], "apiVersions": ["v1alpha1", "v1alpha2"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["llamastackdistributions"]}]}]});
+        kubectl(plane, &["apply", "-f", "-"], Some(&config.to_string()))?;
+        Ok(())
+    }
+}
+
+/// A serving certificate's files (`tls.crt`, `tls.key`) for 127.0.0.1 and the CA that signed them.
+struct ServingCert {
     dir: tempfile::TempDir,
     ca_pem: String,
 }
 
-impl MetricsTls {
+impl ServingCert {
     fn new() -> Result<Self, Failed> {
         let mut tls = Self {
             dir: tempfile::Builder::new()
-                .prefix("llso-metrics-tls-")
+                .prefix("llso-serving-cert-")
                 .tempdir()?,
             ca_pem: String::new(),
         };
@@ -133,7 +188,7 @@ fn start_operator(
     plane: &ControlPlane,
     identity: &'static str,
     kubeconfig: &std::path::Path,
-    metrics_tls: &MetricsTls,
+    metrics_tls: &ServingCert,
 ) -> Result<Operator, Failed> {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
     let identity_arg = format!("--identity={identity}");
@@ -155,7 +210,9 @@ fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
     let kubeconfig = install_operator_rbac(&plane).map_err(|e| e.to_string())?;
     let (scraper_token, stranger_token) = scrapers(&plane)?;
-    let metrics_tls = MetricsTls::new()?;
+    let metrics_tls = ServingCert::new()?;
+    let admission = Admission::start(&plane, &kubeconfig)?;
+    admission.register(&plane)?;
     let a = start_operator(&plane, "operator-a", &kubeconfig, &metrics_tls)?;
     let env = Env {
         plane,
@@ -165,6 +222,7 @@ fn start() -> Result<Env, Failed> {
         scraper_token,
         stranger_token,
         metrics_tls,
+        _admission: admission,
     };
     // The second replica starts once the first leads, so which one leads is known.
     env.eventually("operator-a leads", || async {
@@ -195,7 +253,7 @@ impl Env {
     }
 
     fn logs(&self) -> String {
-        ["operator-a", "operator-b"]
+        ["operator-a", "operator-b", "operator-c"]
             .iter()
             .map(|id| {
                 let text = std::fs::read_to_string(self.plane.dir().join(format!("{id}.log")))
@@ -513,6 +571,77 @@ fn metrics_are_served_over_https_only(env: &Env, url: &str) -> Result<(), Failed
 }
 
 /// Runs last: it stops the leader.
+/// A distribution name added to the operator ConfigMap's `image-overrides` is accepted by
+/// admission on a replica that does not run the controller, without a restart, in both
+/// versions; removed, it is refused again. (The controller follows the ConfigMap only while it
+/// leads, so a webhook that learnt names only from it, or only at start, refused them.)
+fn admission_follows_the_operator_config_map(env: &Env) -> Result<(), Failed> {
+    let ns = "admission";
+    let (key, value) = ADMISSION_LABEL;
+    env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {key: value}}}))?;
+    let create = |name: &str, version: &str, distribution: &str| {
+        let spec = match version {
+            "v1alpha1" => json!({"server": {"distribution": {"name": distribution}}}),
+            _ => json!({"distribution": {"name": distribution}}),
+        };
+        let manifest = json!({"apiVersion": format!("llamastack.io/{version}"), "kind": "LlamaStackDistribution",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec});
+        support::operator::kubectl_status(
+            &env.plane,
+            &["create", "-f", "-"],
+            Some(&manifest.to_string()),
+        )
+    };
+    // The API server calls a new webhook configuration only after a moment.
+    env.eventually("the webhook-only replica validates", || async {
+        let (created, _, err) = create("probe", "v1alpha2", "startr");
+        (!created && err.contains("denied the request")).then_some(())
+    })?;
+    let (created, _, refused) = create("acme", "v1alpha2", "acme-internal");
+    assert!(!created, "an unknown name is accepted");
+    assert!(
+        refused.contains("spec.distribution.name") && refused.contains("acme-internal"),
+        "the refusal names the field and the name: {refused}"
+    );
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
+    let manager = PatchParams::apply("admission-test").force();
+    let overrides = |data: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "llama-stack-operator-config", "namespace": NS}, "data": data})
+    };
+    env.rt.block_on(config_maps.patch(
+        "llama-stack-operator-config",
+        &manager,
+        &Patch::Apply(overrides(
+            json!({"image-overrides": "acme-internal: 127.0.0.1:1/acme/stack:1.0\n"}),
+        )),
+    ))?;
+    let started = Instant::now();
+    env.eventually("the added name is accepted", || async {
+        create("acme", "v1alpha2", "acme-internal").0.then_some(())
+    })?;
+    eprintln!("admission learnt the name after {:?}", started.elapsed());
+    let (created, _, err) = create("acme-v1", "v1alpha1", "acme-internal");
+    assert!(created, "v1alpha1 with the added name: {err}");
+
+    env.rt.block_on(config_maps.patch(
+        "llama-stack-operator-config",
+        &manager,
+        &Patch::Apply(overrides(json!({}))),
+    ))?;
+    env.eventually("the removed name is refused again", || async {
+        let (created, _, err) = create("acme-again", "v1alpha2", "acme-internal");
+        (!created && err.contains("acme-internal")).then_some(())
+    })?;
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(env.client.clone(), ns);
+    env.rt
+        .block_on(llsds.delete_collection(&DeleteParams::default(), &ListParams::default()))?;
+    let log = std::fs::read_to_string(env.plane.dir().join("operator-operator-c.log"))?;
+    assert!(!log.contains("forbidden"), "{log}");
+    Ok(())
+}
+
 fn the_standby_takes_over_when_the_leader_stops(env: &Env) -> Result<(), Failed> {
     let rt = &env.rt;
     assert_eq!(
@@ -571,6 +700,10 @@ fn main() -> ExitCode {
             (
                 "metrics_and_health_are_served",
                 metrics_and_health_are_served,
+            ),
+            (
+                "admission_follows_the_operator_config_map",
+                admission_follows_the_operator_config_map,
             ),
         ]),
         "the cluster and two operator processes",

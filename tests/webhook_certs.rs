@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use llama_stack_operator::webhook::certs::{CertManager, Plan};
+use llama_stack_operator::webhook::live_catalog::LiveCatalog;
 use llama_stack_operator::webhook::{WebhookState, serve};
 use llama_stack_resolver::Catalog;
 use serde_json::json;
@@ -68,7 +69,7 @@ fn self_managed_certificates_are_created_injected_and_rotated() {
         // configuration may come later and get the bundle on the next reconcile.
         let now = OffsetDateTime::now_utc();
         assert_eq!(manager.reconcile(now).await.unwrap(), Plan::Create);
-        let state = WebhookState { catalog: Arc::new(Catalog::embedded().unwrap()), client: None };
+        let state = WebhookState { catalog: Arc::new(LiveCatalog::new(Catalog::embedded().unwrap())), client: None };
         let (server, addr, _task) = serve("127.0.0.1:0".parse().unwrap(), cert_file.clone(), key_file.clone(), state).await.unwrap();
         let mut crd = committed_crd().unwrap();
         let config = crd.spec.conversion.as_mut().and_then(|c| c.webhook.as_mut()).and_then(|w| w.client_config.as_mut()).unwrap();

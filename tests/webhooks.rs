@@ -16,6 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use libtest_mimic::Failed;
+use llama_stack_operator::webhook::live_catalog::LiveCatalog;
 use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
 use llama_stack_resolver::Catalog;
 use serde_json::{Value, json};
@@ -384,7 +385,7 @@ fn start() -> Result<Env, Failed> {
     std::fs::write(dir.path().join("tls.crt"), cert)?;
     std::fs::write(dir.path().join("tls.key"), key)?;
     let state = WebhookState {
-        catalog: Arc::new(Catalog::embedded()?),
+        catalog: Arc::new(LiveCatalog::new(Catalog::embedded()?)),
         client: Some(client.clone()),
     };
     let (server, addr, _task) = rt.block_on(serve(

@@ -19,6 +19,7 @@ use crate::leader::{LeaseConfig, run_while_leading};
 use crate::metrics::{Health, Metrics};
 use crate::tls_files;
 use crate::webhook::certs::{CertManager, Plan};
+use crate::webhook::live_catalog::LiveCatalog;
 use crate::webhook::{ServeError, WebhookState, serve};
 
 /// Options of `run`.
@@ -216,6 +217,10 @@ pub enum RunError {
     Serve(#[from] ServeError),
 }
 
+/// How long the webhooks wait for the operator ConfigMap's first read before they report ready:
+/// a replica that has not read it yet would refuse names from its `image-overrides`.
+const ADMISSION_SYNC_WAIT: Duration = Duration::from_secs(10);
+
 /// How often the serving certificates' files are checked for changes.
 fn cert_check_interval(args: &Args) -> Duration {
     Duration::from_secs(args.cert_check_interval.max(1))
@@ -406,10 +411,11 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
         .as_ref()
         .map_or_else(|| Arc::new(Metrics::new(Arc::default())), |c| c.metrics());
     let health = Arc::new(Health::default());
-    if let Some(ctx) = &ctx {
-        let watches = ctx.metrics().watches();
-        watches.set_stuck_after(Duration::from_secs(args.watch_stuck_after.max(1)));
-        health.follow_watches(watches);
+    // The controller's watches, and the webhooks' watch of the operator ConfigMap.
+    let metrics_watches = metrics.watches();
+    if ctx.is_some() || (api.is_some() && !args.no_webhooks) {
+        metrics_watches.set_stuck_after(Duration::from_secs(args.watch_stuck_after.max(1)));
+        health.follow_watches(metrics_watches.clone());
     }
     let auth = match (args.metrics_auth, &api) {
         (MetricsAuthMode::None, _) => None,
@@ -443,13 +449,31 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
             health.set_ready();
             return std::future::pending().await;
         }
+        let live = Arc::new(LiveCatalog::new(catalog.clone()));
+        if let Some(api) = &api {
+            // The controller, when it runs here, reports the ConfigMap's ignored entries.
+            let report = args.no_controller;
+            let follow = live.clone().follow(
+                api.clone(),
+                args.namespace.clone(),
+                metrics_watches.clone(),
+                report,
+            );
+            tokio::spawn(follow);
+            if !live.synced(ADMISSION_SYNC_WAIT).await {
+                tracing::warn!(
+                    "admission: the operator ConfigMap was not read within {}s; names from its image-overrides are refused until it is",
+                    ADMISSION_SYNC_WAIT.as_secs()
+                );
+            }
+        }
         let client = if args.no_reference_checks {
             None
         } else {
             api.clone()
         };
         let state = WebhookState {
-            catalog: Arc::new(catalog.clone()),
+            catalog: live,
             client,
         };
         run_webhooks(args, state, &health).await

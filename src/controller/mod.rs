@@ -25,7 +25,7 @@ mod reconcile;
 mod rollout;
 mod server_info;
 mod status;
-mod watches;
+pub(crate) mod watches;
 mod write;
 
 pub use builders::BuildError;

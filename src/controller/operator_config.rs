@@ -40,12 +40,9 @@ pub fn resolver_options(
     embedded: &Catalog,
     data: &BTreeMap<String, String>,
 ) -> (ResolverOptions, Vec<String>) {
-    let mut problems = Vec::new();
     let mut options = base.clone();
-    let (overrides, override_problems) =
-        parse_image_overrides(data.get("image-overrides").map_or("", String::as_str));
-    problems.extend(override_problems.iter().map(ToString::to_string));
-    options.catalog = embedded.with_overrides(&overrides);
+    let (catalog, mut problems) = catalog(embedded, data);
+    options.catalog = catalog;
     for rule in yaml_list(data, "mirrors", &mut problems) {
         match rule.parse::<MirrorRule>() {
             Ok(rule) => options.mirrors.push(rule),
@@ -64,6 +61,15 @@ pub fn resolver_options(
         }
     }
     (options, problems)
+}
+
+/// The catalog from the ConfigMap's `image-overrides` on top of `embedded` (the operator's own
+/// catalog), and the problems found. Admission and the resolver both take names from it.
+pub fn catalog(embedded: &Catalog, data: &BTreeMap<String, String>) -> (Catalog, Vec<String>) {
+    let (overrides, problems) =
+        parse_image_overrides(data.get("image-overrides").map_or("", String::as_str));
+    let problems = problems.iter().map(ToString::to_string).collect();
+    (embedded.with_overrides(&overrides), problems)
 }
 
 /// `never` (the default: a deployed pin stands until the user changes the reference or asks for

@@ -7,6 +7,7 @@
 //! each watch's expired resource version paused every other watch for up to a minute in turn.
 //! A watch whose resource version expired (410) lists again after its backoff, on its own.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -387,27 +388,14 @@ async fn follow_operator_config(
     triggers: Vec<mpsc::Sender<()>>,
 ) {
     let embedded = base.catalog.clone();
-    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    let config = watcher::Config::default().fields(&format!(
-        "metadata.name={}",
-        operator_config::OPERATOR_CONFIG_MAP
-    ));
-    let events = resilient(
-        watcher(api, config),
+    let changes = operator_config_data(
+        &ctx.client,
+        &namespace,
         "ConfigMap (operator)",
         ctx.metrics.watches(),
     );
-    let mut events = std::pin::pin!(events);
-    let mut last: Option<std::collections::BTreeMap<String, String>> = None;
-    while let Some(event) = events.next().await {
-        let data = match event {
-            Ok(Event::Apply(cm) | Event::InitApply(cm)) => cm.data.unwrap_or_default(),
-            Ok(Event::Delete(_)) => Default::default(),
-            Ok(Event::Init | Event::InitDone) | Err(_) => continue,
-        };
-        if last.as_ref() == Some(&data) {
-            continue;
-        }
+    let mut changes = std::pin::pin!(changes);
+    while let Some(data) = changes.next().await {
         let (options, problems) = operator_config::resolver_options(&base, &embedded, &data);
         for problem in &problems {
             tracing::warn!(problem = %problem, "operator ConfigMap");
@@ -415,7 +403,6 @@ async fn follow_operator_config(
         match Resolver::new(options) {
             Ok(resolver) => {
                 ctx.replace_resolver(resolver);
-                last = Some(data);
                 for trigger in &triggers {
                     let _ = trigger.try_send(());
                 }
@@ -425,4 +412,44 @@ async fn follow_operator_config(
             }
         }
     }
+}
+
+/// The operator ConfigMap's data in `namespace` (empty while it does not exist): once when the
+/// first list is complete, then each time it changes. A relist is taken whole, so a ConfigMap
+/// deleted while the watch was broken is seen as deleted. `kind` names the watch in `/healthz`
+/// and the watch metrics; its failures are recorded in `health` and retried.
+pub(crate) fn operator_config_data(
+    client: &kube::Client,
+    namespace: &str,
+    kind: &'static str,
+    health: Arc<WatchHealth>,
+) -> impl Stream<Item = BTreeMap<String, String>> + Send + 'static {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let config = watcher::Config::default().fields(&format!(
+        "metadata.name={}",
+        operator_config::OPERATOR_CONFIG_MAP
+    ));
+    let mut listing: Option<BTreeMap<String, String>> = None;
+    let mut last: Option<BTreeMap<String, String>> = None;
+    resilient(watcher(api, config), kind, health).filter_map(move |event| {
+        let data = match event {
+            Ok(Event::Init) => {
+                listing = Some(BTreeMap::new());
+                None
+            }
+            Ok(Event::InitApply(cm)) => {
+                listing = Some(cm.data.unwrap_or_default());
+                None
+            }
+            Ok(Event::InitDone) => Some(listing.take().unwrap_or_default()),
+            Ok(Event::Apply(cm)) => Some(cm.data.unwrap_or_default()),
+            Ok(Event::Delete(_)) => Some(BTreeMap::new()),
+            Err(_) => None,
+        };
+        let changed = data.filter(|data| last.as_ref() != Some(data));
+        if let Some(data) = &changed {
+            last = Some(data.clone());
+        }
+        std::future::ready(changed)
+    })
 }

@@ -6,6 +6,7 @@
 //! objects is 1.5 MiB, conversion reviews carry lists).
 
 pub mod certs;
+pub mod live_catalog;
 pub mod references;
 pub mod validation;
 
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::convert::convert;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -22,15 +24,13 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::response::{StatusCause, StatusDetails};
 use kube::core::{DynamicObject, Status};
-use llama_stack_resolver::Catalog;
-
-use crate::convert::convert;
+use live_catalog::LiveCatalog;
 
 /// Shared state of the handlers.
 #[derive(Clone)]
 pub struct WebhookState {
-    /// Distribution names (with image-overrides) for admission.
-    pub catalog: Arc<Catalog>,
+    /// Distribution names (with image-overrides, followed in the operator ConfigMap) for admission.
+    pub catalog: Arc<LiveCatalog>,
     /// API access to check referenced Secrets and ConfigMaps (warnings); `None` skips the checks.
     pub client: Option<kube::Client>,
 }
@@ -122,9 +122,10 @@ async fn validate_handler(
     else {
         return Json(response.into_review());
     };
+    let catalog = state.catalog.current();
     let mut verdict = match object.get("apiVersion").and_then(|v| v.as_str()) {
-        Some("llamastack.io/v1alpha2") => validation::validate_v1alpha2(&object, &state.catalog),
-        Some("llamastack.io/v1alpha1") => validation::validate_v1alpha1(&object, &state.catalog),
+        Some("llamastack.io/v1alpha2") => validation::validate_v1alpha2(&object, &catalog),
+        Some("llamastack.io/v1alpha1") => validation::validate_v1alpha1(&object, &catalog),
         _ => validation::Verdict::default(),
     };
     if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())

@@ -145,12 +145,13 @@ pub fn spawn_operator(
     spawn_run(plane, bin, name, kubeconfig, &args)
 }
 
-/// Starts `bin run` serving its webhooks too, on `webhook_addr` with the certificate and key
-/// in `cert_dir` (`tls.crt`, `tls.key`).
+/// Starts `bin run` with `kubeconfig`, serving its webhooks too, on `webhook_addr` with the
+/// certificate and key in `cert_dir` (`tls.crt`, `tls.key`).
 pub fn spawn_operator_with_webhooks(
     plane: &ControlPlane,
     bin: &Path,
     name: &str,
+    kubeconfig: &Path,
     webhook_addr: &str,
     cert_dir: &Path,
     extra: &[&str],
@@ -160,7 +161,7 @@ pub fn spawn_operator_with_webhooks(
     let key = format!("--tls-key={}", cert_dir.join("tls.key").display());
     let mut args = vec![addr.as_str(), cert.as_str(), key.as_str()];
     args.extend_from_slice(extra);
-    spawn_run(plane, bin, name, &plane.kubeconfig, &args)
+    spawn_run(plane, bin, name, kubeconfig, &args)
 }
 
 fn spawn_run(
