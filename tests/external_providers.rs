@@ -323,7 +323,7 @@ fn every_failure_names_the_provider_and_the_fix(env: &Env) -> Result<(), Failed>
     let dir = with_wheels(
         env,
         "missing-dep",
-        &[("acme_words", "0.1.0", &["acme-helper==9.9"])],
+        &[("acme_words", "0.1.0", &["acme-helper==9.9"], PURE)],
     )?;
     let run = run_pod(env, one("reg/missing-dep:1"), &[("reg/missing-dep:1", dir)])?;
     let text = failure(&run, "install-packages")?;
@@ -332,21 +332,59 @@ fn every_failure_names_the_provider_and_the_fix(env: &Env) -> Result<(), Failed>
             && text.contains("acme-helper"),
         "{text}"
     );
+    // Wheels built for another platform: a dependency, then the provider's own wheel. Pip alone
+    // calls the first a missing wheel and the second a dependency conflict.
+    let dir = with_wheels(
+        env,
+        "foreign-dep",
+        &[
+            ("acme_words", "0.1.0", &["acme-native==1.0"], PURE),
+            ("acme_native", "1.0", &[], FOREIGN),
+        ],
+    )?;
+    let run = run_pod(env, one("reg/foreign-dep:1"), &[("reg/foreign-dep:1", dir)])?;
+    let text = failure(&run, "install-packages")?;
+    let arch = std::env::consts::ARCH;
+    assert!(
+        text.contains(&format!("Cannot install provider 'bad': acme_native-1.0-{FOREIGN}.whl is not built for this Pod's platform"))
+            && text.contains(&format!("on linux/{arch}"))
+            && text.contains(&format!("--platform manylinux2014_{arch}"))
+            && !text.contains("dependency wheel is missing"),
+        "{text}"
+    );
+    let dir = with_wheels(
+        env,
+        "foreign-main",
+        &[("acme_words", "0.1.0", &[], FOREIGN)],
+    )?;
+    let run = run_pod(
+        env,
+        one("reg/foreign-main:1"),
+        &[("reg/foreign-main:1", dir)],
+    )?;
+    let text = failure(&run, "install-packages")?;
+    assert!(
+        text.contains(&format!(
+            "acme_words-0.1.0-{FOREIGN}.whl is not built for this Pod's platform"
+        )) && text.contains("py3-none-any")
+            && !text.contains("dependency conflict"),
+        "{text}"
+    );
     // A dependency conflict between two providers.
     let first = with_wheels(
         env,
         "dep-one",
         &[
-            ("acme_words", "0.1.0", &["acme-shared==1.0"]),
-            ("acme_shared", "1.0", &[]),
+            ("acme_words", "0.1.0", &["acme-shared==1.0"], PURE),
+            ("acme_shared", "1.0", &[], PURE),
         ],
     )?;
     let second = with_wheels(
         env,
         "dep-two",
         &[
-            ("acme_words", "0.1.0", &["acme-shared==2.0"]),
-            ("acme_shared", "2.0", &[]),
+            ("acme_words", "0.1.0", &["acme-shared==2.0"], PURE),
+            ("acme_shared", "2.0", &[], PURE),
         ],
     )?;
     let run = run_pod(
@@ -398,34 +436,54 @@ fn every_failure_names_the_provider_and_the_fix(env: &Env) -> Result<(), Failed>
 }
 
 /// The example image with its wheel replaced by minimal wheels `(name, version, requires)`.
-fn with_wheels(env: &Env, name: &str, wheels: &[(&str, &str, &[&str])]) -> Result<PathBuf, Failed> {
+/// `(name, version, requires, tag)`; [`PURE`] for a pure-Python wheel. A main wheel with another
+/// tag is named in the metadata's `wheelPath`.
+fn with_wheels(
+    env: &Env,
+    name: &str,
+    wheels: &[(&str, &str, &[&str], &str)],
+) -> Result<PathBuf, Failed> {
     variant(env, name, |d| {
         let packages = d.join("lls-provider/packages");
         std::fs::remove_file(packages.join("acme_words-0.1.0-py3-none-any.whl"))?;
-        for (wheel, version, requires) in wheels {
-            make_wheel(&env.venv, &packages, wheel, version, requires)?;
+        for (wheel, version, requires, tag) in wheels {
+            make_wheel(&env.venv, &packages, wheel, version, requires, tag)?;
+            if *wheel == "acme_words" && *tag != PURE {
+                let spec = d.join("lls-provider/lls-provider-spec.yaml");
+                let text = std::fs::read_to_string(&spec)?.replace(
+                    "acme_words-0.1.0-py3-none-any.whl",
+                    &format!("acme_words-{version}-{tag}.whl"),
+                );
+                std::fs::write(spec, text)?;
+            }
         }
         Ok(())
     })
 }
 
-/// A minimal wheel (no code) declaring `requires`, written with the venv's Python.
+/// The tag of a pure-Python wheel, installable anywhere.
+const PURE: &str = "py3-none-any";
+/// A CPython 3.12 wheel for IBM Z: a platform no test machine is.
+const FOREIGN: &str = "cp312-cp312-manylinux_2_17_s390x";
+
+/// A minimal wheel (no code) declaring `requires`, tagged `tag`, written with the venv's Python.
 fn make_wheel(
     venv: &Path,
     dir: &Path,
     name: &str,
     version: &str,
     requires: &[&str],
+    tag: &str,
 ) -> std::io::Result<()> {
     let script = r#"
 import sys, zipfile
-out, name, version, *requires = sys.argv[1:]
+out, tag, name, version, *requires = sys.argv[1:]
 dist = f"{name}-{version}.dist-info"
 meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
 files = {f"{name}/__init__.py": "", f"{dist}/METADATA": meta,
-         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+         f"{dist}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: {str(tag == 'py3-none-any').lower()}\nTag: {tag}\n"}
 files[f"{dist}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{dist}/RECORD,,\n"
-with zipfile.ZipFile(f"{out}/{name}-{version}-py3-none-any.whl", "w") as z:
+with zipfile.ZipFile(f"{out}/{name}-{version}-{tag}.whl", "w") as z:
     for path, text in files.items():
         z.writestr(path, text)
 "#;
@@ -433,6 +491,7 @@ with zipfile.ZipFile(f"{out}/{name}-{version}-py3-none-any.whl", "w") as z:
         .arg("-c")
         .arg(script)
         .arg(dir)
+        .arg(tag)
         .arg(name)
         .arg(version)
         .args(requires)

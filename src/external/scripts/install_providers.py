@@ -3,7 +3,9 @@ distribution image's), offline, into <providers-dir>/python-packages, and only w
 lacks: `pip install --dry-run --report` resolves each provider against the image's environment
 (and what earlier providers installed), then `--no-deps --target` installs just those. A plain
 `--target` install would add second copies of pydantic, fastapi and friends that shadow the
-server's own. Every installed distribution is recorded in installed-packages.txt.
+server's own. Every installed distribution is recorded in installed-packages.txt. A wheel built
+for another platform or Python is named as such (pip alone reports it as missing, or as a
+conflict).
 
 Usage: python3 install_providers.py <providers-dir> [<termination-log>]
 Written by llama-stack-operator (docs/external-providers.md)."""
@@ -11,6 +13,7 @@ Written by llama-stack-operator (docs/external-providers.md)."""
 import json
 import os
 import pathlib
+import platform
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,65 @@ def normalize(name):
 
 def pip(args, env):
     return subprocess.run([sys.executable, "-m", "pip", *args], env=env, capture_output=True, text=True)
+
+
+def wheel_tools():
+    """packaging's wheel-name parser and this interpreter's tags (pip's vendored copy when the
+    image has no packaging of its own), or None."""
+    try:
+        from packaging.tags import sys_tags
+        from packaging.utils import parse_wheel_filename
+    except ImportError:
+        try:
+            from pip._vendor.packaging.tags import sys_tags
+            from pip._vendor.packaging.utils import parse_wheel_filename
+        except ImportError:
+            return None
+    return parse_wheel_filename, list(sys_tags())
+
+
+def foreign_wheels(wheels, main_wheel, pip_output):
+    """The staged wheels pip cannot use on this platform and Python that the failure is about:
+    the main wheel, or a dependency that pip could not find and has no usable wheel here.
+    Returns (wheel file names, the interpreter's most specific tags), or None."""
+    tools = wheel_tools()
+    if tools is None:
+        return None
+    parse, supported = tools
+    accepted = {str(t) for t in supported}
+    by_name = {}
+    for path in sorted(wheels.glob("*.whl")):
+        try:
+            name, _, _, tags = parse(path.name)
+        except Exception:  # an unparsable name: pip reports it itself
+            continue
+        fits = any(str(t) in accepted for t in tags)
+        by_name.setdefault(normalize(str(name)), []).append((path.name, fits))
+    output = normalize(pip_output)
+    culprits = []
+    for name, files in by_name.items():
+        if any(fits for _, fits in files):
+            continue
+        if any(f == main_wheel.name for f, _ in files) or name in output:
+            culprits.extend(f for f, _ in files)
+    if not culprits:
+        return None
+    typical = next((t for t in supported if t.platform.startswith("manylinux")), supported[0])
+    return culprits, [str(typical), "py3-none-any"]
+
+
+def platform_failure(stage, culprits, examples, out, log):
+    machine = platform.machine()
+    python = f"{platform.python_implementation()} {sys.version_info.major}.{sys.version_info.minor}"
+    files = ", ".join(culprits)
+    fail(stage, f"Cannot install provider '{stage['providerId']}': {files} "
+         f"{'is' if len(culprits) == 1 else 'are'} not built for this Pod's platform",
+         f"The distribution image runs {python} on linux/{machine}; it accepts wheels tagged like "
+         f"{' or '.join(examples)}, and pip would not install {files}.\n\nPip said:\n{out}",
+         f"Put wheels built for {python} on linux/{machine} in /lls-provider/packages/ of the provider image "
+         f"(pip download --only-binary=:all: --python-version {sys.version_info.major}.{sys.version_info.minor} "
+         f"--platform manylinux2014_{machine}, or build them on that platform), or pure-Python py3-none-any wheels. "
+         "For nodes of several architectures, ship one wheel per platform side by side.", log)
 
 
 def main():
@@ -62,6 +124,9 @@ def main():
                        "--report", str(report), "--quiet", str(main_wheel)], env)
             if dry.returncode != 0:
                 out = (dry.stderr or dry.stdout).strip()
+                foreign = foreign_wheels(wheels, main_wheel, out)
+                if foreign:
+                    platform_failure(stage, *foreign, out, log)
                 if "No matching distribution found" in out or "Could not find a version" in out:
                     fail(stage, f"Cannot install provider '{stage['providerId']}': a dependency wheel is missing",
                          f"Pip installation failed with:\n{out}",
