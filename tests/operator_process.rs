@@ -269,7 +269,7 @@ impl Env {
     fn logs(&self) -> String {
         let logs = match self.full_logs() {
             Ok(logs) => logs,
-            Err(e) => return e.to_string(),
+            Err(e) => return e.message().unwrap_or_default().to_owned(),
         };
         logs.iter()
             .map(|(id, text)| {
@@ -580,7 +580,9 @@ fn metrics_are_served_over_https_only(env: &Env, url: &str) -> Result<(), Failed
         (response.status() == 200).then_some(())
     })?;
     let old = client_trusting(&env.metrics_tls.ca_pem)?;
-    let stale = env.rt.block_on(old.get(format!("{url}/healthz")).send());
+    let stale = env
+        .rt
+        .block_on(async { old.get(format!("{url}/healthz")).send().await });
     assert!(
         stale.is_err(),
         "a client trusting only the previous CA still connects"
@@ -609,10 +611,23 @@ fn admission_follows_the_operator_config_map(env: &Env) -> Result<(), Failed> {
             Some(&manifest.to_string()),
         )
     };
-    // The API server calls a new webhook configuration only after a moment.
+    // The API server calls a new webhook configuration only after a moment. (A denial with
+    // causes reads `… is invalid: spec.distribution.name: unknown distribution "startr" …`.)
+    let last = Mutex::new(String::new());
     env.eventually("the webhook-only replica validates", || async {
-        let (created, _, err) = create("probe", "startr");
-        (!created && err.contains("denied the request")).then_some(())
+        let (created, out, err) = create("probe", "startr");
+        let refused = !created && err.contains("unknown distribution \"startr\"");
+        if let Ok(mut last) = last.lock() {
+            *last = format!("{out}{err}");
+        }
+        refused.then_some(())
+    })
+    .map_err(|e| {
+        format!(
+            "{}\nlast answer: {}",
+            e.message().unwrap_or_default(),
+            last.lock().map(|l| l.clone()).unwrap_or_default()
+        )
     })?;
     let (created, _, refused) = create("acme", "acme-internal");
     assert!(!created, "an unknown name is accepted");
