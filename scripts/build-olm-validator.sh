@@ -4,7 +4,7 @@
 # outside the clone, keyed by the library version and the source. Prints the binary's path.
 #
 # Usage: scripts/build-olm-validator.sh
-# Env:   OLM_API_VERSION (default below), LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
+# Env:   OLM_API_VERSION (default below), LLSO_GO_TOOLS_CACHE_DIR or LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SRC="$REPO/tests/olm/validate/main.go"
@@ -12,7 +12,9 @@ SRC="$REPO/tests/olm/validate/main.go"
 # v0.27.0 is the newest release the module proxy here serves; it lists no versions, so the
 # version is named exactly.
 OLM_API_VERSION="${OLM_API_VERSION:-v0.27.0}"
-CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
+# LLSO_GO_TOOLS_CACHE_DIR: where CI keeps hermetic Go builds (pinned versions) while the rest of
+# the cache is fresh.
+CACHE_ROOT="${LLSO_GO_TOOLS_CACHE_DIR:-${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}}"
 KEY="api-${OLM_API_VERSION}-$(sha256sum "$SRC" | cut -c1-12)"
 OUT="$CACHE_ROOT/olm-validator/$KEY"
 

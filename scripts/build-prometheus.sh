@@ -4,12 +4,14 @@
 # Prints the binary's path.
 #
 # Usage: scripts/build-prometheus.sh
-# Env:   PROMETHEUS_VERSION (default below), LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
+# Env:   PROMETHEUS_VERSION (default below), LLSO_GO_TOOLS_CACHE_DIR or LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
 set -euo pipefail
 
 # Go module versions of Prometheus are v0.<minor>.<patch> for release v3.<minor>.<patch>.
 PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
-CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
+# LLSO_GO_TOOLS_CACHE_DIR: where CI keeps hermetic Go builds (pinned versions) while the rest of
+# the cache is fresh.
+CACHE_ROOT="${LLSO_GO_TOOLS_CACHE_DIR:-${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}}"
 OUT="$CACHE_ROOT/prometheus/$PROMETHEUS_VERSION"
 
 log() { echo "[prometheus] $*" >&2; }
