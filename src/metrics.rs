@@ -537,20 +537,7 @@ pub async fn serve(
         let task = tokio::spawn(async move { axum::serve(listener, app).await });
         return Ok((bound, task));
     };
-    let handle = axum_server::Handle::new();
-    let mut server = axum_server::bind_rustls(addr, tls).handle(handle.clone());
-    // Slow clients cannot hold connections open forever.
-    server
-        .http_builder()
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(std::time::Duration::from_secs(10));
-    let task = tokio::spawn(async move { server.serve(app.into_make_service()).await });
-    let bound = tokio::time::timeout(std::time::Duration::from_secs(10), handle.listening())
-        .await
-        .ok()
-        .flatten()
-        .ok_or_else(|| std::io::Error::other(format!("{addr}: did not start listening")))?;
+    let (bound, _handle, task) = crate::tls_files::serve(addr, tls, app).await?;
     Ok((bound, task))
 }
 

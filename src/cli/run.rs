@@ -378,7 +378,9 @@ async fn run_webhooks(args: &Args, state: WebhookState, health: &Health) -> Resu
         "webhooks",
     );
     tokio::select! {
-        result = task => result.map_err(RunError::WebhookTask)?.map_err(RunError::from),
+        result = task => result
+            .map_err(RunError::WebhookTask)?
+            .map_err(|source| RunError::from(ServeError::Serve { addr, source })),
         () = reload => Ok(()),
     }
 }

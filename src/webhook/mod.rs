@@ -223,7 +223,8 @@ impl WebhookServer {
     }
 }
 
-/// Serves the webhooks on `addr` with a PEM certificate and key; returns once listening.
+/// Serves the webhooks on `addr` with a PEM certificate and key; returns once listening, with
+/// the server's task (which ends with the server's error, if it fails).
 pub async fn serve(
     addr: SocketAddr,
     cert: PathBuf,
@@ -233,33 +234,13 @@ pub async fn serve(
     (
         WebhookServer,
         SocketAddr,
-        tokio::task::JoinHandle<Result<(), ServeError>>,
+        tokio::task::JoinHandle<std::io::Result<()>>,
     ),
     ServeError,
 > {
     let tls = crate::tls_files::load(&cert, &key).await?;
-    let handle = axum_server::Handle::new();
-    let mut server = axum_server::bind_rustls(addr, tls.clone()).handle(handle.clone());
-    // Slow clients cannot hold connections open forever.
-    server
-        .http_builder()
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10));
-    let app = router(state);
-    let task = tokio::spawn(async move {
-        server
-            .serve(app.into_make_service())
-            .await
-            .map_err(|source| ServeError::Serve { addr, source })
-    });
-    let bound = tokio::time::timeout(Duration::from_secs(10), handle.listening())
+    let (bound, handle, task) = crate::tls_files::serve(addr, tls.clone(), router(state))
         .await
-        .ok()
-        .flatten()
-        .ok_or(ServeError::Serve {
-            addr,
-            source: std::io::Error::other("did not start listening"),
-        })?;
+        .map_err(|source| ServeError::Serve { addr, source })?;
     Ok((WebhookServer { tls, handle }, bound, task))
 }
