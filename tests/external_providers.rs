@@ -66,8 +66,7 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
     let inputs = Inputs {
         image: DISTRIBUTION,
         generated: Some(&generated),
-        config_map: &config_map,
-        generated_config_map: true,
+        config: builders::ServerConfig::Generated(&config_map),
         operator_image: OPERATOR,
         ..Default::default()
     };

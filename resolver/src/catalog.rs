@@ -8,22 +8,37 @@ use crate::reference::ImageRef;
 /// release, each pinned to that release's tag.
 pub const EMBEDDED_DISTRIBUTIONS_JSON: &str = include_str!("../../distributions.json");
 
-/// Names that older llama-stack releases (and the specs) used but llama-stack 0.7 no longer ships,
-/// with what to use instead.
-const REMOVED: &[(&str, &str)] = &[
+/// Names of the upstream operator's catalog (its `distributions.json` at its last commit) that
+/// llama-stack 0.7 no longer builds: they still resolve to the upstream operator's images (pinned
+/// by digest like any other), run with the image's own config, and `image-overrides` can remap
+/// them. Each with what replaces it in v1alpha2.
+const LEGACY: &[(&str, &str, &str)] = &[
     (
         "remote-vllm",
+        "docker.io/llamastack/distribution-remote-vllm:latest",
         "use distribution name \"starter\" with a vllm inference provider (providers.inference: {provider: vllm, endpoint: ...})",
     ),
     (
         "meta-reference-gpu",
+        "docker.io/llamastack/distribution-meta-reference-gpu:latest",
         "use distribution name \"starter\" with a remote inference provider, or an image built for local GPU inference via distribution.image",
     ),
-    (
-        "ollama",
-        "use distribution name \"starter\" with an ollama inference provider (providers.inference: {provider: ollama, endpoint: ...})",
-    ),
 ];
+
+/// What replaces a name of the upstream operator's catalog that llama-stack no longer builds.
+pub fn legacy_replacement(name: &str) -> Option<&'static str> {
+    LEGACY
+        .iter()
+        .find(|(legacy, _, _)| *legacy == name)
+        .map(|(_, _, instead)| *instead)
+}
+
+/// Names that older llama-stack releases used, that neither llama-stack 0.7 nor the upstream
+/// operator's last catalog has, with what to use instead.
+const REMOVED: &[(&str, &str)] = &[(
+    "ollama",
+    "use distribution name \"starter\" with an ollama inference provider (providers.inference: {provider: ollama, endpoint: ...})",
+)];
 
 /// Errors reading a catalog.
 #[derive(Debug, thiserror::Error)]
@@ -153,9 +168,13 @@ impl Catalog {
         Self::parse(EMBEDDED_DISTRIBUTIONS_JSON)
     }
 
-    /// The image of a distribution name.
+    /// The image of a distribution name: the catalog's (with `image-overrides`), else the
+    /// upstream operator's image of a [legacy name](legacy_replacement).
     pub fn image(&self, name: &str) -> Result<&str, LookupError> {
         if let Some(image) = self.entries.get(name) {
+            return Ok(image);
+        }
+        if let Some((_, image, _)) = LEGACY.iter().find(|(legacy, _, _)| *legacy == name) {
             return Ok(image);
         }
         if let Some((_, instead)) = REMOVED.iter().find(|(removed, _)| *removed == name) {
@@ -177,9 +196,19 @@ impl Catalog {
         Self { entries }
     }
 
-    /// Known names, sorted.
+    /// Known names, sorted (without the upstream operator's legacy names).
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
+    }
+
+    /// Every name that resolves, legacy names included, with its image.
+    pub fn available(&self) -> BTreeMap<String, String> {
+        let mut all: BTreeMap<String, String> = LEGACY
+            .iter()
+            .map(|(name, image, _)| ((*name).to_owned(), (*image).to_owned()))
+            .collect();
+        all.extend(self.entries.clone());
+        all
     }
 }
 
@@ -214,16 +243,47 @@ mod tests {
     #[test]
     fn removed_names_say_what_to_use_instead() {
         let catalog = Catalog::embedded().unwrap();
+        let err = catalog.image("ollama").unwrap_err();
+        assert!(matches!(err, LookupError::Removed { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("no longer exists in llama-stack 0.7"),
+            "{text}"
+        );
+        assert!(text.contains("starter"), "{text}");
+    }
+
+    /// The upstream operator's last catalog (llamastack/llama-stack-k8s-operator,
+    /// distributions.json): its names resolve to its images, and overrides remap them.
+    #[test]
+    fn the_upstream_catalog_names_resolve_to_its_images_and_can_be_remapped() {
+        let catalog = Catalog::embedded().unwrap();
         for name in ["remote-vllm", "meta-reference-gpu"] {
-            let err = catalog.image(name).unwrap_err();
-            assert!(matches!(err, LookupError::Removed { .. }), "{err:?}");
-            let text = err.to_string();
-            assert!(
-                text.contains("no longer exists in llama-stack 0.7"),
-                "{text}"
+            let image = catalog.image(name).unwrap();
+            assert_eq!(
+                image,
+                format!("docker.io/llamastack/distribution-{name}:latest")
             );
-            assert!(text.contains("starter"), "{text}");
+            assert!(legacy_replacement(name).unwrap().contains("starter"));
+            assert_eq!(
+                catalog.available().get(name).map(String::as_str),
+                Some(image)
+            );
         }
+        assert_eq!(legacy_replacement("starter"), None);
+        let mirror = BTreeMap::from([(
+            "remote-vllm".to_owned(),
+            "mirror.corp/llamastack/remote-vllm:0.2.23".to_owned(),
+        )]);
+        let remapped = catalog.with_overrides(&mirror);
+        assert_eq!(
+            remapped.image("remote-vllm").unwrap(),
+            "mirror.corp/llamastack/remote-vllm:0.2.23"
+        );
+        assert_eq!(
+            remapped.available()["remote-vllm"],
+            "mirror.corp/llamastack/remote-vllm:0.2.23"
+        );
     }
 
     #[test]

@@ -63,6 +63,10 @@ status_words! {
     Reason {
         /// `ConfigGenerated` True.
         ConfigGenerationSucceeded,
+        /// `ConfigGenerated` True: nothing was generated; the server runs the config its image
+        /// carries, with the image's own entrypoint (an image without config labels, and a
+        /// resource that asks for nothing to generate).
+        ImageOwnConfig,
         /// The spec and the base config do not make a config.
         ConfigGenerationFailed,
         /// The image a name resolves to changed (an operator upgrade) and its base config does

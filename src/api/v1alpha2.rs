@@ -462,6 +462,10 @@ pub enum ConfigSource {
     /// The user's `overrideConfig` ConfigMap.
     #[serde(rename = "override-config")]
     OverrideConfig,
+    /// The image's own config, run by its own entrypoint: the image has no config labels, the
+    /// operator no embedded config for it, and the resource asks for nothing to generate.
+    #[serde(rename = "image")]
+    Image,
 }
 
 /// The resolved distribution.

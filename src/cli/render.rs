@@ -87,8 +87,7 @@ fn objects(
     let inputs = builders::Inputs {
         image,
         generated: Some(generated),
-        config_map: &config_map,
-        generated_config_map: true,
+        config: builders::ServerConfig::Generated(&config_map),
         ..Default::default()
     };
     let desired = builders::desired(cr, &inputs).map_err(|e| err(&e))?;

@@ -168,7 +168,13 @@ fn config_of(d: &Deployment) -> String {
         .as_ref()
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|p| p.volumes.as_ref())
-        .and_then(|v| v.iter().find(|v| v.name == builders::volumes::CONFIG))
+        .and_then(|v| {
+            v.iter().find(|v| {
+                v.name
+                    .trim_start_matches(builders::user_parts::RENAMED_PREFIX)
+                    == builders::volumes::CONFIG
+            })
+        })
         .and_then(|v| v.config_map.as_ref())
         .map(|c| c.name.clone())
         .unwrap_or_default()

@@ -25,6 +25,7 @@ mod reconcile;
 mod rollout;
 mod server_info;
 mod status;
+mod user_config;
 pub(crate) mod watches;
 mod write;
 
@@ -52,6 +53,9 @@ fn api_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> ApiError {
 /// are reported in the status and retried.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Reading what the plan needs (ServiceAccount, pull secrets, the user's ConfigMap) failed.
+    #[error(transparent)]
+    Plan(ApiError),
     /// Reading the referenced Secrets and ConfigMaps failed.
     #[error(transparent)]
     Dereference(ApiError),
@@ -74,9 +78,11 @@ impl Error {
     pub fn metric_label(&self) -> &'static str {
         match self {
             Self::Build(_) => "BuildError",
-            Self::Dereference(_) | Self::Apply(_) | Self::Observe(_) | Self::Status(_) => {
-                "ApiError"
-            }
+            Self::Plan(_)
+            | Self::Dereference(_)
+            | Self::Apply(_)
+            | Self::Observe(_)
+            | Self::Status(_) => "ApiError",
         }
     }
 }

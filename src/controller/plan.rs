@@ -7,18 +7,57 @@ use kube::api::Api;
 use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::{Distribution, FailureKind, Resolver};
 
-use super::Context;
 use super::builders::{self, config_map_name};
+use super::user_config::user_config;
+use super::{ApiError, Context, api_err};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
 use crate::config::{GenerateError, ProviderTable, generate};
 
+/// Which config the server runs, and where it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Mount {
+    /// The generated, hash-named ConfigMap (created and pruned by the operator).
+    Generated(String),
+    /// The user's ConfigMap (`overrideConfig`, v1alpha1 `userConfig`), mounted whole; the server
+    /// runs its key `key`.
+    User {
+        /// The ConfigMap.
+        config_map: String,
+        /// The key holding the config: `config.yaml`, `run.yaml` or the only key.
+        key: String,
+    },
+    /// The image's own config and entrypoint: the resource asks for nothing to generate and no
+    /// label or ConfigMap gives a config (as the upstream operator ran such an image).
+    Image,
+}
+
+impl Mount {
+    /// The ConfigMap the Pods mount, if any.
+    pub(super) fn config_map(&self) -> Option<&str> {
+        match self {
+            Self::Generated(name)
+            | Self::User {
+                config_map: name, ..
+            } => Some(name),
+            Self::Image => None,
+        }
+    }
+
+    /// What the builders take.
+    pub(super) fn server_config(&self) -> builders::ServerConfig<'_> {
+        match self {
+            Self::Generated(name) => builders::ServerConfig::Generated(name),
+            Self::User { config_map, key } => builders::ServerConfig::User { config_map, key },
+            Self::Image => builders::ServerConfig::Image,
+        }
+    }
+}
+
 /// The outcome of the config half of a reconcile.
 pub(super) struct Planned {
-    /// ConfigMap the Pods mount: generated, or the user's (`overrideConfig`).
-    pub(super) config_map: String,
-    /// Whether `config_map` is generated (and so created and pruned by the operator).
-    pub(super) generated_config_map: bool,
+    /// The config the Pods run.
+    pub(super) mount: Mount,
     pub(super) image: String,
     pub(super) source: ConfigSource,
     pub(super) base_hash: String,
@@ -45,7 +84,30 @@ pub(super) struct Pin {
 /// looked up again: `kubectl annotate llsd <name> llamastack.io/repin="$(date +%s)" --overwrite`.
 pub const REPIN_ANNOTATION: &str = "llamastack.io/repin";
 
+/// Why a plan stopped: a problem the user must fix, or an API read that failed (retried with
+/// backoff; an API hiccup is not a problem of the spec and does not fail the stack).
+#[derive(Debug)]
+pub(super) enum PlanError {
+    /// The spec, a referenced object or the registry stands in the way.
+    Blocked(Failure),
+    /// Reading the ServiceAccount, a pull secret or the user's ConfigMap failed.
+    Api(ApiError),
+}
+
+impl From<Failure> for PlanError {
+    fn from(failure: Failure) -> Self {
+        Self::Blocked(failure)
+    }
+}
+
+impl From<ApiError> for PlanError {
+    fn from(error: ApiError) -> Self {
+        Self::Api(error)
+    }
+}
+
 /// Why no config could be planned: the condition reason and message, and the image resolved.
+#[derive(Debug)]
 pub(super) struct Failure {
     pub(super) reason: Reason,
     pub(super) message: String,
@@ -137,7 +199,7 @@ pub(super) async fn plan(
     cr: &LlamaStackDistribution,
     ctx: &Context,
     deployed: bool,
-) -> Result<Planned, Failure> {
+) -> Result<Planned, PlanError> {
     // What runs, as the status recorded it when it was applied.
     let running = cr
         .status
@@ -153,10 +215,13 @@ pub(super) async fn plan(
                 reason: Reason::ConfigGenerationFailed,
                 message: "spec.distribution: set name or image".to_owned(),
                 image: None,
-            });
+            }
+            .into());
         }
     };
-    let warnings = check_external_providers(cr, ctx)?;
+    let mut warnings = check_external_providers(cr, ctx)?;
+    warnings.extend(legacy_name_warning(cr));
+    warnings.extend(builders::pdb_warning(cr));
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
     let (resolved, pin) = resolve(cr, ctx, &distribution, &keyring).await;
     let planned = match &cr.spec.override_config {
@@ -170,16 +235,32 @@ pub(super) async fn plan(
                 }
                 Err(e) => match e.pinned_without_config() {
                     Some(pinned) => (pinned.to_owned(), None),
-                    None => return Err(resolve_failure(e)),
+                    None => return Err(resolve_failure(e).into()),
                 },
             };
             override_config(cr, ctx, &over.config_map_name, image, stale).await?
         }
-        None => {
-            let resolution = resolved.map_err(|e| resolve_failure(&e))?;
-            keep_pinned_over_fallback(running, &resolution)?;
-            generate_from(cr, &resolution)?
-        }
+        None => match resolved {
+            Ok(resolution) => {
+                keep_pinned_over_fallback(running, &resolution)?;
+                generate_from(cr, &resolution)?
+            }
+            Err(e) => match (e.pinned_without_config(), generation_asked(cr)) {
+                (Some(pinned), None) => {
+                    warnings.extend(image_config_warnings(cr));
+                    image_own_config(pinned.to_owned())
+                }
+                (Some(pinned), Some(field)) => {
+                    return Err(Failure {
+                        reason: Reason::BaseConfigRequired,
+                        message: base_config_required(pinned, field),
+                        image: None,
+                    }
+                    .into());
+                }
+                (None, _) => return Err(resolve_failure(&e).into()),
+            },
+        },
     };
     Ok(Planned {
         pull_secrets,
@@ -187,6 +268,88 @@ pub(super) async fn plan(
         warnings,
         ..planned
     })
+}
+
+/// The first field of the spec that only a generated config can carry: with it, an image
+/// without a base config cannot run its own config instead.
+pub(crate) fn generation_asked(cr: &LlamaStackDistribution) -> Option<&'static str> {
+    let spec = &cr.spec;
+    let tls = spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.tls.as_ref())
+        .is_some_and(|t| t.enabled);
+    [
+        ("spec.providers", spec.providers.is_some()),
+        ("spec.resources", spec.resources.is_some()),
+        ("spec.storage", spec.storage.is_some()),
+        (
+            "spec.disabled",
+            spec.disabled.as_ref().is_some_and(|d| !d.is_empty()),
+        ),
+        (
+            "spec.externalProviders",
+            !builders::external::of(cr).is_empty(),
+        ),
+        ("spec.networking.tls.enabled", tls),
+    ]
+    .into_iter()
+    .find_map(|(field, set)| set.then_some(field))
+}
+
+/// Why an image without a base config cannot run what the spec asks for, and the ways out.
+fn base_config_required(image: &str, field: &str) -> String {
+    format!(
+        "image {image} has no io.llamastack.config labels and the operator has no embedded config for it, so there is no base config to generate from, and {field} asks for a generated config. Fix: remove {field} to run the image's own config, use an image labelled with its config (docs/configuration.md), or give the whole config in overrideConfig.configMapName"
+    )
+}
+
+/// The image's own config and entrypoint, as the upstream operator ran an image: nothing is
+/// generated or mounted.
+fn image_own_config(image: String) -> Planned {
+    Planned {
+        mount: Mount::Image,
+        image,
+        source: ConfigSource::Image,
+        base_hash: String::new(),
+        generated: crate::config::GeneratedConfig {
+            yaml: String::new(),
+            hash: String::new(),
+            env: Vec::new(),
+            provider_count: 0,
+            resource_count: 0,
+            config_version: 0,
+            warnings: Vec::new(),
+        },
+        stale: None,
+        pull_secrets: Vec::new(),
+        pin: Pin::default(),
+        warnings: Vec::new(),
+    }
+}
+
+/// What the spec sets that the image's own config does not see.
+fn image_config_warnings(cr: &LlamaStackDistribution) -> Vec<String> {
+    let workers = cr.spec.workload.as_ref().and_then(|w| w.workers);
+    workers
+        .filter(|w| *w > 1)
+        .map(|w| {
+            format!(
+                "workload.workers ({w}) has no effect: the server runs the image's own config, which sets its own workers"
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+/// A distribution name of the upstream operator's catalog that llama-stack no longer ships:
+/// it runs, and the user learns what replaces it.
+fn legacy_name_warning(cr: &LlamaStackDistribution) -> Option<String> {
+    let name = cr.spec.distribution.name.as_deref()?;
+    let instead = llama_stack_resolver::catalog::legacy_replacement(name)?;
+    Some(format!(
+        "distribution {name:?} comes from the upstream operator's catalog and is no longer built by llama-stack; in v1alpha2, {instead}"
+    ))
 }
 
 /// Resolves the distribution: at the deployed pin while it stands ([`pin_to_keep`]), else from
@@ -240,8 +403,7 @@ fn generate_from(
             }
         })?;
     Ok(Planned {
-        config_map: config_map_name(&cr.name_any(), &generated.hash),
-        generated_config_map: true,
+        mount: Mount::Generated(config_map_name(&cr.name_any(), &generated.hash)),
         image: resolution.image.clone(),
         source: match resolution.config.source {
             llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
@@ -264,7 +426,7 @@ fn generate_from(
 async fn pull_keyring(
     cr: &LlamaStackDistribution,
     ctx: &Context,
-) -> Result<(Keyring, Vec<String>), Failure> {
+) -> Result<(Keyring, Vec<String>), PlanError> {
     use llama_stack_resolver::keyring::CredentialSource;
     use llama_stack_resolver::pull_secret::add_pull_secret;
     let ns = cr.namespace().unwrap_or_default();
@@ -284,11 +446,9 @@ async fn pull_keyring(
     let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), &ns)
         .get_opt(&sa_name)
         .await
-        .map_err(|e| {
-            fail(format!(
-                "cannot read ServiceAccount {ns}/{sa_name} for its imagePullSecrets: {e}"
-            ))
-        })?;
+        .map_err(api_err(format!(
+            "read ServiceAccount {ns}/{sa_name} for its imagePullSecrets"
+        )))?;
     let names: Vec<String> = sa
         .and_then(|sa| sa.image_pull_secrets)
         .unwrap_or_default()
@@ -299,7 +459,7 @@ async fn pull_keyring(
         let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
             .get_opt(&name)
             .await
-            .map_err(|e| fail(format!("cannot read pull secret {ns}/{name}: {e}")))?;
+            .map_err(api_err(format!("read pull secret {ns}/{name}")))?;
         let Some(secret) = secret else { continue };
         let data = secret
             .data
@@ -322,14 +482,15 @@ async fn pull_keyring(
     Ok((keyring, names))
 }
 
-/// `overrideConfig`: the user's ConfigMap is the config, as is; its content hash rolls the Pods on edits.
+/// `overrideConfig` (v1alpha1 `userConfig`): the user's ConfigMap is the config, as is, mounted
+/// whole as the upstream operator mounted it; the hash of all its keys rolls the Pods on edits.
 async fn override_config(
     cr: &LlamaStackDistribution,
     ctx: &Context,
     name: &str,
     image: String,
     stale: Option<String>,
-) -> Result<Planned, Failure> {
+) -> Result<Planned, PlanError> {
     let ns = cr.namespace().unwrap_or_default();
     let fail = |message: String| Failure {
         reason: Reason::ConfigGenerationFailed,
@@ -339,17 +500,13 @@ async fn override_config(
     let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ns)
         .get_opt(name)
         .await
-        .map_err(|e| fail(format!("cannot read ConfigMap {ns}/{name}: {e}")))?
+        .map_err(api_err(format!("read ConfigMap {ns}/{name} (overrideConfig)")))?
         .ok_or_else(|| fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName")))?;
-    let yaml = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get("config.yaml"))
-        .cloned()
-        .ok_or_else(|| fail(format!("ConfigMap \"{name}\" has no config.yaml key. Referenced by: spec.overrideConfig.configMapName")))?;
-    let parsed: serde_json::Value = serde_saphyr::from_str(&yaml).map_err(|e| {
+    let user = user_config(&cm).map_err(|e| fail(e.message(name)))?;
+    let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| {
         fail(format!(
-            "config.yaml of ConfigMap \"{name}\" is not valid YAML: {e}"
+            "{} of ConfigMap \"{name}\" is not valid YAML: {e}",
+            user.key
         ))
     })?;
     let provider_count = parsed
@@ -357,16 +514,17 @@ async fn override_config(
         .and_then(|p| p.as_object())
         .map(|p| p.values().filter_map(|l| l.as_array()).map(Vec::len).sum())
         .unwrap_or(0);
-    let hash = llama_stack_resolver::base_config::sha256_hex(yaml.as_bytes());
     Ok(Planned {
-        config_map: name.to_owned(),
-        generated_config_map: false,
+        mount: Mount::User {
+            config_map: name.to_owned(),
+            key: user.key.to_owned(),
+        },
         image,
         source: ConfigSource::OverrideConfig,
-        base_hash: hash.clone(),
+        base_hash: user.hash.clone(),
         generated: crate::config::GeneratedConfig {
-            yaml,
-            hash,
+            yaml: user.yaml.to_owned(),
+            hash: user.hash,
             env: Vec::new(),
             provider_count,
             resource_count: 0,

@@ -126,11 +126,13 @@ async fn converge(
     report: &mut Report,
     current: Option<&Deployment>,
 ) -> Result<Result<Applied, Blocked>, Error> {
-    let planned = or_blocked!(
-        plan::plan(cr, ctx, current.is_some())
-            .await
-            .map_err(|failure| report.plan_failed(failure, current.is_some()))
-    );
+    let planned = match plan::plan(cr, ctx, current.is_some()).await {
+        Ok(planned) => planned,
+        Err(plan::PlanError::Api(error)) => return Err(Error::Plan(error)),
+        Err(plan::PlanError::Blocked(failure)) => {
+            return Ok(Err(report.plan_failed(failure, current.is_some())));
+        }
+    };
     let client = &ctx.client;
     let secrets = or_blocked!(
         dereference::secrets(client, cr)
@@ -146,9 +148,8 @@ async fn converge(
     );
     let inputs = Inputs {
         image: &planned.image,
-        generated: Some(&planned.generated),
-        config_map: &planned.config_map,
-        generated_config_map: planned.generated_config_map,
+        generated: Some(&planned.generated).filter(|_| planned.mount != plan::Mount::Image),
+        config: planned.mount.server_config(),
         ca_bundle: ca_bundle.as_deref(),
         secrets_hash: secrets.hash.as_deref(),
         pull_secrets: &planned.pull_secrets,

@@ -14,7 +14,7 @@ use super::apply::Applied;
 use super::builders::{self, FIELD_MANAGER};
 use super::conditions::{Blocked, Conditions, phase};
 use super::external_status::{newest, provider_statuses};
-use super::plan::{Failure, Planned};
+use super::plan::{Failure, Mount, Planned};
 use super::recent_writes;
 use super::server_info::ServerInfo;
 use super::{ApiError, Context, api_err, events, rollout};
@@ -112,41 +112,62 @@ impl Report {
             "{} providers and {} models",
             planned.generated.provider_count, planned.generated.resource_count
         );
+        let (reason, what) = match &planned.mount {
+            Mount::Image => (
+                Reason::ImageOwnConfig,
+                format!(
+                    "Running the config of image {} with its own entrypoint: the image has no io.llamastack.config labels, the operator no embedded config for it, and the resource asks for nothing to generate",
+                    planned.image
+                ),
+            ),
+            Mount::User { config_map, key } => (
+                Reason::ConfigGenerationSucceeded,
+                format!("Using {key} of ConfigMap {config_map} with {counts}"),
+            ),
+            Mount::Generated(_) => (
+                Reason::ConfigGenerationSucceeded,
+                format!("Generated config.yaml with {counts}"),
+            ),
+        };
         let message = match &planned.stale {
             Some(why) => format!(
-                "Generated config.yaml with {counts} (registry unreachable, using {}: {why})",
+                "{what} (registry unreachable, using {}: {why})",
                 planned.image
             ),
-            None => format!("Generated config.yaml with {counts}"),
+            None => what,
         };
         let message = match planned.warnings.as_slice() {
             [] => message,
             warnings => format!("{message}; {}", warnings.join("; ")),
         };
         let conditions = &mut self.conditions;
-        conditions.set(
-            ConditionType::ConfigGenerated,
-            true,
-            Reason::ConfigGenerationSucceeded,
-            message,
-        );
-        let cm_name = planned.config_map.clone();
+        conditions.set(ConditionType::ConfigGenerated, true, reason, message);
+        let cm_name = planned.mount.config_map().map(str::to_owned);
         conditions.set(
             ConditionType::DeploymentUpdated,
             true,
             Reason::DeploymentUpdateSucceeded,
-            format!("Deployment {} updated with config {cm_name}", cr.name_any()),
+            match &cm_name {
+                Some(cm) => format!("Deployment {} updated with config {cm}", cr.name_any()),
+                None => format!(
+                    "Deployment {} updated with the image's own config",
+                    cr.name_any()
+                ),
+            },
         );
         let generated_at = match &self.status.config_generation {
-            Some(g) if g.config_map_name.as_ref() == Some(&cm_name) => g.generated_at.clone(),
+            Some(g) if g.config_map_name == cm_name => g.generated_at.clone(),
             _ => Some(Time(jiff::Timestamp::now())),
         };
+        let counted = |n: usize| i32::try_from(n).ok().filter(|_| cm_name.is_some());
         self.status.config_generation = Some(ConfigGenerationStatus {
-            config_map_name: Some(cm_name),
+            config_map_name: cm_name.clone(),
             generated_at,
-            provider_count: i32::try_from(planned.generated.provider_count).ok(),
-            resource_count: i32::try_from(planned.generated.resource_count).ok(),
-            config_version: i32::try_from(planned.generated.config_version).ok(),
+            provider_count: counted(planned.generated.provider_count),
+            resource_count: counted(planned.generated.resource_count),
+            config_version: i32::try_from(planned.generated.config_version)
+                .ok()
+                .filter(|_| cm_name.is_some()),
         });
         // When the image last changed (a lookup that finds the same digest changes nothing, so
         // a quiet cluster writes no status).
@@ -158,7 +179,7 @@ impl Report {
         self.status.resolved_distribution = Some(ResolvedDistributionStatus {
             image: Some(planned.image.clone()),
             config_source: Some(planned.source),
-            config_hash: Some(planned.base_hash.clone()),
+            config_hash: Some(planned.base_hash.clone()).filter(|h| !h.is_empty()),
             reference: Some(planned.pin.reference.clone()).filter(|r| !r.is_empty()),
             pinned_at: Some(pinned_at),
             repin_request: planned.pin.request.clone(),

@@ -8,6 +8,8 @@ use serde_json::Value;
 use crate::api::polymorphic::json_kind;
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
 use crate::config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
+use crate::controller::builders::CONFIG_DIR;
+use crate::controller::builders::user_parts::normalized;
 use llama_stack_resolver::Catalog;
 use llama_stack_resolver::embedded::embedded_base_config;
 
@@ -178,7 +180,11 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
             return verdict;
         }
     };
+    verdict
+        .warnings
+        .extend(legacy_warning(spec.distribution.name.as_deref()));
     if spec.override_config.is_some() {
+        check_config_dir_free(&spec, &mut verdict.errors);
         return verdict;
     }
     let (base, spec_only) = match &spec.distribution.name {
@@ -199,7 +205,7 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
         None => generate_from_yaml(&spec, EMPTY_BASE, ProviderTable::embedded()),
     };
     match generated {
-        Ok(generated) => verdict.warnings = generated.warnings,
+        Ok(generated) => verdict.warnings.extend(generated.warnings),
         Err(GenerateError::Invalid(errors)) => {
             // Without the real base config, only rules about the spec itself are decisive.
             verdict.errors = errors
@@ -225,9 +231,10 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
 pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
     let mut verdict = Verdict::default();
     check_name(object, &mut verdict.errors);
-    if let Some(name) = object
+    let name = object
         .pointer("/spec/server/distribution/name")
-        .and_then(Value::as_str)
+        .and_then(Value::as_str);
+    if let Some(name) = name
         && let Err(e) = catalog.image(name)
     {
         err(
@@ -236,7 +243,61 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
             e.to_string(),
         );
     }
+    verdict.warnings.extend(legacy_warning(name));
+    let user_config = object.pointer("/spec/server/userConfig").is_some();
+    let mounts = object
+        .pointer("/spec/server/podOverrides/volumeMounts")
+        .and_then(Value::as_array);
+    if user_config
+        && mounts.into_iter().flatten().any(|m| {
+            m.get("mountPath")
+                .and_then(Value::as_str)
+                .is_some_and(|p| normalized(p) == CONFIG_DIR)
+        })
+    {
+        err(
+            &mut verdict.errors,
+            "spec.server.podOverrides.volumeMounts",
+            config_dir_taken("spec.server.userConfig"),
+        );
+    }
     verdict
+}
+
+/// A warning for a name of the upstream operator's catalog that llama-stack no longer builds.
+fn legacy_warning(name: Option<&str>) -> Option<String> {
+    let name = name?;
+    let instead = llama_stack_resolver::catalog::legacy_replacement(name)?;
+    Some(format!(
+        "distribution {name:?} comes from the upstream operator's catalog and is no longer built by llama-stack: it runs its image's own config; in v1alpha2, {instead}"
+    ))
+}
+
+fn config_dir_taken(field: &str) -> String {
+    format!(
+        "a volume mounted at {CONFIG_DIR} would hide the ConfigMap of {field}, which the operator mounts there (as the upstream operator did); mount the volume elsewhere, or put the files it holds into that ConfigMap"
+    )
+}
+
+/// The user's ConfigMap is mounted at [`CONFIG_DIR`], where its own command may name it: a user
+/// volume there would make two mounts of one path.
+fn check_config_dir_free(spec: &LlamaStackDistributionSpec, errors: &mut Vec<FieldError>) {
+    let mounts = spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.overrides.as_ref())
+        .and_then(|o| o.volume_mounts.as_ref());
+    if mounts
+        .into_iter()
+        .flatten()
+        .any(|m| normalized(&m.mount_path) == CONFIG_DIR)
+    {
+        err(
+            errors,
+            "spec.workload.overrides.volumeMounts",
+            config_dir_taken("spec.overrideConfig"),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +369,30 @@ mod tests {
     }
 
     #[test]
+    fn a_mount_over_the_users_config_map_is_refused_with_the_fix() {
+        let mount = json!([{"name": "x", "mountPath": "/etc/llama-stack/"}]);
+        let v = check(
+            json!({"distribution": {"name": "starter"}, "overrideConfig": {"configMapName": "cfg"},
+                   "workload": {"overrides": {"volumes": [{"name": "x", "emptyDir": {}}], "volumeMounts": mount}}}),
+        );
+        assert!(
+            paths(&v)[0].starts_with("spec.workload.overrides.volumeMounts: a volume mounted at /etc/llama-stack would hide"),
+            "{:?}",
+            paths(&v)
+        );
+        let v1 = validate_v1alpha1(
+            &json!({"spec": {"server": {"distribution": {"name": "starter"}, "userConfig": {"configMapName": "cfg"},
+                    "podOverrides": {"volumeMounts": mount}}}}),
+            &Catalog::embedded().unwrap(),
+        );
+        assert_eq!(v1.errors.len(), 1, "{v1:?}");
+        // Without a ConfigMap of the user's, the generated config moves aside: accepted.
+        let generated = check(json!({"distribution": {"name": "starter"},
+                   "workload": {"overrides": {"volumes": [{"name": "x", "emptyDir": {}}], "volumeMounts": mount}}}));
+        assert!(generated.errors.is_empty(), "{:?}", paths(&generated));
+    }
+
+    #[test]
     fn spec_rules_hold_for_image_distributions_too() {
         let v = check(
             json!({"distribution": {"image": "quay.io/x/y:1"}, "providers": {"inference": [{"provider": "vllm"}, {"id": "b", "provider": "openai"}]},
@@ -324,14 +409,28 @@ mod tests {
 
     #[test]
     fn names_models_and_warnings() {
-        let v = check(json!({"distribution": {"name": "remote-vllm"}}));
+        let v = check(json!({"distribution": {"name": "ollama"}}));
         assert!(
-            paths(&v)[0].starts_with(
-                "spec.distribution.name: distribution \"remote-vllm\" no longer exists"
-            ),
+            paths(&v)[0]
+                .starts_with("spec.distribution.name: distribution \"ollama\" no longer exists"),
             "{:?}",
             paths(&v)
         );
+        for legacy in ["remote-vllm", "meta-reference-gpu"] {
+            let v = check(json!({"distribution": {"name": legacy}}));
+            assert!(v.errors.is_empty(), "{:?}", paths(&v));
+            assert!(
+                v.warnings[0].contains("upstream operator's catalog")
+                    && v.warnings[0].contains("starter"),
+                "{:?}",
+                v.warnings
+            );
+            let v1 = validate_v1alpha1(
+                &json!({"spec": {"server": {"distribution": {"name": legacy}}}}),
+                &Catalog::embedded().unwrap(),
+            );
+            assert!(v1.errors.is_empty() && v1.warnings.len() == 1, "{v1:?}");
+        }
         let v = check(
             json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": {"max_tokenz": 1}}},
             "resources": {"models": [{"name": "m", "provider": "nope"}]}}),

@@ -53,12 +53,13 @@ struct Mounts {
 }
 
 impl Mounts {
-    fn new() -> Self {
+    /// `config_dir`: where the server container sees the config ConfigMap.
+    fn new(config_dir: &str) -> Self {
         Self {
             tools: json!({"name": volumes::TOOLS, "mountPath": TOOLS_DIR}),
             shared: json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": PROVIDERS_DIR}),
             merged: json!({"name": volumes::MERGED_CONFIG, "mountPath": MERGED_DIR}),
-            config: json!({"name": volumes::CONFIG, "mountPath": CONFIG_DIR, "readOnly": true}),
+            config: json!({"name": volumes::CONFIG, "mountPath": config_dir, "readOnly": true}),
         }
     }
 }
@@ -69,23 +70,26 @@ fn tool(name: &str) -> String {
 }
 
 /// Init containers: copy the tools (operator image), stage each provider (its image, CRD order),
-/// install the packages, merge the config, preflight (distribution image).
+/// install the packages, merge the config (`config`: its path in the server container), preflight
+/// (distribution image).
 pub fn init_containers(
     cr: &LlamaStackDistribution,
     image: &str,
     operator_image: &str,
+    config: &str,
 ) -> Vec<Value> {
     let providers = of(cr);
     if providers.is_empty() {
         return Vec::new();
     }
-    let mounts = Mounts::new();
+    let config_dir = config.rsplit_once('/').map_or(CONFIG_DIR, |(dir, _)| dir);
+    let mounts = Mounts::new(config_dir);
     let mut containers = vec![copy_tools(operator_image, &mounts)];
     for (order, (section, provider)) in providers.iter().enumerate() {
         containers.push(stage_provider(order, section, provider, &mounts));
     }
     containers.push(install_packages(image, &mounts));
-    containers.push(merge_config(image, &mounts));
+    containers.push(merge_config(image, config, &mounts));
     containers.push(preflight(image, &mounts));
     containers
 }
@@ -169,11 +173,11 @@ fn install_packages(image: &str, mounts: &Mounts) -> Value {
 }
 
 /// Merges the staged providers into the config.
-fn merge_config(image: &str, mounts: &Mounts) -> Value {
+fn merge_config(image: &str, config: &str, mounts: &Mounts) -> Value {
     let command = vec![
         tool("llama-stack-operator"),
         "merge-config".into(),
-        format!("--base={CONFIG_DIR}/config.yaml"),
+        format!("--base={config}"),
         format!("--metadata-dir={PROVIDERS_DIR}/metadata"),
         format!("--output={MERGED_DIR}/config.yaml"),
         format!("--extra-providers-output={MERGED_DIR}/extra-providers.yaml"),

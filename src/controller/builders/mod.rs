@@ -8,6 +8,7 @@ pub mod external;
 mod names;
 mod network;
 mod scaling;
+pub mod user_parts;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -34,10 +35,11 @@ pub use names::{CONFIG_DIR, DEFAULT_PORT, PORT_NAME, labels, volumes};
 pub use network::{
     SERVICE_SUFFIX, ingress_name, network_policy_name, route_resource, service_name,
 };
-pub use scaling::{hpa_name, minimum_replicas, pdb_name};
+pub use scaling::{hpa_name, minimum_replicas, pdb_name, pdb_warning};
 pub use workload::{
-    DEFAULT_STORAGE_SIZE, config_map, config_map_name, deployment, generated_config_map_prefix,
-    managed_service_account_name, persistent_volume_claim, pvc_name, service_account_name,
+    DEFAULT_STORAGE_SIZE, config_dir, config_map, config_map_name, deployment,
+    generated_config_map_prefix, managed_service_account_name, persistent_volume_claim, pvc_name,
+    service_account_name,
 };
 
 /// Field manager of every apply.
@@ -80,10 +82,8 @@ pub struct Inputs<'a> {
     pub image: &'a str,
     /// The generated config (or the user's, for `overrideConfig`).
     pub generated: Option<&'a GeneratedConfig>,
-    /// Name of the ConfigMap the Pods mount.
-    pub config_map: &'a str,
-    /// Whether that ConfigMap is generated (and so built here).
-    pub generated_config_map: bool,
+    /// Which config the server runs and how it reaches the container.
+    pub config: ServerConfig<'a>,
     /// Validated PEM certificates of the managed CA bundle.
     pub ca_bundle: Option<&'a str>,
     /// Hash of the referenced Secret values (rolls the Pods when a value changes).
@@ -101,6 +101,44 @@ pub struct Inputs<'a> {
     pub existing_selector: Option<&'a BTreeMap<String, String>>,
     /// The parts of connection strings the server reads from the `<name>-derived` Secret.
     pub derived: Option<&'a BTreeMap<String, ByteString>>,
+}
+
+/// Which config the server runs, and how it reaches the server container.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ServerConfig<'a> {
+    /// The generated, hash-named ConfigMap of this name (built here), key `config.yaml`.
+    Generated(&'a str),
+    /// The user's ConfigMap, mounted whole (as the upstream operator did); the server runs `key`.
+    User {
+        /// The ConfigMap.
+        config_map: &'a str,
+        /// The key holding the config.
+        key: &'a str,
+    },
+    /// The image's own config and entrypoint: no config is mounted and no command set.
+    #[default]
+    Image,
+}
+
+impl ServerConfig<'_> {
+    /// The ConfigMap the Pods mount, if any.
+    pub fn config_map(&self) -> Option<&str> {
+        match *self {
+            Self::Generated(name)
+            | Self::User {
+                config_map: name, ..
+            } => Some(name),
+            Self::Image => None,
+        }
+    }
+
+    /// The file name of the config inside the mounted ConfigMap.
+    pub fn key(&self) -> &str {
+        match *self {
+            Self::User { key, .. } => key,
+            Self::Generated(_) | Self::Image => "config.yaml",
+        }
+    }
 }
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".
@@ -126,7 +164,7 @@ pub struct Desired {
     pub route: Option<DynamicObject>,
     /// For `workload.autoscaling`.
     pub hpa: Option<HorizontalPodAutoscaler>,
-    /// When more than one replica runs (never blocks a drain of a single replica).
+    /// The user's budget, else one when more than one replica runs.
     pub pdb: Option<PodDisruptionBudget>,
     /// The parts of connection strings (`<name>-derived`), when the config needs any.
     pub derived_secret: Option<Secret>,
@@ -134,8 +172,8 @@ pub struct Desired {
 
 /// Builds every desired object.
 pub fn desired(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Desired, BuildError> {
-    let config_map = match (inputs.generated_config_map, inputs.generated) {
-        (true, Some(generated)) => Some(config_map(cr, generated)?),
+    let config_map = match (inputs.config, inputs.generated) {
+        (ServerConfig::Generated(_), Some(generated)) => Some(config_map(cr, generated)?),
         _ => None,
     };
     let ca_bundle = inputs

@@ -42,8 +42,12 @@ pub const PORT_NAME: &str = "http";
 /// The server's port when `networking.port` is not set: llama-stack's own default.
 pub const DEFAULT_PORT: i32 = 8321;
 
-/// Where the config ConfigMap is mounted in the server container.
+/// Where the config ConfigMap is mounted in the server container (where the upstream operator
+/// mounted it, and where users' own commands name their config).
 pub const CONFIG_DIR: &str = "/etc/llama-stack";
+/// Where a generated config is mounted instead when the user mounts a volume of their own at
+/// [`CONFIG_DIR`].
+pub const MOVED_CONFIG_DIR: &str = "/etc/llama-stack-operator";
 /// How long a stopping server keeps serving before it is signalled (the `preStop` sleep, a
 /// native action since Kubernetes 1.30), while the Service's endpoints update everywhere.
 pub const PRE_STOP_SECONDS: i64 = 5;

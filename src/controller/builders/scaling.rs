@@ -4,8 +4,10 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Value, json};
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
 use super::{BuildError, metadata, name_of, selector, stamped};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::v1alpha2::{LlamaStackDistribution, PodDisruptionBudgetSpec};
 
 /// CPU utilization target when autoscaling names no metric.
 const DEFAULT_CPU_TARGET: i32 = 80;
@@ -67,17 +69,15 @@ pub(super) fn hpa(
     .map(Some)
 }
 
-/// A budget only when at least two replicas always run: with one, any budget that protects it
-/// would block every node drain. The user's budget, else at most one Pod down at a time.
+/// The user's budget when they set one (as the upstream operator did, whatever the replica
+/// count; [`pdb_warning`] says when it blocks every drain). Without one, a budget only when at
+/// least two replicas always run, at most one Pod down at a time: with one replica, any budget
+/// that protects it would block every node drain.
 pub(super) fn pdb(cr: &LlamaStackDistribution) -> Result<Option<PodDisruptionBudget>, BuildError> {
-    if minimum_replicas(cr) < 2 {
+    let user = user_budget(cr);
+    if user.is_none() && minimum_replicas(cr) < 2 {
         return Ok(None);
     }
-    let user = cr
-        .spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.pod_disruption_budget.as_ref());
     let mut spec = json!({"selector": {"matchLabels": selector(cr)}});
     match user {
         Some(budget) if budget.min_available.is_some() => {
@@ -94,4 +94,42 @@ pub(super) fn pdb(cr: &LlamaStackDistribution) -> Result<Option<PodDisruptionBud
         "spec": spec,
     }))
     .map(Some)
+}
+
+fn user_budget(cr: &LlamaStackDistribution) -> Option<&PodDisruptionBudgetSpec> {
+    cr.spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.pod_disruption_budget.as_ref())
+}
+
+/// Whether a budget lets no Pod of `replicas` be evicted: a node drain then waits for a person.
+fn blocks_every_eviction(budget: &PodDisruptionBudgetSpec, replicas: i32) -> bool {
+    // What the disruption controller computes: percentages round up for minAvailable, and
+    // maxUnavailable percentages round up too.
+    let count = |value: &IntOrString| match value {
+        IntOrString::Int(n) => Some(i64::from(*n)),
+        IntOrString::String(s) => s
+            .strip_suffix('%')
+            .and_then(|p| p.parse::<i64>().ok())
+            .map(|p| (p * i64::from(replicas) + 99) / 100),
+    };
+    let replicas = i64::from(replicas);
+    match (&budget.min_available, &budget.max_unavailable) {
+        (Some(min), _) => count(min).is_some_and(|m| m >= replicas),
+        (None, Some(max)) => count(max).is_some_and(|m| m <= 0),
+        (None, None) => false,
+    }
+}
+
+/// A warning when the user's budget lets no server Pod be evicted at the fewest replicas that
+/// run: every node drain then waits until someone scales up or edits the budget.
+pub fn pdb_warning(cr: &LlamaStackDistribution) -> Option<String> {
+    let budget = user_budget(cr)?;
+    let replicas = minimum_replicas(cr);
+    blocks_every_eviction(budget, replicas).then(|| {
+        format!(
+            "workload.podDisruptionBudget lets no Pod of {replicas} replica(s) be evicted, so every node drain waits for a person; raise the replicas or allow one Pod down (maxUnavailable: 1)"
+        )
+    })
 }

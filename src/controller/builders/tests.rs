@@ -29,8 +29,7 @@ fn base_inputs(g: &GeneratedConfig) -> Inputs<'_> {
     Inputs {
         image: "reg/img@sha256:aa",
         generated: Some(g),
-        config_map: "s-config-01234567",
-        generated_config_map: true,
+        config: ServerConfig::Generated("s-config-01234567"),
         ..Default::default()
     }
 }
@@ -47,15 +46,40 @@ fn value<T: serde::Serialize>(t: &T) -> Value {
 }
 
 #[test]
-fn one_replica_never_gets_a_budget_that_would_block_drains() {
-    let one = build(
-        json!({"distribution": {"name": "starter"}, "workload": {"podDisruptionBudget": {"minAvailable": 1}}}),
-        |_| {},
-    );
+fn one_replica_gets_no_budget_unless_the_user_asks_and_is_then_warned() {
+    let plain = build(json!({"distribution": {"name": "starter"}}), |_| {});
     assert!(
-        one.pdb.is_none(),
+        plain.pdb.is_none(),
         "a budget for one replica would block every drain"
     );
+    let spec = json!({"distribution": {"name": "starter"}, "workload": {"podDisruptionBudget": {"minAvailable": 1}}});
+    let one = build(spec.clone(), |_| {});
+    assert_eq!(
+        value(&one.pdb.unwrap().spec)["minAvailable"],
+        json!(1),
+        "an explicit budget is made, as the upstream operator made it"
+    );
+    let warning = pdb_warning(&cr(spec)).unwrap();
+    assert!(warning.contains("every node drain waits"), "{warning}");
+    for (budget, replicas, blocks) in [
+        (json!({"maxUnavailable": 1}), 1, false),
+        (json!({"maxUnavailable": 0}), 3, true),
+        (json!({"maxUnavailable": "0%"}), 3, true),
+        (json!({"maxUnavailable": "10%"}), 3, false),
+        (json!({"minAvailable": "100%"}), 2, true),
+        (json!({"minAvailable": "50%"}), 2, false),
+        (json!({"minAvailable": 2}), 3, false),
+        (json!({"minAvailable": 3}), 3, true),
+    ] {
+        let resource = cr(
+            json!({"distribution": {"name": "starter"}, "workload": {"replicas": replicas, "podDisruptionBudget": budget}}),
+        );
+        assert_eq!(
+            pdb_warning(&resource).is_some(),
+            blocks,
+            "{budget} with {replicas} replicas"
+        );
+    }
     let two = build(
         json!({"distribution": {"name": "starter"}, "workload": {"replicas": 2}}),
         |_| {},
@@ -158,7 +182,7 @@ fn the_managed_service_account_has_no_token_and_the_namespace_pull_secrets() {
         &cr(json!({"distribution": {"name": "starter"}})),
         &Inputs {
             pull_secrets: &pull,
-            config_map: "c",
+            config: ServerConfig::Generated("c"),
             ..Default::default()
         },
     )
@@ -323,8 +347,7 @@ fn an_existing_deployments_selector_is_kept_and_its_labels_reach_the_pods() {
     let inputs = Inputs {
         image: "reg/img@sha256:aa",
         generated: Some(&g),
-        config_map: "s-config-01234567",
-        generated_config_map: true,
+        config: ServerConfig::Generated("s-config-01234567"),
         existing_selector: Some(&upstream),
         ..Default::default()
     };
@@ -348,8 +371,7 @@ fn the_operators_own_selector_read_back_changes_nothing() {
     let base = Inputs {
         image: "reg/img@sha256:aa",
         generated: Some(&g),
-        config_map: "s-config-01234567",
-        generated_config_map: true,
+        config: ServerConfig::Generated("s-config-01234567"),
         ..Default::default()
     };
     let cr = cr(json!({"distribution": {"name": "starter"}}));
@@ -458,4 +480,332 @@ fn the_server_runs_the_generated_config_whatever_the_images_entrypoint() {
         json!(["/start.sh"]),
         "the user's command wins"
     );
+}
+
+fn pod_of(d: &Desired) -> Value {
+    value(&d.deployment)["spec"]["template"]["spec"].clone()
+}
+
+fn env_value(container: &Value, name: &str) -> Option<Value> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .cloned()
+}
+
+#[test]
+fn the_images_own_config_mounts_nothing_and_keeps_the_images_entrypoint() {
+    let d = build(
+        json!({"distribution": {"image": "quay.io/acme/stack:1"}, "workload": {"overrides": {"args": ["--x"]}}}),
+        |inputs| {
+            inputs.generated = None;
+            inputs.config = ServerConfig::Image;
+        },
+    );
+    assert!(d.config_map.is_none());
+    let pod = pod_of(&d);
+    let server = &pod["containers"][0];
+    assert!(
+        server.get("command").is_none(),
+        "the image's entrypoint runs its own config: {server}"
+    );
+    assert_eq!(
+        server["args"],
+        json!(["--x"]),
+        "the user's args still apply"
+    );
+    assert!(env_value(server, "LLAMA_STACK_CONFIG").is_none());
+    assert!(env_value(server, "LLAMA_STACK_PORT").is_some());
+    let volumes: Vec<&str> = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(volumes, ["data"], "no config volume");
+    assert!(
+        value(&d.deployment)["spec"]["template"]["metadata"]["annotations"]
+            .get(CONFIG_HASH)
+            .is_none()
+    );
+}
+
+#[test]
+fn a_users_config_map_is_mounted_whole_and_its_key_is_the_config() {
+    let d = build(json!({"distribution": {"name": "starter"}}), |inputs| {
+        inputs.config = ServerConfig::User {
+            config_map: "llama-stack-config",
+            key: "run.yaml",
+        };
+    });
+    assert!(d.config_map.is_none(), "the user's ConfigMap is not built");
+    let pod = pod_of(&d);
+    assert_eq!(
+        pod["volumes"][0],
+        json!({"name": "config", "configMap": {"name": "llama-stack-config"}}),
+        "every key, as the upstream operator mounted it"
+    );
+    let server = &pod["containers"][0];
+    assert_eq!(
+        env_value(server, "LLAMA_STACK_CONFIG").unwrap()["value"],
+        "/etc/llama-stack/run.yaml"
+    );
+    assert_eq!(server["volumeMounts"][0]["mountPath"], "/etc/llama-stack");
+    // A real manifest's own command naming the file runs as written.
+    let own = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"command": ["llama", "stack", "run", "/etc/llama-stack/run.yaml"]}}}),
+        |inputs| {
+            inputs.config = ServerConfig::User {
+                config_map: "llama-stack-config",
+                key: "run.yaml",
+            };
+        },
+    );
+    assert_eq!(
+        pod_of(&own)["containers"][0]["command"],
+        json!(["llama", "stack", "run", "/etc/llama-stack/run.yaml"])
+    );
+}
+
+#[test]
+fn a_user_mount_at_the_data_path_replaces_the_operators_and_env_names_are_the_users() {
+    // From a chart's defaults: a PVC of the user's own mounted at /.llama, HOME set.
+    let d = build(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "chart-pvc"}},
+                        {"name": "config", "emptyDir": {}}],
+            "volumeMounts": [{"name": "data", "mountPath": "/.llama/"},
+                             {"name": "config", "mountPath": "/etc/llama-stack"}],
+            "env": [{"name": "HOME", "value": "/tmp"}, {"name": "LLAMA_STACK_CONFIG_DIR", "value": "/a"},
+                    {"name": "LLAMA_STACK_CONFIG_DIR", "value": "/b"}]}}}),
+        |_| {},
+    );
+    let pod = pod_of(&d);
+    let volumes = pod["volumes"].as_array().unwrap();
+    let named = |name: &str| volumes.iter().find(|v| v["name"] == name).cloned();
+    assert_eq!(
+        named("data").unwrap()["persistentVolumeClaim"]["claimName"],
+        "chart-pvc",
+        "the user's volume keeps its name"
+    );
+    assert_eq!(
+        named("llso-config").unwrap()["configMap"]["name"],
+        "s-config-01234567",
+        "the operator's config volume is renamed, not lost"
+    );
+    assert!(
+        volumes
+            .iter()
+            .all(|v| v.get("emptyDir").is_none() || v["name"] == "config"),
+        "the operator's data emptyDir, no longer mounted, is gone: {volumes:?}"
+    );
+    let server = &pod["containers"][0];
+    let mounts = server["volumeMounts"].as_array().unwrap();
+    assert!(mounts.contains(&json!({"name": "llso-config", "mountPath": "/etc/llama-stack-operator", "readOnly": true})),
+        "the generated config moves aside for the user's mount: {mounts:?}");
+    assert_eq!(
+        env_value(server, "LLAMA_STACK_CONFIG").unwrap()["value"],
+        "/etc/llama-stack-operator/config.yaml"
+    );
+    assert_eq!(env_value(server, "HOME").unwrap()["value"], "/tmp");
+    assert_eq!(
+        env_value(server, "LLAMA_STACK_CONFIG_DIR").unwrap()["value"],
+        "/b",
+        "the last of the user's duplicates wins, as in the kubelet"
+    );
+}
+
+#[test]
+fn a_users_pythonpath_comes_after_the_external_providers_packages() {
+    let providers = json!({"inference": [{"providerId": "acme", "image": "quay.io/acme/p:1"}]});
+    let path = |env: Value| {
+        let d = build(
+            json!({"distribution": {"name": "starter"}, "externalProviders": providers,
+                   "workload": {"overrides": {"env": env}}}),
+            |inputs| inputs.operator_image = "op@sha256:00",
+        );
+        let server = pod_of(&d)["containers"][0].clone();
+        (
+            env_value(&server, "PYTHONPATH").unwrap()["value"].clone(),
+            env_value(&server, user_parts::USER_PYTHONPATH),
+        )
+    };
+    assert_eq!(
+        path(json!([{"name": "PYTHONPATH", "value": "/opt/mine"}])).0,
+        json!(format!("{}:/opt/mine", external::PYTHON_PACKAGES))
+    );
+    let (value_from, kept) = path(
+        json!([{"name": "PYTHONPATH", "valueFrom": {"configMapKeyRef": {"name": "paths", "key": "py"}}}]),
+    );
+    assert_eq!(
+        value_from,
+        json!(format!(
+            "{}:$({})",
+            external::PYTHON_PACKAGES,
+            user_parts::USER_PYTHONPATH
+        ))
+    );
+    assert_eq!(
+        kept.unwrap()["valueFrom"]["configMapKeyRef"]["name"],
+        "paths"
+    );
+    assert_eq!(
+        path(json!([])).0,
+        json!(external::PYTHON_PACKAGES),
+        "without the user's, only the packages"
+    );
+}
+
+mod by_construction {
+    //! Whatever mix of volumes, mounts and env the user writes, the Pod the operator builds
+    //! has no duplicate the API server would refuse, and keeps every one of the user's entries.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Names and paths that collide with the operator's, and some that do not.
+    const VOLUME_NAMES: &[&str] = &[
+        "config",
+        "data",
+        "ca-bundle",
+        "tls",
+        "llso-tools",
+        "external-providers",
+        "merged-config",
+        "llso-config",
+        "mine",
+    ];
+    const PATHS: &[&str] = &[
+        "/.llama",
+        "/.llama/",
+        "/etc/llama-stack",
+        "/etc/llama-stack/",
+        "/etc/llama-stack-operator",
+        "/etc/ssl/certs/ca-bundle",
+        "/etc/llama-stack/tls",
+        "/opt/llama-stack/external-providers",
+        "/data",
+        "/cache",
+    ];
+    const ENV_NAMES: &[&str] = &[
+        "HOME",
+        "LLAMA_STACK_CONFIG",
+        "LLAMA_STACK_CONFIG_DIR",
+        "SQLITE_STORE_DIR",
+        "HF_HOME",
+        "LLAMA_STACK_PORT",
+        "PYTHONPATH",
+        "SSL_CERT_FILE",
+        "MINE",
+    ];
+
+    fn spec(
+        volumes: &[usize],
+        mounts: &[(usize, usize)],
+        env: &[(usize, bool)],
+        flags: (bool, bool, bool, bool),
+    ) -> Value {
+        let (storage, tls, external, ca) = flags;
+        let mut spec = json!({"distribution": {"name": "starter"}, "workload": {"overrides": {
+            "volumes": volumes.iter().map(|i| json!({"name": VOLUME_NAMES[*i], "emptyDir": {}})).collect::<Vec<_>>(),
+            "volumeMounts": mounts.iter().map(|(v, p)| json!({"name": VOLUME_NAMES[*v], "mountPath": PATHS[*p]})).collect::<Vec<_>>(),
+            "env": env.iter().map(|(i, from)| if *from {
+                json!({"name": ENV_NAMES[*i], "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}})
+            } else {
+                json!({"name": ENV_NAMES[*i], "value": format!("v{i}")})
+            }).collect::<Vec<_>>(),
+        }}});
+        if storage {
+            spec["workload"]["storage"] = json!({"size": "1Gi"});
+        }
+        if tls {
+            spec["networking"] = json!({"tls": {"enabled": true, "secretName": "cert"}});
+        }
+        if external {
+            spec["externalProviders"] =
+                json!({"inference": [{"providerId": "acme", "image": "quay.io/acme/p:1"}]});
+        }
+        if ca {
+            spec["networking"]["tls"]["caBundle"] = json!({"configMapName": "cas"});
+        }
+        spec
+    }
+
+    fn assert_unique<'a>(what: &str, items: impl Iterator<Item = &'a str>) {
+        let mut seen = BTreeSet::new();
+        for item in items {
+            assert!(seen.insert(item), "duplicate {what} {item:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_duplicate_ever_reaches_the_api_server(
+            volumes in proptest::collection::vec(0..VOLUME_NAMES.len(), 0..6),
+            mounts in proptest::collection::vec((0..VOLUME_NAMES.len(), 0..PATHS.len()), 0..6),
+            env in proptest::collection::vec((0..ENV_NAMES.len(), any::<bool>()), 0..8),
+            flags in any::<(bool, bool, bool, bool)>(),
+            config in 0..3usize,
+        ) {
+            let g = generated();
+            let mut inputs = base_inputs(&g);
+            inputs.operator_image = "op@sha256:00";
+            inputs.ca_bundle = flags.3.then_some("pem");
+            inputs.config = match config {
+                0 => ServerConfig::Generated("s-config-01234567"),
+                1 => ServerConfig::User { config_map: "mine", key: "run.yaml" },
+                // The image's own config never comes with external providers (they need a
+                // config to merge into: the plan refuses that).
+                _ if !flags.2 => ServerConfig::Image,
+                _ => ServerConfig::Generated("s-config-01234567"),
+            };
+            // Mounts name the user's own volumes (a mount of a volume nobody declares is refused
+            // by the API server whatever the operator does).
+            let mounts: Vec<(usize, usize)> = if volumes.is_empty() { Vec::new() } else {
+                mounts.iter().map(|(v, p)| (volumes[v % volumes.len()], *p)).collect()
+            };
+            let resource = cr(spec(&volumes, &mounts, &env, flags));
+            let d = desired(&resource, &inputs).unwrap();
+            let pod = pod_of(&d);
+            let volume_list = pod["volumes"].as_array().unwrap();
+            assert_unique("volume", volume_list.iter().map(|v| v["name"].as_str().unwrap()));
+            let volume_names: BTreeSet<&str> =
+                volume_list.iter().map(|v| v["name"].as_str().unwrap()).collect();
+            let containers = pod["containers"].as_array().unwrap().iter()
+                .chain(pod["initContainers"].as_array().into_iter().flatten());
+            for container in containers {
+                let mounts = container["volumeMounts"].as_array().cloned().unwrap_or_default();
+                assert_unique("mount path", mounts.iter()
+                    .map(|m| user_parts::normalized(m["mountPath"].as_str().unwrap())));
+                for mount in &mounts {
+                    let name = mount["name"].as_str().unwrap();
+                    assert!(volume_names.contains(name), "mount of missing volume {name}: {pod}");
+                }
+                let env = container["env"].as_array().cloned().unwrap_or_default();
+                assert_unique("env var", env.iter().map(|e| e["name"].as_str().unwrap()));
+            }
+            // Every one of the user's entries is there (the last of each name or path).
+            let server = &pod["containers"][0];
+            for (v, p) in &mounts {
+                let path = user_parts::normalized(PATHS[*p]);
+                let last = mounts.iter().rev()
+                    .find(|(_, q)| user_parts::normalized(PATHS[*q]) == path).unwrap();
+                let found = server["volumeMounts"].as_array().unwrap().iter()
+                    .find(|m| user_parts::normalized(m["mountPath"].as_str().unwrap()) == path)
+                    .unwrap_or_else(|| panic!("the user's mount at {path} is missing"));
+                if (v, p) == (&last.0, &last.1) {
+                    prop_assert_eq!(&found["name"], &json!(VOLUME_NAMES[*v]));
+                }
+            }
+            for name in volumes.iter().map(|i| VOLUME_NAMES[*i]) {
+                prop_assert!(volume_names.contains(name), "the user's volume {} is missing", name);
+            }
+            for (i, _) in &env {
+                let name = ENV_NAMES[*i];
+                prop_assert!(env_value(server, name).is_some(), "the user's {} is missing", name);
+            }
+        }
+    }
 }

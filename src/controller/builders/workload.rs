@@ -4,10 +4,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
 use serde_json::{Value, json};
 
-use super::names::{CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, labels, volumes};
+use super::names::{
+    CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, labels, volumes,
+};
+use super::user_parts::{self, UserParts};
 use super::{
-    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ca_bundle, common_labels,
-    derived, external, metadata, name_of, owners, port, selector, stamped, typed,
+    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ServerConfig, ca_bundle,
+    common_labels, derived, external, metadata, name_of, owners, port, selector, stamped, typed,
 };
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::config::GeneratedConfig;
@@ -134,15 +137,46 @@ fn tls_secret(cr: &LlamaStackDistribution) -> Option<String> {
         .and_then(|t| t.secret_name.clone())
 }
 
+/// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
+/// their own there and the config is generated (the user's mount wins, the generated config moves
+/// aside). A user's ConfigMap stays at [`CONFIG_DIR`], where its own command may name it.
+pub fn config_dir(cr: &LlamaStackDistribution, config: ServerConfig) -> &'static str {
+    let taken = user_parts_of(cr)
+        .mounts
+        .iter()
+        .any(|m| user_parts::normalized(&m.mount_path) == CONFIG_DIR);
+    match config {
+        ServerConfig::Generated(_) if taken => MOVED_CONFIG_DIR,
+        _ => CONFIG_DIR,
+    }
+}
+
+/// What the user adds to the Pod (`workload.overrides`).
+fn user_parts_of(cr: &LlamaStackDistribution) -> UserParts<'_> {
+    let overrides = cr.spec.workload.as_ref().and_then(|w| w.overrides.as_ref());
+    UserParts {
+        volumes: overrides
+            .and_then(|o| o.volumes.as_deref())
+            .unwrap_or_default(),
+        mounts: overrides
+            .and_then(|o| o.volume_mounts.as_deref())
+            .unwrap_or_default(),
+        env: overrides.and_then(|o| o.env.as_deref()).unwrap_or_default(),
+    }
+}
+
 fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
     let with_external = !external::of(cr).is_empty();
-    let config = if with_external {
-        format!("{}/config.yaml", crate::external::MERGED_DIR)
-    } else {
-        format!("{CONFIG_DIR}/config.yaml")
-    };
-    let mut env = vec![
-        json!({"name": "LLAMA_STACK_CONFIG", "value": config}),
+    let mut env = Vec::new();
+    if inputs.config.config_map().is_some() {
+        let config = if with_external {
+            format!("{}/config.yaml", crate::external::MERGED_DIR)
+        } else {
+            format!("{}/{}", config_dir(cr, inputs.config), inputs.config.key())
+        };
+        env.push(json!({"name": "LLAMA_STACK_CONFIG", "value": config}));
+    }
+    env.extend([
         // `llama stack run` ignores server.port; the port comes from here.
         json!({"name": "LLAMA_STACK_PORT", "value": port(cr).to_string()}),
         json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(cr)}),
@@ -150,7 +184,7 @@ fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
         json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(cr))}),
         // A non-root user may not own the image's home directory.
         json!({"name": "HOME", "value": data_dir(cr)}),
-    ];
+    ]);
     if with_external {
         env.push(json!({"name": "PYTHONPATH", "value": external::PYTHON_PACKAGES}));
     }
@@ -167,12 +201,11 @@ fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
                 "key": derived::derived_secret_key(*part)}}}),
         });
     }
-    if let Some(overrides) = cr.spec.workload.as_ref().and_then(|w| w.overrides.as_ref()) {
-        for var in overrides.env.iter().flatten() {
-            env.push(serde_json::to_value(var).unwrap_or(Value::Null));
-        }
-    }
-    env
+    user_parts::merge_env(
+        env,
+        user_parts_of(cr).env,
+        with_external.then_some(external::PYTHON_PACKAGES),
+    )
 }
 
 fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
@@ -190,10 +223,11 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
         }
         p
     };
-    let mut mounts = vec![
-        json!({"name": volumes::CONFIG, "mountPath": CONFIG_DIR, "readOnly": true}),
-        json!({"name": volumes::DATA, "mountPath": data_dir(cr)}),
-    ];
+    let mut mounts = Vec::new();
+    if inputs.config.config_map().is_some() {
+        mounts.push(json!({"name": volumes::CONFIG, "mountPath": config_dir(cr, inputs.config), "readOnly": true}));
+    }
+    mounts.push(json!({"name": volumes::DATA, "mountPath": data_dir(cr)}));
     if inputs.ca_bundle.is_some() {
         mounts.push(
             json!({"name": volumes::CA_BUNDLE, "mountPath": ca_bundle::MOUNT_DIR, "readOnly": true}),
@@ -206,13 +240,6 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
         mounts.push(json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": crate::external::PROVIDERS_DIR, "readOnly": true}));
         mounts.push(json!({"name": volumes::MERGED_CONFIG, "mountPath": crate::external::MERGED_DIR, "readOnly": true}));
     }
-    mounts.extend(
-        overrides
-            .volume_mounts
-            .iter()
-            .flatten()
-            .filter_map(|m| serde_json::to_value(m).ok()),
-    );
     // One worker is one process; requests follow the worker count unless the user sets them.
     let workers = workload.workers.unwrap_or(1).max(1);
     let default_resources = json!({"requests": {"cpu": format!("{}m", 500 * workers), "memory": format!("{}Gi", workers)},
@@ -232,12 +259,14 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
         "lifecycle": {"preStop": {"sleep": {"seconds": PRE_STOP_SECONDS}}},
         "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
     });
-    // The generated config is what must run, whatever the image's own entrypoint would start
-    // (distribution images differ, and some run the config baked into them).
-    container["command"] = match &overrides.command {
-        Some(command) => json!(command),
-        None => json!(SERVER_COMMAND),
-    };
+    // A mounted config is what must run, whatever the image's own entrypoint would start
+    // (distribution images differ, and some run the config baked into them). Without one, the
+    // image's entrypoint runs its own config.
+    match (&overrides.command, inputs.config) {
+        (Some(command), _) => container["command"] = json!(command),
+        (None, ServerConfig::Image) => {}
+        (None, _) => container["command"] = json!(SERVER_COMMAND),
+    }
     if let Some(args) = &overrides.args {
         container["args"] = json!(args);
     }
@@ -246,15 +275,16 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
 
 fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
     let workload = cr.spec.workload.clone().unwrap_or_default();
-    let mut volumes = vec![
-        json!({"name": volumes::CONFIG, "configMap": {"name": inputs.config_map}}),
-        match workload.storage {
-            Some(_) => {
-                json!({"name": volumes::DATA, "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
-            }
-            None => json!({"name": volumes::DATA, "emptyDir": {}}),
-        },
-    ];
+    let mut volumes = Vec::new();
+    if let Some(config_map) = inputs.config.config_map() {
+        volumes.push(json!({"name": volumes::CONFIG, "configMap": {"name": config_map}}));
+    }
+    volumes.push(match workload.storage {
+        Some(_) => {
+            json!({"name": volumes::DATA, "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
+        }
+        None => json!({"name": volumes::DATA, "emptyDir": {}}),
+    });
     if inputs.ca_bundle.is_some() {
         volumes.push(
             json!({"name": volumes::CA_BUNDLE, "configMap": {"name": ca_bundle::ca_bundle_name(cr)}}),
@@ -264,13 +294,6 @@ fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
         volumes.push(json!({"name": volumes::TLS, "secret": {"secretName": secret}}));
     }
     volumes.extend(external::volumes(cr));
-    volumes.extend(
-        workload
-            .overrides
-            .iter()
-            .flat_map(|o| o.volumes.iter().flatten())
-            .filter_map(|v| serde_json::to_value(v).ok()),
-    );
     volumes
 }
 
@@ -313,10 +336,16 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
         "volumes": volumes(cr, inputs),
         "securityContext": pod_security(inputs),
     });
-    let init = external::init_containers(cr, inputs.image, inputs.operator_image);
+    let init = external::init_containers(
+        cr,
+        inputs.image,
+        inputs.operator_image,
+        &format!("{}/{}", config_dir(cr, inputs.config), inputs.config.key()),
+    );
     if !init.is_empty() {
         pod["initContainers"] = json!(init);
     }
+    user_parts::merge_volumes(&mut pod, 0, &user_parts_of(cr));
     if let Some(seconds) = overrides.termination_grace_period_seconds {
         pod["terminationGracePeriodSeconds"] = json!(seconds);
     }

@@ -1,0 +1,172 @@
+//! The user's volumes, volume mounts and environment (`workload.overrides`) put into the
+//! operator's Pod so that the result is always a Pod the API server accepts: no two volumes of
+//! one name, no two mounts of one path in a container, no two variables of one name. Where the
+//! user and the operator want the same thing, the user wins, as with the upstream operator
+//! (whose user env came last, so Kubernetes took it):
+//!
+//! - a user mount at a path the operator mounts (its data directory `/.llama`, say) replaces the
+//!   operator's mount; an operator volume no container mounts any more is dropped;
+//! - a user volume named like one of the operator's keeps its name, and the operator's is renamed
+//!   (`llso-<name>`) together with every mount of it;
+//! - a user variable replaces the operator's variable of that name, except `PYTHONPATH` next to
+//!   external providers, where the providers' packages come first and the user's path after;
+//! - within the user's own lists, the last entry of a name or path wins (what the kubelet does
+//!   with duplicate variables).
+//!
+//! Pure: JSON in, JSON out.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
+use serde_json::{Value, json};
+
+/// Prefix of an operator volume renamed because the user has a volume of its name.
+pub const RENAMED_PREFIX: &str = "llso-";
+/// The user's `PYTHONPATH`, kept under this name when it is read from a Secret or ConfigMap, so
+/// that the providers' packages can come first (`$(…)` expands it).
+pub const USER_PYTHONPATH: &str = "LLSO_USER_PYTHONPATH";
+
+/// What the user adds to the Pod.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserParts<'a> {
+    /// `workload.overrides.volumes`.
+    pub volumes: &'a [Volume],
+    /// `workload.overrides.volumeMounts` (of the server container).
+    pub mounts: &'a [VolumeMount],
+    /// `workload.overrides.env` (of the server container).
+    pub env: &'a [EnvVar],
+}
+
+/// A mount path as the container sees it: `/.llama/` and `/.llama` are one path.
+pub fn normalized(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() { "/" } else { trimmed }
+}
+
+/// The last entry of each key, in the order of those last entries.
+fn last_of_each<T>(items: &[T], key: impl Fn(&T) -> &str) -> Vec<&T> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, item)| !items[i + 1..].iter().any(|later| key(later) == key(item)))
+        .map(|(_, item)| item)
+        .collect()
+}
+
+/// The server container's environment: the operator's, then the user's, each name once.
+/// `providers_path`: the external providers' packages, which must stay on `PYTHONPATH`.
+pub fn merge_env(
+    operator: Vec<Value>,
+    user: &[EnvVar],
+    providers_path: Option<&str>,
+) -> Vec<Value> {
+    let user = last_of_each(user, |v| v.name.as_str());
+    let user_names: BTreeSet<&str> = user.iter().map(|v| v.name.as_str()).collect();
+    let mut env: Vec<Value> = operator
+        .into_iter()
+        .filter(|v| !v["name"].as_str().is_some_and(|n| user_names.contains(n)))
+        .collect();
+    for var in user {
+        match (providers_path, var.name.as_str(), &var.value) {
+            (Some(packages), "PYTHONPATH", Some(path)) => {
+                env.push(json!({"name": "PYTHONPATH", "value": format!("{packages}:{path}")}));
+            }
+            (Some(packages), "PYTHONPATH", None) if var.value_from.is_some() => {
+                let mut kept = serde_json::to_value(var).unwrap_or(Value::Null);
+                kept["name"] = json!(USER_PYTHONPATH);
+                env.push(kept);
+                env.push(json!({"name": "PYTHONPATH",
+                    "value": format!("{packages}:$({USER_PYTHONPATH})")}));
+            }
+            _ => env.push(serde_json::to_value(var).unwrap_or(Value::Null)),
+        }
+    }
+    env
+}
+
+/// Adds the user's volumes and the server container's mounts to `pod` (built with the
+/// operator's alone). `server` is the index of the server container in `pod.containers`.
+pub fn merge_volumes(pod: &mut Value, server: usize, user: &UserParts) {
+    let user_volumes = last_of_each(user.volumes, |v| v.name.as_str());
+    let user_mounts = last_of_each(user.mounts, |m| normalized(&m.mount_path));
+    let taken: BTreeSet<&str> = user_volumes.iter().map(|v| v.name.as_str()).collect();
+    rename_taken_volumes(pod, &taken);
+    let user_paths: BTreeSet<&str> = user_mounts
+        .iter()
+        .map(|m| normalized(&m.mount_path))
+        .collect();
+    if let Some(mounts) = pod["containers"][server]["volumeMounts"].as_array_mut() {
+        mounts.retain(|m| {
+            !m["mountPath"]
+                .as_str()
+                .is_some_and(|p| user_paths.contains(normalized(p)))
+        });
+        mounts.extend(
+            user_mounts
+                .iter()
+                .map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),
+        );
+    }
+    drop_unmounted_operator_volumes(pod, &taken);
+    if let Some(volumes) = pod["volumes"].as_array_mut() {
+        volumes.extend(
+            user_volumes
+                .iter()
+                .map(|v| serde_json::to_value(v).unwrap_or(Value::Null)),
+        );
+    }
+}
+
+/// Every container's and init container's mounts.
+fn all_mounts(pod: &mut Value) -> impl Iterator<Item = &mut Value> {
+    let pod = pod.as_object_mut();
+    pod.into_iter()
+        .flat_map(|p| p.iter_mut())
+        .filter(|(k, _)| *k == "containers" || *k == "initContainers")
+        .filter_map(|(_, list)| list.as_array_mut())
+        .flat_map(|list| list.iter_mut())
+        .filter_map(|c| c["volumeMounts"].as_array_mut())
+        .flat_map(|mounts| mounts.iter_mut())
+}
+
+/// Renames each operator volume whose name a user volume has, and every mount of it.
+fn rename_taken_volumes(pod: &mut Value, taken: &BTreeSet<&str>) {
+    let names: Vec<String> = pod["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["name"].as_str())
+        .map(str::to_owned)
+        .collect();
+    for name in names.iter().filter(|n| taken.contains(n.as_str())) {
+        let mut renamed = format!("{RENAMED_PREFIX}{name}");
+        while taken.contains(renamed.as_str()) || names.contains(&renamed) {
+            renamed.insert_str(0, RENAMED_PREFIX);
+        }
+        for volume in pod["volumes"].as_array_mut().into_iter().flatten() {
+            if volume["name"] == json!(name) {
+                volume["name"] = json!(renamed);
+            }
+        }
+        for mount in all_mounts(pod) {
+            if mount["name"] == json!(name) {
+                mount["name"] = json!(renamed);
+            }
+        }
+    }
+}
+
+/// Drops the operator's volumes that no container mounts any more (a user mount replaced the
+/// only mount of them). User volumes (`taken` names) are added after this and never dropped.
+fn drop_unmounted_operator_volumes(pod: &mut Value, taken: &BTreeSet<&str>) {
+    let mounted: BTreeSet<String> = all_mounts(pod)
+        .filter_map(|m| m["name"].as_str().map(str::to_owned))
+        .collect();
+    if let Some(volumes) = pod["volumes"].as_array_mut() {
+        volumes.retain(|v| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| mounted.contains(n) || taken.contains(n))
+        });
+    }
+}
