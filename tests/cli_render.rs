@@ -136,8 +136,8 @@ fn errors_name_the_field_and_the_fix() {
     };
     let cases = [
         (
-            write("a.yaml", "  distribution: {name: remote-vllm}\n"),
-            "spec.distribution.name: distribution \"remote-vllm\" no longer exists in llama-stack 0.7",
+            write("a.yaml", "  distribution: {name: ollama}\n"),
+            "spec.distribution.name: distribution \"ollama\" no longer exists in llama-stack 0.7",
         ),
         (
             write("b.yaml", "  distribution: {image: quay.io/x/y:1}\n"),

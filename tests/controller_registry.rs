@@ -307,10 +307,13 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
     });
 }
 
-/// A custom image without config labels deploys with the user's own config (`overrideConfig`),
-/// pinned by digest like any other.
+/// An image without config labels, as in-house and provider images are, deploys as the upstream
+/// operator deployed it, pinned by digest: with nothing to generate it runs its own entrypoint and
+/// config; with the user's ConfigMap (`overrideConfig`) that ConfigMap, mounted whole, whatever
+/// its key; an upstream catalog name (`remote-vllm`) remapped by `image-overrides` runs the same
+/// way, with a warning. Only a resource asking for a generated config needs a base config.
 #[test]
-fn an_unlabelled_image_with_override_config_deploys_pinned() {
+fn unlabelled_images_run_their_own_config_or_the_users_config_map() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
@@ -318,31 +321,89 @@ fn an_unlabelled_image_with_override_config_deploys_pinned() {
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        let overrides = std::collections::BTreeMap::from([(
+            "remote-vllm".to_owned(),
+            format!("{plain}/custom/server:v1"),
+        )]);
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
         options.insecure_registries = vec![plain.clone()];
         let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())));
-        let user_config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "mine"},
-            "data": {"config.yaml": "version: 2\nproviders:\n  inference: []\n"}})).unwrap();
-        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default").create(&PostParams::default(), &user_config).await.unwrap();
+        let config_maps = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default");
+        for (name, key) in [("mine", "config.yaml"), ("chart-run", "run.yaml")] {
+            let cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": name},
+                "data": {key: "version: 2\nproviders:\n  inference: []\n", "notes.txt": "kept beside it"}})).unwrap();
+            config_maps.create(&PostParams::default(), &cm).await.unwrap();
+        }
+        let image = format!("{plain}/custom/server:v1");
         let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
-        for (name, override_config) in [("without-override", None), ("custom", Some(json!({"configMapName": "mine"})))] {
+        let cases = [
+            ("own", json!({"distribution": {"image": image}})),
+            ("legacy", json!({"distribution": {"name": "remote-vllm"}, "workload": {"workers": 2}})),
+            ("custom", json!({"distribution": {"image": image}, "overrideConfig": {"configMapName": "mine"}})),
+            ("run-yaml", json!({"distribution": {"image": image}, "overrideConfig": {"configMapName": "chart-run"},
+                "workload": {"overrides": {"command": ["llama", "stack", "run", "/etc/llama-stack/run.yaml"]}}})),
+            ("generated", json!({"distribution": {"image": image}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}})),
+        ];
+        for (name, spec) in cases {
             let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-                "metadata": {"name": name}, "spec": {"distribution": {"image": format!("{plain}/custom/server:v1")}, "overrideConfig": override_config}})).unwrap();
+                "metadata": {"name": name}, "spec": spec})).unwrap();
             llsds.create(&PostParams::default(), &cr).await.unwrap();
             reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone()).await.unwrap();
         }
-        let status = llsds.get("without-override").await.unwrap().status.unwrap();
-        let c = status.conditions.unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap();
-        assert_eq!(c.reason, "BaseConfigRequired", "without labels or overrideConfig there is no config: {}", c.message);
-        let status = llsds.get("custom").await.unwrap().status.unwrap();
-        let resolved = status.resolved_distribution.unwrap();
-        assert_eq!(resolved.config_source, Some(ConfigSource::OverrideConfig));
-        assert_eq!(resolved.image.as_deref(), Some(pinned.as_str()));
-        let d = Api::<Deployment>::namespaced(client.clone(), "default").get("custom").await.unwrap();
-        let pod = d.spec.unwrap().template.spec.unwrap();
-        assert_eq!(pod.containers[0].image.as_deref(), Some(pinned.as_str()), "deployed by digest");
-        let mounted = pod.volumes.unwrap().into_iter().find(|v| v.name == "config").unwrap().config_map.unwrap().name;
-        assert_eq!(mounted, "mine");
+        let condition = |status: &llama_stack_operator::api::v1alpha2::LlamaStackDistributionStatus| {
+            status.conditions.clone().unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap()
+        };
+        let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
+        let pod_of = |d: Deployment| d.spec.unwrap().template.spec.unwrap();
+
+        for name in ["own", "legacy"] {
+            let status = llsds.get(name).await.unwrap().status.unwrap();
+            let c = condition(&status);
+            assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "ImageOwnConfig"), "{name}: {}", c.message);
+            let resolved = status.resolved_distribution.unwrap();
+            assert_eq!(resolved.config_source, Some(ConfigSource::Image));
+            assert_eq!(resolved.image.as_deref(), Some(pinned.as_str()), "{name}: pinned by digest");
+            assert_eq!(status.config_generation.unwrap().config_map_name, None);
+            let pod = pod_of(deployments.get(name).await.unwrap());
+            let server = &pod.containers[0];
+            assert_eq!(server.image.as_deref(), Some(pinned.as_str()));
+            assert_eq!(server.command, None, "{name}: the image's own entrypoint");
+            assert!(pod.volumes.unwrap().iter().all(|v| v.config_map.is_none()), "{name}: no config mounted");
+            assert!(server.env.iter().flatten().all(|e| e.name != "LLAMA_STACK_CONFIG"));
+        }
+        let legacy = condition(&llsds.get("legacy").await.unwrap().status.unwrap()).message;
+        assert!(legacy.contains("\"remote-vllm\" comes from the upstream operator's catalog") && legacy.contains("starter"), "{legacy}");
+        assert!(legacy.contains("workload.workers (2) has no effect"), "{legacy}");
+
+        for (name, config_map, key) in [("custom", "mine", "config.yaml"), ("run-yaml", "chart-run", "run.yaml")] {
+            let status = llsds.get(name).await.unwrap().status.unwrap();
+            let resolved = status.resolved_distribution.unwrap();
+            assert_eq!(resolved.config_source, Some(ConfigSource::OverrideConfig));
+            assert_eq!(resolved.image.as_deref(), Some(pinned.as_str()));
+            let pod = pod_of(deployments.get(name).await.unwrap());
+            assert_eq!(pod.containers[0].image.as_deref(), Some(pinned.as_str()), "deployed by digest");
+            let volume = pod.volumes.unwrap().into_iter().find(|v| v.name == "config").unwrap().config_map.unwrap();
+            assert_eq!((volume.name.as_str(), volume.items), (config_map, None), "the whole ConfigMap");
+            let env = pod.containers[0].env.clone().unwrap();
+            let config = env.iter().find(|e| e.name == "LLAMA_STACK_CONFIG").unwrap();
+            assert_eq!(config.value.as_deref(), Some(format!("/etc/llama-stack/{key}").as_str()));
+        }
+        let own_command = pod_of(deployments.get("run-yaml").await.unwrap()).containers[0].command.clone();
+        assert_eq!(own_command.unwrap(), ["llama", "stack", "run", "/etc/llama-stack/run.yaml"], "the user's command wins");
+
+        // An edit of the file beside the config rolls the Pods (the hash covers every key).
+        let hash = |d: Deployment| d.spec.unwrap().template.metadata.unwrap().annotations.unwrap()["llamastack.io/config-hash"].clone();
+        let before = hash(deployments.get("run-yaml").await.unwrap());
+        config_maps.patch("chart-run", &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"data": {"notes.txt": "edited"}}))).await.unwrap();
+        reconcile(Arc::new(llsds.get("run-yaml").await.unwrap()), ctx.clone()).await.unwrap();
+        assert_ne!(hash(deployments.get("run-yaml").await.unwrap()), before);
+
+        let status = llsds.get("generated").await.unwrap().status.unwrap();
+        let c = condition(&status);
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "BaseConfigRequired"), "{}", c.message);
+        assert!(c.message.contains("spec.providers asks for a generated config") && c.message.contains("Fix:"), "{}", c.message);
+        assert!(deployments.get_opt("generated").await.unwrap().is_none(), "nothing deployed");
     });
 }
 

@@ -195,7 +195,7 @@ fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
             "available: vllm",
         ),
         (
-            v2(json!({"distribution": {"name": "remote-vllm"}})),
+            v2(json!({"distribution": {"name": "ollama"}})),
             "spec.distribution.name",
             "no longer exists in llama-stack 0.7",
         ),
