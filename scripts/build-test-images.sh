@@ -11,6 +11,7 @@
 #         :base64  io.llamastack.config.base64 (the config itself) + io.llamastack.config.version
 #                  (the config's schema version)
 #         :layer   io.llamastack.config.layer (diff_id of the layer holding it) + .path + .version
+#         :plain   no io.llamastack.config label at all, as in-house and provider images are
 #       Its own command runs that config (/opt/distribution/config.yaml), as real images run theirs.
 #       The server runs as any UID with HOME on a writable volume (the operator's securityContext).
 #   scripts/build-test-images.sh provider <python>
@@ -116,12 +117,12 @@ build_distribution() { # <config.yaml> <packages...>
     [[ -n "$schema" ]] || die "$config has no top-level version"
     # Like real distribution images, it runs its own baked-in config unless told otherwise, so a
     # server that runs the operator's config proves the operator's command was used.
-    local common=(--config.entrypoint /opt/llama-stack/bin/llama --config.cmd stack --config.cmd run
-                  --config.cmd /opt/distribution/config.yaml
-                  --config.env PATH=/opt/llama-stack/bin:/usr/local/bin:/usr/bin:/bin
-                  --config.env HOME=/opt/app-root --config.workingdir /opt/app-root
-                  --config.exposedports 8321/tcp
-                  --config.label "io.llamastack.config.version=$schema")
+    local runtime=(--config.entrypoint /opt/llama-stack/bin/llama --config.cmd stack --config.cmd run
+                   --config.cmd /opt/distribution/config.yaml
+                   --config.env PATH=/opt/llama-stack/bin:/usr/local/bin:/usr/bin:/bin
+                   --config.env HOME=/opt/app-root --config.workingdir /opt/app-root
+                   --config.exposedports 8321/tcp)
+    local common=("${runtime[@]}" --config.label "io.llamastack.config.version=$schema")
     log "packing the distribution image"
     image_from_rootfs "$out/layout" rootfs "$rootfs" >&2
     # The config in a small layer of its own on top, where the image's command reads it.
@@ -131,6 +132,7 @@ build_distribution() { # <config.yaml> <packages...>
     umoci config --image "$out/layout:rootfs" --tag layer "${common[@]}" \
       --config.label "io.llamastack.config.layer=$(last_diff_id "$out/layout" rootfs)" \
       --config.label "io.llamastack.config.path=/opt/distribution/config.yaml" >&2
+    umoci config --image "$out/layout:rootfs" --tag plain "${runtime[@]}" >&2
     umoci rm --image "$out/layout:rootfs"
     umoci gc --layout "$out/layout"
     touch "$out/.complete"

@@ -39,6 +39,8 @@ struct Images {
     /// `<registry>/e2e/distribution:base64` and `:layer`, as pushed (tags).
     base64: String,
     layer: String,
+    /// `:plain`: the same image without any config label (its own command runs its config).
+    plain: String,
     /// The `:base64` image in the token-auth registry, whose CA the operator trusts and the
     /// node's containerd does not.
     untrusted: String,
@@ -71,6 +73,7 @@ fn prepare() -> Result<Env, String> {
     let images = Images {
         base64: push(&layout, "base64", &regs)?,
         layer: push(&layout, "layer", &regs)?,
+        plain: push(&layout, "plain", &regs)?,
         untrusted: push_to(&layout, "base64", &regs.token.host, &regs)?,
         operator: push_pinned(&operator_layout, "llama-stack-operator", &regs)?,
         acme: push_pinned(&acme_layout, "acme-words", &regs)?,
@@ -644,6 +647,53 @@ fn a_v1alpha1_resource_runs_through_the_conversion_webhook(env: &Env) -> Result<
     Ok(())
 }
 
+/// The two most common shapes of real v1alpha1 manifests, as the upstream operator ran them: an
+/// image without config labels and no `userConfig` runs its own entrypoint and config; a
+/// `userConfig` ConfigMap that keeps the config under `run.yaml`, run by the manifest's own
+/// command, is mounted whole at /etc/llama-stack.
+fn unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them(
+    env: &Env,
+) -> Result<(), Failed> {
+    let ns = "e2e-dropin";
+    env.namespace(ns, registry_host(&env.images.plain))?;
+    let resources = json!({"requests": {"cpu": "100m", "memory": "256Mi"}});
+    let own = json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "in-house", "namespace": ns},
+        "spec": {"server": {"distribution": {"image": env.images.plain},
+            "containerSpec": {"port": 8321, "resources": resources}}}});
+    // The image's config with another provider id, so the server proves which config it runs.
+    let baked = std::fs::read_to_string(env._work.path().join("distribution-config.yaml"))?;
+    assert!(baked.contains(BAKED_PROVIDER), "the image's config names {BAKED_PROVIDER}");
+    let run_yaml = baked.replace(BAKED_PROVIDER, "vllm-run-yaml");
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "llama-stack-config", "namespace": ns},
+        "data": {"run.yaml": run_yaml}});
+    let chart = json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "chart", "namespace": ns},
+        "spec": {"server": {"distribution": {"image": env.images.plain},
+            "userConfig": {"configMapName": "llama-stack-config"},
+            "containerSpec": {"port": 8321, "resources": resources,
+                "command": ["llama", "stack", "run", "/etc/llama-stack/run.yaml"]}}}});
+    for object in [&own, &config_map, &chart] {
+        env.kubectl(&["create", "-f", "-"], Some(&object.to_string()))?;
+    }
+    for (name, provider, reason) in [
+        ("in-house", BAKED_PROVIDER, "ImageOwnConfig"),
+        ("chart", "vllm-run-yaml", "ConfigGenerationSucceeded"),
+    ] {
+        let llsd = env.wait_ready(ns, name)?;
+        let config = condition(&llsd["status"], "ConfigGenerated");
+        assert_eq!(config["reason"], reason, "{name}: {config}");
+        let address = service_address(env, ns, name)?;
+        assert_eq!(provider_ids(&address)?, [provider], "{name} runs its config");
+        let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
+        assert_eq!(code, 200, "{name}: GET /v1/version: {body}");
+        let version: Value = serde_json::from_str(&body)?;
+        assert_eq!(version["version"], "0.7.3", "{name}: {version}");
+    }
+    Ok(())
+}
+
 /// An image the operator resolves but the node cannot pull: the status names the pull failure
 /// and the phase fails.
 fn an_image_the_node_cannot_pull_is_named_in_the_status(env: &Env) -> Result<(), Failed> {
@@ -873,6 +923,10 @@ fn main() -> ExitCode {
             (
                 "a_v1alpha1_resource_runs_through_the_conversion_webhook",
                 a_v1alpha1_resource_runs_through_the_conversion_webhook,
+            ),
+            (
+                "unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them",
+                unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them,
             ),
             (
                 "an_image_the_node_cannot_pull_is_named_in_the_status",

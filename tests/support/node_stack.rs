@@ -156,7 +156,7 @@ pub fn pull_secret_namespace(plane: &ControlPlane, ns: &str, host: &str) -> Resu
 }
 
 /// Builds (or reuses) the distribution image for [`image_config`]; returns its OCI layout
-/// (tags `base64` and `layer`).
+/// (tags `base64`, `layer` and `plain`).
 pub fn distribution_image(dir: &Path) -> Result<PathBuf, String> {
     let (config, deps) = image_config(dir)?;
     let mut args = vec!["distribution".to_owned(), config.display().to_string()];
