@@ -15,46 +15,9 @@ use llama_stack_operator::controller::{Context, reconcile};
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::json;
 use support::control_plane::start_with_crd;
+use support::images::push_plain;
 use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registry::registries::{PASSWORD, Registries, USER};
-
-/// Pushes a one-layer amd64 image to the plain registry `plain` (no TLS, no auth) as
-/// `<repo>:<tag>`, labelled with `config` as its base config when given (built under `work`);
-/// returns `<plain>/<repo>@<digest>`.
-fn push_plain(
-    plain: &str,
-    work: &std::path::Path,
-    repo: &str,
-    tag: &str,
-    config: Option<&str>,
-) -> String {
-    let labels = config
-        .map(|c| {
-            (
-                "io.llamastack.config.base64",
-                base64::engine::general_purpose::STANDARD.encode(c),
-            )
-        })
-        .into_iter()
-        .collect();
-    let image = ImageSpec {
-        arch: "amd64",
-        labels,
-        layers: vec![Layer {
-            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-            comp: Comp::Gzip,
-        }],
-    };
-    let layout = work.join(format!("{}-{tag}", repo.replace('/', "-")));
-    let digest = write_layout(&layout, tag, &[image], false).unwrap();
-    skopeo_copy(
-        &format!("oci:{}:{tag}", layout.display()),
-        &format!("docker://{plain}/{repo}:{tag}"),
-        &["--preserve-digests", "--dest-tls-verify=false"],
-    )
-    .unwrap();
-    format!("{plain}/{repo}@{digest}")
-}
 
 #[test]
 fn private_images_resolve_with_the_service_accounts_pull_secrets() {

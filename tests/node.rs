@@ -16,7 +16,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
@@ -26,7 +25,9 @@ use support::node_stack::{
     BAKED_PROVIDER, distribution_image, external_spec, pull_secret_namespace, push, push_pinned,
     push_to, slim_spec,
 };
-use support::operator::{OperatorProcess, spawn_operator_with_webhooks};
+use support::operator::{
+    OperatorProcess, convert_through, spawn_operator_with_webhooks, webhook_certificates,
+};
 use support::process::free_port;
 use support::registry::harness::{run_suite, table};
 use support::registry::registries::Registries;
@@ -116,57 +117,6 @@ fn prepare() -> Result<Env, String> {
         images,
         _work: work,
     })
-}
-
-/// A CA and a serving certificate for 127.0.0.1 in `dir` (`tls.crt`, `tls.key`); returns the
-/// CA's PEM.
-fn webhook_certificates(dir: &Path) -> Result<String, String> {
-    let e = |e: rcgen::Error| e.to_string();
-    let ca = TestCa::new("llso-e2e-webhook-ca").map_err(e)?;
-    let server = ca.localhost(None).map_err(e)?;
-    std::fs::write(dir.join("tls.crt"), server.cert).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("tls.key"), server.key).map_err(|e| e.to_string())?;
-    Ok(ca.pem)
-}
-
-/// Points the CRD's conversion webhook at `url` (the operator process, in place of its Service)
-/// and waits until the API server converts through it.
-fn convert_through(plane: &ControlPlane, url: &str, ca_pem: &str) -> Result<(), String> {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
-        "conversionReviewVersions": ["v1"], "clientConfig": {"url": url, "caBundle": ca, "service": null}}}}});
-    support::operator::kubectl(
-        plane,
-        &[
-            "patch",
-            "crd",
-            "llamastackdistributions.llamastack.io",
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ],
-        None,
-    )
-    .map_err(|e| e.to_string())?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match support::operator::kubectl(
-            plane,
-            &[
-                "get",
-                "llamastackdistributions.v1alpha1.llamastack.io",
-                "-A",
-            ],
-            None,
-        ) {
-            Ok(_) => return Ok(()),
-            Err(e) if Instant::now() > deadline => {
-                return Err(format!("conversion through {url}: {e}"));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(500)),
-        }
-    }
 }
 
 impl Env {
@@ -663,7 +613,10 @@ fn unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them(
             "containerSpec": {"port": 8321, "resources": resources}}}});
     // The image's config with another provider id, so the server proves which config it runs.
     let baked = std::fs::read_to_string(env._work.path().join("distribution-config.yaml"))?;
-    assert!(baked.contains(BAKED_PROVIDER), "the image's config names {BAKED_PROVIDER}");
+    assert!(
+        baked.contains(BAKED_PROVIDER),
+        "the image's config names {BAKED_PROVIDER}"
+    );
     let run_yaml = baked.replace(BAKED_PROVIDER, "vllm-run-yaml");
     let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "llama-stack-config", "namespace": ns},
@@ -685,7 +638,11 @@ fn unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them(
         let config = condition(&llsd["status"], "ConfigGenerated");
         assert_eq!(config["reason"], reason, "{name}: {config}");
         let address = service_address(env, ns, name)?;
-        assert_eq!(provider_ids(&address)?, [provider], "{name} runs its config");
+        assert_eq!(
+            provider_ids(&address)?,
+            [provider],
+            "{name} runs its config"
+        );
         let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
         assert_eq!(code, 200, "{name}: GET /v1/version: {body}");
         let version: Value = serde_json::from_str(&body)?;

@@ -397,6 +397,12 @@ impl Resolver {
 
     /// The reference a distribution resolves from now (catalog, overrides and mirrors applied;
     /// no registry request).
+    /// The catalog this resolver looks names up in (`image-overrides` applied).
+    pub fn catalog(&self) -> &Catalog {
+        &self.options.catalog
+    }
+
+    /// The reference a distribution resolves from (catalog, overrides and mirrors applied).
     pub fn reference(&self, distribution: &Distribution) -> Result<String, Arc<ResolveError>> {
         self.reference_of(distribution).map(|r| r.to_string())
     }

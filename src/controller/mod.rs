@@ -23,6 +23,7 @@ mod prune_marks;
 mod recent_writes;
 mod reconcile;
 mod rollout;
+mod secret_mask;
 mod server_info;
 mod status;
 mod user_config;

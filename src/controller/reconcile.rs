@@ -166,5 +166,6 @@ async fn converge(
         .await
         .map_err(Error::Apply)?;
     report.config_applied(cr, &planned);
+    report.distributions(cr, ctx.resolver().catalog());
     Ok(Ok(applied))
 }

@@ -5,8 +5,9 @@
 //! [`REFRESH`]), with a short timeout and a bounded body, so that a hung or hostile server never
 //! holds a reconcile. No credential is sent. A TLS server's certificate is not verified: the
 //! operator only reads these two public documents, and the stack's serving CA is the user's.
-//! Provider configs are not copied into the status: the server redacts secrets by key name only,
-//! and a secret in another field (a URL with a password) would leak.
+//! Provider configs are copied into the status (the upstream operator's users read them there)
+//! after [`secret_mask`](super::secret_mask) masked what the server did not: it redacts the
+//! fields it types as secret, and a credential elsewhere (a URL with a password) would leak.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,7 +33,7 @@ pub enum ServerInfo {
     Answered {
         /// `version` of `/v1/version`.
         version: String,
-        /// `data` of `/v1/providers`, without configs.
+        /// `data` of `/v1/providers`, configs masked.
         providers: Vec<ProviderInfo>,
     },
     /// It did not, or not with the expected documents; the message says which and why.
@@ -210,7 +211,8 @@ pub fn parse_version(body: &[u8]) -> Result<String, String> {
         .ok_or_else(|| "/v1/version has no version".to_owned())
 }
 
-/// The providers of a `/v1/providers` answer (`data`), sorted by API and id, without configs.
+/// The providers of a `/v1/providers` answer (`data`), sorted by API and id, their configs
+/// masked (and left out when too large for a status).
 pub fn parse_providers(body: &[u8]) -> Result<Vec<ProviderInfo>, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| format!("/v1/providers is not JSON: {e}"))?;
@@ -225,7 +227,7 @@ pub fn parse_providers(body: &[u8]) -> Result<Vec<ProviderInfo>, String> {
                 api: text(&p["api"])?,
                 provider_id: text(&p["provider_id"])?,
                 provider_type: text(&p["provider_type"])?,
-                config: None,
+                config: super::secret_mask::masked_config(&p["config"]),
                 health: p["health"].is_object().then(|| ProviderHealth {
                     status: text(&p["health"]["status"]).unwrap_or_default(),
                     message: text(&p["health"]["message"]).filter(|m| !m.is_empty()),
@@ -242,7 +244,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn providers_keep_identity_and_health_and_never_the_config() {
+    fn providers_keep_identity_health_and_the_config_with_credentials_masked() {
         let body = br#"{"data": [
             {"api": "safety", "provider_id": "guard", "provider_type": "inline::llama-guard", "config": {}, "health": {"status": "Not Implemented", "message": "Provider does not implement health check"}},
             {"api": "inference", "provider_id": "vllm", "provider_type": "remote::vllm",
@@ -257,11 +259,13 @@ mod tests {
             providers[1].health.as_ref().unwrap().status,
             "Not Implemented"
         );
-        let text = serde_json::to_string(&providers).unwrap();
-        assert!(
-            !text.contains("hunter2") && !text.contains("base_url"),
-            "{text}"
+        assert_eq!(
+            serde_json::to_value(&providers[0].config).unwrap(),
+            serde_json::json!({"base_url": "http://********@vllm/v1", "api_token": "********"}),
+            "the config as the server reports it, the password in the URL masked"
         );
+        let text = serde_json::to_string(&providers).unwrap();
+        assert!(!text.contains("hunter2"), "{text}");
     }
 
     #[test]

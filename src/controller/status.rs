@@ -186,6 +186,28 @@ impl Report {
         });
     }
 
+    /// `status.distributionConfig`'s `activeDistribution` (the name, or `custom` for an image,
+    /// as the upstream operator wrote it) and `availableDistributions` (every name that
+    /// resolves, `image-overrides` applied).
+    pub(super) fn distributions(
+        &mut self,
+        cr: &LlamaStackDistribution,
+        catalog: &llama_stack_resolver::Catalog,
+    ) {
+        let known = self.status.distribution_config.take().unwrap_or_default();
+        let active = cr
+            .spec
+            .distribution
+            .name
+            .clone()
+            .unwrap_or_else(|| "custom".to_owned());
+        self.status.distribution_config = Some(DistributionConfig {
+            active_distribution: Some(active),
+            available_distributions: Some(catalog.available()),
+            ..known
+        });
+    }
+
     /// `status.externalProviders[]` and `ExternalProvidersReady` from the newest server Pod;
     /// `None` when the resource has no external providers.
     pub(super) fn external_providers(&mut self, cr: &LlamaStackDistribution, pods: Option<&[Pod]>) {

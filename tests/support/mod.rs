@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod control_plane;
+pub mod images;
 pub mod kwok_stages;
 pub mod llama_stack;
 pub mod node;

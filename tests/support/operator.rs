@@ -5,10 +5,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{Value, json};
 
 use super::control_plane::{ControlPlane, Error};
 use super::process::{free_port, spawn_tied};
+use super::registry::test_ca::TestCa;
 
 /// Namespace the operator is installed in.
 pub const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
@@ -201,5 +205,56 @@ impl Drop for OperatorProcess {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A CA and a serving certificate for 127.0.0.1 in `dir` (`tls.crt`, `tls.key`); returns the
+/// CA's PEM.
+pub fn webhook_certificates(dir: &Path) -> Result<String, String> {
+    let e = |e: rcgen::Error| e.to_string();
+    let ca = TestCa::new("llso-e2e-webhook-ca").map_err(e)?;
+    let server = ca.localhost(None).map_err(e)?;
+    std::fs::write(dir.join("tls.crt"), server.cert).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("tls.key"), server.key).map_err(|e| e.to_string())?;
+    Ok(ca.pem)
+}
+
+/// Points the CRD's conversion webhook at `url` (the operator process, in place of its Service)
+/// and waits until the API server converts through it.
+pub fn convert_through(plane: &ControlPlane, url: &str, ca_pem: &str) -> Result<(), String> {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"], "clientConfig": {"url": url, "caBundle": ca, "service": null}}}}});
+    kubectl(
+        plane,
+        &[
+            "patch",
+            "crd",
+            "llamastackdistributions.llamastack.io",
+            "--type",
+            "merge",
+            "-p",
+            &patch.to_string(),
+        ],
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match kubectl(
+            plane,
+            &[
+                "get",
+                "llamastackdistributions.v1alpha1.llamastack.io",
+                "-A",
+            ],
+            None,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!("conversion through {url}: {e}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
     }
 }

@@ -1,0 +1,43 @@
+//! Small images pushed to the test registries: one layer, amd64, labelled or not.
+
+use base64::Engine;
+
+use super::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
+
+/// Pushes a one-layer amd64 image to the plain registry `plain` (no TLS, no auth) as
+/// `<repo>:<tag>`, labelled with `config` as its base config when given (built under `work`);
+/// returns `<plain>/<repo>@<digest>`.
+pub fn push_plain(
+    plain: &str,
+    work: &std::path::Path,
+    repo: &str,
+    tag: &str,
+    config: Option<&str>,
+) -> String {
+    let labels = config
+        .map(|c| {
+            (
+                "io.llamastack.config.base64",
+                base64::engine::general_purpose::STANDARD.encode(c),
+            )
+        })
+        .into_iter()
+        .collect();
+    let image = ImageSpec {
+        arch: "amd64",
+        labels,
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let layout = work.join(format!("{}-{tag}", repo.replace('/', "-")));
+    let digest = write_layout(&layout, tag, &[image], false).unwrap();
+    skopeo_copy(
+        &format!("oci:{}:{tag}", layout.display()),
+        &format!("docker://{plain}/{repo}:{tag}"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+    format!("{plain}/{repo}@{digest}")
+}
