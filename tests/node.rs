@@ -246,9 +246,9 @@ fn the_status_tells_what_the_server_says(env: &Env, ns: &str, name: &str) -> Res
         vllm["health"]["status"].is_string(),
         "health as the server reports it: {vllm}"
     );
-    assert!(
-        vllm.get("config").is_none(),
-        "never the provider's config: {vllm}"
+    assert_eq!(
+        vllm["config"]["base_url"], "http://10.88.0.1:9/v1",
+        "the provider's config as the server reports it (what the upstream operator's users read): {vllm}"
     );
     let responding = condition(&status, "ServerResponding");
     assert_eq!(
