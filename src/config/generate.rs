@@ -77,6 +77,9 @@ struct Ctx<'a> {
     errors: Vec<FieldError>,
     warnings: Vec<String>,
     env: BTreeMap<String, EnvVarSpec>,
+    /// Which spec field each Secret's variable is for: two fields must never share one (the
+    /// server would read one Secret for both).
+    env_owners: BTreeMap<String, String>,
 }
 
 impl Ctx<'_> {
@@ -87,8 +90,20 @@ impl Ctx<'_> {
         });
     }
 
-    fn secret_env(&mut self, name: String, secret: &SecretKeyRef) -> String {
+    /// The `${env.NAME}` reference of a variable read from `secret` for the spec field `path`;
+    /// an error when another field already uses that variable name (ids that differ only in
+    /// case or punctuation, `my-vllm` and `my_vllm`, give one name).
+    fn secret_env(&mut self, name: String, secret: &SecretKeyRef, path: &str) -> String {
         let reference = env_ref(&name);
+        if let Some(owner) = self.env_owners.get(&name).filter(|owner| *owner != path) {
+            let owner = owner.clone();
+            self.error(
+                path,
+                format!("its Secret would be passed as {name}, which {owner} already uses, so the server would read one Secret for both; give the providers ids that differ in more than case or punctuation"),
+            );
+            return reference;
+        }
+        self.env_owners.insert(name.clone(), path.to_owned());
         self.env.insert(
             name.clone(),
             EnvVarSpec {
@@ -321,7 +336,8 @@ impl ProviderDraft<'_> {
     fn api_key(&mut self, ctx: &mut Ctx<'_>, id: &str, secret_key_ref: &SecretKeyRef) {
         match self.info.secret_field.clone() {
             Some(field) => {
-                let reference = ctx.secret_env(env_name(id, "api_key"), secret_key_ref);
+                let path = format!("{}.apiKey", self.path);
+                let reference = ctx.secret_env(env_name(id, "api_key"), secret_key_ref, &path);
                 self.set_by_field(&field, json!(reference));
             }
             None => ctx.error(
@@ -352,7 +368,7 @@ impl ProviderDraft<'_> {
             }
             match secret_ref_in(value) {
                 Some(Ok(secret)) => {
-                    let reference = ctx.secret_env(env_name(id, key), &secret);
+                    let reference = ctx.secret_env(env_name(id, key), &secret, &path);
                     self.config.insert(key.clone(), json!(reference));
                 }
                 Some(Err(message)) => ctx.error(path, message),
@@ -437,10 +453,12 @@ const USER_APIS: &[(&str, &str)] = &[
     ("toolRuntime", "tool_runtime"),
 ];
 
+/// `ids`: provider id → the spec field that gave it, across every section (telemetry too).
 fn providers(
     ctx: &mut Ctx<'_>,
     spec: &LlamaStackDistributionSpec,
     config: &mut Map<String, Value>,
+    seen: &mut BTreeMap<String, String>,
 ) -> BTreeSet<String> {
     let mut configured = BTreeSet::new();
     let Some(user) = &spec.providers else {
@@ -452,7 +470,6 @@ fn providers(
         &user.vector_io,
         &user.tool_runtime,
     ];
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for ((spec_api, api), field) in USER_APIS.iter().zip(fields) {
         let Some(field) = field else { continue };
         let base: Vec<Value> = config
@@ -490,7 +507,13 @@ fn providers(
     configured
 }
 
-fn telemetry(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec) {
+/// The telemetry backend as OpenTelemetry variables. Its id (`id`, default `telemetry`) is unique
+/// with the other providers' (`ids`), so its token's variable is its own.
+fn telemetry(
+    ctx: &mut Ctx<'_>,
+    spec: &LlamaStackDistributionSpec,
+    ids: &mut BTreeMap<String, String>,
+) {
     let Some(telemetry) = spec.providers.as_ref().and_then(|p| p.telemetry.as_ref()) else {
         return;
     };
@@ -506,6 +529,11 @@ fn telemetry(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec) {
     };
     if !matches!(t.provider.as_str(), "opentelemetry" | "otel" | "otlp") {
         ctx.error(format!("{path}.provider"), format!("{:?} is not supported: llama-stack 0.7 telemetry is OpenTelemetry; use provider: opentelemetry", t.provider));
+        return;
+    }
+    let id = t.id.clone().unwrap_or_else(|| "telemetry".to_owned());
+    if let Some(first) = ids.insert(id.clone(), path.to_owned()) {
+        ctx.error(format!("{path}.id"), format!("provider id {id:?} is already used by {first}; provider ids must be unique across all APIs, telemetry too (the telemetry backend's id defaults to \"telemetry\")"));
         return;
     }
     let mut put = |name: &str, value: String| {
@@ -537,14 +565,8 @@ fn telemetry(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec) {
         put(var, text);
     }
     if let Some(SecretValue { secret_key_ref }) = &t.api_key {
-        let name = "LLSD_TELEMETRY_API_KEY".to_owned();
-        ctx.env.insert(
-            name.clone(),
-            EnvVarSpec {
-                name: name.clone(),
-                source: EnvSource::SecretKeyRef(secret_key_ref.clone()),
-            },
-        );
+        let name = env_name(&id, "api_key");
+        ctx.secret_env(name.clone(), secret_key_ref, &format!("{path}.apiKey"));
         // Kubernetes expands $(VAR) from earlier variables of the same container.
         ctx.env.insert(
             "OTEL_EXPORTER_OTLP_HEADERS".into(),
@@ -1159,10 +1181,12 @@ pub fn generate(
         errors: Vec::new(),
         warnings: Vec::new(),
         env: BTreeMap::new(),
+        env_owners: BTreeMap::new(),
     };
 
-    let configured = providers(&mut ctx, spec, &mut config);
-    telemetry(&mut ctx, spec);
+    let mut ids = BTreeMap::new();
+    let configured = providers(&mut ctx, spec, &mut config, &mut ids);
+    telemetry(&mut ctx, spec, &mut ids);
     ensure_apis(&mut config, &configured);
     disabled(&mut ctx, spec, &configured, &mut config);
     prune_dependencies(&mut ctx, &mut config);

@@ -432,3 +432,46 @@ fn the_default_model_provider_is_never_a_conditional_one() {
         "the starter's first unconditional inference provider"
     );
 }
+
+/// A provider whose id is the telemetry backend's, or whose id differs from another's only in
+/// punctuation, would share a Secret's variable with it: vLLM could authenticate with the OTEL
+/// token. Both are refused, naming both fields.
+#[test]
+fn no_two_fields_share_a_secrets_variable() {
+    let key = |name: &str| json!({"secretKeyRef": {"name": name, "key": "token"}});
+    let clash = errors(json!({"providers": {
+        "inference": {"id": "telemetry", "provider": "vllm", "endpoint": "http://v", "apiKey": key("vllm")},
+        "telemetry": {"provider": "opentelemetry", "endpoint": "http://otel:4318", "apiKey": key("otel")}}}));
+    assert_eq!(
+        clash,
+        [
+            "spec.providers.telemetry.id: provider id \"telemetry\" is already used by spec.providers.inference; provider ids must be unique across all APIs, telemetry too (the telemetry backend's id defaults to \"telemetry\")"
+        ]
+    );
+    let punctuation = errors(json!({"providers": {"inference": [
+        {"id": "my-vllm", "provider": "vllm", "endpoint": "http://a", "apiKey": key("a")},
+        {"id": "my_vllm", "provider": "vllm", "endpoint": "http://b", "apiKey": key("b")}]}}));
+    assert_eq!(punctuation.len(), 1, "{punctuation:?}");
+    assert!(
+        punctuation[0].starts_with("spec.providers.inference[1].apiKey: its Secret would be passed as LLSD_MY_VLLM_API_KEY, which spec.providers.inference[0].apiKey already uses"),
+        "{punctuation:?}"
+    );
+    // With its own id, the telemetry token has its own variable.
+    let own = run(json!({"providers": {
+        "inference": {"id": "telemetry-vllm", "provider": "vllm", "endpoint": "http://v", "apiKey": key("vllm")},
+        "telemetry": {"id": "otel", "provider": "opentelemetry", "endpoint": "http://otel:4318", "apiKey": key("otel")}}}));
+    let secret_of = |name: &str| {
+        own.env
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| match &v.source {
+                EnvSource::SecretKeyRef(r) => r.name.clone(),
+                other => panic!("{other:?}"),
+            })
+    };
+    assert_eq!(secret_of("LLSD_OTEL_API_KEY").as_deref(), Some("otel"));
+    assert_eq!(
+        secret_of("LLSD_TELEMETRY_VLLM_API_KEY").as_deref(),
+        Some("vllm")
+    );
+}

@@ -542,15 +542,13 @@ async fn override_config(
 }
 
 /// What can be checked about external providers before any Pod exists: the operator knows its
-/// own image (its binary runs the in-Pod steps), and no provider ID is used twice, neither by two
-/// external providers nor by an external and an inline provider of different APIs. Returns the
-/// warnings: an external provider overriding an inline one of its own API.
+/// own image (its binary runs the in-Pod steps), and no provider ID is used twice
+/// ([`crate::external::ids::check_ids`], which admission applies too). Returns the warnings.
 fn check_external_providers(
     cr: &LlamaStackDistribution,
     ctx: &Context,
 ) -> Result<Vec<String>, Failure> {
-    let external = builders::external::of(cr);
-    if external.is_empty() {
+    if builders::external::of(cr).is_empty() {
         return Ok(Vec::new());
     }
     let fail = |message: String| Failure {
@@ -561,44 +559,5 @@ fn check_external_providers(
     if ctx.operator_image().is_none() {
         return Err(fail("spec.externalProviders: the operator does not know its own image, which runs the provider install steps; set OPERATOR_IMAGE (or --operator-image) on the operator Deployment".to_owned()));
     }
-    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
-    for (section, provider) in &external {
-        if let Some((other_section, _, other_image)) =
-            seen.iter().find(|(_, id, _)| *id == provider.provider_id)
-        {
-            return Err(fail(format!(
-                "ERROR: Duplicate external provider ID '{}': used by externalProviders.{other_section} (image {other_image}) and externalProviders.{section} (image {}). Resolution: give each external provider its own providerId.",
-                provider.provider_id, provider.image
-            )));
-        }
-        seen.push((section, &provider.provider_id, &provider.image));
-    }
-    let inline = cr
-        .spec
-        .providers
-        .as_ref()
-        .map(|p| p.all())
-        .unwrap_or_default();
-    let mut warnings = Vec::new();
-    for (section, provider) in &external {
-        let Some((inline_section, _)) = inline
-            .iter()
-            .find(|(_, p)| p.config_id() == provider.provider_id)
-        else {
-            continue;
-        };
-        // In the same API the external provider takes the inline one's place (the merge in the
-        // Pod replaces it); across APIs that would leave one ID on two providers.
-        if inline_section != section {
-            return Err(fail(format!(
-                "ERROR: Provider ID '{}' is used by spec.providers.{inline_section} and by externalProviders.{section} (image {}). Resolution: rename one of them; an external provider can replace a provider of its own API only.",
-                provider.provider_id, provider.image
-            )));
-        }
-        warnings.push(format!(
-            "WARNING: External provider '{}' (image {}) overrides the provider with the same ID in spec.providers.{section}",
-            provider.provider_id, provider.image
-        ));
-    }
-    Ok(warnings)
+    crate::external::ids::check_ids(&cr.spec).map_err(fail)
 }

@@ -8,6 +8,7 @@
 //! image) installs only what the image lacks; `merge-config` adds the providers to the config;
 //! `preflight` imports each provider and checks it before the server starts.
 
+pub mod ids;
 pub mod report;
 pub mod stage;
 

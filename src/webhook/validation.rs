@@ -183,6 +183,10 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
     verdict
         .warnings
         .extend(legacy_warning(spec.distribution.name.as_deref()));
+    match crate::external::ids::check_ids(&spec) {
+        Ok(warnings) => verdict.warnings.extend(warnings),
+        Err(message) => err(&mut verdict.errors, "spec.externalProviders", message),
+    }
     if spec.override_config.is_some() {
         check_config_dir_free(&spec, &mut verdict.errors);
         return verdict;
@@ -208,14 +212,11 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
         Ok(generated) => verdict.warnings.extend(generated.warnings),
         Err(GenerateError::Invalid(errors)) => {
             // Without the real base config, only rules about the spec itself are decisive.
-            verdict.errors = errors
-                .into_iter()
-                .filter(|e| {
-                    !spec_only
-                        || e.path.starts_with("spec.providers")
-                        || e.path.starts_with("spec.disabled")
-                })
-                .collect();
+            verdict.errors.extend(errors.into_iter().filter(|e| {
+                !spec_only
+                    || e.path.starts_with("spec.providers")
+                    || e.path.starts_with("spec.disabled")
+            }));
         }
         Err(GenerateError::BaseConfig(message)) => {
             err(&mut verdict.errors, "spec.distribution", message)
@@ -244,6 +245,17 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
         );
     }
     verdict.warnings.extend(legacy_warning(name));
+    let converted = crate::convert::convert(object, "llamastack.io/v1alpha2").ok();
+    let spec = converted
+        .and_then(|c| c.get("spec").cloned())
+        .and_then(|s| serde_json::from_value::<LlamaStackDistributionSpec>(s).ok());
+    if let Some(Err(message)) = spec.as_ref().map(crate::external::ids::check_ids) {
+        err(
+            &mut verdict.errors,
+            "spec.server.externalProviders",
+            message,
+        );
+    }
     let user_config = object.pointer("/spec/server/userConfig").is_some();
     let mounts = object
         .pointer("/spec/server/podOverrides/volumeMounts")
@@ -365,6 +377,30 @@ mod tests {
                 "spec.resources.models[0]: expected a model name or a model object, found a number",
                 "spec.networking.expose: expected true, false or an object with hostname, found a string",
             ]
+        );
+    }
+
+    #[test]
+    fn external_provider_ids_used_twice_are_refused_in_both_versions() {
+        let twice = json!({"inference": [{"providerId": "acme", "image": "a:1"}],
+                           "safety": [{"providerId": "acme", "image": "b:1"}]});
+        let v2 = check(json!({"distribution": {"name": "starter"}, "externalProviders": twice}));
+        assert!(
+            paths(&v2)[0].starts_with(
+                "spec.externalProviders: ERROR: Duplicate external provider ID 'acme'"
+            ),
+            "{:?}",
+            paths(&v2)
+        );
+        let v1 = validate_v1alpha1(
+            &json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
+                    "metadata": {"name": "x"},
+                    "spec": {"server": {"distribution": {"name": "starter"}, "externalProviders": twice}}}),
+            &Catalog::embedded().unwrap(),
+        );
+        assert!(
+            paths(&v1)[0].starts_with("spec.server.externalProviders: ERROR: Duplicate"),
+            "{v1:?}"
         );
     }
 
