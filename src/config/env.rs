@@ -20,6 +20,31 @@ pub enum UrlPart {
     User,
     /// Password.
     Password,
+    /// Query option `sslmode` (optional: only when the URL has it).
+    SslMode,
+    /// Query option `sslrootcert` (optional).
+    SslRootCert,
+    /// Query option `sslcert` (optional).
+    SslCert,
+    /// Query option `sslkey` (optional).
+    SslKey,
+}
+
+impl UrlPart {
+    /// The query options of a PostgreSQL URL that can be honoured, each with the variable its
+    /// client reads it from: llama-stack 0.7.3's `sql_postgres` backend builds its own URL
+    /// without options, so asyncpg (like libpq) reads them from `PG*` variables instead.
+    pub const QUERY_OPTIONS: [(UrlPart, &'static str, &'static str); 4] = [
+        (UrlPart::SslMode, "sslmode", "PGSSLMODE"),
+        (UrlPart::SslRootCert, "sslrootcert", "PGSSLROOTCERT"),
+        (UrlPart::SslCert, "sslcert", "PGSSLCERT"),
+        (UrlPart::SslKey, "sslkey", "PGSSLKEY"),
+    ];
+
+    /// Whether the part is there only when the URL has it (a query option).
+    pub fn optional(self) -> bool {
+        Self::QUERY_OPTIONS.iter().any(|(part, _, _)| *part == self)
+    }
 }
 
 /// Where an environment variable's value comes from.
@@ -104,6 +129,8 @@ pub struct UrlParts {
     pub user: String,
     /// Password (empty when absent).
     pub password: String,
+    /// Query options (`?sslmode=verify-full&…`), decoded, in order.
+    pub options: Vec<(String, String)>,
 }
 
 impl UrlParts {
@@ -115,7 +142,31 @@ impl UrlParts {
             UrlPart::Db => &self.db,
             UrlPart::User => &self.user,
             UrlPart::Password => &self.password,
+            optional => {
+                let name = UrlPart::QUERY_OPTIONS
+                    .iter()
+                    .find(|(part, _, _)| *part == optional)
+                    .map_or("", |(_, name, _)| *name);
+                self.option(name).unwrap_or_default()
+            }
         }
+    }
+
+    /// The value of a query option.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Query options that cannot be honoured (not in [`UrlPart::QUERY_OPTIONS`]).
+    pub fn unsupported_options(&self) -> Vec<&str> {
+        self.options
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| !UrlPart::QUERY_OPTIONS.iter().any(|(_, o, _)| o == n))
+            .collect()
     }
 }
 
@@ -143,7 +194,13 @@ pub fn split_postgres_url(url: &str) -> Option<UrlParts> {
     if !matches!(scheme, "postgres" | "postgresql") {
         return None;
     }
-    let rest = rest.split(['?', '#']).next()?;
+    let rest = rest.split('#').next()?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let mut options = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        options.push((percent_decode(name)?, percent_decode(value)?));
+    }
     let (authority, db) = rest.split_once('/')?;
     let (userinfo, hostport) = authority.rsplit_once('@')?;
     let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
@@ -160,6 +217,7 @@ pub fn split_postgres_url(url: &str) -> Option<UrlParts> {
         db: percent_decode(db)?,
         user: percent_decode(user)?,
         password: percent_decode(password)?,
+        options,
     })
 }
 
@@ -186,6 +244,14 @@ mod url_tests {
             split_postgres_url("postgresql://u@h/d").unwrap().port,
             "5432"
         );
+        let tls = split_postgres_url(
+            "postgres://u:p@h/d?sslmode=verify-full&sslrootcert=%2Fetc%2Fpg%2Fca.crt&application_name=x",
+        )
+        .unwrap();
+        assert_eq!(tls.get(UrlPart::SslMode), "verify-full");
+        assert_eq!(tls.get(UrlPart::SslRootCert), "/etc/pg/ca.crt");
+        assert_eq!(tls.option("sslcert"), None);
+        assert_eq!(tls.unsupported_options(), ["application_name"]);
         for bad in [
             "mysql://u:p@h/d",
             "postgres://h/d",

@@ -893,6 +893,21 @@ fn sql_backend(ctx: &mut Ctx<'_>, sql: &SqlStorageSpec, sqlite_dir: &str) -> Opt
                 };
                 ctx.env.insert(name.clone(), EnvVarSpec { name, source });
             }
+            // TLS options of the URL, read by the client from its own variables (set only when
+            // the URL has them: optional keys of the derived Secret).
+            for (part, _, variable) in UrlPart::QUERY_OPTIONS {
+                let source = EnvSource::SecretUrlPart {
+                    secret_key_ref: secret_key_ref.clone(),
+                    part,
+                };
+                ctx.env.insert(
+                    variable.to_owned(),
+                    EnvVarSpec {
+                        name: variable.to_owned(),
+                        source,
+                    },
+                );
+            }
             Some(Value::Object(backend))
         }
     }

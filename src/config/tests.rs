@@ -190,15 +190,22 @@ fn us4_storage_backends() {
     let sql = &c["storage"]["backends"]["sql_default"];
     assert_eq!(sql["type"], "sql_postgres");
     assert_eq!(sql["password"], "${env.LLSD_STORAGE_SQL_PASSWORD}");
-    let parts: Vec<UrlPart> = g
+    let parts: Vec<(&str, UrlPart)> = g
         .env
         .iter()
         .filter_map(|e| match &e.source {
-            EnvSource::SecretUrlPart { part, .. } => Some(*part),
+            EnvSource::SecretUrlPart { part, .. } => Some((e.name.as_str(), *part)),
             _ => None,
         })
         .collect();
-    assert_eq!(parts.len(), 5);
+    assert_eq!(parts.iter().filter(|(_, p)| !p.optional()).count(), 5);
+    // The URL's TLS options reach the client through its own variables (the backend's config has
+    // no place for them).
+    assert!(
+        parts.contains(&("PGSSLMODE", UrlPart::SslMode)),
+        "{parts:?}"
+    );
+    assert!(parts.contains(&("PGSSLROOTCERT", UrlPart::SslRootCert)));
     assert!(
         c["storage"]["stores"]["metadata"]["backend"] == "kv_default",
         "stores keep pointing at the replaced backends"

@@ -175,7 +175,7 @@ pub(super) fn url_parts(
     generated: &GeneratedConfig,
     secrets: &SecretCheck,
 ) -> Result<BTreeMap<String, ByteString>, Blocked> {
-    use crate::config::env::{EnvSource, split_postgres_url};
+    use crate::config::env::{EnvSource, UrlPart, split_postgres_url};
     let mut data = BTreeMap::new();
     for var in &generated.env {
         let EnvSource::SecretUrlPart {
@@ -199,10 +199,100 @@ pub(super) fn url_parts(
                 ),
             ));
         };
+        if let Some(option) = parts.unsupported_options().first() {
+            return Err(Blocked::spec(
+                ConditionType::ConfigGenerated,
+                Reason::ConfigGenerationFailed,
+                format!(
+                    "the PostgreSQL URL in key \"{}\" of Secret \"{}\" has the query option {option:?}, which llama-stack 0.7.3's PostgreSQL store cannot pass on (it would be dropped); remove it. Supported: {} (spec.storage.sql.connectionString)",
+                    secret_key_ref.key,
+                    secret_key_ref.name,
+                    UrlPart::QUERY_OPTIONS.map(|(_, name, _)| name).join(", ")
+                ),
+            ));
+        }
+        if part.optional() && parts.get(*part).is_empty() {
+            continue;
+        }
         data.insert(
             derived_secret_key(*part),
             ByteString(parts.get(*part).as_bytes().to_vec()),
         );
     }
     Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::env::{EnvSource, EnvVarSpec, UrlPart};
+
+    fn connection(url: &str) -> (GeneratedConfig, SecretCheck) {
+        let reference = crate::api::v1alpha2::SecretKeyRef {
+            name: "pg".into(),
+            key: "url".into(),
+        };
+        let env = [
+            UrlPart::Host,
+            UrlPart::Password,
+            UrlPart::SslMode,
+            UrlPart::SslRootCert,
+        ]
+        .into_iter()
+        .map(|part| EnvVarSpec {
+            name: format!("{part:?}"),
+            source: EnvSource::SecretUrlPart {
+                secret_key_ref: reference.clone(),
+                part,
+            },
+        })
+        .collect();
+        let generated = GeneratedConfig {
+            yaml: String::new(),
+            hash: String::new(),
+            env,
+            provider_count: 0,
+            resource_count: 0,
+            config_version: 2,
+            warnings: Vec::new(),
+        };
+        let secret = Secret {
+            data: Some(BTreeMap::from([(
+                "url".to_owned(),
+                ByteString(url.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        };
+        let secrets = SecretCheck {
+            count: 1,
+            hash: None,
+            fetched: BTreeMap::from([("pg".to_owned(), Some(secret))]),
+        };
+        (generated, secrets)
+    }
+
+    #[test]
+    fn tls_options_are_split_out_and_other_options_refused_without_the_url() {
+        let (generated, secrets) = connection("postgres://u:pw@db:5432/kv?sslmode=verify-full");
+        let data = url_parts(&generated, &secrets).unwrap();
+        let text = |k: &str| {
+            data.get(k)
+                .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+        };
+        assert_eq!(text("storage-sql-sslmode").as_deref(), Some("verify-full"));
+        assert_eq!(
+            text("storage-sql-sslrootcert"),
+            None,
+            "an option the URL lacks stays unset (the variable is optional)"
+        );
+        assert_eq!(text("storage-sql-host").as_deref(), Some("db"));
+        let (generated, secrets) = connection("postgres://u:pw@db/kv?target_session_attrs=any");
+        let blocked = url_parts(&generated, &secrets).unwrap_err();
+        let message = format!("{blocked:?}");
+        assert!(
+            message.contains("target_session_attrs") && message.contains("sslmode"),
+            "{message}"
+        );
+        assert!(!message.contains("pw@"), "never the URL: {message}");
+    }
 }

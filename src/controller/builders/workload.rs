@@ -196,6 +196,10 @@ fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
             EnvSource::SecretKeyRef(r) => json!({"name": var.name, "valueFrom": {"secretKeyRef": {"name": r.name, "key": r.key}}}),
             EnvSource::Value(v) => json!({"name": var.name, "value": v}),
             // The reconciler splits URLs into an owned Secret named after the resource.
+            // A query option the URL may not have is an optional key.
+            EnvSource::SecretUrlPart { part, .. } if part.optional() => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
+                "name": derived::derived_secret_name(cr),
+                "key": derived::derived_secret_key(*part), "optional": true}}}),
             EnvSource::SecretUrlPart { part, .. } => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
                 "name": derived::derived_secret_name(cr),
                 "key": derived::derived_secret_key(*part)}}}),
