@@ -229,7 +229,7 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
         assert!(message.contains("is not a PostgreSQL URL") && !message.contains("s3cr3t"), "{message}");
         assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("db").await.unwrap().is_none());
 
-        secrets.patch("pg", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"url": "postgres://llama:p%40ss@pg.db:5433/stack"}}))).await.unwrap();
+        secrets.patch("pg", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"url": "postgres://llama:p%40ss@pg.db:5433/stack?sslmode=verify-full"}}))).await.unwrap();
         f.reconcile("db").await;
         let derived = secrets.get("db-derived").await.unwrap();
         let data = derived.data.unwrap();
@@ -239,6 +239,10 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
         assert_eq!(derived.metadata.owner_references.unwrap()[0].name, "db");
         let env = container_env(&f.deployment("db").await);
         assert!(env.contains(&json!({"name": "LLSD_STORAGE_SQL_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db-derived", "key": "storage-sql-password"}}})));
+        // The URL's TLS mode reaches the client; an option the URL lacks stays unset.
+        assert_eq!(text("storage-sql-sslmode"), "verify-full");
+        assert!(!data.contains_key("storage-sql-sslrootcert"));
+        assert!(env.contains(&json!({"name": "PGSSLROOTCERT", "valueFrom": {"secretKeyRef": {"name": "db-derived", "key": "storage-sql-sslrootcert", "optional": true}}})));
         let cm = &f.config_maps("db").await[0];
         let yaml = &cm.data.as_ref().unwrap()["config.yaml"];
         assert!(yaml.contains("password: ${env.LLSD_STORAGE_SQL_PASSWORD}") && !yaml.contains("p@ss"));
