@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_cluster_with_crd};
 use support::operator::{
     OPERATOR_NAMESPACE as NS, OperatorProcess, SA_USER, install_operator_rbac, kubectl,
-    spawn_operator, spawn_operator_with_webhooks,
+    spawn_operator, spawn_operator_in_pod, spawn_operator_with_webhooks,
 };
 use support::process::free_port;
 use support::registry::harness::{run_suite, table};
@@ -715,6 +715,53 @@ fn the_standby_takes_over_when_the_leader_stops(env: &Env) -> Result<(), Failed>
     Ok(())
 }
 
+/// A replica started without `--operator-image` (deploy/ no longer sets it) reads its own Pod,
+/// as its ServiceAccount may, and takes the image the Pod runs: an image rewritten by kustomize,
+/// OLM or a mirror reaches the external-provider steps without a second setting.
+fn the_operator_finds_its_own_image_in_its_pod(env: &Env) -> Result<(), Failed> {
+    const IMAGE: &str = "mirror.example:5000/llso/operator:edited";
+    env.apply(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llso-self-empty"}}),
+    )?;
+    env.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llso-self", "namespace": NS},
+        "spec": {"securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "manager", "image": IMAGE, "securityContext":
+                {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}}))?;
+    let kubeconfig = install_operator_rbac(&env.plane).map_err(|e| e.to_string())?;
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+    // Its own Lease and an empty namespace: it never competes with the replicas under test.
+    let _process = spawn_operator_in_pod(
+        &env.plane,
+        bin,
+        "operator-self",
+        &kubeconfig,
+        "llso-self",
+        &[
+            "--leader-elect",
+            "--lease-name=llso-self",
+            "--watch-namespaces=llso-self-empty",
+            "--log-format=json",
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let log = env.plane.dir().join("operator-operator-self.log");
+    env.eventually("the own image in the log", || async {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["message"] == "the operator's own image, from its Pod")
+            .map(|l| l["image"].as_str().unwrap_or_default().to_owned())
+            .filter(|image| image.starts_with("mirror.example:5000/llso/operator"))
+    })
+    .map_err(|e| {
+        format!(
+            "{e:?}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     run_suite(
         table(&[
@@ -729,6 +776,10 @@ fn main() -> ExitCode {
             (
                 "admission_follows_the_operator_config_map",
                 admission_follows_the_operator_config_map,
+            ),
+            (
+                "the_operator_finds_its_own_image_in_its_pod",
+                the_operator_finds_its_own_image_in_its_pod,
             ),
         ]),
         "the cluster and two operator processes",

@@ -3,6 +3,7 @@
 mod convert;
 pub mod crdgen;
 pub mod merge_config;
+mod own_image;
 mod provider_steps;
 pub mod render;
 mod resolve;

@@ -114,6 +114,7 @@ pub struct Args {
     #[arg(long, env = "LOG_LEVEL", default_value = "info")]
     log_level: String,
     /// The operator's own image: its binary runs the external-provider steps in server Pods.
+    /// Default: the image of the operator's own Pod (`POD_NAME`), pinned to what the node pulled.
     #[arg(long, env = "OPERATOR_IMAGE")]
     operator_image: Option<String>,
     /// Timeout of one registry request.
@@ -408,7 +409,8 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     if let (true, Some(api)) = (args.self_managed_certs, api.clone()) {
         manage_certificates(args, api).await?;
     }
-    let ctx = controller_context(args, api.as_ref(), &catalog)?;
+    let operator_image = operator_image(args, api.as_ref()).await;
+    let ctx = controller_context(args, api.as_ref(), &catalog, operator_image)?;
     let metrics = ctx
         .as_ref()
         .map_or_else(|| Arc::new(Metrics::new(Arc::default())), |c| c.metrics());
@@ -506,11 +508,26 @@ async fn api_client() -> Result<kube::Client, RunError> {
     kube::Client::try_from(config).map_err(RunError::Client)
 }
 
+/// The operator's own image: `--operator-image` when set, else the image of its own Pod
+/// (`POD_NAME` in `--namespace`), which follows every edit of the Deployment's image.
+async fn operator_image(args: &Args, api: Option<&kube::Client>) -> Option<String> {
+    if let Some(image) = args.operator_image.clone().filter(|i| !i.is_empty()) {
+        return Some(image);
+    }
+    let pod = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty())?;
+    let image = super::own_image::from_own_pod(api?, &args.namespace, &pod).await;
+    if let Some(image) = &image {
+        tracing::info!(%image, "the operator's own image, from its Pod");
+    }
+    image
+}
+
 /// The controller's context, when the controller runs.
 fn controller_context(
     args: &Args,
     api: Option<&kube::Client>,
     catalog: &Catalog,
+    operator_image: Option<String>,
 ) -> Result<Option<Arc<Context>>, RunError> {
     let (Some(api), false) = (api, args.no_controller) else {
         return Ok(None);
@@ -528,7 +545,7 @@ fn controller_context(
     Ok(Some(Arc::new(
         Context::new(api.clone(), Arc::new(resolver))
             .with_operator_config(&args.namespace, options)
-            .with_operator_image(args.operator_image.clone())
+            .with_operator_image(operator_image)
             .with_concurrency(args.max_concurrent_reconciles),
     )))
 }

@@ -146,7 +146,22 @@ pub fn spawn_operator(
 ) -> Result<OperatorProcess, Error> {
     let mut args = vec!["--no-webhooks"];
     args.extend_from_slice(extra);
-    spawn_run(plane, bin, name, kubeconfig, &args)
+    spawn_run(plane, bin, name, kubeconfig, &args, &[])
+}
+
+/// [`spawn_operator`] as a replica in the Pod `pod` (`POD_NAME`, as the downward API sets it in
+/// deploy/), without `--operator-image`: it finds its own image in that Pod.
+pub fn spawn_operator_in_pod(
+    plane: &ControlPlane,
+    bin: &Path,
+    name: &str,
+    kubeconfig: &Path,
+    pod: &str,
+    extra: &[&str],
+) -> Result<OperatorProcess, Error> {
+    let mut args = vec!["--no-webhooks"];
+    args.extend_from_slice(extra);
+    spawn_run(plane, bin, name, kubeconfig, &args, &[("POD_NAME", pod)])
 }
 
 /// Starts `bin run` with `kubeconfig`, serving its webhooks too, on `webhook_addr` with the
@@ -165,7 +180,7 @@ pub fn spawn_operator_with_webhooks(
     let key = format!("--tls-key={}", cert_dir.join("tls.key").display());
     let mut args = vec![addr.as_str(), cert.as_str(), key.as_str()];
     args.extend_from_slice(extra);
-    spawn_run(plane, bin, name, kubeconfig, &args)
+    spawn_run(plane, bin, name, kubeconfig, &args, &[])
 }
 
 fn spawn_run(
@@ -174,6 +189,7 @@ fn spawn_run(
     name: &str,
     kubeconfig: &Path,
     extra: &[&str],
+    env: &[(&str, &str)],
 ) -> Result<OperatorProcess, Error> {
     let port = free_port()?;
     let child = spawn_tied(
@@ -182,6 +198,7 @@ fn spawn_run(
             .arg(format!("--namespace={OPERATOR_NAMESPACE}"))
             .arg(format!("--metrics-addr=127.0.0.1:{port}"))
             .args(extra)
+            .envs(env.iter().copied())
             .env("KUBECONFIG", kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST"),
         &plane.dir().join(format!("operator-{name}.log")),
