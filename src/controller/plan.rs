@@ -222,6 +222,7 @@ pub(super) async fn plan(
     let mut warnings = check_external_providers(cr, ctx)?;
     warnings.extend(legacy_name_warning(cr));
     warnings.extend(builders::pdb_warning(cr));
+    warnings.extend(builders::exposure_warning(cr, ctx.routes_available()));
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
     let (resolved, pin) = resolve(cr, ctx, &distribution, &keyring).await;
     let planned = match &cr.spec.override_config {

@@ -33,7 +33,8 @@ pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certif
 pub use derived::{derived_secret_key, derived_secret_name};
 pub use names::{CONFIG_DIR, DEFAULT_PORT, PORT_NAME, labels, volumes};
 pub use network::{
-    SERVICE_SUFFIX, ingress_name, network_policy_name, route_resource, service_name,
+    SERVICE_SUFFIX, exposure_warning, ingress_name, network_policy_name, route_resource,
+    service_name,
 };
 pub use scaling::{hpa_name, minimum_replicas, pdb_name, pdb_warning};
 pub use workload::{

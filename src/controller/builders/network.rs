@@ -84,6 +84,19 @@ pub(super) fn network_policy(
 }
 
 /// `expose`: an Ingress, or a Route where the cluster serves Routes. `(None, None)` when not exposed.
+/// What a user should know about the exposure the operator makes: an Ingress carries no TLS
+/// section (and without `expose.hostname` no host), so unless the ingress controller terminates
+/// TLS by default, clients reach the server over plain HTTP (and `status.routeURL` says `http://`).
+/// A Route terminates TLS at the router: nothing to say.
+pub fn exposure_warning(cr: &LlamaStackDistribution, routes_available: bool) -> Option<String> {
+    let (ingress, _) = exposure(cr, routes_available).ok()?;
+    let rule = ingress?.spec?.rules?.into_iter().next()?;
+    Some(match rule.host {
+        None => "networking.expose: the Ingress has no host and no TLS, so any host name the ingress controller serves reaches the server over plain HTTP; set networking.expose.hostname, and TLS at the ingress controller".to_owned(),
+        Some(host) => format!("networking.expose: the Ingress for {host} has no TLS section; clients reach it over plain HTTP unless the ingress controller terminates TLS for that host by default"),
+    })
+}
+
 pub(super) fn exposure(
     cr: &LlamaStackDistribution,
     routes_available: bool,

@@ -145,6 +145,32 @@ fn allowed_from_star_opens_every_namespace_only() {
 }
 
 #[test]
+fn an_ingress_without_tls_is_named_in_a_warning_and_a_route_is_not() {
+    let bare = cr(json!({"distribution": {"name": "starter"}, "networking": {"expose": true}}));
+    assert!(
+        exposure_warning(&bare, false)
+            .unwrap()
+            .contains("no host and no TLS"),
+        "plain HTTP at any host"
+    );
+    assert_eq!(
+        exposure_warning(&bare, true),
+        None,
+        "a Route terminates TLS"
+    );
+    let named = cr(
+        json!({"distribution": {"name": "starter"}, "networking": {"expose": {"hostname": "llama.example.com"}}}),
+    );
+    assert!(
+        exposure_warning(&named, false)
+            .unwrap()
+            .contains("for llama.example.com has no TLS section")
+    );
+    let hidden = cr(json!({"distribution": {"name": "starter"}}));
+    assert_eq!(exposure_warning(&hidden, false), None);
+}
+
+#[test]
 fn expose_is_an_ingress_or_a_route_never_both() {
     let spec = json!({"distribution": {"name": "starter"}, "networking": {"expose": {"hostname": "h.example"}}});
     let plain = build(spec.clone(), |_| {});
