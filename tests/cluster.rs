@@ -435,6 +435,117 @@ fn a_secret_value_change_rolls_the_pods_once(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Deployment writes the operator made to `ns/name`.
+fn deployment_writes(env: &Env, ns: &str, name: &str) -> Result<usize, Failed> {
+    Ok(env
+        .operator_writes(ns)?
+        .iter()
+        .filter(|w| w["objectRef"]["resource"] == "deployments" && w["objectRef"]["name"] == name)
+        .count())
+}
+
+/// A spec edited into another form of the same config (the single provider as a one-item list,
+/// the default replica count spelt out) generates the same bytes: the Pods are not restarted and
+/// the Deployment is not written.
+fn a_spec_change_to_the_same_config_restarts_nothing(env: &Env) -> Result<(), Failed> {
+    let ns = "same-config";
+    env.namespace(ns)?;
+    env.create_llsd(
+        ns,
+        "same",
+        json!({"distribution": {"name": "starter"},
+        "providers": {"inference": {"provider": "vllm", "endpoint": "http://vllm:8000/v1"}}}),
+    )?;
+    env.wait_ready(ns, "same")?;
+    let deployments = env.api::<Deployment>(ns);
+    let before = env.rt.block_on(deployments.get("same"))?;
+    let writes = deployment_writes(env, ns, "same")?;
+    env.rt.block_on(env.api::<LlamaStackDistribution>(ns).patch(
+        "same",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"workload": {"replicas": 1},
+            "providers": {"inference": [{"provider": "vllm", "endpoint": "http://vllm:8000/v1"}]}}})),
+    ))?;
+    let cr = env.wait_ready(ns, "same")?;
+    assert_eq!(cr.metadata.generation, Some(2), "the spec did change");
+    let after = env.rt.block_on(deployments.get("same"))?;
+    assert_eq!(
+        after.metadata.generation, before.metadata.generation,
+        "no rollout"
+    );
+    assert_eq!(pod_template(&after), pod_template(&before));
+    assert_eq!(
+        deployment_writes(env, ns, "same")?,
+        writes,
+        "no Deployment write"
+    );
+    Ok(())
+}
+
+/// Another distribution name changes the image and the config together: one Deployment write,
+/// one new ReplicaSet, whose Pods carry the new image with the new config (never one without the
+/// other).
+fn a_new_distribution_name_changes_image_and_config_at_once(env: &Env) -> Result<(), Failed> {
+    let ns = "rename";
+    env.namespace(ns)?;
+    env.create_llsd(ns, "moving", json!({"distribution": {"name": "starter"}}))?;
+    env.wait_ready(ns, "moving")?;
+    let deployments = env.api::<Deployment>(ns);
+    let before = env.rt.block_on(deployments.get("moving"))?;
+    let writes = deployment_writes(env, ns, "moving")?;
+    let image_and_config = |template: &k8s_openapi::api::core::v1::PodTemplateSpec| {
+        let pod = template.spec.clone().unwrap();
+        let image = pod.containers[0].image.clone().unwrap();
+        let config = pod
+            .volumes
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == "config")
+            .and_then(|v| v.config_map)
+            .map(|c| c.name)
+            .unwrap();
+        (image, config)
+    };
+    let (old_image, old_config) = image_and_config(&pod_template(&before));
+    env.rt
+        .block_on(env.api::<LlamaStackDistribution>(ns).patch(
+            "moving",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"distribution": {"name": "postgres-demo"}}})),
+        ))?;
+    env.wait_ready(ns, "moving")?;
+    let after = env.rt.block_on(deployments.get("moving"))?;
+    let (new_image, new_config) = image_and_config(&pod_template(&after));
+    assert!(
+        new_image.contains("distribution-postgres-demo"),
+        "{new_image}"
+    );
+    assert_ne!((&new_image, &new_config), (&old_image, &old_config));
+    assert!(
+        new_image != old_image && new_config != old_config,
+        "both changed"
+    );
+    assert_eq!(
+        deployment_writes(env, ns, "moving")?,
+        writes + 1,
+        "in one write"
+    );
+    let sets = env.rt.block_on(
+        env.api::<ReplicaSet>(ns)
+            .list(&ListParams::default().labels("app.kubernetes.io/instance=moving")),
+    )?;
+    let mut pairs: Vec<(String, String)> = sets
+        .items
+        .iter()
+        .map(|rs| image_and_config(&rs.spec.clone().unwrap().template.unwrap()))
+        .collect();
+    pairs.sort();
+    let mut expected = vec![(old_image, old_config), (new_image, new_config)];
+    expected.sort();
+    assert_eq!(pairs, expected, "only the old and the new pair ever ran");
+    Ok(())
+}
+
 fn the_steady_state_makes_no_writes(env: &Env) -> Result<(), Failed> {
     let ns = "steady";
     env.namespace(ns)?;
@@ -784,6 +895,14 @@ fn main() -> ExitCode {
             (
                 "the_steady_state_makes_no_writes",
                 the_steady_state_makes_no_writes,
+            ),
+            (
+                "a_spec_change_to_the_same_config_restarts_nothing",
+                a_spec_change_to_the_same_config_restarts_nothing,
+            ),
+            (
+                "a_new_distribution_name_changes_image_and_config_at_once",
+                a_new_distribution_name_changes_image_and_config_at_once,
             ),
             (
                 "deleting_the_resource_collects_everything",
