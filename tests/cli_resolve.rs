@@ -165,7 +165,7 @@ fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
          format!("error: registry {host} rejected every pull secret that matches {host}/cli/app:v1 (tried, in kubelet's order: team/wrong)")),
         (vec![format!("{host}/cli/app:v1"), "--ca-file".into(), ca.into()], "no pull secret matches this registry".into()),
         (vec!["startr".into()], "error: unknown distribution \"startr\"; known distributions: nvidia, oci, open-benchmark, postgres-demo, starter, watsonx".into()),
-        (vec!["meta-reference-gpu".into()], "no longer exists in llama-stack 0.7".into()),
+        (vec!["ollama".into()], "distribution \"ollama\" no longer exists in llama-stack 0.7".into()),
         (vec!["starter".into(), "--pull-secret".into(), opaque.display().to_string()], "type Opaque is not a pull secret".into()),
         (vec!["starter".into(), "--mirror".into(), "quay.io".into()], "must be FROM=TO".into()),
         (vec!["starter".into(), "--platform".into(), "amd64".into()], "must be OS/ARCH".into()),
