@@ -219,7 +219,7 @@ struct Suite {
     client: kube::Client,
     _registries: Registries,
     _operator: support::operator::OperatorProcess,
-    /// Image as written (normalised) → its mirror repository.
+    /// Image as written (normalised) → its mirror's copy, pinned (`<repository>@sha256:…`).
     mirrored: BTreeMap<String, String>,
     _work: tempfile::TempDir,
 }
@@ -240,7 +240,7 @@ impl Suite {
 }
 
 /// Pushes an unlabelled image for every image the fixtures name (catalog names resolved), and
-/// returns the operator ConfigMap's mirror rules and each image's mirror repository.
+/// returns the operator ConfigMap's mirror rules and each image's mirror copy, pinned.
 fn mirror_everything(
     plain: &str,
     work: &Path,
@@ -262,9 +262,9 @@ fn mirror_everything(
         let repo_path = repository.trim_start_matches(&format!("{plain}/"));
         let tag = image.tag.clone().unwrap_or_else(|| "pinned".to_owned());
         let dir = work.join(mirrored.len().to_string());
-        push_plain(plain, &dir, repo_path, &tag, None);
+        let pinned = push_plain(plain, &dir, repo_path, &tag, None);
         registries.insert(image.registry.clone());
-        mirrored.insert(image.name(), repository);
+        mirrored.insert(image.name(), pinned);
     }
     let rules = registries
         .iter()
@@ -381,21 +381,12 @@ fn with_mirrored_digests(text: &str, suite: &Suite, llsds: &[Value]) -> String {
         let Some(digest) = &image.digest else {
             continue;
         };
-        let local = local_digest(suite, &image);
-        text = text.replace(digest.as_str(), &local);
+        let (_, local) = suite.mirrored[&image.name()]
+            .split_once('@')
+            .expect("a pinned reference");
+        text = text.replace(digest.as_str(), local);
     }
     text
-}
-
-/// The digest of the mirror's copy of `image` (pushed under the tag `pinned`).
-fn local_digest(suite: &Suite, image: &ImageRef) -> String {
-    let repository = &suite.mirrored[&image.name()];
-    let out = std::process::Command::new("skopeo")
-        .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
-        .arg(format!("docker://{repository}:pinned"))
-        .output()
-        .expect("skopeo");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// The problems of one stack's Deployment, compared with its manifest (v1alpha1 or v1alpha2).
@@ -460,7 +451,9 @@ fn unfaithful(suite: &Suite, ns: &str, llsd: &Value) -> Vec<String> {
     );
     // The image, pinned by digest in the mirror that holds it.
     let written = ImageRef::parse(&image_of(llsd)).expect("image");
-    let repository = &suite.mirrored[&written.name()];
+    let (repository, _) = suite.mirrored[&written.name()]
+        .split_once('@')
+        .expect("a pinned reference");
     let image = server["image"].as_str().unwrap_or_default();
     check(
         image.starts_with(&format!("{repository}@sha256:")),

@@ -33,6 +33,14 @@ pub fn legacy_replacement(name: &str) -> Option<&'static str> {
         .map(|(_, _, instead)| *instead)
 }
 
+/// The warning for a [legacy name](legacy_replacement), for admission and the status alike.
+pub fn legacy_warning(name: &str) -> Option<String> {
+    let instead = legacy_replacement(name)?;
+    Some(format!(
+        "distribution {name:?} comes from the upstream operator's catalog and is no longer built by llama-stack; in v1alpha2, {instead}"
+    ))
+}
+
 /// Names that older llama-stack releases used, that neither llama-stack 0.7 nor the upstream
 /// operator's last catalog has, with what to use instead.
 const REMOVED: &[(&str, &str)] = &[(

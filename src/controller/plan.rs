@@ -220,7 +220,13 @@ pub(super) async fn plan(
         }
     };
     let mut warnings = check_external_providers(cr, ctx)?;
-    warnings.extend(legacy_name_warning(cr));
+    warnings.extend(
+        cr.spec
+            .distribution
+            .name
+            .as_deref()
+            .and_then(llama_stack_resolver::catalog::legacy_warning),
+    );
     warnings.extend(builders::pdb_warning(cr));
     warnings.extend(builders::exposure_warning(cr, ctx.routes_available()));
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
@@ -341,16 +347,6 @@ fn image_config_warnings(cr: &LlamaStackDistribution) -> Vec<String> {
         })
         .into_iter()
         .collect()
-}
-
-/// A distribution name of the upstream operator's catalog that llama-stack no longer ships:
-/// it runs, and the user learns what replaces it.
-fn legacy_name_warning(cr: &LlamaStackDistribution) -> Option<String> {
-    let name = cr.spec.distribution.name.as_deref()?;
-    let instead = llama_stack_resolver::catalog::legacy_replacement(name)?;
-    Some(format!(
-        "distribution {name:?} comes from the upstream operator's catalog and is no longer built by llama-stack; in v1alpha2, {instead}"
-    ))
 }
 
 /// Resolves the distribution: at the deployed pin while it stands ([`pin_to_keep`]), else from

@@ -11,6 +11,7 @@ use crate::config::{FieldError, GenerateError, ProviderTable, generate, generate
 use crate::controller::builders::CONFIG_DIR;
 use crate::controller::builders::user_parts::normalized;
 use llama_stack_resolver::Catalog;
+use llama_stack_resolver::catalog::legacy_warning;
 use llama_stack_resolver::embedded::embedded_base_config;
 
 /// What admission says.
@@ -182,13 +183,19 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
     };
     verdict
         .warnings
-        .extend(legacy_warning(spec.distribution.name.as_deref()));
+        .extend(spec.distribution.name.as_deref().and_then(legacy_warning));
     match crate::external::ids::check_ids(&spec) {
         Ok(warnings) => verdict.warnings.extend(warnings),
         Err(message) => err(&mut verdict.errors, "spec.externalProviders", message),
     }
     if spec.override_config.is_some() {
-        check_config_dir_free(&spec, &mut verdict.errors);
+        if mounts_over_config_dir(&spec) {
+            err(
+                &mut verdict.errors,
+                "spec.workload.overrides.volumeMounts",
+                config_dir_taken("spec.overrideConfig"),
+            );
+        }
         return verdict;
     }
     let (base, spec_only) = match &spec.distribution.name {
@@ -244,7 +251,7 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
             e.to_string(),
         );
     }
-    verdict.warnings.extend(legacy_warning(name));
+    verdict.warnings.extend(name.and_then(legacy_warning));
     let converted = crate::convert::convert(object, "llamastack.io/v1alpha2").ok();
     let spec = converted
         .and_then(|c| c.get("spec").cloned())
@@ -256,6 +263,7 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
             message,
         );
     }
+    // Read from the object as written: a v1alpha1 object that does not convert is checked too.
     let user_config = object.pointer("/spec/server/userConfig").is_some();
     let mounts = object
         .pointer("/spec/server/podOverrides/volumeMounts")
@@ -276,40 +284,22 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
     verdict
 }
 
-/// A warning for a name of the upstream operator's catalog that llama-stack no longer builds.
-fn legacy_warning(name: Option<&str>) -> Option<String> {
-    let name = name?;
-    let instead = llama_stack_resolver::catalog::legacy_replacement(name)?;
-    Some(format!(
-        "distribution {name:?} comes from the upstream operator's catalog and is no longer built by llama-stack: it runs its image's own config; in v1alpha2, {instead}"
-    ))
-}
-
 fn config_dir_taken(field: &str) -> String {
     format!(
         "a volume mounted at {CONFIG_DIR} would hide the ConfigMap of {field}, which the operator mounts there (as the upstream operator did); mount the volume elsewhere, or put the files it holds into that ConfigMap"
     )
 }
 
-/// The user's ConfigMap is mounted at [`CONFIG_DIR`], where its own command may name it: a user
-/// volume there would make two mounts of one path.
-fn check_config_dir_free(spec: &LlamaStackDistributionSpec, errors: &mut Vec<FieldError>) {
-    let mounts = spec
-        .workload
+/// Whether a user volume is mounted at [`CONFIG_DIR`], where the user's ConfigMap is mounted
+/// (its own command may name it there): that would make two mounts of one path.
+fn mounts_over_config_dir(spec: &LlamaStackDistributionSpec) -> bool {
+    spec.workload
         .as_ref()
         .and_then(|w| w.overrides.as_ref())
-        .and_then(|o| o.volume_mounts.as_ref());
-    if mounts
+        .and_then(|o| o.volume_mounts.as_ref())
         .into_iter()
         .flatten()
         .any(|m| normalized(&m.mount_path) == CONFIG_DIR)
-    {
-        err(
-            errors,
-            "spec.workload.overrides.volumeMounts",
-            config_dir_taken("spec.overrideConfig"),
-        );
-    }
 }
 
 #[cfg(test)]

@@ -144,9 +144,7 @@ pub fn spawn_operator(
     kubeconfig: &Path,
     extra: &[&str],
 ) -> Result<OperatorProcess, Error> {
-    let mut args = vec!["--no-webhooks"];
-    args.extend_from_slice(extra);
-    spawn_run(plane, bin, name, kubeconfig, &args, &[])
+    spawn_controller(plane, bin, name, kubeconfig, extra, &[])
 }
 
 /// [`spawn_operator`] as a replica in the Pod `pod` (`POD_NAME`, as the downward API sets it in
@@ -159,9 +157,21 @@ pub fn spawn_operator_in_pod(
     pod: &str,
     extra: &[&str],
 ) -> Result<OperatorProcess, Error> {
+    spawn_controller(plane, bin, name, kubeconfig, extra, &[("POD_NAME", pod)])
+}
+
+/// `bin run --no-webhooks` with `extra` flags and `env`.
+fn spawn_controller(
+    plane: &ControlPlane,
+    bin: &Path,
+    name: &str,
+    kubeconfig: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<OperatorProcess, Error> {
     let mut args = vec!["--no-webhooks"];
     args.extend_from_slice(extra);
-    spawn_run(plane, bin, name, kubeconfig, &args, &[("POD_NAME", pod)])
+    spawn_run(plane, bin, name, kubeconfig, &args, env)
 }
 
 /// Starts `bin run` with `kubeconfig`, serving its webhooks too, on `webhook_addr` with the
