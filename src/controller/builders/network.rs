@@ -89,23 +89,30 @@ pub(super) fn network_policy(
 /// TLS by default, clients reach the server over plain HTTP (and `status.routeURL` says `http://`).
 /// A Route terminates TLS at the router: nothing to say.
 pub fn exposure_warning(cr: &LlamaStackDistribution, routes_available: bool) -> Option<String> {
-    let (ingress, _) = exposure(cr, routes_available).ok()?;
-    let rule = ingress?.spec?.rules?.into_iter().next()?;
-    Some(match rule.host {
+    if routes_available {
+        return None;
+    }
+    Some(match exposed_host(cr)? {
         None => "networking.expose: the Ingress has no host and no TLS, so any host name the ingress controller serves reaches the server over plain HTTP; set networking.expose.hostname, and TLS at the ingress controller".to_owned(),
         Some(host) => format!("networking.expose: the Ingress for {host} has no TLS section; clients reach it over plain HTTP unless the ingress controller terminates TLS for that host by default"),
     })
+}
+
+/// `networking.expose`: `None` when not exposed, else the host name asked for, if any.
+fn exposed_host(cr: &LlamaStackDistribution) -> Option<Option<String>> {
+    match cr.spec.networking.as_ref()?.expose.as_ref()? {
+        BoolOrObject::Bool(exposed) => exposed.then_some(None),
+        BoolOrObject::Object(o) if o.enabled == Some(false) => None,
+        BoolOrObject::Object(o) => Some(o.hostname.clone().filter(|h| !h.is_empty())),
+    }
 }
 
 pub(super) fn exposure(
     cr: &LlamaStackDistribution,
     routes_available: bool,
 ) -> Result<(Option<Ingress>, Option<DynamicObject>), BuildError> {
-    let hostname = match cr.spec.networking.as_ref().and_then(|n| n.expose.as_ref()) {
-        None | Some(BoolOrObject::Bool(false)) => return Ok((None, None)),
-        Some(BoolOrObject::Bool(true)) => None,
-        Some(BoolOrObject::Object(o)) if o.enabled == Some(false) => return Ok((None, None)),
-        Some(BoolOrObject::Object(o)) => o.hostname.clone().filter(|h| !h.is_empty()),
+    let Some(hostname) = exposed_host(cr) else {
+        return Ok((None, None));
     };
     let tls = cr
         .spec
