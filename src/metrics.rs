@@ -78,6 +78,7 @@ pub struct Metrics {
     durations: Family<ResultLabels, Histogram>,
     generations: Counter,
     rollouts: Counter,
+    rollbacks: Family<StuckLabels, Counter>,
     watches: Arc<WatchHealth>,
     stacks: Family<PhaseLabels, Gauge>,
     stuck: Family<StuckLabels, Gauge>,
@@ -125,6 +126,12 @@ impl Metrics {
             "Deployment writes (creations and rollouts)",
             rollouts.clone(),
         );
+        let rollbacks = Family::<StuckLabels, Counter>::default();
+        registry.register(
+            "rollbacks",
+            "Automatic rollbacks to the last Ready revision, by why the new one could not start",
+            rollbacks.clone(),
+        );
         registry.register_collector(Box::new(ResolverCollector(resolver)));
         let watch_errors = Family::<WatchLabels, Counter>::default();
         registry.register(
@@ -156,6 +163,7 @@ impl Metrics {
             durations,
             generations,
             rollouts,
+            rollbacks,
             stacks,
             stuck,
             stack_sources: StackSources::default(),
@@ -196,6 +204,15 @@ impl Metrics {
     /// Records a Deployment write.
     pub fn rollout(&self) {
         self.rollouts.inc();
+    }
+
+    /// Records an automatic rollback from a revision that could not start for `reason`.
+    pub fn rolled_back(&self, reason: &str) {
+        self.rollbacks
+            .get_or_create(&StuckLabels {
+                reason: reason.to_owned(),
+            })
+            .inc();
     }
 
     /// Counts the stacks of one more controller scope in the stack gauges.

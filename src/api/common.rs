@@ -113,6 +113,19 @@ pub struct PvcStorageSpec {
     pub mount_path: Option<String>,
 }
 
+/// What the operator does when the newest revision of a stack cannot start and nothing else
+/// serves (`workload.rollback` in v1alpha2, `server.rollback` in v1alpha1).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RollbackPolicy {
+    /// Return the Deployment to the last image and config that were Ready, name the rejected
+    /// pair in the status, and do not try it again until the spec, a referenced Secret or
+    /// ConfigMap, or the resolved image changes.
+    #[default]
+    Automatic,
+    /// Leave the new revision crash-looping until a person acts.
+    Never,
+}
+
 /// Image pull policy of an external provider image.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PullPolicy {

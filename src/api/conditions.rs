@@ -108,12 +108,21 @@ status_words! {
         /// `workload.replicas` is 0: the stack is stopped on purpose (phase Ready, nothing serves).
         ScaledToZero,
         /// The server container of a new Pod keeps exiting (CrashLoopBackOff): the server
-        /// rejects its config or cannot start; Pods of the previous revision keep serving.
+        /// rejects its config or cannot start; Pods of the previous revision, if any, keep
+        /// serving.
         ServerCrashLooping,
         /// An init container of a new Pod keeps exiting (CrashLoopBackOff), so its server never
         /// starts: an external provider's install step, the config merge or the preflight fails,
-        /// or the operator's image is broken; Pods of the previous revision keep serving.
+        /// or the operator's image is broken; Pods of the previous revision, if any, keep
+        /// serving.
         InitContainerCrashLooping,
+        /// `DeploymentUpdated` False: the newest revision could not start while nothing else
+        /// served, so the Deployment was returned to the last revision that was Ready
+        /// (`workload.rollback: Automatic`); `status.rollback.rejected` names what was rejected.
+        RolledBack,
+        /// `DeploymentUpdated` False: a rollback was due but the ReplicaSet of the last Ready
+        /// revision is gone, so the new revision keeps crash-looping.
+        RollbackNotPossible,
         /// A Pod's image cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName).
         ImagePullFailed,
         /// kubelet cannot create a container (CreateContainerConfigError, CreateContainerError),

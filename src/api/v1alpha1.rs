@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{
     AllowedFromSpec, AutoscalingSpec, CaBundleConfig, DistributionConfig, DistributionPhase,
-    DistributionType, ExternalProviderStatus, ExternalProvidersSpec, PvcStorageSpec, VersionInfo,
+    DistributionType, ExternalProviderStatus, ExternalProvidersSpec, PvcStorageSpec,
+    RollbackPolicy, VersionInfo,
 };
 
 /// Desired state of a llama-stack server (v1alpha1 layout).
@@ -108,6 +109,11 @@ pub struct ServerSpec {
     /// External providers shipped as container images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_providers: Option<ExternalProvidersSpec>,
+    /// When a new revision cannot start and no Pod of an older revision serves: `Automatic`
+    /// (default) returns to the last image and config that were Ready; `Never` leaves it to a
+    /// person (an addition of this operator; `workload.rollback` in v1alpha2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackPolicy>,
 }
 
 fn default_container_name() -> String {

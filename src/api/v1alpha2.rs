@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::common::{
     AllowedFromSpec, AutoscalingSpec, CaBundleConfig, DistributionConfig, DistributionPhase,
-    DistributionType, ExternalProviderStatus, ExternalProvidersSpec, PvcStorageSpec, VersionInfo,
+    DistributionType, ExternalProviderStatus, ExternalProvidersSpec, PvcStorageSpec,
+    RollbackPolicy, VersionInfo,
 };
 use super::polymorphic::{BoolOrObject, Described, NameOrObject, OneOrMany};
 use super::schema;
@@ -439,6 +440,17 @@ pub struct WorkloadSpec {
     /// Low-level Pod overrides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrides: Option<WorkloadOverrides>,
+    /// When a new revision cannot start (its server or an init container crash-loops, or it
+    /// is not ready within `progressDeadlineSeconds`) and no Pod of an older revision serves:
+    /// `Automatic` (default) returns to the last image and config that were Ready; `Never`
+    /// leaves it to a person. With Pods of an older revision serving, nothing is rolled back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackPolicy>,
+    /// Seconds a new revision has to become ready before its rollout counts as stalled
+    /// (the Deployment's `progressDeadlineSeconds`; Kubernetes' default is 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 86400))]
+    pub progress_deadline_seconds: Option<i32>,
 }
 
 /// A user-provided config.yaml.
@@ -555,4 +567,53 @@ pub struct LlamaStackDistributionStatus {
     /// External URL when exposed.
     #[serde(default, rename = "routeURL", skip_serializing_if = "Option::is_none")]
     pub route_url: Option<String>,
+    /// The revision rollbacks return to, and the one rejected last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackStatus>,
+}
+
+/// A revision of the server Deployment: what its Pods run.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionStatus {
+    /// The Deployment's `llamastack.io/desired-hash` for this revision (its ReplicaSet
+    /// carries the same annotation).
+    pub desired_hash: String,
+    /// Image of the server container.
+    pub image: String,
+    /// ConfigMap mounted as the server's config (none when the image runs its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<String>,
+}
+
+/// A revision that could not start and was rolled back from.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectedRevision {
+    /// The rejected revision.
+    #[serde(flatten)]
+    pub revision: RevisionStatus,
+    /// The resource's `metadata.generation` it was built from: a new generation tries again.
+    pub generation: i64,
+    /// Why it could not start (`ServerCrashLooping`, `InitContainerCrashLooping`,
+    /// `RolloutStalled`).
+    pub reason: String,
+    /// What the Pods showed, with the container's last words.
+    pub message: String,
+    /// When it was rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_at: Option<Time>,
+}
+
+/// Automatic rollback's memory, kept in the cluster so that it survives an operator restart.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackStatus {
+    /// The last revision whose every replica was Ready: what a rollback returns to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_ready: Option<RevisionStatus>,
+    /// The revision rolled back from; the operator does not try it again until the spec, a
+    /// referenced Secret or ConfigMap, or the resolved image changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<RejectedRevision>,
 }

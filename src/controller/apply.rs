@@ -17,7 +17,7 @@ use super::write::{
     Change, create_config_map, ensure, ensure_derived_secret, ensure_in, ensure_pvc,
     prune_config_maps, sync_object,
 };
-use super::{ApiError, Context, events};
+use super::{ApiError, Context, events, rollout};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
@@ -30,14 +30,18 @@ pub(super) struct Applied {
     pub(super) pvc_phase: Option<String>,
     /// Where the stack is exposed, once the Ingress or Route has an address.
     pub(super) route_url: Option<String>,
+    /// The plan's revision was rejected earlier and is held back (see `rollback`).
+    pub(super) held: bool,
 }
 
-/// Writes `desired`. `current` is the Deployment read at the start of the reconcile.
+/// Writes `desired`. `current` is the Deployment read at the start of the reconcile; with
+/// `keep_deployment` it stays as it is (a rolled-back revision held in place).
 pub(super) async fn apply(
     cr: &LlamaStackDistribution,
     ctx: &Context,
     desired: Desired,
     current: Option<&Deployment>,
+    keep_deployment: bool,
 ) -> Result<Applied, ApiError> {
     // Every field named: an object added to `Desired` must be placed in this order here.
     let Desired {
@@ -57,8 +61,12 @@ pub(super) async fn apply(
     let ns = cr.namespace().unwrap_or_default();
     let uid = cr.uid().unwrap_or_default();
     let client = &ctx.client;
+    let deployment = match current {
+        Some(current) if keep_deployment => current.clone(),
+        _ => deployment,
+    };
     // The ConfigMap the Pods mount: the generated one, or the user's `overrideConfig`.
-    let mounted_config = config_of(&deployment);
+    let mounted_config = rollout::config_of(&deployment);
     if let Some(cm) = &config_map
         && create_config_map(&Api::namespaced(client.clone(), &ns), cm).await?
     {
@@ -75,7 +83,10 @@ pub(super) async fn apply(
         Some(pvc) => Some(ensure_pvc(&Api::namespaced(client.clone(), &ns), pvc).await?),
         None => None,
     };
-    let deployment = apply_deployment(cr, ctx, deployment, current).await?;
+    let deployment = match current {
+        Some(current) if keep_deployment => Some(current.clone()),
+        _ => apply_deployment(cr, ctx, deployment, current).await?,
+    };
     let service_name = builders::service_name(cr);
     ensure_in::<Service>(client, &ns, &service_name, Some(&service), &uid).await?;
     let policy_name = builders::network_policy_name(cr);
@@ -92,6 +103,7 @@ pub(super) async fn apply(
         deployment,
         pvc_phase,
         route_url,
+        held: false,
     })
 }
 
@@ -122,8 +134,8 @@ async fn apply_deployment(
         let note = format!(
             "Deployment {} applied with image {} and config {}",
             cr.name_any(),
-            image_of(&desired),
-            config_of(&desired)
+            rollout::image_of(&desired),
+            rollout::config_of(&desired)
         );
         events::publish(ctx, cr, EventType::Normal, reason, note).await;
     }
@@ -152,32 +164,6 @@ async fn expose(
         }
     }
     Ok(url)
-}
-
-fn image_of(d: &Deployment) -> String {
-    d.spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|p| p.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default()
-}
-
-fn config_of(d: &Deployment) -> String {
-    d.spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|p| p.volumes.as_ref())
-        .and_then(|v| {
-            v.iter().find(|v| {
-                v.name
-                    .trim_start_matches(builders::user_parts::RENAMED_PREFIX)
-                    == builders::volumes::CONFIG
-            })
-        })
-        .and_then(|v| v.config_map.as_ref())
-        .map(|c| c.name.clone())
-        .unwrap_or_default()
 }
 
 /// `http://<host or load balancer>` of an Ingress; empty until it has an address.
@@ -219,7 +205,10 @@ async fn prune_when_rollout_settles(
         return Ok(());
     }
     let ns = cr.namespace().unwrap_or_default();
-    prune_config_maps(&ctx.client, &ns, &cr.name_any(), config_map).await?;
+    // The last Ready revision's config stays while a rollback may return to it.
+    let last_ready = super::rollback::memory(cr).last_ready;
+    let keep = last_ready.as_ref().and_then(|r| r.config_map.as_deref());
+    prune_config_maps(&ctx.client, &ns, &cr.name_any(), config_map, keep).await?;
     ctx.pruned(&key, (generation, settled));
     Ok(())
 }

@@ -131,12 +131,24 @@ impl Conditions {
             .map(|c| c.reason.as_str())
     }
 
-    /// The reason of the first `False` spec condition (for metrics).
+    /// The reason of the first `False` spec condition, or of a rollback (for metrics).
     pub fn failure_reason(&self) -> Option<String> {
         SPEC_CONDITIONS
             .iter()
             .find_map(|t| self.failure_reason_of(*t))
+            .or_else(|| self.rollback_reason())
             .map(str::to_owned)
+    }
+
+    /// `RolledBack` or `RollbackNotPossible`, when `DeploymentUpdated` says so: the spec's
+    /// revision cannot run, so the phase is `Failed` even while the old revision serves.
+    pub fn rollback_reason(&self) -> Option<&str> {
+        self.failure_reason_of(ConditionType::DeploymentUpdated)
+            .filter(|r| {
+                [Reason::RolledBack, Reason::RollbackNotPossible]
+                    .iter()
+                    .any(|x| x.as_str() == *r)
+            })
     }
 
     /// The conditions, sorted by type (a stable order: no status write for a reordering).
@@ -156,7 +168,8 @@ pub fn phase(conditions: &Conditions, has_deployment: bool, ready: bool) -> Dist
             == Some(Reason::ExternalProviderFailed.as_str())
         || conditions
             .failure_reason_of(ConditionType::DeploymentReady)
-            .is_some_and(|r| super::rollout::TROUBLE.iter().any(|t| t.as_str() == r));
+            .is_some_and(|r| super::rollout::TROUBLE.iter().any(|t| t.as_str() == r))
+        || conditions.rollback_reason().is_some();
     if failed {
         DistributionPhase::Failed
     } else if !has_deployment {

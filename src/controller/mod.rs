@@ -22,6 +22,7 @@ mod plan;
 mod prune_marks;
 mod recent_writes;
 mod reconcile;
+mod rollback;
 mod rollout;
 mod secret_mask;
 mod server_info;

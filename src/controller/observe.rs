@@ -1,7 +1,7 @@
 //! The observe step: reads what runs, for the status. The Deployment is read once at the start
 //! of a reconcile (the apply step reuses it); the server Pods only when the status needs them.
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
@@ -43,6 +43,20 @@ pub(super) async fn server_pods(
         .await
         .map_err(api_err(format!("list the Pods of {ns}/{name}")))?;
     Ok(Some(pods.items))
+}
+
+/// The ReplicaSets of the stack's Deployment (its revisions), for a rollback.
+pub(super) async fn replica_sets(
+    cr: &LlamaStackDistribution,
+    ctx: &Context,
+) -> Result<Vec<ReplicaSet>, ApiError> {
+    let ns = cr.namespace().unwrap_or_default();
+    let name = cr.name_any();
+    let sets = Api::<ReplicaSet>::namespaced(ctx.client.clone(), &ns)
+        .list(&ListParams::default().labels(&owned_by_selector(&name)))
+        .await
+        .map_err(api_err(format!("list the ReplicaSets of {ns}/{name}")))?;
+    Ok(sets.items)
 }
 
 /// What the server of a Ready stack says about itself, when it is due to be read (see

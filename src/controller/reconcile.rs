@@ -1,7 +1,8 @@
 //! One reconcile of a LlamaStackDistribution, as named steps:
 //!
 //! plan (resolve + generate) → dereference (Secrets, connection strings, CA bundle) → build
-//! (every owned object, pure) → apply (only what differs) → observe (what runs) → status.
+//! (every owned object, pure) → apply (only what differs) → observe (what runs) → rollback
+//! judgement (a revision that cannot start while nothing serves) → status.
 //!
 //! A problem the user must fix stops the pipeline before anything is written: the running
 //! Deployment stays exactly as it was and a condition says why.
@@ -17,6 +18,7 @@ use tracing::Instrument;
 use super::apply::{Applied, apply};
 use super::builders::{self, Inputs};
 use super::conditions::Blocked;
+use super::rollback::{self, Verdict};
 use super::status::Report;
 use super::{Context, Error, dereference, observe, plan};
 use crate::api::v1alpha2::LlamaStackDistribution;
@@ -25,6 +27,8 @@ use crate::api::v1alpha2::LlamaStackDistribution;
 const RESYNC: Duration = Duration::from_secs(300);
 /// A rollout in progress: look again this often.
 const RETRY_ROLLOUT: Duration = Duration::from_secs(10);
+/// A revision was just rejected: restore the last Ready one this soon.
+const ROLL_BACK: Duration = Duration::from_secs(1);
 
 /// Reconciles one LlamaStackDistribution, and records it in the metrics.
 pub async fn reconcile(
@@ -85,6 +89,23 @@ async fn reconcile_once(
         report.external_providers(cr, pods.as_deref().filter(|_| with_providers));
     }
     let ready = report.workload(cr, deployment.as_ref(), applied.as_ref(), pods.as_deref());
+    let mut rolled_back = false;
+    if let Some(observed) = deployment
+        .as_ref()
+        .filter(|_| applied.as_ref().is_some_and(|a| !a.held))
+    {
+        match rollback::judge(cr, observed, pods.as_deref().unwrap_or_default()) {
+            Verdict::Steady => {}
+            Verdict::Ready(revision) => report.revision_ready(revision),
+            Verdict::RollBack(rejected) => {
+                if let Some(last_ready) = rollback::memory(cr).last_ready {
+                    ctx.metrics.rolled_back(&rejected.reason);
+                    report.rolled_back(rejected, &last_ready);
+                    rolled_back = true;
+                }
+            }
+        }
+    }
     let serving = deployment
         .as_ref()
         .filter(|d| ready && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0);
@@ -98,6 +119,11 @@ async fn reconcile_once(
         .await
         .map_err(Error::Status)?;
     let mut requeue = retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT });
+    if rolled_back {
+        // The rejection is stored; the next reconcile returns the Deployment to the last Ready
+        // revision (the status write's watch event usually comes first).
+        requeue = ROLL_BACK;
+    }
     if let Some(again) = cr
         .uid()
         .and_then(|uid| ctx.servers.retry_in(&uid))
@@ -161,11 +187,39 @@ async fn converge(
             .and_then(|s| s.selector.match_labels.as_ref()),
         derived: Some(&derived),
     };
-    let desired = builders::desired(cr, &inputs)?;
-    let applied = apply(cr, ctx, desired, current)
+    let mut desired = builders::desired(cr, &inputs)?;
+    let planned_hash = rollback::desired_hash(&desired.deployment)
+        .unwrap_or_default()
+        .to_owned();
+    let held = rollback::held(cr, &planned_hash);
+    let mut keep_deployment = false;
+    let mut restorable = true;
+    if let Some((_, last_ready)) = &held {
+        if current.and_then(rollback::desired_hash) == Some(last_ready.desired_hash.as_str()) {
+            keep_deployment = true;
+        } else {
+            let sets = observe::replica_sets(cr, ctx)
+                .await
+                .map_err(Error::Observe)?;
+            let restored = rollback::replica_set_of(&sets, &last_ready.desired_hash)
+                .and_then(|rs| rollback::restored(desired.deployment.clone(), rs));
+            match restored {
+                Some(deployment) => desired.deployment = deployment,
+                // Nothing to return to: the plan is applied and the status says why it fails.
+                None => restorable = false,
+            }
+        }
+    }
+    let mut applied = apply(cr, ctx, desired, current, keep_deployment)
         .await
         .map_err(Error::Apply)?;
     report.config_applied(cr, &planned);
     report.distributions(cr, ctx.resolver().catalog());
+    match &held {
+        Some((rejected, last_ready)) if restorable => report.hold(rejected, last_ready),
+        Some((rejected, last_ready)) => report.rollback_not_possible(rejected, last_ready),
+        None => report.rejection_lifted(),
+    }
+    applied.held = held.is_some();
     Ok(Ok(applied))
 }

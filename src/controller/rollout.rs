@@ -78,7 +78,8 @@ pub fn trouble(deployment: &Deployment, pods: &[Pod]) -> Option<Trouble> {
         .or_else(|| stalled(deployment))
 }
 
-fn stalled(deployment: &Deployment) -> Option<Trouble> {
+/// The Deployment's own verdict that the rollout made no progress in its deadline.
+pub fn stalled(deployment: &Deployment) -> Option<Trouble> {
     let progressing = deployment
         .status
         .as_ref()?
@@ -159,7 +160,7 @@ fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Opti
                 reason,
                 message: format!(
                     "{what} {name} of Pod {pod} keeps exiting (exit code {exit}, {} restarts){consequence}{note}; \
-                     Pods of the previous revision keep serving. See `kubectl logs {pod} -c {name} --previous`",
+                     Pods of a previous revision, if any, keep serving. See `kubectl logs {pod} -c {name} --previous`",
                     container.restart_count
                 ),
             })
@@ -178,6 +179,34 @@ fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Opti
         }),
         _ => None,
     }
+}
+
+/// The image of the server container of `d`.
+pub fn image_of(d: &Deployment) -> String {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+/// The ConfigMap `d` mounts as the server's config (empty when the image runs its own).
+pub fn config_of(d: &Deployment) -> String {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.volumes.as_ref())
+        .and_then(|v| {
+            v.iter().find(|v| {
+                v.name
+                    .trim_start_matches(crate::controller::builders::user_parts::RENAMED_PREFIX)
+                    == crate::controller::builders::volumes::CONFIG
+            })
+        })
+        .and_then(|v| v.config_map.as_ref())
+        .map(|c| c.name.clone())
+        .unwrap_or_default()
 }
 
 /// At most [`MESSAGE_LIMIT`] bytes of `text`, on one line.

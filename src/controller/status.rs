@@ -17,14 +17,14 @@ use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Mount, Planned};
 use super::recent_writes;
 use super::server_info::ServerInfo;
-use super::{ApiError, Context, api_err, events, rollout};
+use super::{ApiError, Context, api_err, events, rollback, rollout};
 use crate::api::common::{
     DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
 };
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{
-    ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus,
-    ResolvedDistributionStatus,
+    ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus, RejectedRevision,
+    ResolvedDistributionStatus, RevisionStatus,
 };
 
 /// The status being assembled during one reconcile, starting from the stored one.
@@ -280,6 +280,53 @@ impl Report {
             self.status.route_url = route_url;
         }
         ready
+    }
+
+    /// Remembers `revision` as the last one whose every replica was Ready (what a rollback
+    /// returns to).
+    pub(super) fn revision_ready(&mut self, revision: RevisionStatus) {
+        let memory = self.status.rollback.get_or_insert_with(Default::default);
+        memory.last_ready = Some(revision);
+    }
+
+    /// Records that the newest revision was rejected: the Deployment returns to `last_ready`
+    /// in the next reconcile (the status is written first, so a restart in between finishes
+    /// the rollback instead of forgetting it).
+    pub(super) fn rolled_back(&mut self, rejected: RejectedRevision, last_ready: &RevisionStatus) {
+        self.hold(&rejected, last_ready);
+        let memory = self.status.rollback.get_or_insert_with(Default::default);
+        memory.rejected = Some(rejected);
+    }
+
+    /// Says, in `DeploymentUpdated`, that a rejected revision is held back.
+    pub(super) fn hold(&mut self, rejected: &RejectedRevision, last_ready: &RevisionStatus) {
+        self.conditions.set(
+            ConditionType::DeploymentUpdated,
+            false,
+            Reason::RolledBack,
+            rollback::held_message(rejected, last_ready),
+        );
+    }
+
+    /// Says that a rollback was due and the last Ready revision's ReplicaSet is gone.
+    pub(super) fn rollback_not_possible(
+        &mut self,
+        rejected: &RejectedRevision,
+        last_ready: &RevisionStatus,
+    ) {
+        self.conditions.set(
+            ConditionType::DeploymentUpdated,
+            false,
+            Reason::RollbackNotPossible,
+            rollback::impossible_message(rejected, last_ready),
+        );
+    }
+
+    /// Forgets a rejection that no longer stands (the plan built another revision).
+    pub(super) fn rejection_lifted(&mut self) {
+        if let Some(memory) = self.status.rollback.as_mut() {
+            memory.rejected = None;
+        }
     }
 
     /// Records what the running server said (or that it did not answer: the last answer stays).

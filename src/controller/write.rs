@@ -264,12 +264,14 @@ fn bytes(quantity: &str) -> Option<u128> {
 }
 
 /// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
-/// ReplicaSet still mounts (a rollout in progress).
+/// ReplicaSet still mounts (a rollout in progress) and `keep` (the last Ready revision's, which
+/// a rollback returns to).
 pub(super) async fn prune_config_maps(
     client: &kube::Client,
     ns: &str,
     name: &str,
     current: &str,
+    keep: Option<&str>,
 ) -> Result<(), ApiError> {
     let lp = ListParams::default().labels(&owned_by_selector(name));
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
@@ -309,7 +311,7 @@ pub(super) async fn prune_config_maps(
     });
     for old in generated.iter().skip(KEEP_CONFIG_MAPS) {
         let old_name = old.name_any();
-        if !in_use.contains(&old_name) {
+        if !in_use.contains(&old_name) && keep != Some(old_name.as_str()) {
             cms.delete(&old_name, &DeleteParams::default())
                 .await
                 .map_err(api_err(format!("delete ConfigMap {ns}/{old_name}")))?;

@@ -285,6 +285,7 @@ const FIELD_MAP: &[(&[&str], &[&str])] = &[
         &["workload", "topologySpreadConstraints"],
     ),
     (&["server", "autoscaling"], &["workload", "autoscaling"]),
+    (&["server", "rollback"], &["workload", "rollback"]),
     (&["server", "storage"], &["workload", "storage"]),
     (
         &["server", "userConfig", "configMapName"],

@@ -65,8 +65,6 @@ pub fn spawn_tied(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::free_port;
-
     /// The kernel's ephemeral range, where it picks ports for `bind(":0")` and outgoing connections.
     fn ephemeral_range() -> std::ops::RangeInclusive<u16> {
         let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
@@ -81,7 +79,9 @@ mod tests {
     #[test]
     fn ports_for_children_are_outside_the_ephemeral_range_and_never_repeat() {
         let ephemeral = ephemeral_range();
-        let ports: Vec<u16> = (0..200).map(|_| free_port().expect("free port")).collect();
+        let ports: Vec<u16> = (0..200)
+            .map(|_| super::free_port().expect("free port"))
+            .collect();
         let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
         assert_eq!(
             distinct.len(),

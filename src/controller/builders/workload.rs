@@ -391,6 +391,9 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
         // A ReadWriteOnce volume cannot be attached to the old and the new Pod at once.
         spec["strategy"] = json!({"type": "Recreate"});
     }
+    if let Some(seconds) = workload.progress_deadline_seconds {
+        spec["progressDeadlineSeconds"] = json!(seconds);
+    }
     stamped(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": metadata(cr, &name_of(cr)),

@@ -1,0 +1,225 @@
+//! Automatic rollback, as pure decisions: when the newest revision of a stack cannot start and
+//! no Pod of an older revision serves (a stack with storage rolls with `Recreate`; a drained
+//! node, a scale from zero), return the Deployment to the last revision that was Ready.
+//!
+//! The memory lives in `status.rollback` (so an operator restart forgets nothing): `lastReady`
+//! is recorded whenever a revision has every replica Ready; `rejected` when a revision is rolled
+//! back from. The last Ready revision is restored from its ReplicaSet, the way `kubectl rollout
+//! undo` does it: Kubernetes copies the Deployment's annotations, the operator's desired hash
+//! among them, to the ReplicaSet of each revision, and keeps that ReplicaSet (scaled to zero) in
+//! the Deployment's history.
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+
+use super::builders::DESIRED_HASH;
+use super::rollout;
+use crate::api::common::RollbackPolicy;
+use crate::api::conditions::Reason;
+use crate::api::v1alpha2::{
+    LlamaStackDistribution, RejectedRevision, RevisionStatus, RollbackStatus,
+};
+
+/// The troubles that mean a revision cannot start (rather than wait for a node, an image or a
+/// registry): a crash loop of the server or of an init container, or a rollout past its
+/// progress deadline.
+const CANNOT_START: [Reason; 3] = [
+    Reason::ServerCrashLooping,
+    Reason::InitContainerCrashLooping,
+    Reason::RolloutStalled,
+];
+
+/// The label the Deployment controller adds to each revision's Pod template.
+const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
+/// What an observed Deployment means for the rollback memory.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Verdict {
+    /// Nothing to record or do.
+    Steady,
+    /// A revision other than the remembered one has every replica Ready: remember it.
+    Ready(RevisionStatus),
+    /// The newest revision cannot start and nothing serves: reject it, return to the last Ready.
+    RollBack(RejectedRevision),
+}
+
+/// The stack's rollback policy (`Automatic` unless the spec says `Never`).
+pub(super) fn policy(cr: &LlamaStackDistribution) -> RollbackPolicy {
+    cr.spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.rollback)
+        .unwrap_or_default()
+}
+
+/// The rollback memory in the stored status.
+pub(super) fn memory(cr: &LlamaStackDistribution) -> RollbackStatus {
+    cr.status
+        .as_ref()
+        .and_then(|s| s.rollback.clone())
+        .unwrap_or_default()
+}
+
+/// The operator's desired hash of a Deployment or a ReplicaSet.
+pub(super) fn desired_hash<K: ResourceExt>(object: &K) -> Option<&str> {
+    object.annotations().get(DESIRED_HASH).map(String::as_str)
+}
+
+/// The revision `deployment` runs, when the operator wrote it.
+pub(super) fn revision_of(deployment: &Deployment) -> Option<RevisionStatus> {
+    let config = rollout::config_of(deployment);
+    Some(RevisionStatus {
+        desired_hash: desired_hash(deployment)?.to_owned(),
+        image: rollout::image_of(deployment),
+        config_map: Some(config).filter(|c| !c.is_empty()),
+    })
+}
+
+/// The rejection that still stands for the revision the plan built (`desired_hash`), and the
+/// revision to hold instead: the plan's revision was rolled back from and neither the spec (the
+/// generation) nor anything it is built from (the hash covers the image, the config and the
+/// referenced Secrets) changed since. `None` means: apply the plan.
+pub(super) fn held(
+    cr: &LlamaStackDistribution,
+    desired_hash: &str,
+) -> Option<(RejectedRevision, RevisionStatus)> {
+    if policy(cr) == RollbackPolicy::Never {
+        return None;
+    }
+    let RollbackStatus {
+        last_ready,
+        rejected,
+    } = memory(cr);
+    let (rejected, last_ready) = (rejected?, last_ready?);
+    let stands = rejected.revision.desired_hash == desired_hash
+        && Some(rejected.generation) == cr.metadata.generation
+        && last_ready.desired_hash != desired_hash;
+    stands.then_some((rejected, last_ready))
+}
+
+/// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a
+/// rollout is not complete).
+pub(super) fn judge(cr: &LlamaStackDistribution, deployment: &Deployment, pods: &[Pod]) -> Verdict {
+    let Some(revision) = revision_of(deployment) else {
+        return Verdict::Steady;
+    };
+    let last_ready = memory(cr).last_ready;
+    let remembered = last_ready
+        .as_ref()
+        .is_some_and(|l| l.desired_hash == revision.desired_hash);
+    let desired = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let status = deployment.status.clone().unwrap_or_default();
+    let available = status.available_replicas.unwrap_or(0);
+    if rollout::complete(deployment) {
+        return if desired > 0 && !remembered {
+            Verdict::Ready(revision)
+        } else {
+            Verdict::Steady
+        };
+    }
+    let observed =
+        status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
+    let due = policy(cr) == RollbackPolicy::Automatic
+        && last_ready.is_some()
+        && !remembered
+        && desired > 0
+        && available == 0
+        && observed;
+    if !due {
+        return Verdict::Steady;
+    }
+    let cause = rollout::trouble(deployment, pods)
+        .filter(|t| CANNOT_START.contains(&t.reason))
+        .or_else(|| rollout::stalled(deployment));
+    match cause {
+        Some(trouble) => Verdict::RollBack(RejectedRevision {
+            revision,
+            generation: cr.metadata.generation.unwrap_or_default(),
+            reason: trouble.reason.as_str().to_owned(),
+            message: trouble.message,
+            rejected_at: Some(Time(jiff::Timestamp::now())),
+        }),
+        None => Verdict::Steady,
+    }
+}
+
+/// The message of `DeploymentUpdated` while a rejected revision is held back: the same text
+/// every reconcile (no status write at rest).
+pub(super) fn held_message(rejected: &RejectedRevision, last_ready: &RevisionStatus) -> String {
+    format!(
+        "the new revision ({}) could not start while nothing else served ({}: {}); the Deployment \
+         was returned to the last revision that was Ready ({}). The rejected revision is not tried \
+         again until the spec, a referenced Secret or ConfigMap, or the resolved image changes",
+        describe(&rejected.revision),
+        rejected.reason,
+        rejected.message,
+        describe(last_ready)
+    )
+}
+
+/// The message of `DeploymentUpdated` when a rollback was due and cannot be made.
+pub(super) fn impossible_message(
+    rejected: &RejectedRevision,
+    last_ready: &RevisionStatus,
+) -> String {
+    format!(
+        "the new revision ({}) could not start while nothing else served ({}: {}), and the \
+         ReplicaSet of the last revision that was Ready ({}) is gone, so there is nothing to return \
+         to; fix the spec",
+        describe(&rejected.revision),
+        rejected.reason,
+        rejected.message,
+        describe(last_ready)
+    )
+}
+
+fn describe(revision: &RevisionStatus) -> String {
+    match &revision.config_map {
+        Some(config) => format!("image {}, config {config}", revision.image),
+        None => format!("image {}, the image's own config", revision.image),
+    }
+}
+
+/// Of a Deployment's ReplicaSets, the one of the revision with `desired_hash`.
+pub(super) fn replica_set_of<'a>(
+    replica_sets: &'a [ReplicaSet],
+    desired_hash: &str,
+) -> Option<&'a ReplicaSet> {
+    replica_sets
+        .iter()
+        .filter(|rs| self::desired_hash(*rs) == Some(desired_hash))
+        // Should two carry it (a template changed by hand), the newest revision is the one that ran.
+        .max_by_key(|rs| revision_number(rs))
+}
+
+fn revision_number(rs: &ReplicaSet) -> i64 {
+    rs.annotations()
+        .get("deployment.kubernetes.io/revision")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The planned Deployment (`desired`: its replicas, strategy and metadata follow the spec) with
+/// the Pod template of `replica_set` and the desired hash of that revision: what `kubectl
+/// rollout undo` would write. `None` when the ReplicaSet has no template.
+pub(super) fn restored(mut desired: Deployment, replica_set: &ReplicaSet) -> Option<Deployment> {
+    let hash = desired_hash(replica_set)?.to_owned();
+    let mut template = replica_set.spec.as_ref()?.template.clone()?;
+    if let Some(labels) = template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+        labels.remove(POD_TEMPLATE_HASH);
+    }
+    desired.spec.as_mut()?.template = template;
+    desired
+        .annotations_mut()
+        .insert(DESIRED_HASH.to_owned(), hash);
+    Some(desired)
+}
+
+#[cfg(test)]
+mod tests;
