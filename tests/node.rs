@@ -12,8 +12,12 @@
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "node/rollback.rs"]
+mod rollback;
+
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use libtest_mimic::Failed;
@@ -54,9 +58,32 @@ struct Env {
     plane: ControlPlane,
     _registries: Registries,
     node: RealNode,
-    _operator: OperatorProcess,
+    /// The operator; stopped and started again by the check that restarts it.
+    operator: Mutex<Option<OperatorProcess>>,
+    /// How the operator was started: its webhook address and flags.
+    operator_launch: (String, Vec<String>),
     images: Images,
-    _work: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+/// Starts the e2e operator with its webhooks on `webhook_addr`, the certificates in `work`.
+fn start_operator(
+    plane: &ControlPlane,
+    work: &Path,
+    (webhook_addr, flags): &(String, Vec<String>),
+) -> Result<OperatorProcess, String> {
+    let bin = Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    spawn_operator_with_webhooks(
+        plane,
+        bin,
+        "e2e",
+        &plane.kubeconfig,
+        webhook_addr,
+        work,
+        &flags,
+    )
+    .map_err(|e| e.to_string())
 }
 
 fn prepare() -> Result<Env, String> {
@@ -89,21 +116,17 @@ fn prepare() -> Result<Env, String> {
         }],
     )
     .map_err(|e| e.to_string())?;
-    let bin = Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
-    let ca_flag = format!("--registry-ca-file={}", ca_file.display());
-    let operator_image_flag = format!("--operator-image={}", images.operator);
     let webhook_addr = format!("127.0.0.1:{}", free_port().map_err(|e| e.to_string())?);
     let webhook_ca = webhook_certificates(work.path())?;
-    let operator = spawn_operator_with_webhooks(
-        &plane,
-        bin,
-        "e2e",
-        &plane.kubeconfig,
-        &webhook_addr,
-        work.path(),
-        &[&ca_flag, "--no-reference-checks", &operator_image_flag],
-    )
-    .map_err(|e| e.to_string())?;
+    let operator_launch = (
+        webhook_addr.clone(),
+        vec![
+            format!("--registry-ca-file={}", ca_file.display()),
+            "--no-reference-checks".to_owned(),
+            format!("--operator-image={}", images.operator),
+        ],
+    );
+    let operator = start_operator(&plane, work.path(), &operator_launch)?;
     convert_through(
         &plane,
         &format!("https://{webhook_addr}/convert"),
@@ -113,13 +136,32 @@ fn prepare() -> Result<Env, String> {
         plane,
         _registries: regs,
         node,
-        _operator: operator,
+        operator: Mutex::new(Some(operator)),
+        operator_launch,
         images,
-        _work: work,
+        work,
     })
 }
 
 impl Env {
+    /// Stops the operator (SIGTERM, as a rolling update of its Deployment does).
+    fn stop_operator(&self) {
+        drop(
+            self.operator
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+    }
+
+    /// Starts the operator again. Only from the main thread (the last check): the process is
+    /// tied to the thread that starts it.
+    fn restart_operator(&self) -> Result<(), Failed> {
+        let operator = start_operator(&self.plane, self.work.path(), &self.operator_launch)?;
+        *self.operator.lock().unwrap_or_else(|p| p.into_inner()) = Some(operator);
+        Ok(())
+    }
+
     fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {
         support::operator::kubectl(&self.plane, args, stdin)
             .map_err(|e| Failed::from(e.to_string()))
@@ -612,7 +654,7 @@ fn unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them(
         "spec": {"server": {"distribution": {"image": env.images.plain},
             "containerSpec": {"port": 8321, "resources": resources}}}});
     // The image's config with another provider id, so the server proves which config it runs.
-    let baked = std::fs::read_to_string(env._work.path().join("distribution-config.yaml"))?;
+    let baked = std::fs::read_to_string(env.work.path().join("distribution-config.yaml"))?;
     assert!(
         baked.contains(BAKED_PROVIDER),
         "the image's config names {BAKED_PROVIDER}"
@@ -890,6 +932,10 @@ fn main() -> ExitCode {
                 an_image_the_node_cannot_pull_is_named_in_the_status,
             ),
             (
+                "a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_never",
+                rollback::a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_never,
+            ),
+            (
                 "tls_serving_through_the_service",
                 tls_serving_through_the_service,
             ),
@@ -900,6 +946,9 @@ fn main() -> ExitCode {
         ]),
         "the real node",
         prepare,
-        None,
+        Some((
+            "an_operator_restarted_mid_crash_loop_still_rolls_back",
+            rollback::an_operator_restarted_mid_crash_loop_still_rolls_back,
+        )),
     )
 }

@@ -24,7 +24,8 @@ fn full_v1() -> Value {
                 "storage": {"size": "10Gi", "mountPath": "/.llama"},
                 "userConfig": {"configMapName": "cfg", "configMapNamespace": "other"},
                 "tlsConfig": {"caBundle": {"configMapName": "ca", "configMapKeys": ["a.crt"]}},
-                "externalProviders": {"safety": [{"providerId": "p", "image": "i", "imagePullPolicy": "Always", "config": {"k": 1}}]}
+                "externalProviders": {"safety": [{"providerId": "p", "image": "i", "imagePullPolicy": "Always", "config": {"k": 1}}]},
+                "rollback": "Never"
             },
             "network": {"exposeRoute": true, "allowedFrom": {"namespaces": ["*"], "labels": ["l"]}}
         },
@@ -48,12 +49,16 @@ fn full_v2() -> Value {
                 "expose": {"hostname": "h.example.com"}, "allowedFrom": {"namespaces": ["a"]}},
             "workload": {"replicas": 1, "workers": 2, "resources": {"limits": {"memory": "4Gi"}}, "autoscaling": {"maxReplicas": 4},
                 "storage": {}, "podDisruptionBudget": {"minAvailable": 1}, "topologySpreadConstraints": [],
-                "overrides": {"serviceAccountName": "sa", "env": [], "command": ["c"], "args": ["a"], "volumes": [], "volumeMounts": [], "terminationGracePeriodSeconds": 5}},
+                "overrides": {"serviceAccountName": "sa", "env": [], "command": ["c"], "args": ["a"], "volumes": [], "volumeMounts": [], "terminationGracePeriodSeconds": 5},
+                "rollback": "Automatic", "progressDeadlineSeconds": 120},
             "externalProviders": {"inference": [{"providerId": "e", "image": "i", "imagePullPolicy": "IfNotPresent"}]},
             "overrideConfig": {"configMapName": "cfg"}
         },
         "status": {"phase": "Ready", "resolvedDistribution": {"image": "quay.io/x/y@sha256:00", "configSource": "oci-label"},
-            "configGeneration": {"configMapName": "s-config-0000", "providerCount": 2}, "availableReplicas": 1}
+            "configGeneration": {"configMapName": "s-config-0000", "providerCount": 2}, "availableReplicas": 1,
+            "rollback": {"lastReady": {"desiredHash": "h1", "image": "quay.io/x/y@sha256:00", "configMap": "s-config-0000"},
+                "rejected": {"desiredHash": "h2", "image": "quay.io/x/y@sha256:11", "generation": 4,
+                    "reason": "ServerCrashLooping", "message": "m"}}}
     })
 }
 
@@ -89,6 +94,7 @@ fn migration_table() {
     assert_eq!(s["networking"]["expose"], true);
     assert_eq!(s["networking"]["allowedFrom"]["namespaces"], json!(["*"]));
     assert_eq!(s["externalProviders"]["safety"][0]["providerId"], "p");
+    assert_eq!(s["workload"]["rollback"], "Never");
     let carried: Value = serde_json::from_str(
         v2["metadata"]["annotations"][V1ALPHA1_FIELDS]
             .as_str()
@@ -132,6 +138,12 @@ fn v1alpha2_only_fields_ride_in_the_annotation() {
     assert_eq!(
         carried["status"]["resolvedDistribution"]["configSource"],
         "oci-label"
+    );
+    assert_eq!(v1["spec"]["server"]["rollback"], "Automatic");
+    assert_eq!(carried["spec"]["workload"]["progressDeadlineSeconds"], 120);
+    assert_eq!(
+        carried["status"]["rollback"]["rejected"]["desiredHash"],
+        "h2"
     );
     assert_eq!(
         v1["status"],

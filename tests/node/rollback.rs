@@ -1,0 +1,256 @@
+//! Automatic rollback on the real node: a stack with storage rolls with `Recreate`, so while a
+//! new revision starts nothing else serves. A config the server rejects must not leave it down.
+
+use std::time::{Duration, Instant};
+
+use libtest_mimic::Failed;
+use serde_json::{Value, json};
+
+use super::support::node_stack::slim_spec;
+use super::{
+    Env, condition, eventually, provider_ids, registry_host, service_address, wait_for_reason,
+};
+
+/// A config llama-stack 0.7.3 refuses at start-up (`max_tokens` must be an integer).
+const REJECTED: &str = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
+
+/// How long a held rollback is watched for a retry of the rejected revision (longer than the
+/// reconciles a status write, an annotation and the rollout requeue cause).
+const HOLD: Duration = Duration::from_secs(20);
+
+/// Creates `ns/name` with a data volume (a hostPath PersistentVolume made for it, as a cluster
+/// without a provisioner needs) and inference provider `id`; returns its Service address once
+/// it serves.
+fn stack_with_storage(env: &Env, ns: &str, name: &str, id: &str) -> Result<String, Failed> {
+    env.namespace(ns, registry_host(&env.images.base64))?;
+    let dir = env.work.path().join(format!("pv-{ns}"));
+    std::fs::create_dir_all(&dir)?;
+    // The server runs as an unprivileged user, and fsGroup does not reach a hostPath volume.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
+    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": format!("pv-{ns}")},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+            "claimRef": {"namespace": ns, "name": format!("{name}-pvc")},
+            "hostPath": {"path": dir.display().to_string(), "type": "Directory"}}});
+    env.kubectl(&["create", "-f", "-"], Some(&pv.to_string()))?;
+    let mut spec = slim_spec(&env.images.base64, id);
+    spec["workload"]["storage"] = json!({});
+    env.create_v1alpha2(ns, name, spec)?;
+    env.wait_ready(ns, name)?;
+    let address = service_address(env, ns, name)?;
+    assert_eq!(provider_ids(&address)?, [id]);
+    Ok(address)
+}
+
+fn create_rejected_config(env: &Env, ns: &str) -> Result<(), Failed> {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rejected", "namespace": ns},
+        "data": {"config.yaml": REJECTED}});
+    env.kubectl(&["create", "-f", "-"], Some(&cm.to_string()))?;
+    Ok(())
+}
+
+fn patch(env: &Env, ns: &str, name: &str, patch: &Value) -> Result<(), Failed> {
+    env.kubectl(
+        &[
+            "patch",
+            "llsd",
+            name,
+            "-n",
+            ns,
+            "--type",
+            "merge",
+            "-p",
+            &patch.to_string(),
+        ],
+        None,
+    )?;
+    Ok(())
+}
+
+/// Switches `ns/name` to the ConfigMap the server rejects.
+fn apply_rejected_config(env: &Env, ns: &str, name: &str, extra: Value) -> Result<(), Failed> {
+    let mut change = json!({"spec": {"providers": null, "disabled": null,
+        "overrideConfig": {"configMapName": "rejected"}}});
+    if let (Some(change), Value::Object(extra)) = (change["spec"].as_object_mut(), extra) {
+        change.extend(extra);
+    }
+    patch(env, ns, name, &change)
+}
+
+/// The ConfigMap the Deployment's Pods mount as their config, and its desired hash.
+fn deployed(env: &Env, ns: &str, name: &str) -> Result<(String, String), Failed> {
+    let d = env.json(&["get", "deployment", name, "-n", ns])?;
+    let config = d["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == "config")
+        .map(|v| {
+            v["configMap"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .unwrap_or_default();
+    let hash = d["metadata"]["annotations"]["llamastack.io/desired-hash"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok((config, hash))
+}
+
+/// Waits for the Deployment to carry the rejected ConfigMap (the operator applied it).
+fn wait_deployed_rejected(env: &Env, ns: &str, name: &str) -> Result<(), Failed> {
+    eventually("the rejected config in the Deployment", || {
+        Ok(deployed(env, ns, name)?.0 == "rejected")
+    })
+}
+
+/// Checks the status and Events of a stack rolled back from the rejected config, and that the
+/// rejected revision is not tried again; returns the status.
+fn rolled_back_and_held(
+    env: &Env,
+    ns: &str,
+    name: &str,
+    address: &str,
+    serving: &str,
+) -> Result<Value, Failed> {
+    let status = wait_for_reason(env, ns, name, "DeploymentUpdated", "RolledBack")?;
+    let rejected = &status["rollback"]["rejected"];
+    assert_eq!(rejected["configMap"], "rejected", "{status}");
+    assert_eq!(rejected["reason"], "ServerCrashLooping", "{status}");
+    let last_ready = &status["rollback"]["lastReady"];
+    assert_ne!(last_ready["configMap"], "rejected", "{status}");
+    let message = condition(&status, "DeploymentUpdated")["message"].to_string();
+    assert!(
+        message.contains("rejected")
+            && message.contains(last_ready["configMap"].as_str().unwrap_or("?")),
+        "{message}"
+    );
+    eventually("the last Ready config serving again", || {
+        Ok(provider_ids(address).is_ok_and(|ids| ids == [serving]))
+    })?;
+    let status = env.json(&["get", "llsd", name, "-n", ns])?["status"].clone();
+    assert_eq!(
+        status["phase"], "Failed",
+        "the spec's revision does not run: {status}"
+    );
+    let events = env.kubectl(
+        &[
+            "get",
+            "events",
+            "-n",
+            ns,
+            "--field-selector",
+            "reason=RolledBack",
+        ],
+        None,
+    )?;
+    assert!(events.contains("Warning"), "a Warning Event: {events}");
+    // A reconcile without a spec change (an annotation) must not try the rejected revision again.
+    env.kubectl(
+        &["annotate", "llsd", name, "-n", ns, "--overwrite", "poke=1"],
+        None,
+    )?;
+    let until = Instant::now() + HOLD;
+    while Instant::now() < until {
+        let (config, hash) = deployed(env, ns, name)?;
+        assert_ne!(config, "rejected", "the rejected revision was tried again");
+        assert_eq!(hash, last_ready["desiredHash"].as_str().unwrap_or("?"));
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    assert_eq!(provider_ids(address)?, [serving]);
+    Ok(status)
+}
+
+/// With storage (so `Recreate`: nothing serves while the new revision starts), a config the
+/// server rejects is rolled back without a person, and held back; a fixed config then rolls
+/// forward; with `rollback: Never` the crash loop stays for a person.
+pub fn a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_never(
+    env: &Env,
+) -> Result<(), Failed> {
+    let (ns, name) = ("e2e-rollback", "keep");
+    let address = stack_with_storage(env, ns, name, "vllm-good")?;
+    create_rejected_config(env, ns)?;
+
+    let started = Instant::now();
+    apply_rejected_config(env, ns, name, json!({}))?;
+    wait_deployed_rejected(env, ns, name)?;
+    rolled_back_and_held(env, ns, name, &address, "vllm-good")?;
+    eprintln!(
+        "rollback: {:?} from applying the rejected config to the last Ready revision serving again (with the {HOLD:?} hold check)",
+        started.elapsed() - HOLD
+    );
+
+    patch(
+        env,
+        ns,
+        name,
+        &json!({"spec": {"overrideConfig": null, "disabled": slim_spec("", "")["disabled"],
+            "providers": {"inference": {"id": "vllm-fixed", "provider": "vllm", "endpoint": "http://10.88.0.1:9/v1"}}}}),
+    )?;
+    eventually("the fixed config serving", || {
+        Ok(provider_ids(&address).is_ok_and(|ids| ids == ["vllm-fixed"]))
+    })?;
+    let status = env.wait_ready(ns, name)?["status"].clone();
+    assert!(
+        status["rollback"]["rejected"].is_null(),
+        "the rejection is lifted: {status}"
+    );
+    assert_eq!(
+        condition(&status, "DeploymentUpdated")["status"],
+        "True",
+        "{status}"
+    );
+
+    apply_rejected_config(env, ns, name, json!({"workload": {"rollback": "Never"}}))?;
+    let status = wait_for_reason(env, ns, name, "DeploymentReady", "ServerCrashLooping")?;
+    assert_eq!(status["phase"], "Failed");
+    let until = Instant::now() + HOLD;
+    while Instant::now() < until {
+        let (config, _) = deployed(env, ns, name)?;
+        assert_eq!(
+            config, "rejected",
+            "Never: the operator left the revision alone"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let status = env.json(&["get", "llsd", name, "-n", ns])?["status"].clone();
+    assert_ne!(
+        condition(&status, "DeploymentUpdated")["reason"],
+        "RolledBack",
+        "{status}"
+    );
+    env.kubectl(&["delete", "namespace", ns, "--wait=false"], None)?;
+    Ok(())
+}
+
+/// The rollback memory is in the cluster: an operator stopped after it applied a rejected
+/// config, and started again once the new Pod crash-loops, still returns to the last Ready
+/// revision.
+pub fn an_operator_restarted_mid_crash_loop_still_rolls_back(env: &Env) -> Result<(), Failed> {
+    let (ns, name) = ("e2e-rollback-restart", "keep");
+    let address = stack_with_storage(env, ns, name, "vllm-before")?;
+    create_rejected_config(env, ns)?;
+    apply_rejected_config(env, ns, name, json!({}))?;
+    wait_deployed_rejected(env, ns, name)?;
+    env.stop_operator();
+    eventually("the new Pod crash-looping", || {
+        let pods = env.json(&[
+            "get",
+            "pods",
+            "-n",
+            ns,
+            "-l",
+            &format!("app.kubernetes.io/instance={name}"),
+        ])?;
+        Ok(pods.to_string().contains("CrashLoopBackOff"))
+    })?;
+    eventually("nothing serving while the operator is away", || {
+        Ok(provider_ids(&address).is_err())
+    })?;
+    env.restart_operator()?;
+    rolled_back_and_held(env, ns, name, &address, "vllm-before")?;
+    env.kubectl(&["delete", "namespace", ns, "--wait=false"], None)?;
+    Ok(())
+}
