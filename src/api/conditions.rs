@@ -55,6 +55,15 @@ status_words! {
         /// The running server answered `/v1/version` and `/v1/providers` through its Service
         /// (read when the stack is Ready, at a bounded rate).
         ServerResponding,
+        /// Summary: the stack serves its current spec (phase `Ready`). What `kubectl wait
+        /// --for=condition=Ready` and kstatus (Flux, Argo CD, kpt) read.
+        Ready,
+        /// Summary, present only while True: the operator is converging the stack on its spec
+        /// (phases `Pending` and `Initializing`); kstatus reads it as in progress.
+        Reconciling,
+        /// Summary, present only while True: the stack cannot progress until a person acts
+        /// (phase `Failed`); kstatus reads it as failed.
+        Stalled,
     }
 }
 
@@ -159,8 +168,11 @@ status_words! {
         Created,
         /// Event: a new revision of the Deployment was applied.
         RolloutStarted,
-        /// Event: the stack became Ready.
+        /// Event: the stack became Ready; `Ready` True.
         Ready,
+        /// `Ready` False and `Reconciling` True when no detailed condition says more (a status
+        /// of an older generation).
+        Progressing,
     }
 }
 

@@ -29,6 +29,11 @@ use super::common::{
     namespaced,
     status = "LlamaStackDistributionStatus",
     deprecated = "llamastack.io/v1alpha1 LlamaStackDistribution is deprecated; use llamastack.io/v1alpha2",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(
         name = "Operator Version",

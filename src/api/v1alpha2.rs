@@ -31,6 +31,11 @@ use super::schema;
     shortname = "llsd",
     namespaced,
     status = "LlamaStackDistributionStatus",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(
         name = "Distribution",

@@ -8,12 +8,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use crate::api::common::DistributionPhase;
 use crate::api::conditions::{ConditionType, Reason};
 
-/// Conditions whose `False` means the spec cannot be served (the phase is `Failed`), in the
-/// order their reason is reported.
-const SPEC_CONDITIONS: [ConditionType; 3] = [
+/// Where the reason of a `Failed` phase is found, in order (see [`fails_phase`]).
+const FAILURE_EXPLAINED_BY: [ConditionType; 5] = [
     ConditionType::ConfigGenerated,
     ConditionType::SecretsResolved,
     ConditionType::ExternalProvidersReady,
+    ConditionType::DeploymentUpdated,
+    ConditionType::DeploymentReady,
+];
+
+/// Where what a converging stack waits for is found, in order.
+const PROGRESS_EXPLAINED_BY: [ConditionType; 5] = [
+    ConditionType::DeploymentUpdated,
+    ConditionType::StorageReady,
+    ConditionType::ExternalProvidersReady,
+    ConditionType::DeploymentReady,
+    ConditionType::Available,
+];
+
+/// The summary conditions: derived from the others, never the cause of an Event of their own.
+pub const SUMMARY: [ConditionType; 3] = [
+    ConditionType::Ready,
+    ConditionType::Reconciling,
+    ConditionType::Stalled,
 ];
 
 /// A problem the user must fix, found by a step: the condition that says so and when to look
@@ -76,6 +93,11 @@ impl Conditions {
         reason: Reason,
         message: impl Into<String>,
     ) {
+        self.set_word(type_, ok, reason.as_str(), message.into());
+    }
+
+    /// [`Self::set`] with a reason copied from another condition.
+    fn set_word(&mut self, type_: ConditionType, ok: bool, reason: &str, message: String) {
         let type_ = type_.as_str();
         let status = if ok { "True" } else { "False" };
         let last_transition_time = self
@@ -88,8 +110,8 @@ impl Conditions {
         self.current.push(Condition {
             type_: type_.to_owned(),
             status: status.to_owned(),
-            reason: reason.as_str().to_owned(),
-            message: message.into(),
+            reason: reason.to_owned(),
+            message,
             last_transition_time,
             observed_generation: self.generation,
         });
@@ -105,11 +127,6 @@ impl Conditions {
         self.current.retain(|c| c.type_ != type_.as_str());
     }
 
-    /// Whether a condition is present and `False`.
-    pub fn is_false(&self, type_: ConditionType) -> bool {
-        self.failure_reason_of(type_).is_some()
-    }
-
     /// Conditions whose status or reason differ from the stored ones (worth an Event).
     pub fn changed(&self) -> Vec<&Condition> {
         self.current
@@ -123,32 +140,76 @@ impl Conditions {
             .collect()
     }
 
-    /// The reason of a condition that is `False`.
-    pub fn failure_reason_of(&self, type_: ConditionType) -> Option<&str> {
-        self.current
-            .iter()
-            .find(|c| c.type_ == type_.as_str() && c.status == "False")
-            .map(|c| c.reason.as_str())
-    }
-
-    /// The reason of the first `False` spec condition, or of a rollback (for metrics).
+    /// The reason the phase is `Failed`, if it is (for metrics).
     pub fn failure_reason(&self) -> Option<String> {
-        SPEC_CONDITIONS
-            .iter()
-            .find_map(|t| self.failure_reason_of(*t))
-            .or_else(|| self.rollback_reason())
-            .map(str::to_owned)
+        self.failing().map(|c| c.reason.clone())
     }
 
-    /// `RolledBack` or `RollbackNotPossible`, when `DeploymentUpdated` says so: the spec's
-    /// revision cannot run, so the phase is `Failed` even while the old revision serves.
-    pub fn rollback_reason(&self) -> Option<&str> {
-        self.failure_reason_of(ConditionType::DeploymentUpdated)
-            .filter(|r| {
-                [Reason::RolledBack, Reason::RollbackNotPossible]
+    /// The first condition of `types` that is False and passes `which`.
+    fn first_false(
+        &self,
+        types: &[ConditionType],
+        which: fn(&Condition) -> bool,
+    ) -> Option<&Condition> {
+        types.iter().find_map(|t| {
+            self.current
+                .iter()
+                .find(|c| c.type_ == t.as_str() && c.status == "False" && which(c))
+        })
+    }
+
+    /// The condition that fails the phase, if one does.
+    fn failing(&self) -> Option<&Condition> {
+        self.first_false(&FAILURE_EXPLAINED_BY, fails_phase)
+    }
+
+    /// Sets the summary conditions standard tools read (KEP-1623; kstatus as Flux, Argo CD and
+    /// kpt use it; `kubectl wait --for=condition=Ready`) from the phase: `Ready`, always there;
+    /// `Reconciling` and `Stalled`, only while True (as kstatus expects of abnormal-true
+    /// conditions). A False `Ready` and a True `Reconciling` or `Stalled` carry the reason and
+    /// message of the detailed condition that explains them.
+    pub fn summarize(&mut self, phase: DistributionPhase) {
+        let (ready, reconciling, stalled) = match phase {
+            DistributionPhase::Ready => {
+                let message = self
+                    .current
                     .iter()
-                    .any(|x| x.as_str() == *r)
-            })
+                    .find(|c| c.type_ == ConditionType::DeploymentReady.as_str())
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default();
+                self.set(ConditionType::Ready, true, Reason::Ready, message);
+                (true, false, false)
+            }
+            DistributionPhase::Failed => (false, false, true),
+            DistributionPhase::Pending | DistributionPhase::Initializing => (false, true, false),
+            // Never set by the operator (a deleted object is gone at once: no finalizer).
+            DistributionPhase::Terminating => return,
+        };
+        let (reason, message) = if stalled {
+            self.failing()
+        } else {
+            self.first_false(&PROGRESS_EXPLAINED_BY, |_| true)
+        }
+        .map(|c| (c.reason.clone(), c.message.clone()))
+        .unwrap_or_else(|| {
+            (
+                Reason::Progressing.as_str().to_owned(),
+                "the operator has not yet observed this generation to the end".to_owned(),
+            )
+        });
+        if !ready {
+            self.set_word(ConditionType::Ready, false, &reason, message.clone());
+        }
+        for (type_, on) in [
+            (ConditionType::Reconciling, reconciling),
+            (ConditionType::Stalled, stalled),
+        ] {
+            if on {
+                self.set_word(type_, true, &reason, message.clone());
+            } else {
+                self.remove(type_);
+            }
+        }
     }
 
     /// The conditions, sorted by type (a stable order: no status write for a reordering).
@@ -161,16 +222,7 @@ impl Conditions {
 /// Failed when the spec cannot be served, else Pending without a Deployment, Ready when every
 /// desired replica is available, else Initializing.
 pub fn phase(conditions: &Conditions, has_deployment: bool, ready: bool) -> DistributionPhase {
-    // Installing external providers is progress, not failure: only a failed step fails the phase.
-    let failed = conditions.is_false(ConditionType::ConfigGenerated)
-        || conditions.is_false(ConditionType::SecretsResolved)
-        || conditions.failure_reason_of(ConditionType::ExternalProvidersReady)
-            == Some(Reason::ExternalProviderFailed.as_str())
-        || conditions
-            .failure_reason_of(ConditionType::DeploymentReady)
-            .is_some_and(|r| super::rollout::TROUBLE.iter().any(|t| t.as_str() == r))
-        || conditions.rollback_reason().is_some();
-    if failed {
+    if conditions.failing().is_some() {
         DistributionPhase::Failed
     } else if !has_deployment {
         DistributionPhase::Pending
@@ -178,6 +230,25 @@ pub fn phase(conditions: &Conditions, has_deployment: bool, ready: bool) -> Dist
         DistributionPhase::Ready
     } else {
         DistributionPhase::Initializing
+    }
+}
+
+/// Whether a False condition fails the phase: the spec cannot be served until a person acts.
+fn fails_phase(condition: &Condition) -> bool {
+    let reason = condition.reason.as_str();
+    let is = |reasons: &[Reason]| reasons.iter().any(|r| r.as_str() == reason);
+    match condition.type_.as_str() {
+        t if t == ConditionType::ConfigGenerated.as_str() => true,
+        t if t == ConditionType::SecretsResolved.as_str() => true,
+        // Installing external providers is progress, not failure: only a failed step fails.
+        t if t == ConditionType::ExternalProvidersReady.as_str() => {
+            is(&[Reason::ExternalProviderFailed])
+        }
+        t if t == ConditionType::DeploymentUpdated.as_str() => {
+            is(&[Reason::RolledBack, Reason::RollbackNotPossible])
+        }
+        t if t == ConditionType::DeploymentReady.as_str() => is(&super::rollout::TROUBLE),
+        _ => false,
     }
 }
 
@@ -238,5 +309,100 @@ mod tests {
         );
         c.remove(ConditionType::ExternalProvidersReady);
         assert_eq!(phase(&c, true, true), DistributionPhase::Ready);
+    }
+
+    fn summary(c: &Conditions) -> Vec<(String, String, String)> {
+        c.current
+            .iter()
+            .filter(|c| SUMMARY.iter().any(|t| t.as_str() == c.type_))
+            .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    fn row(t: &str, s: &str, r: &str) -> (String, String, String) {
+        (t.to_owned(), s.to_owned(), r.to_owned())
+    }
+
+    #[test]
+    fn the_summary_follows_the_phase_with_the_reason_that_explains_it() {
+        let mut c = Conditions::new(&[], Some(4));
+        c.set(
+            ConditionType::DeploymentReady,
+            false,
+            DeploymentPending,
+            "Deployment is pending",
+        );
+        c.summarize(phase(&c, false, false));
+        assert_eq!(
+            summary(&c),
+            [
+                row("Ready", "False", "DeploymentPending"),
+                row("Reconciling", "True", "DeploymentPending")
+            ]
+        );
+        c.set(
+            ConditionType::ExternalProvidersReady,
+            false,
+            ExternalProvidersInstalling,
+            "0 of 1",
+        );
+        c.set(
+            ConditionType::DeploymentReady,
+            false,
+            InitContainerCrashLooping,
+            "boom",
+        );
+        c.summarize(phase(&c, true, false));
+        assert_eq!(
+            summary(&c),
+            [
+                row("Ready", "False", "InitContainerCrashLooping"),
+                row("Stalled", "True", "InitContainerCrashLooping")
+            ],
+            "the condition that fails the phase explains Stalled, not one that only waits"
+        );
+        c.remove(ConditionType::ExternalProvidersReady);
+        c.set(
+            ConditionType::DeploymentReady,
+            true,
+            Reason::DeploymentReady,
+            "Deployment is ready",
+        );
+        c.summarize(phase(&c, true, true));
+        assert_eq!(summary(&c), [row("Ready", "True", "Ready")]);
+        c.set(
+            DeploymentUpdated,
+            false,
+            RolledBack,
+            "returned to the last Ready revision",
+        );
+        c.summarize(phase(&c, true, true));
+        assert_eq!(
+            summary(&c),
+            [
+                row("Ready", "False", "RolledBack"),
+                row("Stalled", "True", "RolledBack")
+            ],
+            "serving an older revision is not serving the spec"
+        );
+        assert!(
+            c.current.iter().all(|c| c.observed_generation == Some(4)),
+            "every condition names the generation it describes"
+        );
+    }
+
+    #[test]
+    fn a_stack_with_no_detailed_reason_yet_is_progressing() {
+        let mut c = Conditions::new(&[], Some(1));
+        c.summarize(DistributionPhase::Initializing);
+        assert_eq!(
+            summary(&c),
+            [
+                row("Ready", "False", "Progressing"),
+                row("Reconciling", "True", "Progressing")
+            ]
+        );
     }
 }

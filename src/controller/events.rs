@@ -23,7 +23,13 @@ pub(super) async fn failures(ctx: &Context, cr: &LlamaStackDistribution, conditi
         let trouble = super::rollout::TROUBLE
             .iter()
             .any(|r| r.as_str() == c.reason);
-        if c.status == "True" || (!trouble && FLAPPING.iter().any(|t| t.as_str() == c.type_)) {
+        let summary = super::conditions::SUMMARY
+            .iter()
+            .any(|t| t.as_str() == c.type_);
+        if summary
+            || c.status == "True"
+            || (!trouble && FLAPPING.iter().any(|t| t.as_str() == c.type_))
+        {
             continue;
         }
         publish_word(ctx, cr, EventType::Warning, &c.reason, c.message.clone()).await;

@@ -418,6 +418,7 @@ impl Report {
         };
         let became_ready = phase == DistributionPhase::Ready
             && self.previous.phase != Some(DistributionPhase::Ready);
+        self.conditions.summarize(phase);
         self.status.phase = Some(phase);
         self.status.observed_generation = cr.metadata.generation;
         self.status.conditions = Some(self.conditions.clone().into_sorted());
