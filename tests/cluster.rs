@@ -864,6 +864,130 @@ fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> 
     Ok(())
 }
 
+/// What kstatus (`scripts/build-kstatus.sh`: sigs.k8s.io/cli-utils, what Flux, Argo CD and kpt
+/// judge custom resources with) makes of `ns/name` as the API server serves it.
+fn kstatus_of(
+    env: &Env,
+    kstatus: &std::path::Path,
+    ns: &str,
+    name: &str,
+) -> Result<String, Failed> {
+    let object = env
+        .plane
+        .kubectl()
+        .args(["get", "llsd", name, "-n", ns, "-o", "json"])
+        .output()?;
+    assert!(
+        object.status.success(),
+        "{}",
+        String::from_utf8_lossy(&object.stderr)
+    );
+    let mut child = std::process::Command::new(kstatus)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(
+        &mut child.stdin.take().ok_or("kstatus stdin")?,
+        &object.stdout,
+    )?;
+    let out = child.wait_with_output()?;
+    assert!(out.status.success(), "kstatus-compute failed");
+    let verdict: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(verdict["status"].as_str().unwrap_or_default().to_owned())
+}
+
+/// In every state the operator produces, kstatus agrees with the phase (Ready is `Current`,
+/// converging is `InProgress`, Failed is `Failed`), and `kubectl wait --for=condition=Ready`
+/// returns for a Ready stack and not for a failed one.
+fn kstatus_and_kubectl_wait_agree_with_the_operator(env: &Env) -> Result<(), Failed> {
+    let kstatus = support::control_plane::run_build_script("build-kstatus.sh", &[], &[])
+        .map_err(|e| e.to_string())?;
+    let ns = "kstatus";
+    env.namespace(ns)?;
+    let starter = json!({"distribution": {"name": "starter"}});
+    let cases = [
+        (
+            "ready",
+            starter.clone(),
+            DistributionPhase::Ready,
+            "Current",
+        ),
+        (
+            "stopped",
+            json!({"distribution": {"name": "starter"}, "workload": {"replicas": 0}}),
+            DistributionPhase::Ready,
+            "Current",
+        ),
+        (
+            "unschedulable",
+            json!({"distribution": {"name": "starter"},
+                "workload": {"resources": {"requests": {"cpu": "4000"}}}}),
+            DistributionPhase::Initializing,
+            "InProgress",
+        ),
+        (CRASH_LOOP, starter, DistributionPhase::Failed, "Failed"),
+        (
+            "secret-missing",
+            json!({"distribution": {"name": "starter"}, "storage": {"sql": {"type": "postgres",
+                "connectionString": {"secretKeyRef": {"name": "absent", "key": "url"}}}}}),
+            DistributionPhase::Failed,
+            "Failed",
+        ),
+        (
+            "registry-down",
+            json!({"distribution": {"image": "127.0.0.1:9/nowhere/distribution:1"}}),
+            DistributionPhase::Failed,
+            "Failed",
+        ),
+    ];
+    for (name, spec, _, _) in &cases {
+        env.create_llsd(ns, name, spec.clone())?;
+    }
+    for (name, _, phase, expected) in &cases {
+        env.eventually(&format!("{name}: phase {phase:?}"), || async {
+            let cr = env.api::<LlamaStackDistribution>(ns).get(name).await.ok()?;
+            let status = cr.status.as_ref()?;
+            // Settled: the unschedulable stack has said why it waits.
+            let said = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "DeploymentReady" && c.reason != "DeploymentPending")
+                || *phase != DistributionPhase::Initializing;
+            (status.phase == Some(*phase)
+                && status.observed_generation == cr.metadata.generation
+                && said)
+                .then_some(())
+        })?;
+        let verdict = kstatus_of(env, &kstatus, ns, name)?;
+        assert_eq!(verdict, *expected, "{name} in phase {phase:?}");
+    }
+    let wait = |name: &str, timeout: &str| -> Result<bool, Failed> {
+        let out = env
+            .plane
+            .kubectl()
+            .args([
+                "wait",
+                "--for=condition=Ready",
+                "-n",
+                ns,
+                &format!("llsd/{name}"),
+            ])
+            .arg(format!("--timeout={timeout}"))
+            .output()?;
+        Ok(out.status.success())
+    };
+    assert!(
+        wait("ready", "60s")?,
+        "kubectl wait returns for a Ready stack"
+    );
+    assert!(
+        !wait(CRASH_LOOP, "3s")?,
+        "kubectl wait does not return for a crash-looping stack"
+    );
+    Ok(())
+}
+
 fn start() -> Result<Env, Failed> {
     let (plane, rt, client) = start_cluster_with_crd().map_err(|e| e.to_string())?;
     let env = Env {
@@ -883,6 +1007,10 @@ fn main() -> ExitCode {
             (
                 "every_object_of_a_ready_distribution",
                 every_object_of_a_ready_distribution,
+            ),
+            (
+                "kstatus_and_kubectl_wait_agree_with_the_operator",
+                kstatus_and_kubectl_wait_agree_with_the_operator,
             ),
             (
                 "an_hpa_owns_the_replicas_and_ready_follows_it",
