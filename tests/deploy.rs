@@ -287,6 +287,117 @@ fn each_release_file_applies_server_side() {
     }
 }
 
+/// The default install moved to another namespace with kustomize's `namespace:` (what a
+/// platform team's own kustomization does) keeps nothing of the old one: the bindings name the
+/// ServiceAccount where it now runs, and the webhooks call the Service where it now is.
+#[test]
+fn the_install_follows_a_kustomize_namespace() {
+    let plane = ControlPlane::start().expect("control plane");
+    let top = tempfile::tempdir().unwrap();
+    let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/overlays/self-managed");
+    // kustomize takes only relative paths: up to `/`, then down to the overlay.
+    let up = "../".repeat(top.path().components().count() - 1);
+    let relative = format!(
+        "{up}{}",
+        overlay.display().to_string().trim_start_matches('/')
+    );
+    std::fs::write(
+        top.path().join("kustomization.yaml"),
+        format!("namespace: ai-platform\nresources:\n  - {relative}\n"),
+    )
+    .unwrap();
+    let (ok, rendered, err) = kubectl(
+        &plane,
+        &["kustomize", &top.path().display().to_string()],
+        None,
+    );
+    assert!(ok, "{err}");
+    assert!(
+        !rendered.contains("llama-stack-operator-system"),
+        "the old namespace is still named:\n{}",
+        rendered
+            .lines()
+            .filter(|l| l.contains("llama-stack-operator-system"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let mut subjects = 0;
+    let objects: Vec<serde_json::Value> = serde_saphyr::from_multiple(&rendered).unwrap();
+    for object in objects {
+        for subject in object["subjects"].as_array().into_iter().flatten() {
+            assert_eq!(subject["namespace"], "ai-platform", "{object}");
+            subjects += 1;
+        }
+    }
+    assert!(subjects >= 4, "every binding was looked at ({subjects})");
+    let (ok, _, err) = kubectl(&plane, &["create", "namespace", "ai-platform"], None);
+    assert!(ok, "{err}");
+    let (ok, _, err) = server_dry_run(&plane, None, &rendered);
+    assert!(ok, "{err}");
+}
+
+/// Namespace users with the built-in roles reach stacks through aggregation: `edit` (and
+/// `admin`) may create and change them in their namespace and nowhere else, `view` may read.
+#[test]
+fn namespace_editors_manage_stacks_and_viewers_read_them() {
+    let plane = ControlPlane::start_with_controllers().expect("control plane");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let release = root.join("release/operator.yaml").display().to_string();
+    let (ok, _, err) = kubectl(&plane, &["apply", "--server-side", "-f", &release], None);
+    assert!(ok, "{err}");
+    let grants = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n---\n\
+        apiVersion: v1\nkind: Namespace\nmetadata: {name: team-b}\n---\n\
+        apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: jane-edits, namespace: team-a}\n\
+        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}\n\
+        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: jane}]\n---\n\
+        apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: vic-views, namespace: team-a}\n\
+        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\n\
+        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: vic}]\n";
+    let (ok, _, err) = kubectl(&plane, &["apply", "-f", "-"], Some(grants));
+    assert!(ok, "{err}");
+    let can = |user: &str, verb: &str, ns: &str| -> bool {
+        let (ok, out, _) = kubectl(
+            &plane,
+            &[
+                "auth",
+                "can-i",
+                verb,
+                "llamastackdistributions.llamastack.io",
+                "-n",
+                ns,
+                "--as",
+                user,
+            ],
+            None,
+        );
+        ok && out.trim() == "yes"
+    };
+    // kube-controller-manager aggregates the rules into the built-in roles within seconds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(can("jane", "create", "team-a") && can("vic", "list", "team-a")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "edit and view never gained LlamaStackDistributions"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    for verb in [
+        "create", "update", "patch", "delete", "get", "list", "watch",
+    ] {
+        assert!(can("jane", verb, "team-a"), "an editor may {verb}");
+        assert!(
+            !can("jane", verb, "team-b"),
+            "only in their namespace: {verb}"
+        );
+    }
+    for verb in ["get", "list", "watch"] {
+        assert!(can("vic", verb, "team-a"), "a viewer may {verb}");
+    }
+    for verb in ["create", "update", "patch", "delete"] {
+        assert!(!can("vic", verb, "team-a"), "a viewer may not {verb}");
+    }
+}
+
 #[test]
 fn the_registry_ca_kustomization_mounts_the_ca_and_names_it() {
     let plane = ControlPlane::start().expect("control plane");
