@@ -1,7 +1,8 @@
-//! Prometheus metrics of the operator, and the plain-HTTP server for `/metrics`, `/healthz` and
+//! Prometheus metrics of the operator, and the HTTP(S) server for `/metrics`, `/healthz` and
 //! `/readyz`; [`auth`] decides who may read `/metrics`.
 
 pub mod auth;
+mod process;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 /// Labels of a finished reconcile.
@@ -99,7 +101,16 @@ impl std::fmt::Debug for StackSources {
 impl Metrics {
     /// Metrics reading the resolver's counters at every scrape.
     pub fn new(resolver: Arc<Stats>) -> Self {
-        let mut registry = Registry::with_prefix("llso");
+        // The standard `process_*` family is unprefixed, as every Prometheus client exports it;
+        // the operator's own metrics are `llso_*`.
+        let mut root = Registry::default();
+        root.register_collector(Box::new(process::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("llso");
+        registry.register(
+            "build",
+            "The operator's version (always 1)",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+        );
         let reconciles = Family::<ReconcileLabels, Counter>::default();
         registry.register(
             "reconciles",
@@ -158,7 +169,7 @@ impl Metrics {
             stuck.clone(),
         );
         Self {
-            registry,
+            registry: root,
             reconciles,
             durations,
             generations,
@@ -680,6 +691,7 @@ mod tests {
         m.reconciled(false, "ApiError", Duration::from_millis(1));
         m.config_generated();
         m.rollout();
+        m.rolled_back("ServerCrashLooping");
         m.follow_stacks(Box::new(|| {
             vec![("Failed".to_owned(), Some("ServerCrashLooping".to_owned()))]
         }));
@@ -731,9 +743,11 @@ mod tests {
                 "{name} is queried but not exported; exported: {exported:?}"
             );
         }
-        // Each exported family has a panel (histograms by their buckets).
+        // Each of the operator's own families has a panel (histograms by their buckets); of the
+        // standard process_* family, the panels show memory and CPU.
         for name in exported
             .iter()
+            .filter(|n| n.starts_with("llso_"))
             .filter(|n| !n.ends_with("_count") && !n.ends_with("_sum") && !n.ends_with("_created"))
         {
             assert!(
