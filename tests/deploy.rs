@@ -11,6 +11,9 @@ mod olm;
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "deploy/helm.rs"]
+mod helm;
+
 use std::path::Path;
 
 use support::control_plane::ControlPlane;

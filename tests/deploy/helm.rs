@@ -1,0 +1,349 @@
+//! The Helm chart (`charts/llama-stack-operator`) against the kustomize install, with the real
+//! helm (`scripts/build-helm.sh`, built from Go modules): each certificate mode, monitoring and
+//! a namespaced install render exactly the objects of the matching overlay (but the Namespace,
+//! which `helm install --create-namespace` makes, and Helm's own labels and keep policy); the
+//! chart follows its release's namespace; `helm lint --strict` passes; and a release installs,
+//! upgrades and uninstalls on a real API server, leaving the CRD in place.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::support::control_plane::{ControlPlane, run_build_script};
+use super::support::operator::kubectl_status as kubectl;
+
+const CHART: &str = "charts/llama-stack-operator";
+/// Labels Helm's conventions add to every object; kustomize's install has none of them.
+const HELM_LABELS: [&str; 4] = [
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "helm.sh/chart",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn helm_bin() -> PathBuf {
+    run_build_script("build-helm.sh", &[], &[]).expect("helm")
+}
+
+/// helm with its state in `home` (never the user's), talking to `plane` when given.
+fn helm(
+    bin: &Path,
+    home: &Path,
+    plane: Option<&ControlPlane>,
+    args: &[&str],
+) -> (bool, String, String) {
+    let mut command = Command::new(bin);
+    command
+        .args(args)
+        .current_dir(root())
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env_remove("KUBERNETES_SERVICE_HOST");
+    if let Some(plane) = plane {
+        command.env("KUBECONFIG", &plane.kubeconfig);
+    }
+    let out = command.output().expect("run helm");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Objects by (kind, name, namespace), the Namespace left out; for the chart's, Helm's own labels
+/// and the CRD's keep policy removed.
+fn objects(yaml: &str, from_helm: bool) -> BTreeMap<(String, String, String), Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).expect("YAML");
+    let mut out = BTreeMap::new();
+    for mut object in docs.into_iter().filter(|d| !d.is_null()) {
+        if object["kind"] == "Namespace" {
+            continue;
+        }
+        if from_helm {
+            let metadata = object["metadata"].as_object_mut().expect("metadata");
+            if let Some(labels) = metadata.get_mut("labels").and_then(Value::as_object_mut) {
+                for label in HELM_LABELS {
+                    labels.remove(label);
+                }
+            }
+            let emptied = metadata
+                .get_mut("annotations")
+                .and_then(Value::as_object_mut)
+                .map(|a| {
+                    a.remove("helm.sh/resource-policy");
+                    a.is_empty()
+                })
+                .unwrap_or(false);
+            if emptied {
+                metadata.remove("annotations");
+            }
+        }
+        let key = (
+            object["kind"].as_str().unwrap_or_default().to_owned(),
+            object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        assert!(out.insert(key.clone(), object).is_none(), "{key:?} twice");
+    }
+    out
+}
+
+#[test]
+fn the_chart_renders_what_each_kustomize_install_applies() {
+    let bin = helm_bin();
+    let home = tempfile::tempdir().unwrap();
+    let plane = ControlPlane::start().expect("control plane");
+    let (ok, lint, err) = helm(&bin, home.path(), None, &["lint", "--strict", CHART]);
+    assert!(ok, "helm lint: {lint}{err}");
+    let cases: [(&str, &[&str]); 5] = [
+        ("self-managed", &[]),
+        ("cert-manager", &["--set", "certificates.mode=cert-manager"]),
+        ("openshift", &["--set", "certificates.mode=openshift"]),
+        ("monitoring", &["--set", "monitoring.enabled=true"]),
+        (
+            "namespaced",
+            &[
+                "--set",
+                "certificates.mode=cert-manager",
+                "--set",
+                "watchNamespaces={llama-stack}",
+            ],
+        ),
+    ];
+    for (overlay, values) in cases {
+        let (ok, kustomized, err) = kubectl(
+            &plane,
+            &[
+                "kustomize",
+                &root()
+                    .join("deploy/overlays")
+                    .join(overlay)
+                    .display()
+                    .to_string(),
+            ],
+            None,
+        );
+        assert!(ok, "{overlay}: {err}");
+        let mut args = vec![
+            "template",
+            "llama-stack-operator",
+            CHART,
+            "--namespace",
+            "llama-stack-operator-system",
+            "--kube-version",
+            "1.35.0",
+        ];
+        args.extend_from_slice(values);
+        let (ok, rendered, err) = helm(&bin, home.path(), None, &args);
+        assert!(ok, "{overlay}: {err}");
+        let (want, got) = (objects(&kustomized, false), objects(&rendered, true));
+        let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).collect();
+        let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{overlay}: the chart lacks {missing:?} and adds {extra:?}"
+        );
+        for (key, object) in &want {
+            assert_eq!(&got[key], object, "{overlay}: {key:?} differs");
+        }
+    }
+    // Another namespace: nothing names the default one.
+    let (ok, rendered, err) = helm(
+        &bin,
+        home.path(),
+        None,
+        &[
+            "template",
+            "x",
+            CHART,
+            "-n",
+            "ai-platform",
+            "--kube-version",
+            "1.35.0",
+            "--set",
+            "certificates.mode=cert-manager",
+            "--set",
+            "monitoring.enabled=true",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        !rendered.contains("llama-stack-operator-system"),
+        "the default namespace is still named"
+    );
+    // A wrong value is refused with the field named, before anything reaches a cluster.
+    let (ok, _, err) = helm(
+        &bin,
+        home.path(),
+        None,
+        &[
+            "template",
+            "x",
+            CHART,
+            "--kube-version",
+            "1.35.0",
+            "--set",
+            "certificates.mode=vault",
+        ],
+    );
+    assert!(!ok && err.contains("/certificates/mode"), "{err}");
+}
+
+#[test]
+fn the_charts_copies_of_the_crd_and_the_monitoring_files_are_current() {
+    for (copy, source) in [
+        (
+            "files/llamastackdistributions.llamastack.io.yaml",
+            "crds/llamastackdistributions.llamastack.io.yaml",
+        ),
+        (
+            "files/llama-stack-operator-dashboard.json",
+            "deploy/components/monitoring/llama-stack-operator-dashboard.json",
+        ),
+        (
+            "files/prometheus_rule.yaml",
+            "deploy/components/monitoring/prometheus_rule.yaml",
+        ),
+    ] {
+        let copied = std::fs::read_to_string(root().join(CHART).join(copy)).unwrap();
+        let original = std::fs::read_to_string(root().join(source)).unwrap();
+        assert!(
+            copied == original,
+            "{CHART}/{copy} differs from {source}: copy it again"
+        );
+    }
+}
+
+#[test]
+fn a_release_installs_upgrades_and_uninstalls_keeping_the_crd() {
+    let bin = helm_bin();
+    let home = tempfile::tempdir().unwrap();
+    let plane = ControlPlane::start().expect("control plane");
+    let ns = "llso";
+    let (ok, out, err) = helm(
+        &bin,
+        home.path(),
+        Some(&plane),
+        &[
+            "install",
+            "llso",
+            CHART,
+            "--namespace",
+            ns,
+            "--create-namespace",
+            "--set",
+            "image.digest=sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        ],
+    );
+    assert!(ok, "install: {out}{err}");
+    let deployment = |plane: &ControlPlane| -> Value {
+        let (ok, out, err) = kubectl(
+            plane,
+            &[
+                "get",
+                "deployment",
+                "llama-stack-operator",
+                "-n",
+                ns,
+                "-o",
+                "json",
+            ],
+            None,
+        );
+        assert!(ok, "{err}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let installed = deployment(&plane);
+    assert_eq!(
+        installed["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/llamastack/llama-stack-operator@sha256:0000000000000000000000000000000000000000000000000000000000000001"
+    );
+    let (ok, crd, err) = kubectl(
+        &plane,
+        &[
+            "get",
+            "crd",
+            "llamastackdistributions.llamastack.io",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    let crd: Value = serde_json::from_str(&crd).unwrap();
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["namespace"],
+        ns
+    );
+
+    let (ok, _, err) = kubectl(&plane, &["create", "namespace", "team-a"], None);
+    assert!(ok, "{err}");
+    let (ok, out, err) = helm(
+        &bin,
+        home.path(),
+        Some(&plane),
+        &[
+            "upgrade",
+            "llso",
+            CHART,
+            "--namespace",
+            ns,
+            "--reuse-values",
+            "--set",
+            "replicas=2",
+            "--set",
+            "watchNamespaces={team-a}",
+        ],
+    );
+    assert!(ok, "upgrade: {out}{err}");
+    let upgraded = deployment(&plane);
+    assert_eq!(upgraded["spec"]["replicas"], 2);
+    let args = upgraded["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--watch-namespaces=team-a"), "{args}");
+    let (cluster_wide, _, _) = kubectl(
+        &plane,
+        &[
+            "get",
+            "clusterrolebinding",
+            "llama-stack-operator-controller",
+        ],
+        None,
+    );
+    assert!(
+        !cluster_wide,
+        "a namespaced upgrade drops the cluster-wide grant"
+    );
+
+    let (ok, out, err) = helm(
+        &bin,
+        home.path(),
+        Some(&plane),
+        &["uninstall", "llso", "--namespace", ns, "--wait"],
+    );
+    assert!(ok, "uninstall: {out}{err}");
+    let (left, _, _) = kubectl(
+        &plane,
+        &["get", "deployment", "llama-stack-operator", "-n", ns],
+        None,
+    );
+    assert!(!left, "the Deployment is gone");
+    let (kept, _, err) = kubectl(
+        &plane,
+        &["get", "crd", "llamastackdistributions.llamastack.io"],
+        None,
+    );
+    assert!(kept, "the CRD, and with it every stack, stays: {err}");
+}
