@@ -13,6 +13,8 @@ mod support;
 
 #[path = "deploy/helm.rs"]
 mod helm;
+#[path = "deploy/release.rs"]
+mod release;
 
 use std::path::Path;
 
