@@ -41,6 +41,8 @@ fn a_release_is_pushed_signed_attested_and_pinned() {
     let cosign = run_build_script("build-cosign.sh", &[], &[]).expect("cosign");
     let helm = run_build_script("build-helm.sh", &[], &[]).expect("helm");
     run_build_script("build-operator-image.sh", &["amd64".to_owned()], &[]).expect("image");
+    // Installs cargo-cyclonedx where it is missing (crates.io), then writes the SBOM.
+    run_build_script("build-sbom.sh", &["amd64".to_owned()], &[]).expect("SBOM");
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let (keys, other_keys, docker) = (
