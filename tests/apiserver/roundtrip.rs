@@ -251,6 +251,8 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
     .await?;
     let status = json!({"status": {
         "phase": "Ready",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Deployment is ready",
+            "lastTransitionTime": "2026-11-25T00:00:00Z"}],
         "availableReplicas": 1,
         "resolvedDistribution": {"image": "docker.io/llamastack/distribution-starter@sha256:0123", "configSource": "embedded"},
         "configGeneration": {"configMapName": "cols-config-0123abcd", "providerCount": 3, "resourceCount": 2},
@@ -280,8 +282,8 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
     };
     let normal = kubectl(false)?;
     let (head, row) = (words(&normal, 0), words(&normal, 1));
-    if head != ["NAME", "PHASE", "PROVIDERS", "AVAILABLE", "AGE"]
-        || row[..4] != ["cols", "Ready", "3", "1"]
+    if head != ["NAME", "READY", "PHASE", "PROVIDERS", "AVAILABLE", "AGE"]
+        || row[..5] != ["cols", "True", "Ready", "3", "1"]
     {
         return Err(format!("unexpected `kubectl get llsd` output:\n{normal}").into());
     }
@@ -290,6 +292,7 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
     // Wide output keeps the definition order of the columns, as the spec lists them.
     let want_head = [
         "NAME",
+        "READY",
         "PHASE",
         "DISTRIBUTION",
         "CONFIG",
@@ -298,9 +301,10 @@ async fn printer_columns(ctx: &Ctx) -> Result<(), Failed> {
         "AGE",
     ];
     if head != want_head
-        || row[..6]
+        || row[..7]
             != [
                 "cols",
+                "True",
                 "Ready",
                 "docker.io/llamastack/distribution-starter@sha256:0123",
                 "cols-config-0123abcd",
