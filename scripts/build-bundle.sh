@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-bundle}"
+# kubectl: $KUBECTL, else the control plane the tests use ($LLSO_CONTROL_PLANE_BIN), else built.
+if [[ -z "${KUBECTL:-}" && -n "${LLSO_CONTROL_PLANE_BIN:-}" ]]; then KUBECTL="$LLSO_CONTROL_PLANE_BIN/kubectl"; fi
 KUBECTL="${KUBECTL:-$(dirname "$(scripts/build-control-plane.sh)/kubectl")/kubectl}"
 rm -rf "$OUT/manifests" "$OUT/metadata"
 "$KUBECTL" kustomize deploy/base | cargo run --quiet --example olm_bundle -- "$OUT"

@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-release}"
+# kubectl: $KUBECTL, else the control plane the tests use ($LLSO_CONTROL_PLANE_BIN), else built.
+if [[ -z "${KUBECTL:-}" && -n "${LLSO_CONTROL_PLANE_BIN:-}" ]]; then KUBECTL="$LLSO_CONTROL_PLANE_BIN/kubectl"; fi
 KUBECTL="${KUBECTL:-$(dirname "$(scripts/build-control-plane.sh)/kubectl")/kubectl}"
 [[ -x "$KUBECTL" ]] || { echo "error: kubectl not found at $KUBECTL" >&2; exit 1; }
 mkdir -p "$OUT"
