@@ -61,12 +61,10 @@ pub(super) async fn apply(
     let ns = cr.namespace().unwrap_or_default();
     let uid = cr.uid().unwrap_or_default();
     let client = &ctx.client;
-    let deployment = match current {
-        Some(current) if keep_deployment => current.clone(),
-        _ => deployment,
-    };
+    // A held rollback keeps the running Deployment; otherwise the built one is applied.
+    let kept = current.filter(|_| keep_deployment);
     // The ConfigMap the Pods mount: the generated one, or the user's `overrideConfig`.
-    let mounted_config = rollout::config_of(&deployment);
+    let mounted_config = rollout::config_of(kept.unwrap_or(&deployment));
     if let Some(cm) = &config_map
         && create_config_map(&Api::namespaced(client.clone(), &ns), cm).await?
     {
@@ -83,9 +81,9 @@ pub(super) async fn apply(
         Some(pvc) => Some(ensure_pvc(&Api::namespaced(client.clone(), &ns), pvc).await?),
         None => None,
     };
-    let deployment = match current {
-        Some(current) if keep_deployment => Some(current.clone()),
-        _ => apply_deployment(cr, ctx, deployment, current).await?,
+    let deployment = match kept {
+        Some(kept) => Some(kept.clone()),
+        None => apply_deployment(cr, ctx, deployment, current).await?,
     };
     let service_name = builders::service_name(cr);
     ensure_in::<Service>(client, &ns, &service_name, Some(&service), &uid).await?;

@@ -97,12 +97,13 @@ async fn reconcile_once(
         match rollback::judge(cr, observed, pods.as_deref().unwrap_or_default()) {
             Verdict::Steady => {}
             Verdict::Ready(revision) => report.revision_ready(revision),
-            Verdict::RollBack(rejected) => {
-                if let Some(last_ready) = rollback::memory(cr).last_ready {
-                    ctx.metrics.rolled_back(&rejected.reason);
-                    report.rolled_back(rejected, &last_ready);
-                    rolled_back = true;
-                }
+            Verdict::RollBack {
+                rejected,
+                last_ready,
+            } => {
+                ctx.metrics.rolled_back(&rejected.reason);
+                report.rolled_back(rejected, &last_ready);
+                rolled_back = true;
             }
         }
     }

@@ -41,8 +41,13 @@ pub(super) enum Verdict {
     Steady,
     /// A revision other than the remembered one has every replica Ready: remember it.
     Ready(RevisionStatus),
-    /// The newest revision cannot start and nothing serves: reject it, return to the last Ready.
-    RollBack(RejectedRevision),
+    /// The newest revision cannot start and nothing serves: reject it, return to `last_ready`.
+    RollBack {
+        /// The revision that could not start.
+        rejected: RejectedRevision,
+        /// The last revision that was Ready.
+        last_ready: RevisionStatus,
+    },
 }
 
 /// The stack's rollback policy (`Automatic` unless the spec says `Never`).
@@ -126,25 +131,27 @@ pub(super) fn judge(cr: &LlamaStackDistribution, deployment: &Deployment, pods: 
     let observed =
         status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
     let due = policy(cr) == RollbackPolicy::Automatic
-        && last_ready.is_some()
         && !remembered
         && desired > 0
         && available == 0
         && observed;
-    if !due {
+    let Some(last_ready) = last_ready.filter(|_| due) else {
         return Verdict::Steady;
-    }
+    };
     let cause = rollout::trouble(deployment, pods)
         .filter(|t| CANNOT_START.contains(&t.reason))
         .or_else(|| rollout::stalled(deployment));
     match cause {
-        Some(trouble) => Verdict::RollBack(RejectedRevision {
-            revision,
-            generation: cr.metadata.generation.unwrap_or_default(),
-            reason: trouble.reason.as_str().to_owned(),
-            message: trouble.message,
-            rejected_at: Some(Time(jiff::Timestamp::now())),
-        }),
+        Some(trouble) => Verdict::RollBack {
+            rejected: RejectedRevision {
+                revision,
+                generation: cr.metadata.generation.unwrap_or_default(),
+                reason: trouble.reason.as_str().to_owned(),
+                message: trouble.message,
+                rejected_at: Some(Time(jiff::Timestamp::now())),
+            },
+            last_ready,
+        },
         None => Verdict::Steady,
     }
 }

@@ -65,7 +65,7 @@ fn pulling() -> Pod {
 
 fn rejected_reason(verdict: Verdict) -> String {
     match verdict {
-        Verdict::RollBack(rejected) => rejected.reason,
+        Verdict::RollBack { rejected, .. } => rejected.reason,
         other => panic!("expected a rollback, got {other:?}"),
     }
 }
@@ -101,13 +101,18 @@ fn a_crash_loop_with_nothing_serving_rolls_back_and_names_the_last_words() {
         &deployment(BAD, 1, rolling(0)),
         &[crash_looping()],
     );
-    let Verdict::RollBack(rejected) = verdict else {
+    let Verdict::RollBack {
+        rejected,
+        last_ready,
+    } = verdict
+    else {
         panic!("expected a rollback, got {verdict:?}");
     };
     assert_eq!(rejected.revision.desired_hash, BAD);
     assert_eq!(rejected.revision.image, format!("reg/img@sha256:{BAD}"));
     assert_eq!(rejected.generation, 3);
     assert_eq!(rejected.reason, "ServerCrashLooping");
+    assert_eq!(last_ready.desired_hash, GOOD, "the revision to return to");
     assert!(
         rejected.message.contains("max_tokens: not a valid integer"),
         "{}",
