@@ -37,6 +37,9 @@ use support::registry::harness::{run_suite, table};
 use support::registry::registries::Registries;
 use support::registry::test_ca::TestCa;
 
+/// A config llama-stack 0.7.3 refuses at start-up (`max_tokens` must be an integer).
+const REJECTED_CONFIG: &str = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
+
 /// From creation to a Ready stack: an image pull and a Python server start on two cores.
 const READY: Duration = Duration::from_secs(240);
 
@@ -180,6 +183,35 @@ impl Env {
 
     fn create_stack(&self, ns: &str, name: &str, image: &str) -> Result<(), Failed> {
         self.create_v1alpha2(ns, name, slim_spec(image, "vllm-e2e"))
+    }
+
+    /// Merge-patches the LlamaStackDistribution `ns/name` with `patch`.
+    fn patch_llsd(&self, ns: &str, name: &str, patch: &Value) -> Result<(), Failed> {
+        let patch = patch.to_string();
+        self.kubectl(
+            &[
+                "patch", "llsd", name, "-n", ns, "--type", "merge", "-p", &patch,
+            ],
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Creates the ConfigMap `ns/name` holding [`REJECTED_CONFIG`] as `config.yaml`.
+    fn create_rejected_config(&self, ns: &str, name: &str) -> Result<(), Failed> {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+            "data": {"config.yaml": REJECTED_CONFIG}});
+        self.kubectl(&["create", "-f", "-"], Some(&cm.to_string()))?;
+        Ok(())
+    }
+
+    /// The Events of `ns` with `reason`, as `kubectl get events` prints them.
+    fn events(&self, ns: &str, reason: &str) -> Result<String, Failed> {
+        let selector = format!("reason={reason}");
+        self.kubectl(
+            &["get", "events", "-n", ns, "--field-selector", &selector],
+            None,
+        )
     }
 
     /// Creates the v1alpha2 LlamaStackDistribution `ns/name` with `spec`.
@@ -486,12 +518,10 @@ fn a_change_rolls_once_without_a_failed_request(
 ) -> Result<(), Failed> {
     let prober = Prober::start(address.to_owned());
 
-    let patch = json!({"spec": {"providers": {"inference": {"id": "vllm-second"}}}}).to_string();
-    env.kubectl(
-        &[
-            "patch", "llsd", "roll", "-n", ns, "--type", "merge", "-p", &patch,
-        ],
-        None,
+    env.patch_llsd(
+        ns,
+        "roll",
+        &json!({"spec": {"providers": {"inference": {"id": "vllm-second"}}}}),
     )?;
     eventually("the new provider id through the Service", || {
         Ok(provider_ids(address)?.contains(&"vllm-second".to_owned()))
@@ -526,20 +556,13 @@ fn a_rejected_config_crash_loops_behind_the_old_pod(
     ns: &str,
     address: &str,
 ) -> Result<(), Failed> {
-    let broken = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "broken", "namespace": ns},
-        "data": {"config.yaml": broken}})
-    .to_string();
-    env.kubectl(&["create", "-f", "-"], Some(&cm))?;
+    env.create_rejected_config(ns, "broken")?;
     let prober = Prober::start(address.to_owned());
-    let patch = json!({"spec": {"providers": null, "disabled": null,
-        "overrideConfig": {"configMapName": "broken"}}})
-    .to_string();
-    env.kubectl(
-        &[
-            "patch", "llsd", "roll", "-n", ns, "--type", "merge", "-p", &patch,
-        ],
-        None,
+    env.patch_llsd(
+        ns,
+        "roll",
+        &json!({"spec": {"providers": null, "disabled": null,
+            "overrideConfig": {"configMapName": "broken"}}}),
     )?;
     let seen = wait_for_reason(env, ns, "roll", "DeploymentReady", "ServerCrashLooping")?;
     assert_eq!(seen["phase"], "Failed", "{seen}");
@@ -558,17 +581,7 @@ fn a_rejected_config_crash_loops_behind_the_old_pod(
         failed, 0,
         "the Service answered while the new Pod crashed ({ok} ok): {errors:?}"
     );
-    let events = env.kubectl(
-        &[
-            "get",
-            "events",
-            "-n",
-            ns,
-            "--field-selector",
-            "reason=ServerCrashLooping",
-        ],
-        None,
-    )?;
+    let events = env.events(ns, "ServerCrashLooping")?;
     assert!(
         events.contains("Warning"),
         "a Warning Event names the crash: {events}"

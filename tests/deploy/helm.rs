@@ -57,6 +57,22 @@ fn helm(
     )
 }
 
+/// `helm template` of the chart into `namespace`, for the tests' Kubernetes version, with `values`
+/// (`--set` pairs and the like).
+fn template(bin: &Path, home: &Path, namespace: &str, values: &[&str]) -> (bool, String, String) {
+    let mut args = vec![
+        "template",
+        "llama-stack-operator",
+        CHART,
+        "--namespace",
+        namespace,
+        "--kube-version",
+        "1.35.0",
+    ];
+    args.extend_from_slice(values);
+    helm(bin, home, None, &args)
+}
+
 /// Objects by (kind, name, namespace), the Namespace left out; for the chart's, Helm's own labels
 /// and the CRD's keep policy removed.
 fn objects(yaml: &str, from_helm: bool) -> BTreeMap<(String, String, String), Value> {
@@ -137,17 +153,8 @@ fn the_chart_renders_what_each_kustomize_install_applies() {
             None,
         );
         assert!(ok, "{overlay}: {err}");
-        let mut args = vec![
-            "template",
-            "llama-stack-operator",
-            CHART,
-            "--namespace",
-            "llama-stack-operator-system",
-            "--kube-version",
-            "1.35.0",
-        ];
-        args.extend_from_slice(values);
-        let (ok, rendered, err) = helm(&bin, home.path(), None, &args);
+        let (ok, rendered, err) =
+            template(&bin, home.path(), "llama-stack-operator-system", values);
         assert!(ok, "{overlay}: {err}");
         let (want, got) = (objects(&kustomized, false), objects(&rendered, true));
         let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).collect();
@@ -161,18 +168,11 @@ fn the_chart_renders_what_each_kustomize_install_applies() {
         }
     }
     // Another namespace: nothing names the default one.
-    let (ok, rendered, err) = helm(
+    let (ok, rendered, err) = template(
         &bin,
         home.path(),
-        None,
+        "ai-platform",
         &[
-            "template",
-            "x",
-            CHART,
-            "-n",
-            "ai-platform",
-            "--kube-version",
-            "1.35.0",
             "--set",
             "certificates.mode=cert-manager",
             "--set",
@@ -185,19 +185,11 @@ fn the_chart_renders_what_each_kustomize_install_applies() {
         "the default namespace is still named"
     );
     // A wrong value is refused with the field named, before anything reaches a cluster.
-    let (ok, _, err) = helm(
+    let (ok, _, err) = template(
         &bin,
         home.path(),
-        None,
-        &[
-            "template",
-            "x",
-            CHART,
-            "--kube-version",
-            "1.35.0",
-            "--set",
-            "certificates.mode=vault",
-        ],
+        "llama-stack-operator-system",
+        &["--set", "certificates.mode=vault"],
     );
     assert!(!ok && err.contains("/certificates/mode"), "{err}");
 }

@@ -11,9 +11,6 @@ use super::{
     Env, condition, eventually, provider_ids, registry_host, service_address, wait_for_reason,
 };
 
-/// A config llama-stack 0.7.3 refuses at start-up (`max_tokens` must be an integer).
-const REJECTED: &str = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
-
 /// How long a held rollback is watched for a retry of the rejected revision (longer than the
 /// reconciles a status write, an annotation and the rollout requeue cause).
 const HOLD: Duration = Duration::from_secs(20);
@@ -42,31 +39,6 @@ fn stack_with_storage(env: &Env, ns: &str, name: &str, id: &str) -> Result<Strin
     Ok(address)
 }
 
-fn create_rejected_config(env: &Env, ns: &str) -> Result<(), Failed> {
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rejected", "namespace": ns},
-        "data": {"config.yaml": REJECTED}});
-    env.kubectl(&["create", "-f", "-"], Some(&cm.to_string()))?;
-    Ok(())
-}
-
-fn patch(env: &Env, ns: &str, name: &str, patch: &Value) -> Result<(), Failed> {
-    env.kubectl(
-        &[
-            "patch",
-            "llsd",
-            name,
-            "-n",
-            ns,
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ],
-        None,
-    )?;
-    Ok(())
-}
-
 /// Switches `ns/name` to the ConfigMap the server rejects.
 fn apply_rejected_config(env: &Env, ns: &str, name: &str, extra: Value) -> Result<(), Failed> {
     let mut change = json!({"spec": {"providers": null, "disabled": null,
@@ -74,7 +46,7 @@ fn apply_rejected_config(env: &Env, ns: &str, name: &str, extra: Value) -> Resul
     if let (Some(change), Value::Object(extra)) = (change["spec"].as_object_mut(), extra) {
         change.extend(extra);
     }
-    patch(env, ns, name, &change)
+    env.patch_llsd(ns, name, &change)
 }
 
 /// The ConfigMap the Deployment's Pods mount as their config, and its desired hash.
@@ -136,17 +108,7 @@ fn rolled_back_and_held(
         status["phase"], "Failed",
         "the spec's revision does not run: {status}"
     );
-    let events = env.kubectl(
-        &[
-            "get",
-            "events",
-            "-n",
-            ns,
-            "--field-selector",
-            "reason=RolledBack",
-        ],
-        None,
-    )?;
+    let events = env.events(ns, "RolledBack")?;
     assert!(events.contains("Warning"), "a Warning Event: {events}");
     // A reconcile without a spec change (an annotation) must not try the rejected revision again.
     env.kubectl(
@@ -172,7 +134,7 @@ pub fn a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_neve
 ) -> Result<(), Failed> {
     let (ns, name) = ("e2e-rollback", "keep");
     let address = stack_with_storage(env, ns, name, "vllm-good")?;
-    create_rejected_config(env, ns)?;
+    env.create_rejected_config(ns, "rejected")?;
 
     let started = Instant::now();
     apply_rejected_config(env, ns, name, json!({}))?;
@@ -183,8 +145,7 @@ pub fn a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_neve
         served - started
     );
 
-    patch(
-        env,
+    env.patch_llsd(
         ns,
         name,
         &json!({"spec": {"overrideConfig": null, "disabled": slim_spec("", "")["disabled"],
@@ -232,7 +193,7 @@ pub fn a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_neve
 pub fn an_operator_restarted_mid_crash_loop_still_rolls_back(env: &Env) -> Result<(), Failed> {
     let (ns, name) = ("e2e-rollback-restart", "keep");
     let address = stack_with_storage(env, ns, name, "vllm-before")?;
-    create_rejected_config(env, ns)?;
+    env.create_rejected_config(ns, "rejected")?;
     apply_rejected_config(env, ns, name, json!({}))?;
     wait_deployed_rejected(env, ns, name)?;
     env.stop_operator();
