@@ -10,6 +10,7 @@ pub mod external;
 pub mod leader;
 pub mod metrics;
 pub mod tls_files;
+pub mod validate;
 pub mod webhook;
 
 /// An error and its causes on one line, `outer: cause: root cause`. A cause whose text the

@@ -60,3 +60,23 @@ fn a_non_llsd_is_refused() {
         "{stderr}"
     );
 }
+
+/// A misspelt field is refused with its path, instead of riding along in an annotation of the
+/// converted object (where the user would never see it again).
+#[test]
+fn a_misspelt_field_is_refused_not_carried_along() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("typo.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: llamastack.io/v1alpha1\nkind: LlamaStackDistribution\nmetadata: {name: x}\nspec:\n  server:\n    distribution: {name: starter}\n    contianerSpec: {port: 8321}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = convert(&file, "v1alpha2");
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stderr.contains("spec.server.contianerSpec: unknown field"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "nothing is printed: {stdout}");
+}

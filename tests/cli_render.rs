@@ -140,8 +140,11 @@ fn errors_name_the_field_and_the_fix() {
             "spec.distribution.name: distribution \"ollama\" no longer exists in llama-stack 0.7",
         ),
         (
-            write("b.yaml", "  distribution: {image: quay.io/x/y:1}\n"),
-            "spec.distribution.image: the base config comes from the image's labels",
+            write(
+                "b.yaml",
+                "  distribution: {image: quay.io/x/y:1}\n  disabled: [eval]\n",
+            ),
+            "spec.disabled asks for a generated config, and the base config of quay.io/x/y:1 is in its labels",
         ),
         (
             write(
@@ -157,9 +160,27 @@ fn errors_name_the_field_and_the_fix() {
             ),
             "expected a provider object or a list of provider objects, found a string",
         ),
+        // What the API server refuses, render refuses too, naming the field.
         (
-            sample("v1alpha2_us6_override_config.yaml"),
-            "spec.overrideConfig: the server uses ConfigMap \"my-llama-stack-config\" as is",
+            write(
+                "e.yaml",
+                "  distribution: {name: starter}\n  providres: {}\n",
+            ),
+            "spec.providres: unknown field",
+        ),
+        (
+            write(
+                "f.yaml",
+                "  distribution: {name: starter}\n  networking: {port: 80}\n",
+            ),
+            "spec.networking.port: Invalid value: 80: spec.networking.port in body should be greater than or equal to 1024",
+        ),
+        (
+            write(
+                "g.yaml",
+                "  distribution: {name: starter}\n  workload: {replicas: -1}\n",
+            ),
+            "spec.workload.replicas: Invalid value: -1",
         ),
     ];
     for (path, needle) in cases {
@@ -167,4 +188,85 @@ fn errors_name_the_field_and_the_fix() {
         assert_eq!(code, 1, "{path}");
         assert!(stderr.contains(needle), "{path}: {stderr}");
     }
+}
+
+/// What the cluster would run when render cannot generate: an image's own config (nothing
+/// mounted, its own entrypoint), and a user's ConfigMap mounted whole, its key found in the
+/// ConfigMap when it is among the inputs.
+#[test]
+fn an_images_own_config_and_a_users_config_map_render_as_the_cluster_runs_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let image = tmp.path().join("image.yaml");
+    std::fs::write(&image, "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: own}\nspec:\n  distribution: {image: quay.io/x/y:1}\n").unwrap();
+    let (code, stdout, stderr) = render(&["-f", &image.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+    assert!(docs.iter().all(|d| d["kind"] != "ConfigMap"), "{stdout}");
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let server = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(server["image"], "quay.io/x/y:1");
+    assert!(
+        server.get("command").is_none(),
+        "the image's entrypoint runs: {server}"
+    );
+
+    let user = tmp.path().join("user.yaml");
+    std::fs::write(
+        &user,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: my-config}\ndata:\n  run.yaml: |\n    version: 2\n    providers: {inference: [{provider_id: a, provider_type: remote::vllm, config: {}}]}\n---\n".to_owned()
+            + "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: mine}\nspec:\n  distribution: {name: starter}\n  overrideConfig: {configMapName: my-config}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = render(&["-f", &user.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert!(
+        pod["volumes"].to_string().contains("\"my-config\""),
+        "the user's ConfigMap is mounted: {pod}"
+    );
+    assert!(
+        pod["containers"][0].to_string().contains("run.yaml"),
+        "the server runs the ConfigMap's run.yaml: {}",
+        pod["containers"][0]
+    );
+    let (code, config, _) = render(&["-f", &user.display().to_string(), "--config"]);
+    assert_eq!(code, 0);
+    assert!(config.contains("provider_id: a"), "{config}");
+}
+
+/// Inputs as users have them: several documents, `kind: List` (what `kubectl get -o yaml`
+/// prints), standard input, and v1alpha1 (converted as the conversion webhook converts it).
+#[test]
+fn lists_several_documents_stdin_and_v1alpha1_render() {
+    let v1alpha1 = "apiVersion: llamastack.io/v1alpha1\nkind: LlamaStackDistribution\nmetadata: {name: upstream}\nspec:\n  replicas: 1\n  server:\n    distribution: {name: starter}\n";
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- {}\n",
+        serde_json::to_string(&serde_saphyr::from_str::<Value>(v1alpha1).unwrap()).unwrap()
+    );
+    let input = format!(
+        "{list}---\n{}",
+        std::fs::read_to_string(sample("v1alpha2_us1_minimal_inference.yaml")).unwrap()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+        .args(["render", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let deployments: Vec<&str> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Deployment")
+        .map(|d| d["metadata"]["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(deployments.len(), 2, "{deployments:?}");
+    assert_eq!(deployments[0], "upstream");
 }

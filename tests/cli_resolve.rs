@@ -299,7 +299,45 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
 
 type Test = fn(&Env) -> Result<(), Failed>;
 
+/// The air-gap guide's check of a mirror must not pass on a dead one: without `--strict` a name
+/// resolves to the embedded fallback (marked stale), with it the command fails after printing
+/// that answer; a live registry passes `--strict`.
+fn strict_fails_on_a_dead_mirror_and_passes_a_live_one(env: &Env) -> Result<(), Failed> {
+    let dead = [
+        "starter",
+        "--mirror",
+        "docker.io/llamastack=127.0.0.1:9/llamastack",
+    ];
+    let (code, stdout, stderr) = run(&dead);
+    let answer: Value = serde_json::from_str(&stdout)?;
+    if code != 0 || answer["stale"] != json!(true) || answer["configSource"] != "embedded" {
+        return Err(format!("without --strict: exit {code}, {answer}, {stderr}").into());
+    }
+    let strict: Vec<&str> = dead.iter().copied().chain(["--strict"]).collect();
+    let (code, stdout, stderr) = run(&strict);
+    if code == 0 || !stderr.contains("--strict: the answer is stale") || stdout.is_empty() {
+        return Err(
+            format!("with --strict: exit {code}, stdout {stdout:?}, stderr {stderr:?}").into(),
+        );
+    }
+    let (plain, digest) = (&env.regs.plain.host, &env.digest);
+    let (code, _, stderr) = run(&[
+        &format!("{plain}/mirrored/app@{digest}"),
+        "--insecure-registry",
+        plain,
+        "--strict",
+    ]);
+    if code != 0 {
+        return Err(format!("a live registry with labels fails --strict: {stderr}").into());
+    }
+    Ok(())
+}
+
 const TESTS: &[(&str, Test)] = &[
+    (
+        "strict_fails_on_a_dead_mirror_and_passes_a_live_one",
+        strict_fails_on_a_dead_mirror_and_passes_a_live_one,
+    ),
     ("pinned_with_pull_secret", pinned_with_pull_secret),
     (
         "legacy_dockercfg_yaml_output_and_config",

@@ -864,44 +864,11 @@ fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> 
     Ok(())
 }
 
-/// What kstatus (`scripts/build-kstatus.sh`: sigs.k8s.io/cli-utils, what Flux, Argo CD and kpt
-/// judge custom resources with) makes of `ns/name` as the API server serves it.
-fn kstatus_of(
-    env: &Env,
-    kstatus: &std::path::Path,
-    ns: &str,
-    name: &str,
-) -> Result<String, Failed> {
-    let object = env
-        .plane
-        .kubectl()
-        .args(["get", "llsd", name, "-n", ns, "-o", "json"])
-        .output()?;
-    assert!(
-        object.status.success(),
-        "{}",
-        String::from_utf8_lossy(&object.stderr)
-    );
-    let mut child = std::process::Command::new(kstatus)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()?;
-    std::io::Write::write_all(
-        &mut child.stdin.take().ok_or("kstatus stdin")?,
-        &object.stdout,
-    )?;
-    let out = child.wait_with_output()?;
-    assert!(out.status.success(), "kstatus-compute failed");
-    let verdict: Value = serde_json::from_slice(&out.stdout)?;
-    Ok(verdict["status"].as_str().unwrap_or_default().to_owned())
-}
-
 /// In every state the operator produces, kstatus agrees with the phase (Ready is `Current`,
 /// converging is `InProgress`, Failed is `Failed`), and `kubectl wait --for=condition=Ready`
 /// returns for a Ready stack and not for a failed one.
 fn kstatus_and_kubectl_wait_agree_with_the_operator(env: &Env) -> Result<(), Failed> {
-    let kstatus = support::control_plane::run_build_script("build-kstatus.sh", &[], &[])
-        .map_err(|e| e.to_string())?;
+    let kstatus = support::kstatus::kstatus_bin().map_err(|e| e.to_string())?;
     let ns = "kstatus";
     env.namespace(ns)?;
     let starter = json!({"distribution": {"name": "starter"}});
@@ -959,7 +926,8 @@ fn kstatus_and_kubectl_wait_agree_with_the_operator(env: &Env) -> Result<(), Fai
                 && said)
                 .then_some(())
         })?;
-        let verdict = kstatus_of(env, &kstatus, ns, name)?;
+        let verdict =
+            support::kstatus::verdict(&env.plane, &kstatus, ns, name).map_err(|e| e.to_string())?;
         assert_eq!(verdict, *expected, "{name} in phase {phase:?}");
     }
     let wait = |name: &str, timeout: &str| -> Result<bool, Failed> {

@@ -540,54 +540,100 @@ fn the_tests_send_packets_only_to_loopback() {
     );
 }
 
-/// An API read the plan needs that fails (here: the operator may not read ServiceAccounts) is a
-/// reconcile error, retried with backoff and counted as `ApiError`: it says nothing about the
+/// An API read the plan needs that fails (the ServiceAccount, its pull secret, the
+/// overrideConfig ConfigMap, each refused by RBAC in turn) is a reconcile error, retried with backoff and counted as `ApiError`: it says nothing about the
 /// spec, so the stack is not marked Failed and its status is left as it was.
 #[test]
 fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
     use support::operator::kubectl;
     let (plane, rt, admin) = start_with_crd().expect("control plane with the CRD");
-    // Everything a reconcile touches, and the status, but not ServiceAccounts.
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "limited", "namespace": "default"}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "limited"},
-         "rules": [
-            {"apiGroups": ["llamastack.io"], "resources": ["llamastackdistributions", "llamastackdistributions/status"], "verbs": ["*"]},
-            {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": ["*"]},
-            {"apiGroups": [""], "resources": ["pods", "configmaps", "secrets", "services", "persistentvolumeclaims", "events"], "verbs": ["*"]},
-            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "limited"},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "limited"},
-         "subjects": [{"kind": "ServiceAccount", "name": "limited", "namespace": "default"}]}]});
-    kubectl(&plane, &["apply", "-f", "-"], Some(&rbac.to_string())).unwrap();
-    let token = kubectl(
-        &plane,
-        &["create", "token", "limited", "-n", "default"],
-        None,
-    )
-    .unwrap();
-    let kubeconfig = plane
-        .kubeconfig_with_token("limited", token.trim())
-        .unwrap();
-    rt.block_on(async {
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
-            &Default::default(),
-        )
-        .await
-        .unwrap();
-        let limited = kube::Client::try_from(config).unwrap();
-        let llsds: Api<LlamaStackDistribution> = Api::namespaced(admin.clone(), "default");
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
-            "kind": "LlamaStackDistribution", "metadata": {"name": "hiccup"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
-        llsds.create(&PostParams::default(), &cr).await.unwrap();
-        let ctx = Arc::new(Context::new(limited, Arc::new(Resolver::new(offline_options()).unwrap())));
-        let error = reconcile(Arc::new(llsds.get("hiccup").await.unwrap()), ctx)
+    // Each read the plan makes, refused in turn: the reconciler's client may do everything a
+    // reconcile touches, and write the status, but not read the one kind of the case.
+    let cases = [
+        (
+            "serviceaccounts",
+            json!({"distribution": {"name": "starter"}}),
+            "read ServiceAccount hiccup-serviceaccounts/default for its imagePullSecrets",
+        ),
+        (
+            "secrets",
+            json!({"distribution": {"name": "starter"}}),
+            "read pull secret hiccup-secrets/regcred",
+        ),
+        (
+            "configmaps",
+            json!({"distribution": {"name": "starter"},
+                   "overrideConfig": {"configMapName": "user-config"}}),
+            "read ConfigMap hiccup-configmaps/user-config (overrideConfig)",
+        ),
+    ];
+    for (refused, spec, message) in cases {
+        let ns = format!("hiccup-{refused}");
+        let core: Vec<&str> = [
+            "pods",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "services",
+            "persistentvolumeclaims",
+            "events",
+        ]
+        .into_iter()
+        .filter(|kind| *kind != refused)
+        .collect();
+        let setup = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+             "metadata": {"name": "regcred", "namespace": ns},
+             "stringData": {".dockerconfigjson": "{\"auths\": {}}"}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns},
+             "imagePullSecrets": [{"name": "regcred"}]},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "user-config", "namespace": ns},
+             "data": {"config.yaml": "version: 2\napis: []\nproviders: {}\n"}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "limited", "namespace": ns}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "limited", "namespace": ns},
+             "rules": [
+                {"apiGroups": ["llamastack.io"], "resources": ["llamastackdistributions", "llamastackdistributions/status"], "verbs": ["*"]},
+                {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": ["*"]},
+                {"apiGroups": [""], "resources": core, "verbs": ["*"]},
+                {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["*"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "limited", "namespace": ns},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "limited"},
+             "subjects": [{"kind": "ServiceAccount", "name": "limited", "namespace": ns}]}]});
+        kubectl(&plane, &["apply", "-f", "-"], Some(&setup.to_string())).unwrap();
+        let token = kubectl(&plane, &["create", "token", "limited", "-n", &ns], None).unwrap();
+        let kubeconfig = plane
+            .kubeconfig_with_token(&format!("limited-{refused}"), token.trim())
+            .unwrap();
+        rt.block_on(async {
+            let config = kube::Config::from_custom_kubeconfig(
+                kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+                &Default::default(),
+            )
             .await
-            .expect_err("the plan's read fails");
-        assert_eq!(error.metric_label(), "ApiError");
-        let text = error.to_string();
-        assert!(text.contains("read ServiceAccount default/default for its imagePullSecrets"), "{text}");
-        assert_eq!(llsds.get("hiccup").await.unwrap().status, None, "no Failed phase, no condition");
-    });
+            .unwrap();
+            let limited = kube::Client::try_from(config).unwrap();
+            let llsds: Api<LlamaStackDistribution> = Api::namespaced(admin.clone(), &ns);
+            let cr: LlamaStackDistribution =
+                serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+                "kind": "LlamaStackDistribution", "metadata": {"name": "hiccup"}, "spec": spec}))
+                .unwrap();
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+            let ctx = Arc::new(Context::new(
+                limited,
+                Arc::new(Resolver::new(offline_options()).unwrap()),
+            ));
+            let error = reconcile(Arc::new(llsds.get("hiccup").await.unwrap()), ctx)
+                .await
+                .expect_err("the plan's read fails");
+            let text = error.to_string();
+            assert_eq!(error.metric_label(), "ApiError", "{refused}: {text}");
+            assert!(text.contains(message), "{refused}: {text}");
+            assert_eq!(
+                llsds.get("hiccup").await.unwrap().status,
+                None,
+                "{refused}: no Failed phase, no condition"
+            );
+        });
+    }
 }

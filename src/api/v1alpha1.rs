@@ -28,6 +28,7 @@ use super::common::{
     shortname = "llsd",
     namespaced,
     status = "LlamaStackDistributionStatus",
+    doc = "A llama-stack server in the layout of the upstream operator (deprecated: use llamastack.io/v1alpha2, to which every v1alpha1 resource converts without loss). The server runs the distribution's image with its own config, or the config in spec.server.userConfig, as a Deployment behind a Service.",
     deprecated = "llamastack.io/v1alpha1 LlamaStackDistribution is deprecated; use llamastack.io/v1alpha2",
     printcolumn(
         name = "Ready",

@@ -31,6 +31,7 @@ use super::schema;
     shortname = "llsd",
     namespaced,
     status = "LlamaStackDistributionStatus",
+    doc = "A llama-stack server: which distribution to run, and the providers, models, storage, networking and workload it runs with. The operator resolves the distribution to an image pinned by digest, generates the server's config.yaml from this spec, and runs it as a Deployment behind a Service. `kubectl explain llsd.spec` describes each part.",
     printcolumn(
         name = "Ready",
         type_ = "string",

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::convert::convert;
+use crate::validate::Stage;
 
 /// Target version.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -45,6 +46,17 @@ pub enum ConvertCliError {
         /// Cause.
         source: crate::convert::ConvertError,
     },
+    /// The API server would not take the object: converting it would carry the mistake along.
+    #[error("{path}: the API server would refuse it, so it is not converted:\n{causes}")]
+    Refused {
+        /// File.
+        path: PathBuf,
+        /// Every refused field, one per line.
+        causes: String,
+    },
+    /// The validator could not be built.
+    #[error(transparent)]
+    Setup(#[from] crate::validate::SetupError),
     /// Output failed.
     #[error("cannot write YAML: {0}")]
     Output(String),
@@ -59,6 +71,28 @@ pub(super) fn run(args: &Args) -> Result<(), ConvertCliError> {
         path: args.file.clone(),
         detail: e.to_string(),
     })?;
+    // A field the schema does not declare would ride along in an annotation and be lost to the
+    // user; what the API server refuses is refused here first. (The webhook's own checks are
+    // `validate`'s job: convert is about the layout.)
+    let catalog = llama_stack_resolver::Catalog::embedded()
+        .map_err(|e| ConvertCliError::Output(e.to_string()))?;
+    if let crate::validate::Verdict::Invalid {
+        stage: Stage::Decode | Stage::Schema,
+        causes,
+        ..
+    } = crate::validate::Validator::new(catalog)?
+        .validate(&object)
+        .0
+    {
+        return Err(ConvertCliError::Refused {
+            path: args.file.clone(),
+            causes: causes
+                .iter()
+                .map(|c| format!("  {c}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        });
+    }
     let desired = match args.to {
         Version::V1alpha1 => "llamastack.io/v1alpha1",
         Version::V1alpha2 => "llamastack.io/v1alpha2",

@@ -3,11 +3,13 @@
 mod convert;
 pub mod crdgen;
 pub mod merge_config;
+mod overrides;
 mod own_image;
 mod provider_steps;
 pub mod render;
 mod resolve;
 mod run;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -33,6 +35,9 @@ enum Command {
     Resolve(resolve::Args),
     /// Print what the operator generates for a LlamaStackDistribution (offline).
     Render(render::Args),
+    /// Say what admission would say of LlamaStackDistribution manifests (offline): exit 0
+    /// when all would be admitted, 1 when one would be refused, 2 when they cannot be read.
+    Validate(validate::Args),
     /// Merge external providers into a config (runs in the Pod).
     MergeConfig(merge_config::Args),
     /// Copy this binary and the Python provider steps to a shared volume (runs in the Pod).
@@ -44,12 +49,24 @@ enum Command {
 impl Cli {
     /// Runs the chosen subcommand; an error is printed with its causes as one line on stderr.
     pub fn run(self) -> ExitCode {
+        if let Command::Validate(args) = &self.command {
+            return match validate::run(args) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(err) => {
+                    eprintln!("error: {}", crate::error_chain(&err));
+                    ExitCode::from(2)
+                }
+            };
+        }
         let result: Result<(), Box<dyn std::error::Error>> = match self.command {
             Command::Run(args) => run::run(&args).map_err(Into::into),
             Command::Convert(args) => convert::run(&args).map_err(Into::into),
             Command::Crdgen(args) => crdgen::run(&args).map_err(Into::into),
             Command::Resolve(args) => resolve::run(args).map_err(Into::into),
             Command::Render(args) => render::run(&args).map_err(Into::into),
+            // Handled above, for its own exit statuses.
+            Command::Validate(_) => Ok(()),
             Command::MergeConfig(args) => merge_config::run(&args).map_err(Into::into),
             Command::InstallTools(args) => provider_steps::install_tools(&args).map_err(Into::into),
             Command::StageProvider(args) => {

@@ -1,30 +1,42 @@
-//! `render`: what the operator would apply for a LlamaStackDistribution, offline, on the
-//! embedded distribution configs: the same builders as the controller (the image is the catalog's
-//! reference, not pinned, since render does not reach a registry).
+//! `render`: what the operator would apply for LlamaStackDistribution manifests, offline, on
+//! the embedded distribution configs, with the same builders as the controller. Each object is
+//! first checked as admission checks it ([`crate::validate`]); v1alpha1 is converted as the
+//! conversion webhook converts it. The image is the catalog's or the manifest's reference, not
+//! pinned, since render does not reach a registry; an image whose config render cannot know runs
+//! its own, and a user's ConfigMap is mounted whole, as in the cluster.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use llama_stack_resolver::catalog::parse_image_overrides;
+use k8s_openapi::api::core::v1::ConfigMap;
 use llama_stack_resolver::embedded::embedded_config;
 use llama_stack_resolver::{Catalog, LookupError};
+use serde_json::Value;
 
+use super::overrides::{OverridesError, catalog_with_overrides};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use crate::controller::builders;
+use crate::controller::plan::generation_asked;
+use crate::controller::user_config::{as_generated, user_config};
+use crate::validate::documents::{ReadError, read_inputs};
+use crate::validate::{SetupError, Validator, Verdict};
 
 /// Options of `render`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The LlamaStackDistribution manifest (v1alpha2, YAML or JSON).
-    #[arg(short = 'f', long = "filename", value_name = "FILE")]
-    file: PathBuf,
+    /// Manifests (v1alpha2 or v1alpha1): files (several documents, `kind: List`), directories,
+    /// or `-` for standard input; repeatable. ConfigMaps among them are the ones
+    /// `overrideConfig`/`userConfig` name.
+    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    files: Vec<PathBuf>,
     /// Print only the generated config.yaml.
     #[arg(long, conflicts_with = "env")]
     config: bool,
     /// Print only the environment variables the server container gets.
     #[arg(long)]
     env: bool,
-    /// The operator ConfigMap's `image-overrides` (names it adds need --base-config).
+    /// The operator ConfigMap's `image-overrides`.
     #[arg(long, value_name = "FILE")]
     overrides: Option<PathBuf>,
     /// A base config.yaml to use instead of the embedded one (e.g. for distribution.image).
@@ -43,11 +55,26 @@ pub enum RenderError {
         /// Cause.
         source: std::io::Error,
     },
-    /// The manifest is not a v1alpha2 LlamaStackDistribution.
-    #[error("{path} is not a llamastack.io/v1alpha2 LlamaStackDistribution: {detail}")]
+    /// The inputs could not be read.
+    #[error(transparent)]
+    Inputs(#[from] ReadError),
+    /// The overrides could not be read.
+    #[error(transparent)]
+    Overrides(#[from] OverridesError),
+    /// The validator could not be built.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// Admission would refuse an object (every refused field, one per line).
+    #[error("admission would refuse it (`llama-stack-operator validate` says why):\n{0}")]
+    Refused(String),
+    /// Nothing to render.
+    #[error("no LlamaStackDistribution in the inputs")]
+    Nothing,
+    /// An admitted object could not be read as v1alpha2 (a defect).
+    #[error("{location}: {detail}")]
     Manifest {
-        /// File.
-        path: PathBuf,
+        /// Where.
+        location: String,
         /// Why.
         detail: String,
     },
@@ -72,22 +99,45 @@ fn read(path: &PathBuf) -> Result<String, RenderError> {
     })
 }
 
+/// Which config the server runs.
+enum Config {
+    /// The generated one.
+    Generated,
+    /// The user's ConfigMap, mounted whole; `key` is the config.
+    User { config_map: String, key: String },
+    /// The image's own.
+    Image,
+}
+
+/// What the server of one stack runs.
+struct ServerRun {
+    config: Config,
+    /// The generated config, or the user's when their ConfigMap is among the inputs.
+    generated: Option<GeneratedConfig>,
+    /// Why `--config`/`--env` have nothing to show.
+    unknown_config: Option<String>,
+}
+
 /// Every object the controller applies, as one YAML stream, built by the controller's builders.
 /// Offline, so without the values only the cluster knows (CA bundle, Secret hashes, pull secrets).
 fn objects(
     cr: &LlamaStackDistribution,
     image: &str,
-    generated: &GeneratedConfig,
+    server: &ServerRun,
 ) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let config_map = builders::config_map_name(
-        cr.metadata.name.as_deref().unwrap_or_default(),
-        &generated.hash,
-    );
+    let generated_name = server.generated.as_ref().map(|g| {
+        builders::config_map_name(cr.metadata.name.as_deref().unwrap_or_default(), &g.hash)
+    });
+    let config = match (&server.config, &generated_name) {
+        (Config::Generated, Some(name)) => builders::ServerConfig::Generated(name),
+        (Config::User { config_map, key }, _) => builders::ServerConfig::User { config_map, key },
+        _ => builders::ServerConfig::Image,
+    };
     let inputs = builders::Inputs {
         image,
-        generated: Some(generated),
-        config: builders::ServerConfig::Generated(&config_map),
+        generated: server.generated.as_ref(),
+        config,
         ..Default::default()
     };
     let desired = builders::desired(cr, &inputs).map_err(|e| err(&e))?;
@@ -123,61 +173,151 @@ fn objects(
     Ok(docs.join("---\n"))
 }
 
-pub(super) fn run(args: &Args) -> Result<(), RenderError> {
-    let text = read(&args.file)?;
-    let cr: LlamaStackDistribution =
-        serde_saphyr::from_str(&text).map_err(|e| RenderError::Manifest {
-            path: args.file.clone(),
-            detail: e.to_string(),
-        })?;
-    if cr.metadata.name.as_deref().unwrap_or_default().is_empty() {
-        return Err(RenderError::Manifest {
-            path: args.file.clone(),
-            detail: "metadata.name is required".to_owned(),
+/// What the server of `cr` runs, offline.
+fn server_run(
+    cr: &LlamaStackDistribution,
+    args: &Args,
+    image: &str,
+    config_maps: &BTreeMap<String, ConfigMap>,
+) -> Result<ServerRun, RenderError> {
+    let run = |config, generated, unknown_config| ServerRun {
+        config,
+        generated,
+        unknown_config,
+    };
+    if let Some(o) = &cr.spec.override_config {
+        let name = &o.config_map_name;
+        return Ok(match config_maps.get(name) {
+            Some(cm) => {
+                let user = user_config(cm).map_err(|e| RenderError::NoBase(e.message(name)))?;
+                let generated = as_generated(&user).map_err(|e| {
+                    RenderError::NoBase(format!(
+                        "{} of ConfigMap {name:?} is not valid YAML: {e}",
+                        user.key
+                    ))
+                })?;
+                let config = Config::User {
+                    config_map: name.clone(),
+                    key: user.key.to_owned(),
+                };
+                run(config, Some(generated), None)
+            }
+            None => {
+                eprintln!(
+                    "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
+                );
+                let config = Config::User {
+                    config_map: name.clone(),
+                    key: "config.yaml".to_owned(),
+                };
+                let why =
+                    format!("the config is in ConfigMap {name:?}, which is not among the inputs");
+                run(config, None, Some(why))
+            }
         });
     }
-    if let Some(o) = &cr.spec.override_config {
-        return Err(RenderError::NoBase(format!(
-            "spec.overrideConfig: the server uses ConfigMap {:?} as is; there is nothing to generate",
-            o.config_map_name
-        )));
-    }
-    // Offline: the catalog's (or the given) reference, not pinned to a digest.
-    let mut image = cr.spec.distribution.image.clone().unwrap_or_default();
     let base = match (&args.base_config, &cr.spec.distribution.name) {
-        (Some(path), _) => read(path)?,
-        (None, Some(name)) => {
-            let mut catalog =
-                Catalog::embedded().map_err(|e| RenderError::Output(e.to_string()))?;
-            if let Some(path) = &args.overrides {
-                let (valid, problems) = parse_image_overrides(&read(path)?);
-                for problem in problems {
-                    eprintln!("warning: {problem}");
-                }
-                catalog = catalog.with_overrides(&valid);
-            }
-            image = catalog.image(name)?.to_owned();
-            embedded_config(name)
-                .ok_or_else(|| RenderError::NoBase(format!("spec.distribution.name: {name:?} has no embedded config; pass --base-config FILE")))?
-                .to_owned()
+        (Some(path), _) => Some(read(path)?),
+        (None, Some(name)) => embedded_config(name).map(ToOwned::to_owned),
+        (None, None) => None,
+    };
+    let Some(base) = base else {
+        if let Some(field) = generation_asked(cr) {
+            return Err(RenderError::NoBase(format!(
+                "{field} asks for a generated config, and the base config of {image} is in its labels, which render does not fetch; pass --base-config FILE (`llama-stack-operator resolve {image} --show-config` prints it)"
+            )));
         }
-        (None, None) => {
-            return Err(RenderError::NoBase(
-                "spec.distribution.image: the base config comes from the image's labels, which render does not fetch; pass --base-config FILE (or run `llama-stack-operator resolve IMAGE --show-config`)".to_owned(),
-            ));
-        }
+        let why = format!(
+            "the server runs the config inside {image} (`llama-stack-operator resolve {image} --show-config` prints it, if the image is labelled with it)"
+        );
+        return Ok(run(Config::Image, None, Some(why)));
     };
     let generated = generate_from_yaml(&cr.spec, &base, ProviderTable::embedded())?;
     for warning in &generated.warnings {
         eprintln!("warning: {warning}");
     }
-    let out = if args.config {
-        generated.yaml.clone()
-    } else if args.env {
-        serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))?
-    } else {
-        objects(&cr, &image, &generated)?
+    Ok(run(Config::Generated, Some(generated), None))
+}
+
+/// The output for one admitted stack.
+fn render_one(
+    cr: &LlamaStackDistribution,
+    args: &Args,
+    catalog: &Catalog,
+    config_maps: &BTreeMap<String, ConfigMap>,
+) -> Result<String, RenderError> {
+    // Offline: the catalog's (or the manifest's) reference, not pinned to a digest.
+    let image = match &cr.spec.distribution.name {
+        Some(name) => catalog.image(name)?.to_owned(),
+        None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
-    print!("{out}");
+    let server = server_run(cr, args, &image, config_maps)?;
+    if args.config || args.env {
+        let generated = server.generated.as_ref().ok_or_else(|| {
+            RenderError::NoBase(server.unknown_config.clone().unwrap_or_default())
+        })?;
+        return if args.config {
+            Ok(generated.yaml.clone())
+        } else {
+            serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))
+        };
+    }
+    objects(cr, &image, &server)
+}
+
+/// The ConfigMaps among the inputs, by name.
+fn config_maps(objects: &[&Value]) -> BTreeMap<String, ConfigMap> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["apiVersion"] == "v1")
+        .filter_map(|o| serde_json::from_value::<ConfigMap>((*o).clone()).ok())
+        .filter_map(|cm| Some((cm.metadata.name.clone()?, cm)))
+        .collect()
+}
+
+pub(super) fn run(args: &Args) -> Result<(), RenderError> {
+    let documents = read_inputs(&args.files, std::io::stdin().lock())?;
+    let catalog = catalog_with_overrides(args.overrides.as_deref())?;
+    let validator = Validator::new(catalog.clone())?;
+    let config_maps = config_maps(&documents.iter().map(|d| &d.object).collect::<Vec<_>>());
+    let mut outputs = Vec::new();
+    let mut refused = Vec::new();
+    for document in &documents {
+        let (verdict, stored) = validator.validate(&document.object);
+        let location = &document.location;
+        match verdict {
+            Verdict::Skipped { .. } => continue,
+            Verdict::Invalid { causes, .. } => {
+                refused.extend(causes.iter().map(|c| format!("{location}: {c}")));
+                continue;
+            }
+            Verdict::Valid { warnings } => {
+                for warning in warnings {
+                    eprintln!("warning: {location}: {warning}");
+                }
+            }
+        }
+        let manifest = |detail: String| RenderError::Manifest {
+            location: location.clone(),
+            detail,
+        };
+        let stored = stored.ok_or_else(|| manifest("no object after validation".to_owned()))?;
+        let v1alpha2 = if stored["apiVersion"] == "llamastack.io/v1alpha1" {
+            crate::convert::convert(&stored, "llamastack.io/v1alpha2")
+                .map_err(|e| manifest(e.to_string()))?
+        } else {
+            stored
+        };
+        let cr: LlamaStackDistribution =
+            serde_json::from_value(v1alpha2).map_err(|e| manifest(e.to_string()))?;
+        outputs.push(render_one(&cr, args, &catalog, &config_maps)?);
+    }
+    if !refused.is_empty() {
+        return Err(RenderError::Refused(refused.join("\n")));
+    }
+    if outputs.is_empty() {
+        return Err(RenderError::Nothing);
+    }
+    print!("{}", outputs.join("---\n"));
     Ok(())
 }

@@ -54,6 +54,12 @@ pub struct Args {
     /// Also print the base config.
     #[arg(long)]
     show_config: bool,
+    /// Fail (exit 1, after printing the answer) unless the answer is fresh and its base config
+    /// was read from the image: a stale answer (the registry could not be reached) or the
+    /// operator's embedded fallback config is an error. For checks of a mirror before cutting
+    /// over, which must not pass on a dead mirror.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Errors of `resolve`, each one line.
@@ -97,6 +103,21 @@ pub enum ResolveCliError {
     /// Output failed.
     #[error("cannot write the result: {0}")]
     Output(String),
+    /// `--strict`, and the answer is stale or uses the embedded fallback config.
+    #[error("--strict: {0}")]
+    NotStrict(String),
+}
+
+/// Why an answer fails `--strict`, if it does.
+fn strictness_failure(stale_reason: Option<&str>, config_source: &str) -> Option<String> {
+    if let Some(reason) = stale_reason {
+        return Some(format!(
+            "the answer is stale, from the cache, because the registry could not be reached: {reason}"
+        ));
+    }
+    (config_source == llama_stack_resolver::base_config::ConfigSource::Embedded.as_str()).then(|| {
+        "the base config is the operator's embedded fallback, not one read from the image's labels".to_owned()
+    })
 }
 
 #[derive(Serialize)]
@@ -223,5 +244,23 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
         }
     };
     print!("{text}");
-    Ok(())
+    match strictness_failure(output.stale_reason.as_deref(), output.config_source) {
+        Some(failure) if args.strict => Err(ResolveCliError::NotStrict(failure)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strictness_failure;
+
+    #[test]
+    fn strict_refuses_a_stale_answer_and_the_embedded_fallback_only() {
+        assert_eq!(strictness_failure(None, "oci-label"), None);
+        assert!(
+            strictness_failure(Some("connection refused"), "oci-label")
+                .is_some_and(|f| f.contains("stale") && f.contains("connection refused"))
+        );
+        assert!(strictness_failure(None, "embedded").is_some_and(|f| f.contains("embedded")));
+    }
 }

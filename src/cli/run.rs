@@ -190,9 +190,15 @@ pub enum RunError {
         /// Cause.
         source: std::io::Error,
     },
-    /// No client for the Kubernetes API.
-    #[error("cannot reach the Kubernetes API (use --no-reference-checks to run without it)")]
-    Client(#[source] kube::Error),
+    /// No client for the Kubernetes API, with what needs it and how to run without it.
+    #[error("cannot reach the Kubernetes API, {hint}")]
+    Client {
+        /// What needs the API in this run, and the flags that do without it.
+        hint: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
     /// The webhook certificates could not be made or injected.
     #[error("webhook certificates")]
     Certificates(#[source] crate::webhook::certs::CertError),
@@ -400,11 +406,10 @@ pub(super) fn run(args: &Args) -> Result<(), RunError> {
 
 async fn run_async(args: &Args) -> Result<(), RunError> {
     let catalog = catalog(args)?;
-    let needs_api = !args.no_reference_checks || args.self_managed_certs || !args.no_controller;
-    let api = if needs_api {
-        Some(api_client().await?)
-    } else {
+    let api = if api_needs(args).is_empty() {
         None
+    } else {
+        Some(api_client(args).await?)
     };
     if let (true, Some(api)) = (args.self_managed_certs, api.clone()) {
         manage_certificates(args, api).await?;
@@ -427,7 +432,7 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
             crate::metrics::auth::MetricsAuth::new(api.clone()),
         )),
         (MetricsAuthMode::Kubernetes, None) => Some(Arc::new(
-            crate::metrics::auth::MetricsAuth::new(api_client().await?),
+            crate::metrics::auth::MetricsAuth::new(api_client(args).await?),
         )),
     };
     let tls = metrics_tls(args).await?;
@@ -496,16 +501,57 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
 
 /// A client for the Kubernetes API that names the operator and its version in every request's
 /// User-Agent, so that audit logs and API Priority and Fairness can tell its requests apart.
-async fn api_client() -> Result<kube::Client, RunError> {
+/// What in this run needs the Kubernetes API, each with the flag that does without it.
+fn api_needs(args: &Args) -> Vec<(&'static str, &'static str)> {
+    let mut needs = Vec::new();
+    if !args.no_controller {
+        needs.push(("the controller", "--no-controller"));
+    }
+    if !args.no_webhooks && !args.no_reference_checks {
+        needs.push((
+            "admission's checks of referenced Secrets and ConfigMaps",
+            "--no-reference-checks",
+        ));
+    }
+    if args.self_managed_certs {
+        needs.push((
+            "--self-managed-certs",
+            "--tls-cert/--tls-key in place of --self-managed-certs",
+        ));
+    }
+    if args.metrics_auth == MetricsAuthMode::Kubernetes {
+        needs.push(("--metrics-auth=kubernetes", "--metrics-auth=none"));
+    }
+    needs
+}
+
+/// The end of the "cannot reach the Kubernetes API" error: who needs it here, and what to pass
+/// to run without a cluster.
+fn api_hint(needs: &[(&str, &str)]) -> String {
+    let who: Vec<&str> = needs.iter().map(|(who, _)| *who).collect();
+    let fixes: Vec<&str> = needs.iter().map(|(_, fix)| *fix).collect();
+    format!(
+        "which {} need{}; to run without a cluster, use {}",
+        who.join(" and "),
+        if who.len() == 1 { "s" } else { "" },
+        fixes.join(" and ")
+    )
+}
+
+async fn api_client(args: &Args) -> Result<kube::Client, RunError> {
+    let client_error = |source| RunError::Client {
+        hint: api_hint(&api_needs(args)),
+        source,
+    };
     let mut config = kube::Config::infer()
         .await
-        .map_err(|e| RunError::Client(kube::Error::InferConfig(e)))?;
+        .map_err(|e| client_error(kube::Error::InferConfig(e)))?;
     let agent = concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION"));
     config.headers.push((
         axum::http::header::USER_AGENT,
         axum::http::HeaderValue::from_static(agent),
     ));
-    kube::Client::try_from(config).map_err(RunError::Client)
+    kube::Client::try_from(config).map_err(client_error)
 }
 
 /// The operator's own image: `--operator-image` when set, else the image of its own Pod
@@ -590,5 +636,52 @@ impl Halves {
             tracing::warn!("shutdown: the other half did not stop within {grace:?}");
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Args, api_hint, api_needs};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn hint(flags: &[&str]) -> Option<String> {
+        let cli = Cli::try_parse_from(std::iter::once("run").chain(flags.iter().copied()))
+            .expect("valid flags");
+        let needs = api_needs(&cli.args);
+        (!needs.is_empty()).then(|| api_hint(&needs))
+    }
+
+    /// The hint names only what still needs the API, so following it never gives the same
+    /// error again (it used to suggest --no-reference-checks to a run that already had it).
+    #[test]
+    fn the_hint_names_what_still_needs_the_api_and_following_it_needs_none() {
+        let controller = hint(&["--no-reference-checks"]).expect("the controller needs it");
+        assert_eq!(
+            controller,
+            "which the controller needs; to run without a cluster, use --no-controller"
+        );
+        let both = hint(&["--metrics-auth=kubernetes"]).expect("needed");
+        assert!(
+            both.contains("--no-controller")
+                && both.contains("--no-reference-checks")
+                && both.contains("--metrics-auth=none"),
+            "{both}"
+        );
+        assert_eq!(hint(&["--no-controller", "--no-reference-checks"]), None);
+        assert!(
+            hint(&[
+                "--no-controller",
+                "--no-reference-checks",
+                "--self-managed-certs"
+            ])
+            .is_some_and(|h| h.contains("in place of --self-managed-certs"))
+        );
     }
 }

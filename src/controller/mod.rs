@@ -18,7 +18,7 @@ mod events;
 pub mod external_status;
 mod observe;
 pub mod operator_config;
-mod plan;
+pub(crate) mod plan;
 mod prune_marks;
 mod recent_writes;
 mod reconcile;
@@ -27,7 +27,7 @@ mod rollout;
 mod secret_mask;
 mod server_info;
 mod status;
-mod user_config;
+pub(crate) mod user_config;
 pub(crate) mod watches;
 mod write;
 

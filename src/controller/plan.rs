@@ -8,7 +8,7 @@ use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::{Distribution, FailureKind, Resolver};
 
 use super::builders::{self, config_map_name};
-use super::user_config::user_config;
+use super::user_config::{as_generated, user_config};
 use super::{ApiError, Context, api_err};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
@@ -500,17 +500,12 @@ async fn override_config(
         .map_err(api_err(format!("read ConfigMap {ns}/{name} (overrideConfig)")))?
         .ok_or_else(|| fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName")))?;
     let user = user_config(&cm).map_err(|e| fail(e.message(name)))?;
-    let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| {
+    let generated = as_generated(&user).map_err(|e| {
         fail(format!(
             "{} of ConfigMap \"{name}\" is not valid YAML: {e}",
             user.key
         ))
     })?;
-    let provider_count = parsed
-        .get("providers")
-        .and_then(|p| p.as_object())
-        .map(|p| p.values().filter_map(|l| l.as_array()).map(Vec::len).sum())
-        .unwrap_or(0);
     Ok(Planned {
         mount: Mount::User {
             config_map: name.to_owned(),
@@ -519,18 +514,7 @@ async fn override_config(
         image,
         source: ConfigSource::OverrideConfig,
         base_hash: user.hash.clone(),
-        generated: crate::config::GeneratedConfig {
-            yaml: user.yaml.to_owned(),
-            hash: user.hash,
-            env: Vec::new(),
-            provider_count,
-            resource_count: 0,
-            config_version: parsed
-                .get("version")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(2),
-            warnings: Vec::new(),
-        },
+        generated,
         stale,
         pull_secrets: Vec::new(),
         pin: Pin::default(),

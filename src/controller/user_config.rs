@@ -45,6 +45,29 @@ impl UserConfigError {
     }
 }
 
+/// The user's config as the operator records a generated one (its provider count and version),
+/// or the YAML parser's message when the config is not YAML.
+pub fn as_generated(user: &UserConfig<'_>) -> Result<crate::config::GeneratedConfig, String> {
+    let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| e.to_string())?;
+    let provider_count = parsed
+        .get("providers")
+        .and_then(|p| p.as_object())
+        .map(|p| p.values().filter_map(|l| l.as_array()).map(Vec::len).sum())
+        .unwrap_or(0);
+    Ok(crate::config::GeneratedConfig {
+        yaml: user.yaml.to_owned(),
+        hash: user.hash.clone(),
+        env: Vec::new(),
+        provider_count,
+        resource_count: 0,
+        config_version: parsed
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(2),
+        warnings: Vec::new(),
+    })
+}
+
 /// The config a user's ConfigMap holds.
 pub fn user_config(cm: &ConfigMap) -> Result<UserConfig<'_>, UserConfigError> {
     static EMPTY: BTreeMap<String, String> = BTreeMap::new();

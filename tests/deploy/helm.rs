@@ -7,14 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-use super::support::control_plane::{ControlPlane, run_build_script};
+use super::support::control_plane::ControlPlane;
+use super::support::helm as support_helm;
+use super::support::helm::{CHART, helm};
 use super::support::operator::kubectl_status as kubectl;
 
-const CHART: &str = "charts/llama-stack-operator";
 /// Labels Helm's conventions add to every object; kustomize's install has none of them.
 const HELM_LABELS: [&str; 4] = [
     "app.kubernetes.io/managed-by",
@@ -28,33 +28,7 @@ fn root() -> &'static Path {
 }
 
 fn helm_bin() -> PathBuf {
-    run_build_script("build-helm.sh", &[], &[]).expect("helm")
-}
-
-/// helm with its state in `home` (never the user's), talking to `plane` when given.
-fn helm(
-    bin: &Path,
-    home: &Path,
-    plane: Option<&ControlPlane>,
-    args: &[&str],
-) -> (bool, String, String) {
-    let mut command = Command::new(bin);
-    command
-        .args(args)
-        .current_dir(root())
-        .env("HELM_CACHE_HOME", home.join("cache"))
-        .env("HELM_CONFIG_HOME", home.join("config"))
-        .env("HELM_DATA_HOME", home.join("data"))
-        .env_remove("KUBERNETES_SERVICE_HOST");
-    if let Some(plane) = plane {
-        command.env("KUBECONFIG", &plane.kubeconfig);
-    }
-    let out = command.output().expect("run helm");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support_helm::helm_bin().expect("helm")
 }
 
 /// `helm template` of the chart into `namespace`, for the tests' Kubernetes version, with `values`
@@ -117,6 +91,23 @@ fn objects(yaml: &str, from_helm: bool) -> BTreeMap<(String, String, String), Va
     out
 }
 
+/// The same objects, each equal, in `want` (kustomize's) and `got` (the chart's).
+fn assert_same_objects(
+    what: &str,
+    want: &BTreeMap<(String, String, String), Value>,
+    got: &BTreeMap<(String, String, String), Value>,
+) {
+    let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).collect();
+    let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{what}: the chart lacks {missing:?} and adds {extra:?}"
+    );
+    for (key, object) in want {
+        assert_eq!(&got[key], object, "{what}: {key:?} differs");
+    }
+}
+
 #[test]
 fn the_chart_renders_what_each_kustomize_install_applies() {
     let bin = helm_bin();
@@ -156,17 +147,61 @@ fn the_chart_renders_what_each_kustomize_install_applies() {
         let (ok, rendered, err) =
             template(&bin, home.path(), "llama-stack-operator-system", values);
         assert!(ok, "{overlay}: {err}");
-        let (want, got) = (objects(&kustomized, false), objects(&rendered, true));
-        let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).collect();
-        let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{overlay}: the chart lacks {missing:?} and adds {extra:?}"
+        assert_same_objects(
+            overlay,
+            &objects(&kustomized, false),
+            &objects(&rendered, true),
         );
-        for (key, object) in &want {
-            assert_eq!(&got[key], object, "{overlay}: {key:?} differs");
-        }
     }
+    // A mirror with a private CA and a pull secret: the chart mounts the CA and names it to the
+    // operator exactly as image-overrides/registry-ca does (which also makes the ConfigMap; the
+    // chart takes its name), and gives the operator's Pod the pull secret.
+    let (ok, kustomized, err) = kubectl(
+        &plane,
+        &[
+            "kustomize",
+            &root()
+                .join("image-overrides/registry-ca")
+                .display()
+                .to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "registry-ca: {err}");
+    let mut want = objects(&kustomized, false);
+    let config_map = want
+        .keys()
+        .find(|(kind, name, _)| kind == "ConfigMap" && name.contains("registry-ca"))
+        .cloned()
+        .expect("the kustomization makes the CA's ConfigMap");
+    want.remove(&config_map);
+    let (ok, rendered, err) = template(
+        &bin,
+        home.path(),
+        "llama-stack-operator-system",
+        &[
+            "--set",
+            &format!("registryCA.configMap={}", config_map.1),
+            "--set",
+            "imagePullSecrets={mirror-pull}",
+        ],
+    );
+    assert!(ok, "registry-ca: {err}");
+    let mut got = objects(&rendered, true);
+    let deployment = (
+        "Deployment".to_owned(),
+        "llama-stack-operator".to_owned(),
+        "llama-stack-operator-system".to_owned(),
+    );
+    let pod = got
+        .get_mut(&deployment)
+        .and_then(|d| d["spec"]["template"]["spec"].as_object_mut())
+        .expect("the operator's Pod template");
+    assert_eq!(
+        pod.remove("imagePullSecrets"),
+        Some(serde_json::json!([{"name": "mirror-pull"}]))
+    );
+    assert_same_objects("registry-ca", &want, &got);
     // Another namespace: nothing names the default one.
     let (ok, rendered, err) = template(
         &bin,

@@ -132,7 +132,22 @@ struct Pki {
 
 fn make_pki() -> Result<Pki, Error> {
     let ca = TestCa::new("llso-test-ca")?;
-    let serving = ca.localhost(Some("kube-apiserver"))?;
+    // The names and addresses a client in a Pod uses too (the `kubernetes` Service and the node's
+    // address it leads to), so the same certificate serves both kinds of cluster.
+    let serving = ca.server(
+        &[
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+        ],
+        &[
+            [127, 0, 0, 1].into(),
+            KUBERNETES_SERVICE_IP.into(),
+            POD_REACHABLE_IP.into(),
+        ],
+        Some("kube-apiserver"),
+    )?;
     let sa_key = rcgen::KeyPair::generate()?;
     Ok(Pki {
         ca_pem: ca.pem,
@@ -143,12 +158,34 @@ fn make_pki() -> Result<Pki, Error> {
     })
 }
 
+/// Who reaches the API server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ApiAccess {
+    /// Only processes of the test's network namespace, on loopback.
+    Loopback,
+    /// Pods of a real node too: the API server listens on every address of the (sealed)
+    /// namespace and advertises the node's bridge address, which kube-proxy's rules for the
+    /// `kubernetes` Service lead to.
+    Pods,
+}
+
+/// The `kubernetes` Service's address (the first of `--service-cluster-ip-range`).
+const KUBERNETES_SERVICE_IP: [u8; 4] = [10, 96, 0, 1];
+/// The address Pods reach the API server at under [`ApiAccess::Pods`]: the real node's bridge
+/// gateway (`support::node::NODE_IP`).
+pub const POD_REACHABLE_IP: [u8; 4] = [10, 88, 0, 1];
+
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until `/readyz` answers `ok`.
     ///
     /// Must be called from a thread that outlives the control plane (the harness's main thread),
     /// because the children are tied to it with PR_SET_PDEATHSIG.
     pub fn start() -> Result<Self, Error> {
+        Self::start_with(ApiAccess::Loopback)
+    }
+
+    /// [`ControlPlane::start`] with the API server reachable as `access` says.
+    pub fn start_with(access: ApiAccess) -> Result<Self, Error> {
         let bin = control_plane_bin()?;
         for name in ["etcd", "kube-apiserver", "kubectl"] {
             if !bin.join(name).is_file() {
@@ -211,8 +248,19 @@ impl ControlPlane {
                 "kube-apiserver",
                 Command::new(bin.join("kube-apiserver"))
                     .arg(format!("--etcd-servers={etcd_url}"))
-                    .arg("--bind-address=127.0.0.1")
-                    .arg("--advertise-address=127.0.0.1")
+                    .args(match access {
+                        ApiAccess::Loopback => [
+                            "--bind-address=127.0.0.1".to_owned(),
+                            "--advertise-address=127.0.0.1".to_owned(),
+                        ],
+                        ApiAccess::Pods => [
+                            "--bind-address=0.0.0.0".to_owned(),
+                            format!(
+                                "--advertise-address={}",
+                                std::net::Ipv4Addr::from(POD_REACHABLE_IP)
+                            ),
+                        ],
+                    })
                     .arg(format!("--secure-port={api_port}"))
                     .arg(format!("--cert-dir={}", d.join("certs").display()))
                     .arg(format!(
@@ -365,7 +413,12 @@ impl ControlPlane {
     /// Like [`ControlPlane::start`], plus kube-controller-manager (Deployments make Pods, owner
     /// references garbage-collect, HPAs run) and kube-scheduler; no node.
     pub fn start_with_controllers() -> Result<Self, Error> {
-        let plane = Self::start()?;
+        Self::start_with_controllers_for(ApiAccess::Loopback)
+    }
+
+    /// [`ControlPlane::start_with_controllers`] with the API server reachable as `access` says.
+    pub fn start_with_controllers_for(access: ApiAccess) -> Result<Self, Error> {
+        let plane = Self::start_with(access)?;
         for name in ["kube-controller-manager", "kube-scheduler"] {
             if !plane.bin.join(name).is_file() {
                 return Err(format!("{} is missing from {}", name, plane.bin.display()).into());

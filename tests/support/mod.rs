@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 pub mod control_plane;
+pub mod helm;
 pub mod images;
+pub mod kstatus;
 pub mod kwok_stages;
 pub mod llama_stack;
 pub mod node;

@@ -3,7 +3,7 @@
 //! ports and storage per run; the processes die with the test binary.
 
 use std::fs;
-use std::net::TcpStream;
+use std::net::{IpAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -26,6 +26,13 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The host as a client reaching it at `ip` names it (`ip:<port>`), for registries started
+    /// with [`Registries::start_also_at`].
+    pub fn host_at(&self, ip: IpAddr) -> String {
+        let port = self.host.rsplit(':').next().unwrap_or_default();
+        format!("{ip}:{port}")
+    }
+
     /// Stops the registry (to simulate an outage).
     pub fn stop(&mut self) {
         let _ = self.child.kill();
@@ -80,9 +87,11 @@ fn wait_port(port: u16, what: &str, deadline: Instant) -> Result<(), Error> {
     Ok(())
 }
 
-fn pki(dir: &Path) -> Result<(), Error> {
+fn pki(dir: &Path, also_at: Option<IpAddr>) -> Result<(), Error> {
     let ca = TestCa::new("llso-registry-test-ca")?;
-    let server = ca.localhost(None)?;
+    let mut ips: Vec<IpAddr> = vec![[127, 0, 0, 1].into()];
+    ips.extend(also_at);
+    let server = ca.server(&["localhost"], &ips, None)?;
     fs::create_dir_all(dir.join("cadir"))?;
     fs::write(dir.join("cadir/ca.crt"), &ca.pem)?;
     fs::write(dir.join("ca.pem"), &ca.pem)?;
@@ -91,10 +100,16 @@ fn pki(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-fn start_registry(dir: &Path, name: &str, http: &str, auth: &str) -> Result<Registry, Error> {
+fn start_registry(
+    dir: &Path,
+    name: &str,
+    listen: &str,
+    http: &str,
+    auth: &str,
+) -> Result<Registry, Error> {
     let port = free_port()?;
     let config = format!(
-        "version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: {root}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: llso-test-only\n{http}{auth}",
+        "version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: {root}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: {listen}:{port}\n  secret: llso-test-only\n{http}{auth}",
         root = dir.join(format!("data-{name}")).display(),
     );
     let config_path = dir.join(format!("{name}.yml"));
@@ -119,11 +134,23 @@ fn start_registry(dir: &Path, name: &str, http: &str, auth: &str) -> Result<Regi
 impl Registries {
     /// Starts the token server and the three registries.
     pub fn start() -> Result<Self, Error> {
+        Self::start_also_at(None)
+    }
+
+    /// [`Registries::start`], the registries also answering at `also_at` when given: they listen
+    /// on every address of the test's (sealed) namespace, and their certificate names it. For
+    /// clients in Pods of a real node, which reach the host only at the node's address.
+    pub fn start_also_at(also_at: Option<IpAddr>) -> Result<Self, Error> {
         let dir = tempfile::Builder::new()
             .prefix("llso-registries-")
             .tempdir()?;
         let d = dir.path();
-        pki(d)?;
+        pki(d, also_at)?;
+        let listen = if also_at.is_some() {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
         let tls = format!(
             "  tls: {{certificate: {}, key: {}}}\n",
             d.join("server.crt").display(),
@@ -174,6 +201,7 @@ impl Registries {
         let basic = start_registry(
             d,
             "basic",
+            listen,
             &tls,
             &format!(
                 "auth:\n  htpasswd: {{realm: llso-test, path: {}}}\n",
@@ -183,13 +211,14 @@ impl Registries {
         let token = start_registry(
             d,
             "token",
+            listen,
             &tls,
             &format!(
                 "auth:\n  token: {{realm: \"https://127.0.0.1:{token_port}/token\", service: llso-test-registry, issuer: llso-test-issuer, rootcertbundle: {}}}\n",
                 d.join("signer.crt").display()
             ),
         )?;
-        let plain = start_registry(d, "plain", "", "")?;
+        let plain = start_registry(d, "plain", listen, "", "")?;
         Ok(Self {
             dir,
             basic,
@@ -202,7 +231,7 @@ impl Registries {
 
     /// A further plain-HTTP registry the test owns (and may stop).
     pub fn start_extra_plain(&self, name: &str) -> Result<Registry, Error> {
-        start_registry(self.dir.path(), name, "", "")
+        start_registry(self.dir.path(), name, "127.0.0.1", "", "")
     }
 
     /// PEM of the CA that signed the registries' and token server's certificates.

@@ -1,0 +1,257 @@
+//! What admission applies to a LlamaStackDistribution, offline and in the API server's order:
+//! the version must be served; strict decoding refuses unknown fields; the CRD's structural
+//! schema (after dropping disallowed nulls and filling in defaults) and its CEL rules; then the
+//! validating webhook's own checks. The schema and the rules come from the CRD the operator
+//! generates, the webhook checks are the webhook's functions: nothing here is a second copy of
+//! a rule. Only what needs the cluster (referenced Secrets and ConfigMaps) is left out. Pure.
+
+pub mod cause;
+pub mod documents;
+pub mod rules;
+pub mod schema;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use llama_stack_resolver::Catalog;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::{DEFAULT_CONVERSION_SERVICE, crd};
+use crate::webhook::validation::{validate_v1alpha1, validate_v1alpha2};
+use cause::{Cause, CauseType};
+
+/// The API group of the resource.
+const GROUP: &str = "llamastack.io";
+/// The resource's kind.
+const KIND: &str = "LlamaStackDistribution";
+/// The field the API server names when schema errors kept it from evaluating the CEL rules.
+pub const RULES_NOT_CHECKED_FIELD: &str = "<nil>";
+
+/// Which check refused an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Stage {
+    /// Decoding: an unserved version, or fields the schema does not declare (HTTP 400).
+    Decode,
+    /// The CRD's schema and CEL rules (HTTP 422).
+    Schema,
+    /// The validating webhook (HTTP 422, from the webhook).
+    Admission,
+}
+
+/// What admission would say of one object.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "camelCase")]
+pub enum Verdict {
+    /// Admitted.
+    Valid {
+        /// Warnings the client would print.
+        warnings: Vec<String>,
+    },
+    /// Refused.
+    Invalid {
+        /// The check that refused it.
+        stage: Stage,
+        /// Every refused field.
+        causes: Vec<Cause>,
+        /// Warnings the client would print.
+        warnings: Vec<String>,
+    },
+    /// Not a LlamaStackDistribution: not this validator's to judge.
+    Skipped {
+        /// Its apiVersion and kind.
+        what: String,
+    },
+}
+
+impl Verdict {
+    /// Whether the object would be refused.
+    pub fn refused(&self) -> bool {
+        matches!(self, Self::Invalid { .. })
+    }
+
+    fn invalid(stage: Stage, causes: Vec<Cause>) -> Self {
+        Self::Invalid {
+            stage,
+            causes,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Why the validator could not be built (a bug in the API types).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The CRD could not be generated.
+    #[error("cannot generate the CRD")]
+    Crd(#[from] kube::core::crd::MergeError),
+    /// A version of the CRD has no schema.
+    #[error("version {0} of the CRD has no schema")]
+    NoSchema(String),
+}
+
+/// The checks of every served version, built once from the operator's CRD.
+pub struct Validator {
+    schemas: BTreeMap<String, JSONSchemaProps>,
+    rules: rules::Rules,
+    catalog: Catalog,
+}
+
+impl Validator {
+    /// The checks for the operator's own CRD; `catalog` decides which distribution names the
+    /// webhook knows (the embedded one, with the operator ConfigMap's image-overrides).
+    pub fn new(catalog: Catalog) -> Result<Self, SetupError> {
+        let crd = crd(&DEFAULT_CONVERSION_SERVICE)?;
+        let mut schemas = BTreeMap::new();
+        for version in crd.spec.versions.into_iter().filter(|v| v.served) {
+            let schema = version
+                .schema
+                .and_then(|s| s.open_api_v3_schema)
+                .ok_or_else(|| SetupError::NoSchema(version.name.clone()))?;
+            schemas.insert(format!("{GROUP}/{}", version.name), schema);
+        }
+        Ok(Self {
+            schemas,
+            rules: rules::Rules::default(),
+            catalog,
+        })
+    }
+
+    /// The served versions, `llamastack.io/v1alpha1` and so on.
+    pub fn versions(&self) -> impl Iterator<Item = &str> {
+        self.schemas.keys().map(String::as_str)
+    }
+
+    /// What admission would say of `object`; on success also the object as the API server
+    /// would store it in its own version (nulls dropped, defaults filled in).
+    pub fn validate(&self, object: &Value) -> (Verdict, Option<Value>) {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let group = api_version
+            .split_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or_default();
+        if kind != KIND || group != GROUP {
+            let what = format!("{api_version} {kind}").trim().to_owned();
+            return (Verdict::Skipped { what }, None);
+        }
+        let Some(schema) = self.schemas.get(api_version) else {
+            let served: Vec<&str> = self.versions().collect();
+            let cause = Cause::new(
+                CauseType::NotSupported,
+                "apiVersion",
+                format!(
+                    "no matches for kind \"{KIND}\" in version \"{api_version}\"; served: {}",
+                    served.join(", ")
+                ),
+            );
+            return (Verdict::invalid(Stage::Decode, vec![cause]), None);
+        };
+        let unknown = schema::unknown_fields(schema, object);
+        if !unknown.is_empty() {
+            let causes = unknown
+                .into_iter()
+                .map(|field| {
+                    let message = format!("unknown field \"{field}\"");
+                    Cause::new(CauseType::Unknown, &field, message)
+                })
+                .collect();
+            return (Verdict::invalid(Stage::Decode, causes), None);
+        }
+        let mut stored = object.clone();
+        schema::prune_nulls_and_default(schema, &mut stored);
+        let mut causes = metadata_causes(&stored);
+        if let Some(spec_schema) = schema.properties.as_ref().and_then(|p| p.get("spec")) {
+            match stored.get("spec") {
+                Some(spec) => {
+                    schema::check(spec_schema, spec, "spec", &mut causes);
+                    if causes.iter().any(|c| c.kind.blocks_rules()) {
+                        causes.push(Cause::new(
+                            CauseType::Invalid,
+                            RULES_NOT_CHECKED_FIELD,
+                            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_owned(),
+                        ));
+                    } else {
+                        self.rules.check(spec_schema, spec, "spec", &mut causes);
+                    }
+                }
+                None if schema.required.iter().flatten().any(|r| r == "spec") => causes.push(
+                    Cause::new(CauseType::Required, "spec", "Required value".to_owned()),
+                ),
+                None => {}
+            }
+        }
+        if !causes.is_empty() {
+            return (Verdict::invalid(Stage::Schema, causes), None);
+        }
+        let webhook = if api_version.ends_with("/v1alpha1") {
+            validate_v1alpha1(&stored, &self.catalog)
+        } else {
+            validate_v1alpha2(&stored, &self.catalog)
+        };
+        let causes: Vec<Cause> = webhook
+            .errors
+            .iter()
+            .map(|e| Cause::new(CauseType::Invalid, &e.path, e.message.clone()))
+            .collect();
+        if causes.is_empty() {
+            let verdict = Verdict::Valid {
+                warnings: webhook.warnings,
+            };
+            (verdict, Some(stored))
+        } else {
+            let verdict = Verdict::Invalid {
+                stage: Stage::Admission,
+                causes,
+                warnings: webhook.warnings,
+            };
+            (verdict, None)
+        }
+    }
+}
+
+/// `metadata.name` as the API server checks a custom resource's: present, and a DNS subdomain.
+fn metadata_causes(object: &Value) -> Vec<Cause> {
+    let name = object.pointer("/metadata/name").and_then(Value::as_str);
+    let generate_name = object
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str);
+    match (name, generate_name) {
+        (None | Some(""), None | Some("")) => vec![Cause::new(
+            CauseType::Required,
+            "metadata.name",
+            "Required value: name or generateName is required".to_owned(),
+        )],
+        (Some(name), _) if !name.is_empty() && !is_dns_subdomain(name) => vec![Cause::new(
+            CauseType::Invalid,
+            "metadata.name",
+            format!(
+                "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+            ),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            !bytes.is_empty()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+                && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use llama_stack_resolver::Catalog;
+use serde_json::{Value, json};
+
+use super::cause::CauseType;
+use super::documents::parse;
+use super::{Stage, Validator, Verdict};
+
+fn validator() -> Validator {
+    let catalog = Catalog::embedded().expect("embedded catalog");
+    // As the real-world fixtures' platform team maps the Open Data Hub build's name.
+    let overrides = BTreeMap::from([(
+        "rh-dev".to_owned(),
+        "quay.io/opendatahub/llama-stack:odh".to_owned(),
+    )]);
+    Validator::new(catalog.with_overrides(&overrides)).expect("validator")
+}
+
+fn v1alpha2(spec: Value) -> Value {
+    json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+           "metadata": {"name": "s"}, "spec": spec})
+}
+
+/// (stage, refused fields) of a refusal; `None` when admitted.
+fn refusal(validator: &Validator, object: &Value) -> Option<(Stage, Vec<String>)> {
+    match validator.validate(object).0 {
+        Verdict::Invalid { stage, causes, .. } => {
+            Some((stage, causes.into_iter().map(|c| c.field).collect()))
+        }
+        Verdict::Valid { .. } => None,
+        Verdict::Skipped { what } => panic!("skipped {what}"),
+    }
+}
+
+fn manifests(dir: &str) -> Vec<(String, Value)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .expect("directory")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        for document in parse(&file.display().to_string(), &text).expect("parses") {
+            if document.object["kind"] == "LlamaStackDistribution" {
+                out.push((document.location, document.object));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_sample_is_admitted() {
+    let validator = validator();
+    let samples = manifests("deploy/samples");
+    assert!(samples.len() >= 10, "{} samples", samples.len());
+    for (location, object) in samples {
+        let (verdict, stored) = validator.validate(&object);
+        assert!(
+            matches!(verdict, Verdict::Valid { .. }),
+            "{location}: {verdict:?}"
+        );
+        assert!(stored.is_some());
+    }
+}
+
+/// The real manifests of `tests/fixtures/real-world` (written outside this project): those the
+/// API server admits are admitted offline; the two it refuses are refused at the same field.
+#[test]
+fn real_manifests_get_the_api_servers_verdict() {
+    let validator = validator();
+    let fixtures = manifests("tests/fixtures/real-world");
+    assert!(fixtures.len() >= 35, "{} fixtures", fixtures.len());
+    for (location, object) in fixtures {
+        let found = refusal(&validator, &object);
+        if location.contains("10-v1alpha2-vllm-postgres")
+            && object["metadata"]["name"] != "llamastack-basic"
+        {
+            let (stage, fields) = found.unwrap_or_else(|| panic!("{location} admitted"));
+            assert_eq!(stage, Stage::Decode, "{location}");
+            assert!(
+                fields.contains(&"spec.storage.sql.connectionString.key".to_owned()),
+                "{location}: {fields:?}"
+            );
+        } else if location.contains("25-yagohar-ollama") {
+            let (stage, fields) = found.unwrap_or_else(|| panic!("{location} admitted"));
+            assert_eq!((stage, fields.len()), (Stage::Admission, 1), "{location}");
+        } else {
+            assert_eq!(found, None, "{location}");
+        }
+    }
+}
+
+#[test]
+fn what_the_api_server_refuses_is_refused_at_its_field() {
+    let validator = validator();
+    let starter = json!({"distribution": {"name": "starter"}});
+    let mut misspelt = v1alpha2(starter.clone());
+    misspelt["spec"]["providres"] = json!({});
+    let cases: Vec<(&str, Value, Stage, &str)> = vec![
+        ("misspelt field", misspelt, Stage::Decode, "spec.providres"),
+        (
+            "a port below 1024",
+            v1alpha2(json!({"distribution": {"name": "starter"}, "networking": {"port": 80}})),
+            Stage::Schema,
+            "spec.networking.port",
+        ),
+        (
+            "negative replicas",
+            v1alpha2(json!({"distribution": {"name": "starter"}, "workload": {"replicas": -1}})),
+            Stage::Schema,
+            "spec.workload.replicas",
+        ),
+        (
+            "a string for a number",
+            v1alpha2(json!({"distribution": {"name": "starter"}, "workload": {"replicas": "two"}})),
+            Stage::Schema,
+            "spec.workload.replicas",
+        ),
+        (
+            "name and image (CEL)",
+            v1alpha2(json!({"distribution": {"name": "starter", "image": "x/y:1"}})),
+            Stage::Schema,
+            "spec.distribution",
+        ),
+        (
+            "an unknown API name (CEL on a list item)",
+            v1alpha2(json!({"distribution": {"name": "starter"}, "disabled": ["evals"]})),
+            Stage::Schema,
+            "spec.disabled[0]",
+        ),
+        (
+            "a name too long for its Service (webhook)",
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                   "metadata": {"name": "a".repeat(56)}, "spec": starter.clone()}),
+            Stage::Admission,
+            "metadata.name",
+        ),
+        (
+            "an unserved version",
+            json!({"apiVersion": "llamastack.io/v1alpha3", "kind": "LlamaStackDistribution",
+                   "metadata": {"name": "s"}, "spec": starter}),
+            Stage::Decode,
+            "apiVersion",
+        ),
+    ];
+    for (what, object, stage, field) in cases {
+        let found = refusal(&validator, &object).unwrap_or_else(|| panic!("{what}: admitted"));
+        assert_eq!(found.0, stage, "{what}: {found:?}");
+        assert!(found.1.iter().any(|f| f == field), "{what}: {found:?}");
+    }
+}
+
+#[test]
+fn nulls_and_defaults_are_stored_as_the_api_server_stores_them() {
+    let validator = validator();
+    let object = v1alpha2(json!({"distribution": {"name": "starter", "image": null},
+        "externalProviders": {"safety": [{"providerId": "p", "image": "x/p:1"}]}}));
+    let (verdict, stored) = validator.validate(&object);
+    assert!(matches!(verdict, Verdict::Valid { .. }), "{verdict:?}");
+    let stored = stored.expect("stored");
+    assert_eq!(
+        stored.pointer("/spec/externalProviders/safety/0/imagePullPolicy"),
+        Some(&json!("IfNotPresent")),
+        "the schema's default is filled in"
+    );
+    assert_eq!(
+        stored.pointer("/spec/distribution/image"),
+        Some(&Value::Null),
+        "a nullable field keeps its null (and CEL's has() reads it as unset)"
+    );
+}
+
+#[test]
+fn other_kinds_are_skipped_and_a_missing_name_is_required() {
+    let validator = validator();
+    let (verdict, _) = validator.validate(&json!({"apiVersion": "v1", "kind": "ConfigMap"}));
+    assert!(matches!(verdict, Verdict::Skipped { .. }));
+    let nameless = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {}, "spec": {"distribution": {"name": "starter"}}});
+    match validator.validate(&nameless).0 {
+        Verdict::Invalid { causes, .. } => {
+            assert_eq!(causes[0].field, "metadata.name");
+            assert_eq!(causes[0].kind, CauseType::Required);
+        }
+        other => panic!("{other:?}"),
+    }
+}
