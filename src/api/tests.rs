@@ -195,3 +195,22 @@ fn external_provider_sections_follow_the_api_list() {
     let expected: Vec<&str> = APIS.iter().map(|(api, _)| *api).collect();
     assert_eq!(sections, expected);
 }
+
+/// `kubectl explain llsd` opens with the root description: written for people, not the derive
+/// macro's placeholder.
+#[test]
+fn the_root_description_is_written_for_people() {
+    let crd = super::crd(&super::DEFAULT_CONVERSION_SERVICE).expect("CRD");
+    for version in crd.spec.versions {
+        let description = version
+            .schema
+            .and_then(|s| s.open_api_v3_schema)
+            .and_then(|s| s.description)
+            .unwrap_or_default();
+        assert!(
+            description.starts_with("A llama-stack server") && !description.contains("Auto-generated"),
+            "{}: {description}",
+            version.name
+        );
+    }
+}
