@@ -3,6 +3,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "webhooks/differential.rs"]
+mod differential;
+
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -341,6 +344,10 @@ fn objects_stored_before_conversion_read_in_both_versions(env: &Env) -> Result<(
 
 const TESTS: &[(&str, Test)] = &[
     (
+        "offline_validation_agrees_with_the_api_server",
+        offline_validation_agrees_with_the_api_server,
+    ),
+    (
         "objects_stored_before_conversion_read_in_both_versions",
         objects_stored_before_conversion_read_in_both_versions,
     ),
@@ -370,6 +377,118 @@ const TESTS: &[(&str, Test)] = &[
         certificate_rotation_without_failed_requests,
     ),
 ];
+
+/// What admission said of one object: admitted, or refused at these fields.
+#[derive(Debug, PartialEq, Eq)]
+struct Outcome {
+    admitted: bool,
+    fields: std::collections::BTreeSet<String>,
+}
+
+/// The API server's verdict on `object` for a dry-run create with strict field validation, what
+/// `kubectl apply --dry-run=server` sends for a new object; the webhooks are called as for a
+/// real create. Unknown fields come back in the message of a 400 (no causes), an unserved
+/// version as a 404, everything else as the causes of a 422.
+fn server_outcome(env: &Env, ns: &str, object: &Value) -> Result<(Outcome, String), Failed> {
+    let version = object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("llamastack.io/");
+    let request = http::Request::post(format!(
+        "/apis/llamastack.io/{version}/namespaces/{ns}/llamastackdistributions?dryRun=All&fieldValidation=Strict"
+    ))
+    .header("content-type", "application/json")
+    .body(serde_json::to_vec(object)?)?;
+    let status = match env.rt.block_on(env.client.request::<Value>(request)) {
+        Ok(_) => {
+            let outcome = Outcome {
+                admitted: true,
+                fields: Default::default(),
+            };
+            return Ok((outcome, String::new()));
+        }
+        Err(kube::Error::Api(status)) => status,
+        Err(other) => return Err(format!("the API server did not answer: {other}").into()),
+    };
+    let fields = match status.code {
+        404 => ["apiVersion".to_owned()].into(),
+        400 => {
+            let unknown = regex::Regex::new(r#"unknown field "([^"]+)""#)?;
+            unknown
+                .captures_iter(&status.message)
+                .map(|c| c[1].to_owned())
+                .collect()
+        }
+        _ => status
+            .details
+            .iter()
+            .flat_map(|d| d.causes.iter())
+            .map(|c| c.field.clone())
+            .collect(),
+    };
+    let message = format!("{} {}", status.code, status.message);
+    Ok((
+        Outcome {
+            admitted: false,
+            fields,
+        },
+        message,
+    ))
+}
+
+/// The offline validator (`llama-stack-operator validate`) and the API server with the
+/// operator's webhooks give the same verdict, refusing at the same fields, on every object of a
+/// corpus of samples, real manifests and their mutations.
+fn offline_validation_agrees_with_the_api_server(env: &Env) -> Result<(), Failed> {
+    use llama_stack_operator::validate::{Validator, Verdict};
+    let ns = namespace(env, "differential")?;
+    let validator = Validator::new(Catalog::embedded()?)?;
+    let corpus = differential::corpus();
+    let (mut admitted, mut disagreements) = (0, Vec::new());
+    for case in &corpus {
+        let (server, said) = server_outcome(env, &ns, &case.object)?;
+        let offline = match validator.validate(&case.object).0 {
+            Verdict::Valid { .. } => Outcome {
+                admitted: true,
+                fields: Default::default(),
+            },
+            Verdict::Invalid { causes, .. } => Outcome {
+                admitted: false,
+                fields: causes.into_iter().map(|c| c.field).collect(),
+            },
+            Verdict::Skipped { what } => {
+                return Err(format!("{}: skipped ({what})", case.label).into());
+            }
+        };
+        admitted += usize::from(server.admitted);
+        if server != offline {
+            disagreements.push(format!(
+                "{}: the API server {server:?} ({said}), offline {offline:?}",
+                case.label
+            ));
+        }
+    }
+    eprintln!(
+        "differential: {} objects, {admitted} admitted and {} refused by the API server; offline agrees on {}",
+        corpus.len(),
+        corpus.len() - admitted,
+        corpus.len() - disagreements.len()
+    );
+    assert!(corpus.len() >= 500, "a corpus of {} objects", corpus.len());
+    assert!(
+        admitted >= 50 && corpus.len() - admitted >= 300,
+        "the corpus exercises both verdicts"
+    );
+    if !disagreements.is_empty() {
+        return Err(format!(
+            "{} disagreements:\n{}",
+            disagreements.len(),
+            disagreements.join("\n")
+        )
+        .into());
+    }
+    Ok(())
+}
 
 fn start() -> Result<Env, Failed> {
     let plane = ControlPlane::start().map_err(|e| e.to_string())?;

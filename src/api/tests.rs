@@ -208,7 +208,8 @@ fn the_root_description_is_written_for_people() {
             .and_then(|s| s.description)
             .unwrap_or_default();
         assert!(
-            description.starts_with("A llama-stack server") && !description.contains("Auto-generated"),
+            description.starts_with("A llama-stack server")
+                && !description.contains("Auto-generated"),
             "{}: {description}",
             version.name
         );

@@ -167,26 +167,30 @@ impl Validator {
         }
         let mut stored = object.clone();
         schema::prune_nulls_and_default(schema, &mut stored);
+        // The name is checked with the schema: a missing name keeps the rules from running too.
         let mut causes = metadata_causes(&stored);
-        if let Some(spec_schema) = schema.properties.as_ref().and_then(|p| p.get("spec")) {
-            match stored.get("spec") {
-                Some(spec) => {
-                    schema::check(spec_schema, spec, "spec", &mut causes);
-                    if causes.iter().any(|c| c.kind.blocks_rules()) {
-                        causes.push(Cause::new(
-                            CauseType::Invalid,
-                            RULES_NOT_CHECKED_FIELD,
-                            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_owned(),
-                        ));
-                    } else {
-                        self.rules.check(spec_schema, spec, "spec", &mut causes);
-                    }
-                }
-                None if schema.required.iter().flatten().any(|r| r == "spec") => causes.push(
-                    Cause::new(CauseType::Required, "spec", "Required value".to_owned()),
-                ),
-                None => {}
+        let spec_schema = schema.properties.as_ref().and_then(|p| p.get("spec"));
+        let spec = stored.get("spec");
+        match (spec_schema, spec) {
+            (Some(spec_schema), Some(spec)) => {
+                schema::check(spec_schema, spec, "spec", &mut causes)
             }
+            (Some(_), None) if schema.required.iter().flatten().any(|r| r == "spec") => causes
+                .push(Cause::new(
+                    CauseType::Required,
+                    "spec",
+                    "Required value".to_owned(),
+                )),
+            _ => {}
+        }
+        if causes.iter().any(|c| c.kind.blocks_rules()) {
+            causes.push(Cause::new(
+                CauseType::Invalid,
+                RULES_NOT_CHECKED_FIELD,
+                "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_owned(),
+            ));
+        } else if let (Some(spec_schema), Some(spec)) = (spec_schema, spec) {
+            self.rules.check(spec_schema, spec, "spec", &mut causes);
         }
         if !causes.is_empty() {
             return (Verdict::invalid(Stage::Schema, causes), None);
