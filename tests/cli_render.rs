@@ -270,3 +270,52 @@ fn lists_several_documents_stdin_and_v1alpha1_render() {
     assert_eq!(deployments.len(), 2, "{deployments:?}");
     assert_eq!(deployments[0], "upstream");
 }
+
+/// Every real manifest of `tests/fixtures/real-world` (written outside this project) renders
+/// offline, as the cluster would run it; the two the API server refuses are refused by render
+/// too, naming the same field. The Open Data Hub build's name comes from image-overrides, as
+/// its platform team would map it.
+#[test]
+fn every_real_manifest_renders_or_is_refused_as_the_api_server_refuses_it() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real-world");
+    let tmp = tempfile::tempdir().unwrap();
+    let overrides = tmp.path().join("image-overrides.yaml");
+    std::fs::write(&overrides, "rh-dev: quay.io/opendatahub/llama-stack:odh\n").unwrap();
+    let refused = [
+        (
+            "10-v1alpha2-vllm-postgres.yaml",
+            "spec.storage.sql.connectionString.key: unknown field",
+        ),
+        ("25-yagohar-ollama.yaml", "distribution \"ollama\" no longer exists"),
+    ];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 35);
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let (code, stdout, stderr) = render(&[
+            "-f",
+            &file.display().to_string(),
+            "--overrides",
+            &overrides.display().to_string(),
+        ]);
+        match refused.iter().find(|(f, _)| *f == name) {
+            Some((_, needle)) => {
+                assert_eq!(code, 1, "{name} renders, the API server refuses it");
+                assert!(stderr.contains(needle), "{name}: {stderr}");
+            }
+            None => {
+                assert_eq!(code, 0, "{name}: {stderr}");
+                let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+                assert!(
+                    docs.iter().any(|d| d["kind"] == "Deployment"),
+                    "{name}: no Deployment in {stdout}"
+                );
+            }
+        }
+    }
+}
