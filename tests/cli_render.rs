@@ -286,7 +286,10 @@ fn every_real_manifest_renders_or_is_refused_as_the_api_server_refuses_it() {
             "10-v1alpha2-vllm-postgres.yaml",
             "spec.storage.sql.connectionString.key: unknown field",
         ),
-        ("25-yagohar-ollama.yaml", "distribution \"ollama\" no longer exists"),
+        (
+            "25-yagohar-ollama.yaml",
+            "distribution \"ollama\" no longer exists",
+        ),
     ];
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

@@ -79,7 +79,7 @@ fn wrong_shapes_name_the_accepted_forms() {
     let err = serde_json::from_value::<ExposeConfig>(json!("yes")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "expected true, false or an object with enabled and hostname, found a string"
+        "expected true, false or an object with enabled, hostname, ingressClassName and tlsSecretName, found a string"
     );
 }
 

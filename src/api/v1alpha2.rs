@@ -326,6 +326,7 @@ pub struct TlsSpec {
 
 /// Options of external exposure.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
 pub struct ExposeOptions {
     /// Explicit switch; an object without it means enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,10 +334,21 @@ pub struct ExposeOptions {
     /// Host name of the Ingress or Route (generated when empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// The IngressClass of the Ingress (the cluster's default class when unset). Not used for
+    /// a Route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress_class_name: Option<String>,
+    /// A `kubernetes.io/tls` Secret in the resource's namespace holding the certificate the
+    /// ingress controller serves for `hostname`: the Ingress gets a TLS section and clients reach
+    /// it over HTTPS (`status.routeURL` says `https://`). Not used for a Route, which terminates
+    /// TLS at the router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_secret_name: Option<String>,
 }
 
 impl Described for ExposeOptions {
-    const WHAT: &'static str = "an object with enabled and hostname";
+    const WHAT: &'static str =
+        "an object with enabled, hostname, ingressClassName and tlsSecretName";
 }
 
 /// `expose: true`, `expose: {}` or `expose: {hostname: …}`.

@@ -164,7 +164,8 @@ async fn expose(
     Ok(url)
 }
 
-/// `http://<host or load balancer>` of an Ingress; empty until it has an address.
+/// `http://<host or load balancer>` of an Ingress (`https://` when it has a TLS section); empty
+/// until it has an address.
 fn ingress_url(ingress: &Ingress) -> Option<String> {
     let lb = ingress
         .status
@@ -179,9 +180,16 @@ fn ingress_url(ingress: &Ingress) -> Option<String> {
         .and_then(|s| s.rules.as_ref())
         .and_then(|r| r.first())
         .and_then(|r| r.host.clone());
+    // With a TLS section the ingress controller serves HTTPS for the host.
+    let tls = ingress
+        .spec
+        .as_ref()
+        .and_then(|s| s.tls.as_ref())
+        .is_some_and(|t| !t.is_empty());
+    let scheme = if tls { "https" } else { "http" };
     Some(
         host.or(lb)
-            .map(|h| format!("http://{h}"))
+            .map(|h| format!("{scheme}://{h}"))
             .unwrap_or_default(),
     )
 }
@@ -209,4 +217,31 @@ async fn prune_when_rollout_settles(
     prune_config_maps(&ctx.client, &ns, &cr.name_any(), config_map, keep).await?;
     ctx.pruned(&key, (generation, settled));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::networking::v1::Ingress;
+    use serde_json::json;
+
+    use super::ingress_url;
+
+    #[test]
+    fn an_ingress_with_tls_is_reached_over_https() {
+        let ingress = |spec: serde_json::Value| -> Ingress {
+            serde_json::from_value(json!({"metadata": {"name": "i"}, "spec": spec})).unwrap()
+        };
+        let rules = json!([{"host": "llama.example.com"}]);
+        assert_eq!(
+            ingress_url(&ingress(json!({"rules": rules}))).as_deref(),
+            Some("http://llama.example.com")
+        );
+        assert_eq!(
+            ingress_url(&ingress(
+                json!({"rules": rules, "tls": [{"secretName": "c"}]})
+            ))
+            .as_deref(),
+            Some("https://llama.example.com")
+        );
+    }
 }

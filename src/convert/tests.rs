@@ -46,7 +46,7 @@ fn full_v2() -> Value {
             "storage": {"kv": {"type": "sqlite"}, "sql": {"type": "postgres", "connectionString": {"secretKeyRef": {"name": "pg", "key": "u"}}}},
             "disabled": ["eval"],
             "networking": {"port": 8321, "tls": {"enabled": true, "secretName": "t", "caBundle": {"configMapName": "ca"}},
-                "expose": {"hostname": "h.example.com"}, "allowedFrom": {"namespaces": ["a"]}},
+                "expose": {"hostname": "h.example.com", "ingressClassName": "nginx", "tlsSecretName": "h-cert"}, "allowedFrom": {"namespaces": ["a"]}},
             "workload": {"replicas": 1, "workers": 2, "resources": {"limits": {"memory": "4Gi"}}, "autoscaling": {"maxReplicas": 4},
                 "storage": {}, "podDisruptionBudget": {"minAvailable": 1}, "topologySpreadConstraints": [],
                 "overrides": {"serviceAccountName": "sa", "env": [], "command": ["c"], "args": ["a"], "volumes": [], "volumeMounts": [], "terminationGracePeriodSeconds": 5},
@@ -133,7 +133,7 @@ fn v1alpha2_only_fields_ride_in_the_annotation() {
     }
     assert_eq!(
         carried["spec"]["networking"],
-        json!({"tls": {"enabled": true, "secretName": "t"}, "expose": {"hostname": "h.example.com"}})
+        json!({"tls": {"enabled": true, "secretName": "t"}, "expose": {"hostname": "h.example.com", "ingressClassName": "nginx", "tlsSecretName": "h-cert"}})
     );
     assert_eq!(
         carried["status"]["resolvedDistribution"]["configSource"],

@@ -31,7 +31,7 @@ const MODEL_KEYS: &[&str] = &[
     "modelType",
     "quantization",
 ];
-const EXPOSE_KEYS: &[&str] = &["enabled", "hostname"];
+const EXPOSE_KEYS: &[&str] = &["enabled", "hostname", "ingressClassName", "tlsSecretName"];
 
 /// A base config for checks when the real one is not known offline (an image distribution):
 /// only spec-internal rules apply then.

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{BuildError, PORT_NAME, metadata, name_of, port, selector, stamp, stamped};
 use crate::api::polymorphic::BoolOrObject;
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::v1alpha2::{ExposeOptions, LlamaStackDistribution};
 
 /// What the Service's name adds to the resource's name.
 pub const SERVICE_SUFFIX: &str = "-service";
@@ -84,26 +84,35 @@ pub(super) fn network_policy(
 }
 
 /// `expose`: an Ingress, or a Route where the cluster serves Routes. `(None, None)` when not exposed.
-/// What a user should know about the exposure the operator makes: an Ingress carries no TLS
-/// section (and without `expose.hostname` no host), so unless the ingress controller terminates
-/// TLS by default, clients reach the server over plain HTTP (and `status.routeURL` says `http://`).
-/// A Route terminates TLS at the router: nothing to say.
+/// What a user should know about the exposure the operator makes: an Ingress without
+/// `expose.tlsSecretName` has no TLS section (and without `expose.hostname` no host), so unless
+/// the ingress controller terminates TLS by default, clients reach the server over plain HTTP
+/// (and `status.routeURL` says `http://`). A Route terminates TLS at the router: nothing to say.
 pub fn exposure_warning(cr: &LlamaStackDistribution, routes_available: bool) -> Option<String> {
     if routes_available {
         return None;
     }
-    Some(match exposed_host(cr)? {
-        None => "networking.expose: the Ingress has no host and no TLS, so any host name the ingress controller serves reaches the server over plain HTTP; set networking.expose.hostname, and TLS at the ingress controller".to_owned(),
-        Some(host) => format!("networking.expose: the Ingress for {host} has no TLS section; clients reach it over plain HTTP unless the ingress controller terminates TLS for that host by default"),
+    let options = exposed(cr)?;
+    Some(match (options.hostname, options.tls_secret_name) {
+        (None, None) => "networking.expose: the Ingress has no host and no TLS, so any host name the ingress controller serves reaches the server over plain HTTP; set networking.expose.hostname and networking.expose.tlsSecretName".to_owned(),
+        (None, Some(_)) => "networking.expose: the Ingress has a TLS Secret but no host, so its certificate is served for any host name the ingress controller serves; set networking.expose.hostname to the name the certificate is for".to_owned(),
+        (Some(host), None) => format!("networking.expose: the Ingress for {host} has no TLS section; clients reach it over plain HTTP unless the ingress controller terminates TLS for that host by default; set networking.expose.tlsSecretName"),
+        (Some(_), Some(_)) => return None,
     })
 }
 
-/// `networking.expose`: `None` when not exposed, else the host name asked for, if any.
-fn exposed_host(cr: &LlamaStackDistribution) -> Option<Option<String>> {
+/// `networking.expose`: `None` when not exposed, else its options (empty strings as unset).
+fn exposed(cr: &LlamaStackDistribution) -> Option<ExposeOptions> {
+    let set = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
     match cr.spec.networking.as_ref()?.expose.as_ref()? {
-        BoolOrObject::Bool(exposed) => exposed.then_some(None),
+        BoolOrObject::Bool(exposed) => exposed.then(ExposeOptions::default),
         BoolOrObject::Object(o) if o.enabled == Some(false) => None,
-        BoolOrObject::Object(o) => Some(o.hostname.clone().filter(|h| !h.is_empty())),
+        BoolOrObject::Object(o) => Some(ExposeOptions {
+            enabled: o.enabled,
+            hostname: set(&o.hostname),
+            ingress_class_name: set(&o.ingress_class_name),
+            tls_secret_name: set(&o.tls_secret_name),
+        }),
     }
 }
 
@@ -111,9 +120,10 @@ pub(super) fn exposure(
     cr: &LlamaStackDistribution,
     routes_available: bool,
 ) -> Result<(Option<Ingress>, Option<DynamicObject>), BuildError> {
-    let Some(hostname) = exposed_host(cr) else {
+    let Some(options) = exposed(cr) else {
         return Ok((None, None));
     };
+    let hostname = options.hostname.clone();
     let tls = cr
         .spec
         .networking
@@ -154,10 +164,21 @@ pub(super) fn exposure(
         // The backend speaks HTTPS; common controllers read this annotation.
         metadata["annotations"] = json!({"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"});
     }
+    let mut spec = json!({"rules": [rule]});
+    if let Some(class) = &options.ingress_class_name {
+        spec["ingressClassName"] = json!(class);
+    }
+    if let Some(secret) = &options.tls_secret_name {
+        let mut tls = json!({"secretName": secret});
+        if let Some(host) = &hostname {
+            tls["hosts"] = json!([host]);
+        }
+        spec["tls"] = json!([tls]);
+    }
     let ingress = stamped(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
         "metadata": metadata,
-        "spec": {"rules": [rule]},
+        "spec": spec,
     }))?;
     Ok((Some(ingress), None))
 }

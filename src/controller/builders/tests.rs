@@ -170,6 +170,33 @@ fn an_ingress_without_tls_is_named_in_a_warning_and_a_route_is_not() {
     assert_eq!(exposure_warning(&hidden, false), None);
 }
 
+/// `expose.tlsSecretName` and `expose.ingressClassName` reach the Ingress: a TLS section for the
+/// host (HTTPS at the edge, no warning left) and the class; a Route ignores both.
+#[test]
+fn an_ingress_gets_its_tls_secret_and_class() {
+    let spec = json!({"distribution": {"name": "starter"}, "networking": {"expose": {
+        "hostname": "llama.example.com", "tlsSecretName": "llama-cert", "ingressClassName": "nginx"}}});
+    let built = build(spec.clone(), |_| {});
+    let ingress = value(&built.ingress.expect("an Ingress").spec);
+    assert_eq!(ingress["ingressClassName"], "nginx");
+    assert_eq!(
+        ingress["tls"],
+        json!([{"hosts": ["llama.example.com"], "secretName": "llama-cert"}])
+    );
+    assert_eq!(exposure_warning(&cr(spec.clone()), false), None);
+    let route = build(spec, |i| i.routes_available = true)
+        .route
+        .expect("a Route");
+    assert_eq!(route.data["spec"]["tls"]["termination"], "edge");
+    let hostless = cr(
+        json!({"distribution": {"name": "starter"}, "networking": {"expose": {"tlsSecretName": "c"}}}),
+    );
+    assert!(
+        exposure_warning(&hostless, false).is_some_and(|w| w.contains("TLS Secret but no host")),
+        "a certificate without a host is named"
+    );
+}
+
 #[test]
 fn expose_is_an_ingress_or_a_route_never_both() {
     let spec = json!({"distribution": {"name": "starter"}, "networking": {"expose": {"hostname": "h.example"}}});
