@@ -328,7 +328,8 @@ fn an_editor_creates_a_stack_that_kubectl_wait_sees_ready(env: &Env) -> Result<(
 /// schema rule makes), and a v1alpha1 resource is converted both ways by the conversion webhook.
 fn the_charts_webhooks_answer_from_the_operators_pod(env: &Env) -> Result<(), Failed> {
     let ns = "webhooks";
-    kubectl(&env.plane, &["create", "namespace", ns], None).map_err(|e| e.to_string())?;
+    // The mirror's pull secret: the operator resolves with the credentials kubelet would use.
+    pull_secret_namespace(&env.plane, ns, &env.mirror).map_err(|e| e.to_string())?;
     let long = "a".repeat(56);
     let (ok, out, err) = kubectl_status(
         &env.plane,
@@ -384,7 +385,25 @@ fn the_charts_webhooks_answer_from_the_operators_pod(env: &Env) -> Result<(), Fa
         ],
         None,
     );
-    assert!(ok, "a stack scaled to zero is Ready: {out}{err}");
+    if !ok {
+        let status = kubectl(
+            &env.plane,
+            &[
+                "get",
+                "llsd",
+                "upstream",
+                "-n",
+                ns,
+                "-o",
+                "jsonpath={.status}",
+            ],
+            None,
+        )
+        .unwrap_or_default();
+        return Err(
+            format!("a stack scaled to zero is Ready: {out}{err}\nstatus: {status}").into(),
+        );
+    }
     Ok(())
 }
 
