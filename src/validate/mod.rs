@@ -159,7 +159,7 @@ impl Validator {
             let causes = unknown
                 .into_iter()
                 .map(|field| {
-                    let message = format!("unknown field \"{field}\"");
+                    let message = "unknown field (not declared in the schema)".to_owned();
                     Cause::new(CauseType::Unknown, &field, message)
                 })
                 .collect();
