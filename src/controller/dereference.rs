@@ -1,4 +1,4 @@
-//! The first step of a reconcile: read what a LlamaStackDistribution refers to besides its spec.
+//! The step after the plan: read what a LlamaStackDistribution refers to besides its spec.
 //! Secrets are checked and hashed, connection strings split into the parts the server reads, and
 //! the CA bundle ConfigMap validated. Secret values are read only to hash or split them; none is
 //! ever logged or put in the status.
@@ -30,7 +30,7 @@ pub(super) struct SecretCheck {
 }
 
 impl SecretCheck {
-    /// The value of `key` in the referenced Secret `name`, as read by [`check_secrets`].
+    /// The value of `key` in the referenced Secret `name`, as read by [`secrets`].
     fn value(&self, name: &str, key: &str) -> Option<&[u8]> {
         let secret = self.fetched.get(name)?.as_ref()?;
         secret.data.as_ref()?.get(key).map(|v| v.0.as_slice())

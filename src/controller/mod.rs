@@ -2,8 +2,8 @@
 //! objects around it (Service, ServiceAccount, PVC, CA bundle, NetworkPolicy, Ingress or Route,
 //! HPA, PDB, derived Secret).
 //!
-//! [`reconcile`] runs one pass of the pipeline `plan → dereference → build → apply → observe →
-//! status`, one module per step; [`watches`] decides when it runs. The Deployment is applied
+//! [`reconcile()`] runs one pass of the pipeline `plan → dereference → build → apply → observe →
+//! status`, one module per step; `watches` decides when it runs. The Deployment is applied
 //! **once** per change, with image, config volume, env vars and hashes together; when nothing
 //! changed no write is made (every object carries the hash of what was applied); when a step
 //! finds a problem the user must fix, nothing is written and the status says why.
