@@ -224,6 +224,16 @@ impl Env {
         }
     }
 
+    /// The status of the stack `ns/name`, for a failure's message.
+    fn status(&self, ns: &str, name: &str) -> String {
+        kubectl(
+            &self.plane,
+            &["get", "llsd", name, "-n", ns, "-o", "jsonpath={.status}"],
+            None,
+        )
+        .unwrap_or_default()
+    }
+
     fn pods(&self) -> String {
         kubectl(&self.plane, &["get", "pods", "-A", "-o", "wide"], None).unwrap_or_default()
     }
@@ -255,20 +265,7 @@ fn an_editor_creates_a_stack_that_kubectl_wait_sees_ready(env: &Env) -> Result<(
         None,
     );
     if !ok {
-        let status = kubectl(
-            &env.plane,
-            &[
-                "get",
-                "llsd",
-                "first",
-                "-n",
-                TEAM_NS,
-                "-o",
-                "jsonpath={.status}",
-            ],
-            None,
-        )
-        .unwrap_or_default();
+        let status = env.status(TEAM_NS, "first");
         return Err(format!(
             "kubectl wait: {out}{err}\nstatus: {status}\npods:\n{}",
             env.pods()
@@ -386,20 +383,7 @@ fn the_charts_webhooks_answer_from_the_operators_pod(env: &Env) -> Result<(), Fa
         None,
     );
     if !ok {
-        let status = kubectl(
-            &env.plane,
-            &[
-                "get",
-                "llsd",
-                "upstream",
-                "-n",
-                ns,
-                "-o",
-                "jsonpath={.status}",
-            ],
-            None,
-        )
-        .unwrap_or_default();
+        let status = env.status(ns, "upstream");
         return Err(
             format!("a stack scaled to zero is Ready: {out}{err}\nstatus: {status}").into(),
         );

@@ -112,10 +112,9 @@ enum Config {
 /// What the server of one stack runs.
 struct ServerRun {
     config: Config,
-    /// The generated config, or the user's when their ConfigMap is among the inputs.
-    generated: Option<GeneratedConfig>,
-    /// Why `--config`/`--env` have nothing to show.
-    unknown_config: Option<String>,
+    /// The generated config, or the user's when their ConfigMap is among the inputs; else why
+    /// `--config`/`--env` have nothing to show.
+    generated: Result<GeneratedConfig, String>,
 }
 
 /// Every object the controller applies, as one YAML stream, built by the controller's builders.
@@ -126,7 +125,7 @@ fn objects(
     server: &ServerRun,
 ) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let generated_name = server.generated.as_ref().map(|g| {
+    let generated_name = server.generated.as_ref().ok().map(|g| {
         builders::config_map_name(cr.metadata.name.as_deref().unwrap_or_default(), &g.hash)
     });
     let config = match (&server.config, &generated_name) {
@@ -136,7 +135,7 @@ fn objects(
     };
     let inputs = builders::Inputs {
         image,
-        generated: server.generated.as_ref(),
+        generated: server.generated.as_ref().ok(),
         config,
         ..Default::default()
     };
@@ -180,40 +179,31 @@ fn server_run(
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
 ) -> Result<ServerRun, RenderError> {
-    let run = |config, generated, unknown_config| ServerRun {
-        config,
-        generated,
-        unknown_config,
-    };
     if let Some(o) = &cr.spec.override_config {
         let name = &o.config_map_name;
-        return Ok(match config_maps.get(name) {
-            Some(cm) => {
-                let user = user_config(cm).map_err(|e| RenderError::NoBase(e.message(name)))?;
-                let generated = as_generated(&user).map_err(|e| {
-                    RenderError::NoBase(format!(
-                        "{} of ConfigMap {name:?} is not valid YAML: {e}",
-                        user.key
-                    ))
-                })?;
-                let config = Config::User {
-                    config_map: name.clone(),
-                    key: user.key.to_owned(),
-                };
-                run(config, Some(generated), None)
-            }
-            None => {
-                eprintln!(
-                    "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
-                );
-                let config = Config::User {
-                    config_map: name.clone(),
-                    key: "config.yaml".to_owned(),
-                };
-                let why =
-                    format!("the config is in ConfigMap {name:?}, which is not among the inputs");
-                run(config, None, Some(why))
-            }
+        let Some(cm) = config_maps.get(name) else {
+            eprintln!(
+                "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
+            );
+            let config = Config::User {
+                config_map: name.clone(),
+                key: "config.yaml".to_owned(),
+            };
+            let why = format!("the config is in ConfigMap {name:?}, which is not among the inputs");
+            return Ok(ServerRun {
+                config,
+                generated: Err(why),
+            });
+        };
+        let user = user_config(cm).map_err(|e| RenderError::NoBase(e.message(name)))?;
+        let generated = as_generated(&user, name).map_err(RenderError::NoBase)?;
+        let config = Config::User {
+            config_map: name.clone(),
+            key: user.key.to_owned(),
+        };
+        return Ok(ServerRun {
+            config,
+            generated: Ok(generated),
         });
     }
     let base = match (&args.base_config, &cr.spec.distribution.name) {
@@ -230,13 +220,19 @@ fn server_run(
         let why = format!(
             "the server runs the config inside {image} (`llama-stack-operator resolve {image} --show-config` prints it, if the image is labelled with it)"
         );
-        return Ok(run(Config::Image, None, Some(why)));
+        return Ok(ServerRun {
+            config: Config::Image,
+            generated: Err(why),
+        });
     };
     let generated = generate_from_yaml(&cr.spec, &base, ProviderTable::embedded())?;
     for warning in &generated.warnings {
         eprintln!("warning: {warning}");
     }
-    Ok(run(Config::Generated, Some(generated), None))
+    Ok(ServerRun {
+        config: Config::Generated,
+        generated: Ok(generated),
+    })
 }
 
 /// The output for one admitted stack.
@@ -253,9 +249,10 @@ fn render_one(
     };
     let server = server_run(cr, args, &image, config_maps)?;
     if args.config || args.env {
-        let generated = server.generated.as_ref().ok_or_else(|| {
-            RenderError::NoBase(server.unknown_config.clone().unwrap_or_default())
-        })?;
+        let generated = server
+            .generated
+            .as_ref()
+            .map_err(|why| RenderError::NoBase(why.clone()))?;
         return if args.config {
             Ok(generated.yaml.clone())
         } else {

@@ -5,14 +5,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use llama_stack_resolver::catalog::parse_image_overrides;
 use llama_stack_resolver::keyring::{CredentialSource, Keyring};
 use llama_stack_resolver::manifest::Platform;
 use llama_stack_resolver::mirror::MirrorRule;
 use llama_stack_resolver::pull_secret::{SecretOutcome, add_pull_secret};
 use llama_stack_resolver::resolve::read_ca_file;
-use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
+use llama_stack_resolver::{Distribution, Resolver, ResolverOptions};
 use serde::Serialize;
+
+use super::overrides::catalog_with_overrides;
 
 /// Output format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -94,6 +95,9 @@ pub enum ResolveCliError {
         /// Its type.
         secret_type: String,
     },
+    /// The overrides could not be read.
+    #[error(transparent)]
+    Overrides(#[from] super::overrides::OverridesError),
     /// Resolution failed.
     #[error("{0}")]
     Resolve(Arc<llama_stack_resolver::ResolveError>),
@@ -187,14 +191,7 @@ fn keyring(paths: &[PathBuf]) -> Result<Keyring, ResolveCliError> {
 }
 
 pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
-    let mut catalog = Catalog::embedded().map_err(|e| ResolveCliError::Output(e.to_string()))?;
-    if let Some(path) = &args.overrides {
-        let (valid, problems) = parse_image_overrides(&read(path)?);
-        for problem in problems {
-            eprintln!("warning: {problem}");
-        }
-        catalog = catalog.with_overrides(&valid);
-    }
+    let catalog = catalog_with_overrides(args.overrides.as_deref())?;
     let distribution = if catalog.image(&args.distribution).is_ok()
         || !args.distribution.contains(['/', ':', '@'])
     {

@@ -500,12 +500,7 @@ async fn override_config(
         .map_err(api_err(format!("read ConfigMap {ns}/{name} (overrideConfig)")))?
         .ok_or_else(|| fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName")))?;
     let user = user_config(&cm).map_err(|e| fail(e.message(name)))?;
-    let generated = as_generated(&user).map_err(|e| {
-        fail(format!(
-            "{} of ConfigMap \"{name}\" is not valid YAML: {e}",
-            user.key
-        ))
-    })?;
+    let generated = as_generated(&user, name).map_err(fail)?;
     Ok(Planned {
         mount: Mount::User {
             config_map: name.to_owned(),

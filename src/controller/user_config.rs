@@ -45,10 +45,18 @@ impl UserConfigError {
     }
 }
 
-/// The user's config as the operator records a generated one (its provider count and version),
-/// or the YAML parser's message when the config is not YAML.
-pub fn as_generated(user: &UserConfig<'_>) -> Result<crate::config::GeneratedConfig, String> {
-    let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| e.to_string())?;
+/// The user's config as the operator records a generated one (its provider count and version);
+/// the error names the key and the ConfigMap `name` when the config is not YAML.
+pub fn as_generated(
+    user: &UserConfig<'_>,
+    name: &str,
+) -> Result<crate::config::GeneratedConfig, String> {
+    let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| {
+        format!(
+            "{} of ConfigMap \"{name}\" is not valid YAML: {e}",
+            user.key
+        )
+    })?;
     let provider_count = parsed
         .get("providers")
         .and_then(|p| p.as_object())

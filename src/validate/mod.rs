@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::api::{DEFAULT_CONVERSION_SERVICE, crd};
-use crate::webhook::validation::{validate_v1alpha1, validate_v1alpha2};
+use crate::webhook::validation;
 use cause::{Cause, CauseType};
 
 /// The API group of the resource.
@@ -126,21 +126,49 @@ impl Validator {
     /// What admission would say of `object`; on success also the object as the API server
     /// would store it in its own version (nulls dropped, defaults filled in).
     pub fn validate(&self, object: &Value) -> (Verdict, Option<Value>) {
-        let api_version = object
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let kind = object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let schema = match self.decode(object) {
+            Ok(schema) => schema,
+            Err(verdict) => return (verdict, None),
+        };
+        let mut stored = object.clone();
+        schema::prune_nulls_and_default(schema, &mut stored);
+        let causes = self.schema_causes(schema, &stored);
+        if !causes.is_empty() {
+            return (Verdict::invalid(Stage::Schema, causes), None);
+        }
+        let webhook = validation::validate(&stored, &self.catalog);
+        let causes: Vec<Cause> = webhook
+            .errors
+            .iter()
+            .map(|e| Cause::new(CauseType::Invalid, &e.path, e.message.clone()))
+            .collect();
+        if causes.is_empty() {
+            let verdict = Verdict::Valid {
+                warnings: webhook.warnings,
+            };
+            (verdict, Some(stored))
+        } else {
+            let verdict = Verdict::Invalid {
+                stage: Stage::Admission,
+                causes,
+                warnings: webhook.warnings,
+            };
+            (verdict, None)
+        }
+    }
+
+    /// Decoding: the schema of `object`'s version, or why there is nothing more to check (not
+    /// this resource, an unserved version, fields the schema does not declare).
+    fn decode(&self, object: &Value) -> Result<&JSONSchemaProps, Verdict> {
+        let field = |name: &str| object.get(name).and_then(Value::as_str).unwrap_or_default();
+        let (api_version, kind) = (field("apiVersion"), field("kind"));
         let group = api_version
             .split_once('/')
             .map(|(g, _)| g)
             .unwrap_or_default();
         if kind != KIND || group != GROUP {
             let what = format!("{api_version} {kind}").trim().to_owned();
-            return (Verdict::Skipped { what }, None);
+            return Err(Verdict::Skipped { what });
         }
         let Some(schema) = self.schemas.get(api_version) else {
             let served: Vec<&str> = self.versions().collect();
@@ -152,23 +180,27 @@ impl Validator {
                     served.join(", ")
                 ),
             );
-            return (Verdict::invalid(Stage::Decode, vec![cause]), None);
+            return Err(Verdict::invalid(Stage::Decode, vec![cause]));
         };
         let unknown = schema::unknown_fields(schema, object);
-        if !unknown.is_empty() {
-            let causes = unknown
-                .into_iter()
-                .map(|field| {
-                    let message = "unknown field (not declared in the schema)".to_owned();
-                    Cause::new(CauseType::Unknown, &field, message)
-                })
-                .collect();
-            return (Verdict::invalid(Stage::Decode, causes), None);
+        if unknown.is_empty() {
+            return Ok(schema);
         }
-        let mut stored = object.clone();
-        schema::prune_nulls_and_default(schema, &mut stored);
-        // The name is checked with the schema: a missing name keeps the rules from running too.
-        let mut causes = metadata_causes(&stored);
+        let causes = unknown
+            .into_iter()
+            .map(|field| {
+                let message = "unknown field (not declared in the schema)".to_owned();
+                Cause::new(CauseType::Unknown, &field, message)
+            })
+            .collect();
+        Err(Verdict::invalid(Stage::Decode, causes))
+    }
+
+    /// The name, the structural schema and then the CEL rules of `stored` (already defaulted).
+    /// As in the API server, the rules are not evaluated after a blocking error, the name's
+    /// included; a cause at [`RULES_NOT_CHECKED_FIELD`] says so.
+    fn schema_causes(&self, schema: &JSONSchemaProps, stored: &Value) -> Vec<Cause> {
+        let mut causes = metadata_causes(stored);
         let spec_schema = schema.properties.as_ref().and_then(|p| p.get("spec"));
         let spec = stored.get("spec");
         match (spec_schema, spec) {
@@ -192,32 +224,7 @@ impl Validator {
         } else if let (Some(spec_schema), Some(spec)) = (spec_schema, spec) {
             self.rules.check(spec_schema, spec, "spec", &mut causes);
         }
-        if !causes.is_empty() {
-            return (Verdict::invalid(Stage::Schema, causes), None);
-        }
-        let webhook = if api_version.ends_with("/v1alpha1") {
-            validate_v1alpha1(&stored, &self.catalog)
-        } else {
-            validate_v1alpha2(&stored, &self.catalog)
-        };
-        let causes: Vec<Cause> = webhook
-            .errors
-            .iter()
-            .map(|e| Cause::new(CauseType::Invalid, &e.path, e.message.clone()))
-            .collect();
-        if causes.is_empty() {
-            let verdict = Verdict::Valid {
-                warnings: webhook.warnings,
-            };
-            (verdict, Some(stored))
-        } else {
-            let verdict = Verdict::Invalid {
-                stage: Stage::Admission,
-                causes,
-                warnings: webhook.warnings,
-            };
-            (verdict, None)
-        }
+        causes
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, ValidationRule,
+    JSONSchemaProps, JSONSchemaPropsOrBool, ValidationRule,
 };
 use serde_json::Value;
 
@@ -68,7 +68,7 @@ impl Rules {
                 }
             }
             Value::Array(list) => {
-                if let Some(JSONSchemaPropsOrArray::Schema(item_schema)) = &schema.items {
+                if let Some(item_schema) = super::schema::items(schema) {
                     for (i, item) in list.iter().enumerate() {
                         self.check(item_schema, item, &format!("{path}[{i}]"), out);
                     }

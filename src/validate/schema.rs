@@ -4,6 +4,7 @@
 //! and list uniqueness checked. Errors carry the API server's field paths and cause types.
 //! Pure: the schema comes from the CRD the operator generates ([`crate::api::crd`]).
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -43,7 +44,8 @@ fn property<'a>(schema: &'a JSONSchemaProps, key: &str) -> Option<&'a JSONSchema
     }
 }
 
-fn items(schema: &JSONSchemaProps) -> Option<&JSONSchemaProps> {
+/// The schema of a list's items.
+pub(super) fn items(schema: &JSONSchemaProps) -> Option<&JSONSchemaProps> {
     match &schema.items {
         Some(JSONSchemaPropsOrArray::Schema(s)) => Some(s),
         Some(JSONSchemaPropsOrArray::Schemas(list)) => list.first(),
@@ -354,46 +356,39 @@ fn check_number(
         return;
     };
     let shown = number.to_string();
-    if let Some(min) = schema.minimum {
-        let below = if schema.exclusive_minimum == Some(true) {
-            n <= min
-        } else {
-            n < min
+    // (limit, exclusive, the side of the limit that breaks it, the relation the value must have)
+    let bounds = [
+        (
+            schema.minimum,
+            schema.exclusive_minimum,
+            Ordering::Less,
+            "greater than",
+        ),
+        (
+            schema.maximum,
+            schema.exclusive_maximum,
+            Ordering::Greater,
+            "less than",
+        ),
+    ];
+    for (limit, exclusive, outside, relation) in bounds {
+        let Some(limit) = limit else {
+            continue;
         };
-        if below {
-            let relation = if schema.exclusive_minimum == Some(true) {
-                "greater than"
+        let exclusive = exclusive == Some(true);
+        let side = n.partial_cmp(&limit);
+        if side == Some(outside) || (exclusive && side == Some(Ordering::Equal)) {
+            let relation = if exclusive {
+                relation.to_owned()
             } else {
-                "greater than or equal to"
+                format!("{relation} or equal to")
             };
             out.push(Cause::new(
                 CauseType::Invalid,
                 path,
                 format!(
                     "Invalid value: {shown}: {path} in body should be {relation} {}",
-                    number_text(min)
-                ),
-            ));
-        }
-    }
-    if let Some(max) = schema.maximum {
-        let above = if schema.exclusive_maximum == Some(true) {
-            n >= max
-        } else {
-            n > max
-        };
-        if above {
-            let relation = if schema.exclusive_maximum == Some(true) {
-                "less than"
-            } else {
-                "less than or equal to"
-            };
-            out.push(Cause::new(
-                CauseType::Invalid,
-                path,
-                format!(
-                    "Invalid value: {shown}: {path} in body should be {relation} {}",
-                    number_text(max)
+                    number_text(limit)
                 ),
             ));
         }

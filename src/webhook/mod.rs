@@ -123,11 +123,7 @@ async fn validate_handler(
         return Json(response.into_review());
     };
     let catalog = state.catalog.current();
-    let mut verdict = match object.get("apiVersion").and_then(|v| v.as_str()) {
-        Some("llamastack.io/v1alpha2") => validation::validate_v1alpha2(&object, &catalog),
-        Some("llamastack.io/v1alpha1") => validation::validate_v1alpha1(&object, &catalog),
-        _ => validation::Verdict::default(),
-    };
+    let mut verdict = validation::validate(&object, &catalog);
     if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())
         && verdict.errors.is_empty()
     {

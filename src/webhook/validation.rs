@@ -165,6 +165,16 @@ fn check_name(object: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// Validates an object of either version (as JSON), by its `apiVersion`; anything else passes.
+/// `catalog` carries the operator's image-overrides.
+pub fn validate(object: &Value, catalog: &Catalog) -> Verdict {
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some("llamastack.io/v1alpha2") => validate_v1alpha2(object, catalog),
+        Some("llamastack.io/v1alpha1") => validate_v1alpha1(object, catalog),
+        _ => Verdict::default(),
+    }
+}
+
 /// Validates a v1alpha2 object (as JSON). `catalog` carries the operator's image-overrides.
 pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
     let mut verdict = Verdict::default();

@@ -661,3 +661,14 @@ fn remove_cgroups(root: &str) {
         remove(&controller.path().join(root.trim_start_matches('/')));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The control plane advertises the node's address to Pods (`ApiAccess::Pods`): the two
+    /// constants must name the same address.
+    #[test]
+    fn the_api_server_is_advertised_at_the_nodes_address() {
+        let advertised = std::net::Ipv4Addr::from(super::super::control_plane::POD_REACHABLE_IP);
+        assert_eq!(super::NODE_IP.parse(), Ok(advertised));
+    }
+}
