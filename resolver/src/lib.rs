@@ -16,6 +16,7 @@ pub mod pull_secret;
 pub mod reference;
 pub mod registry;
 pub mod resolve;
+pub mod signature;
 pub mod stats;
 
 pub use catalog::{Catalog, CatalogError, LookupError};

@@ -74,6 +74,12 @@ pub struct Descriptor {
     /// Platform (index entries).
     #[serde(default)]
     pub platform: Option<DescriptorPlatform>,
+    /// Annotations (a cosign signature layer carries its signature in one).
+    #[serde(default)]
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// The artifact type (entries of a referrers index).
+    #[serde(default)]
+    pub artifact_type: Option<String>,
 }
 
 /// Platform of an index entry.

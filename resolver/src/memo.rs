@@ -103,6 +103,7 @@ mod tests {
             pinned: true,
             config: embedded_base_config("starter").unwrap().unwrap(),
             stale: None,
+            signature: None,
         }
     }
 

@@ -28,6 +28,7 @@ use crate::memo::Memo;
 use crate::mirror::{MirrorRule, apply_mirrors};
 use crate::reference::{ImageRef, ReferenceError};
 use crate::registry::{RegistryClient, RegistryError};
+use crate::signature::{Mode, SignatureCheck, SignaturePolicy};
 use crate::stats::{CacheKind, Stats};
 
 /// What to resolve.
@@ -76,6 +77,8 @@ pub struct ResolverOptions {
     /// How long a deployed pin stands before its tag is looked up again; `None`: until the user
     /// asks (a changed reference, or a re-pin request). Read by the caller, which keeps pins.
     pub repin_after: Option<Duration>,
+    /// Which images must carry a signature by which keys, checked before their labels are read.
+    pub signatures: Arc<SignaturePolicy>,
 }
 
 /// The largest extra CA bundle read from a file. Every public CA together is about 250 KiB.
@@ -117,6 +120,7 @@ impl ResolverOptions {
             timeout: Duration::from_secs(30),
             stats: Arc::default(),
             repin_after: None,
+            signatures: Arc::default(),
         }
     }
 }
@@ -133,6 +137,9 @@ pub struct Resolution {
     /// Set when this is the last known good result (or the embedded fallback of a name),
     /// served because the registry failed with this error.
     pub stale: Option<Arc<ResolveError>>,
+    /// The signature check of the image, when the signature policy covers it (verified, or an
+    /// `audit` rule's failure).
+    pub signature: Option<Arc<SignatureCheck>>,
 }
 
 /// Why a distribution could not be resolved.
@@ -223,6 +230,13 @@ pub enum ResolveError {
         /// The image, pinned by digest.
         image: String,
     },
+    /// The signature policy requires a signature of the image by a trusted key, and none
+    /// verifies.
+    #[error("{}", check.describe())]
+    Signature {
+        /// What was checked and found.
+        check: Arc<SignatureCheck>,
+    },
     /// TLS or HTTP client set-up failed (bad CA bundle).
     #[error("cannot set up the registry client: {0}")]
     Setup(String),
@@ -241,6 +255,8 @@ pub enum FailureKind {
     Registry,
     /// The base config cannot be read or used.
     InvalidBaseConfig,
+    /// The signature policy refused the image.
+    SignatureRejected,
 }
 
 impl ResolveError {
@@ -254,6 +270,7 @@ impl ResolveError {
             } => FailureKind::UnsupportedConfigVersion,
             Self::Lookup(_) | Self::Reference(_) => FailureKind::InvalidDistribution,
             Self::Registry { .. } | Self::CredentialsRejected { .. } => FailureKind::Registry,
+            Self::Signature { .. } => FailureKind::SignatureRejected,
             _ => FailureKind::InvalidBaseConfig,
         }
     }
@@ -303,6 +320,10 @@ pub struct Resolver {
     configs: Cache<String, Arc<ConfigOutcome>>,
     failures: Cache<String, Arc<ResolveError>>,
     last_good: Cache<String, Resolution>,
+    /// Verified signature checks by rule, digest and signature repository (a signature of an
+    /// immutable digest stays valid; a new policy makes a new resolver). Failures are not kept
+    /// here: a signature may be pushed after the image.
+    verified: Cache<String, Arc<SignatureCheck>>,
     memo: Memo,
 }
 
@@ -372,6 +393,7 @@ impl Resolver {
                 .time_to_live(options.failure_ttl)
                 .build(),
             last_good: Cache::builder().max_capacity(4096).build(),
+            verified: Cache::builder().max_capacity(4096).build(),
             memo: Memo::new(
                 4096,
                 usize::try_from(options.config_cache_bytes).unwrap_or(usize::MAX),
@@ -467,7 +489,7 @@ impl Resolver {
         if let Some(err) = self.failures.get(&key).await {
             return self.fallback(&key, distribution, &image, err).await;
         }
-        match self.resolve_image(distribution, &image, &creds).await {
+        match self.resolve_image(distribution, &image, keyring).await {
             Ok((resolution, expires)) => {
                 self.memo.put(key.clone(), &resolution, expires);
                 self.last_good.insert(key, resolution.clone()).await;
@@ -496,8 +518,10 @@ impl Resolver {
                 ..good
             });
         }
-        // A named distribution still has its embedded config; deploy the reference unpinned.
+        // A named distribution still has its embedded config; deploy the reference unpinned,
+        // unless a signature is required of that image: an unverified image is never deployed.
         if let Distribution::Name(name) = distribution
+            && !self.signature_required(distribution, image)
             && let Some(config) = self.embedded(name, image)?
         {
             return Ok(Resolution {
@@ -505,9 +529,18 @@ impl Resolver {
                 pinned: false,
                 config,
                 stale: Some(err),
+                signature: None,
             });
         }
         Err(err)
+    }
+
+    /// Whether a `required` signature rule covers the image.
+    fn signature_required(&self, distribution: &Distribution, image: &ImageRef) -> bool {
+        self.options
+            .signatures
+            .rule_for(distribution, image)
+            .is_some_and(|(_, rule)| rule.mode == Mode::Required)
     }
 
     fn embedded(
@@ -531,8 +564,10 @@ impl Resolver {
         &self,
         distribution: &Distribution,
         image: &ImageRef,
-        creds: &[&Credential],
+        keyring: &Keyring,
     ) -> Result<(Resolution, Option<Instant>), Arc<ResolveError>> {
+        let creds = keyring.lookup(&image.name());
+        let creds = creds.as_slice();
         let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
             vec![None]
         } else {
@@ -543,9 +578,14 @@ impl Resolver {
             let client = self.client(image, credential).await?;
             match self.pin(&client, image, creds).await {
                 Ok(pinned) => {
-                    let resolution = self
+                    // Verified before the label is read: an unverified label is never parsed.
+                    let signature = self
+                        .check_signature(distribution, image, &pinned.digest, keyring)
+                        .await?;
+                    let mut resolution = self
                         .with_config(distribution, image, &client, &pinned)
                         .await?;
+                    resolution.signature = signature;
                     // A tag's pin is looked up again after the tag TTL; a digest never changes.
                     let expires = image
                         .digest
@@ -709,7 +749,94 @@ impl Resolver {
             pinned: true,
             config,
             stale: None,
+            signature: None,
         })
+    }
+
+    /// The signature check of the image pinned to `digest`, when a rule covers it: cached once
+    /// verified; an error when a `required` rule's check fails.
+    async fn check_signature(
+        &self,
+        distribution: &Distribution,
+        image: &ImageRef,
+        digest: &str,
+        keyring: &Keyring,
+    ) -> Result<Option<Arc<SignatureCheck>>, Arc<ResolveError>> {
+        let Some((index, rule)) = self.options.signatures.rule_for(distribution, image) else {
+            return Ok(None);
+        };
+        let signatures_in = match &rule.signature_repository {
+            Some(repository) => apply_mirrors(
+                &self.options.mirrors,
+                &ImageRef::parse(repository).map_err(|e| Arc::new(e.into()))?,
+            ),
+            None => image.clone(),
+        };
+        let key = format!("{index}|{digest}|{}", signatures_in.name());
+        if let Some(check) = self.verified.get(&key).await {
+            return Ok(Some(check));
+        }
+        let verdict = self
+            .signature_verdict(&signatures_in, digest, keyring, &rule.keys)
+            .await?;
+        let check = Arc::new(SignatureCheck {
+            rule: rule.name.clone(),
+            mode: rule.mode,
+            image: image.pinned(digest).to_string(),
+            signatures_in: signatures_in.name(),
+            keys: rule.key_names(),
+            missing_keys: rule.missing_keys.clone(),
+            verdict,
+        });
+        self.options.stats.signature(check.outcome());
+        if check.verified() {
+            self.verified.insert(key, check.clone()).await;
+        } else if rule.mode == Mode::Required {
+            return Err(Arc::new(ResolveError::Signature { check }));
+        }
+        Ok(Some(check))
+    }
+
+    /// The verdict from the signatures in `repository`, read with the credentials kubelet would
+    /// use for it (the next one after a refusal).
+    async fn signature_verdict(
+        &self,
+        repository: &ImageRef,
+        digest: &str,
+        keyring: &Keyring,
+        keys: &[crate::signature::PublicKey],
+    ) -> Result<crate::signature::Verdict, Arc<ResolveError>> {
+        let creds = keyring.lookup(&repository.name());
+        let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
+            vec![None]
+        } else {
+            creds.iter().map(|c| Some(*c)).collect()
+        };
+        let mut last = None;
+        for credential in candidates {
+            let client = self.client(repository, credential).await?;
+            match crate::signature::fetch::verdict(&client, &repository.repository, digest, keys)
+                .await
+            {
+                Ok(verdict) => return Ok(verdict),
+                Err(source) if source.is_unauthorized() && credential.is_some() => {
+                    last = Some(source);
+                }
+                Err(source) => {
+                    return Err(Arc::new(ResolveError::Registry {
+                        image: repository.name(),
+                        source,
+                    }));
+                }
+            }
+        }
+        Err(Arc::new(ResolveError::Registry {
+            image: repository.name(),
+            source: last.unwrap_or_else(|| RegistryError::Auth {
+                registry: repository.api_host().to_owned(),
+                detail: "no credential to try".to_owned(),
+            }),
+        }))
     }
 
     async fn read_config(

@@ -19,6 +19,9 @@ pub struct Stats {
     manifest_misses: AtomicU64,
     config_lookups: AtomicU64,
     config_misses: AtomicU64,
+    signatures_verified: AtomicU64,
+    signatures_unsigned: AtomicU64,
+    signatures_failed: AtomicU64,
 }
 
 /// Which cache a lookup went to.
@@ -46,6 +49,8 @@ pub struct StatsSnapshot {
     pub manifest_cache: (u64, u64),
     /// Config cache (lookups, misses).
     pub config_cache: (u64, u64),
+    /// Signature checks made (cache hits not counted): (verified, unsigned, failed).
+    pub signatures: (u64, u64, u64),
 }
 
 impl Stats {
@@ -75,6 +80,16 @@ impl Stats {
         }
     }
 
+    /// Records a signature check: `verified`, `unsigned` or anything else (failed).
+    pub fn signature(&self, outcome: &str) {
+        let counter = match outcome {
+            "verified" => &self.signatures_verified,
+            "unsigned" => &self.signatures_unsigned,
+            _ => &self.signatures_failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Requests so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
@@ -95,6 +110,11 @@ impl Stats {
             latency_seconds: load(&self.latency_micros) as f64 / 1e6,
             manifest_cache: (load(&self.manifest_lookups), load(&self.manifest_misses)),
             config_cache: (load(&self.config_lookups), load(&self.config_misses)),
+            signatures: (
+                load(&self.signatures_verified),
+                load(&self.signatures_unsigned),
+                load(&self.signatures_failed),
+            ),
         }
     }
 }

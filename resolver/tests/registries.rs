@@ -1,6 +1,8 @@
 //! The resolver against real registries (Debian's docker-registry with htpasswd + TLS, token
 //! auth + TLS, and plain HTTP), with fixtures written as OCI layouts and pushed with skopeo.
 
+#[path = "registries/signatures.rs"]
+mod signatures;
 mod support;
 
 use std::collections::BTreeMap;
@@ -879,6 +881,26 @@ const TESTS: &[(&str, Test)] = &[
     (
         "concurrent_resolves_share_one_fetch",
         concurrent_resolves_share_one_fetch,
+    ),
+    (
+        "signatures_both_cosign_forms_verify_with_the_trusted_key_only",
+        signatures::both_forms_verify_with_the_trusted_key_only,
+    ),
+    (
+        "signatures_unsigned_is_refused_or_audited",
+        signatures::unsigned_is_refused_or_audited,
+    ),
+    (
+        "signatures_of_another_digest_are_refused",
+        signatures::a_signature_of_another_digest_is_refused,
+    ),
+    (
+        "signatures_in_another_repository",
+        signatures::signatures_in_another_repository,
+    ),
+    (
+        "signatures_a_tag_moved_to_an_unsigned_image_is_refused",
+        signatures::a_tag_moved_to_an_unsigned_image_is_refused,
     ),
 ];
 

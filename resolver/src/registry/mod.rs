@@ -468,6 +468,58 @@ impl RegistryClient {
         Ok(FetchedManifest { bytes, digest })
     }
 
+    /// A manifest or index by tag or digest, `None` when the registry has none (404).
+    pub async fn manifest_if_present(
+        &self,
+        repository: &str,
+        reference: &str,
+        limit: usize,
+    ) -> Result<Option<FetchedManifest>, RegistryError> {
+        match self.manifest(repository, reference, limit).await {
+            Ok(found) => Ok(Some(found)),
+            Err(RegistryError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The OCI referrers index of `digest` (distribution-spec 1.1), `None` when the registry does
+    /// not serve the referrers API (404, 400, 405, 406, or an answer that is not an OCI index):
+    /// the caller then reads the fallback tag `sha256-<hex>`, as cosign and ggcr do.
+    pub async fn referrers(
+        &self,
+        repository: &str,
+        digest: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<u8>>, RegistryError> {
+        const INDEX: &str = "application/vnd.oci.image.index.v1+json";
+        let what = format!("referrers of {repository}@{digest}");
+        let response = match self
+            .get(
+                &format!("/v2/{repository}/referrers/{digest}"),
+                repository,
+                Some(INDEX),
+                &what,
+            )
+            .await
+        {
+            Ok(response) => response,
+            Err(RegistryError::NotFound { .. }) => return Ok(None),
+            Err(RegistryError::Status { status, .. }) if matches!(status, 400 | 405 | 406) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let is_index = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(';').next().map(str::trim) == Some(INDEX));
+        if !is_index {
+            return Ok(None);
+        }
+        self.bounded(response, &what, limit).await.map(Some)
+    }
+
     /// A small blob (an image config), read whole within `limit` and verified.
     pub async fn blob(
         &self,

@@ -1,0 +1,120 @@
+//! Finding an image's cosign signatures in a registry and deciding what they come to: the
+//! simple-signing manifest at tag `sha256-<hex>.sig`, then the sigstore bundles among the
+//! image's OCI referrers (the referrers API, or its fallback tag `sha256-<hex>`). Every read is
+//! bounded; the first signature a trusted key verifies for the digest ends the search.
+
+use super::Verdict;
+use super::envelope::{
+    BUNDLE_MEDIA_TYPE_PREFIX, SIGNATURE_ANNOTATION, check_bundle, check_simple_signing,
+};
+use super::keys::PublicKey;
+use crate::manifest::{Descriptor, Manifest, parse_manifest};
+use crate::registry::{RegistryClient, RegistryError};
+
+/// Signatures (layers, referrers) looked at per image and form; more are ignored.
+const MAX_SIGNATURES: usize = 16;
+/// The largest simple-signing payload read (cosign's are a few hundred bytes).
+const MAX_PAYLOAD_BYTES: usize = 64 << 10;
+/// The largest bundle read (with a certificate chain and log entries, about 10 KiB).
+const MAX_BUNDLE_BYTES: usize = 1 << 20;
+/// The largest signature manifest or referrers index read.
+const MAX_INDEX_BYTES: usize = 1 << 20;
+
+/// The verdict on `digest` (`sha256:…`) from the signatures in `repository` of `client`'s
+/// registry, checked against `keys`.
+pub async fn verdict(
+    client: &RegistryClient,
+    repository: &str,
+    digest: &str,
+    keys: &[PublicKey],
+) -> Result<Verdict, RegistryError> {
+    let tag = digest.replacen(':', "-", 1);
+    let mut reasons = Vec::new();
+    let mut found = 0usize;
+
+    if let Some(signatures) = client
+        .manifest_if_present(repository, &format!("{tag}.sig"), MAX_INDEX_BYTES)
+        .await?
+    {
+        let layers = image_layers(&signatures.bytes);
+        for layer in layers.iter().take(MAX_SIGNATURES) {
+            let Some(signature) = layer.annotations.get(SIGNATURE_ANNOTATION) else {
+                continue;
+            };
+            found += 1;
+            let payload = client
+                .blob(repository, &layer.digest, MAX_PAYLOAD_BYTES)
+                .await?;
+            match check_simple_signing(&payload, signature, digest, keys) {
+                Ok(key) => return Ok(verified(key, "simple-signing")),
+                Err(rejection) => reasons.push(rejection.to_string()),
+            }
+        }
+    }
+
+    let index = match client
+        .referrers(repository, digest, MAX_INDEX_BYTES)
+        .await?
+    {
+        Some(index) => Some(index),
+        None => client
+            .manifest_if_present(repository, &tag, MAX_INDEX_BYTES)
+            .await?
+            .map(|m| m.bytes),
+    };
+    let entries = index
+        .and_then(|bytes| match parse_manifest(repository, &bytes) {
+            Ok(Manifest::Index(entries)) => Some(entries),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let bundles = entries.iter().filter(|e| {
+        e.artifact_type
+            .as_deref()
+            .is_none_or(|t| t.starts_with(BUNDLE_MEDIA_TYPE_PREFIX))
+    });
+    for entry in bundles.take(MAX_SIGNATURES) {
+        let Some(manifest) = client
+            .manifest_if_present(repository, &entry.digest, MAX_INDEX_BYTES)
+            .await?
+        else {
+            continue;
+        };
+        // cosign's bundle manifest: exactly one layer, the bundle.
+        let layers = image_layers(&manifest.bytes);
+        let [layer] = layers.as_slice() else { continue };
+        if !layer.media_type.starts_with(BUNDLE_MEDIA_TYPE_PREFIX) {
+            continue;
+        }
+        found += 1;
+        let bundle = client
+            .blob(repository, &layer.digest, MAX_BUNDLE_BYTES)
+            .await?;
+        match check_bundle(&bundle, digest, keys) {
+            Ok(key) => return Ok(verified(key, "sigstore bundle")),
+            Err(rejection) => reasons.push(rejection.to_string()),
+        }
+    }
+
+    Ok(if found == 0 {
+        Verdict::Unsigned
+    } else {
+        reasons.dedup();
+        Verdict::Refused(reasons)
+    })
+}
+
+fn verified(key: &PublicKey, form: &'static str) -> Verdict {
+    Verdict::Verified {
+        key: key.name.clone(),
+        form,
+    }
+}
+
+/// The layers of an image manifest; none for anything else.
+fn image_layers(bytes: &[u8]) -> Vec<Descriptor> {
+    match parse_manifest("signature", bytes) {
+        Ok(Manifest::Image { layers, .. }) => layers,
+        _ => Vec::new(),
+    }
+}
