@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mirrors every image of the operator's distribution catalog into a registry (all platforms,
 # digests preserved) and prints the operator ConfigMap that pins each distribution name to its
-# mirrored digest. See image-overrides/README.md.
+# mirrored digest, with the cosign signatures of each image. See image-overrides/README.md.
 #
 # Usage: image-overrides/mirror.sh --to REGISTRY/PREFIX [options] > llama-stack-operator-config.yaml
 #   --to REGISTRY/PREFIX     where the images go: REGISTRY/PREFIX/<image name>:<tag>
@@ -32,6 +32,16 @@ while (($#)); do
   esac
 done
 [[ -n "$to" ]] || die "--to REGISTRY/PREFIX is required"
+# skopeo inspect takes the source's options without their --src- prefix.
+inspect_args=()
+for ((i = 0; i < ${#skopeo_args[@]}; i++)); do
+  case "${skopeo_args[i]}" in
+    --src-creds|--src-cert-dir|--src-authfile)
+      inspect_args+=("--${skopeo_args[i]#--src-}" "${skopeo_args[i+1]}"); ((i++)) || true ;;
+    --src-tls-verify=*) inspect_args+=("--tls-verify=${skopeo_args[i]#*=}") ;;
+    --dest-creds|--dest-cert-dir|--dest-authfile) ((i++)) || true ;;
+  esac
+done
 [[ -z "$from" || "$from" == *=* ]] || die "--from must be FROM=TO, got $from"
 command -v skopeo >/dev/null || die "skopeo is required"
 [[ -f "$catalog" ]] || die "catalog $catalog not found"
@@ -56,6 +66,23 @@ while IFS=$'\t' read -r name image; do
   skopeo copy --all --preserve-digests --digestfile "$work/digest" "${skopeo_args[@]}" \
     "docker://$source" "docker://$target" >&2 || die "copying $source to $target failed"
   digest=$(cat "$work/digest")
+  # cosign's signatures of that digest go along, so that the operator's image-signatures policy
+  # can verify the mirror: the simple-signing tag sha256-<hex>.sig, and the sigstore bundles
+  # cosign 3 attaches as referrers, read here through the referrers fallback tag sha256-<hex>.
+  # (A source registry that serves the referrers API keeps no such tag: copy those bundles with
+  # `cosign copy` or `oras cp -r` instead; docs/signatures.md.)
+  for signature_tag in "${digest/:/-}.sig" "${digest/:/-}"; do
+    source_repository="${source%%@*}"      # no digest; then no tag (a port stays)
+    if [[ "${source_repository##*/}" == *:* ]]; then source_repository="${source_repository%:*}"; fi
+    if skopeo inspect --raw "${inspect_args[@]}" "docker://$source_repository:$signature_tag" >/dev/null 2>&1; then
+      echo "mirror.sh: $name: signatures $source_repository:$signature_tag" >&2
+      # The referrers index is read by its tag, never by digest: skopeo may re-encode it.
+      preserve=(--preserve-digests); [[ "$signature_tag" == *.sig ]] || preserve=()
+      skopeo copy --all "${preserve[@]}" "${skopeo_args[@]}" \
+        "docker://$source_repository:$signature_tag" "docker://$repository:$signature_tag" >&2 \
+        || die "copying the signatures $source_repository:$signature_tag failed"
+    fi
+  done
   overrides+="    $name: $repository@$digest"$'\n'
 done <<<"$entries"
 

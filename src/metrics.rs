@@ -317,6 +317,20 @@ impl Collector for ResolverCollector {
                 misses,
             )?;
         }
+        let (verified, unsigned, failed) = s.signatures;
+        let mut checks = encoder.encode_descriptor(
+            "signature_checks",
+            "Images checked against the signature policy (cached verdicts not counted), by result: verified, unsigned, failed",
+            None,
+            MetricType::Counter,
+        )?;
+        for (result, n) in [
+            ("verified", verified),
+            ("unsigned", unsigned),
+            ("failed", failed),
+        ] {
+            ConstCounter::new(n).encode(checks.encode_family(&[("result", result)])?)?;
+        }
         let mut buckets = s.latency_buckets.clone();
         let bucketed: u64 = buckets.iter().map(|(_, n)| n).sum();
         buckets.push((f64::INFINITY, s.registry_requests.saturating_sub(bucketed)));

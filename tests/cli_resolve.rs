@@ -11,6 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
+use support::cosign::Cosign;
 use support::harness::{run_suite, table};
 use support::oci::{Comp, Entry, ImageSpec, Layer, sha256, skopeo_copy, write_layout};
 use support::registries::{PASSWORD, Registries, USER};
@@ -229,6 +230,21 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
             &["--preserve-digests", "--dest-tls-verify=false"],
         )?;
     }
+    // Signed at the source, as a vendor signs: starter with cosign 2 (simple signing), nvidia
+    // with cosign 3 (a sigstore bundle, kept by this registry under the referrers fallback tag).
+    let cosign = Cosign::start(basic, USER, PASSWORD, &env.regs.ca_pem())?;
+    for (v3, repository) in [
+        (false, "distribution-starter"),
+        (true, "distribution-nvidia"),
+    ] {
+        cosign.sign(
+            v3,
+            "trusted",
+            &format!("{plain}/llamastack/{repository}@{}", env.digest),
+            None,
+            true,
+        )?;
+    }
     let out = Command::new(root.join("image-overrides/mirror.sh"))
         .args(["--to", &format!("{basic}/llamastack")])
         .args([
@@ -278,6 +294,7 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
         assert_eq!(out["image"], json!(mirrored), "{name}: {out}");
         assert_eq!(out["configSource"], "oci-label", "{name}: {out}");
     }
+    verify_keys_on_the_mirror(env, &cosign, &overrides_file)?;
 
     let ready: Value = serde_saphyr::from_str(&std::fs::read_to_string(
         root.join("image-overrides/mirror-registry.yaml"),
@@ -293,6 +310,66 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
             json!(overrides[name]),
             "{name} through {rule}: {out}"
         );
+    }
+    Ok(())
+}
+
+/// `resolve --verify-key` on the mirror `mirror.sh` filled: the signatures it copied verify in
+/// both forms; an unsigned image and a key that signed nothing are refused, naming the digest.
+fn verify_keys_on_the_mirror(env: &Env, cosign: &Cosign, overrides: &Path) -> Result<(), Failed> {
+    let overrides = overrides.to_str().unwrap_or_default();
+    let trusted = cosign.public_key("trusted");
+    let trusted = trusted.to_str().unwrap_or_default();
+    for (name, form) in [("starter", "simple-signing"), ("nvidia", "sigstore bundle")] {
+        let out = resolved_image(
+            env,
+            &[name, "--overrides", overrides, "--verify-key", trusted],
+        )?;
+        let signature = &out["signature"];
+        if signature["result"] != "verified" || signature["form"] != form {
+            return Err(format!("{name}: expected verified ({form}): {out}").into());
+        }
+    }
+    let secret = secret_file(
+        env.dir.path(),
+        "verify-pull",
+        &env.regs.basic.host,
+        PASSWORD,
+        "kubernetes.io/dockerconfigjson",
+    );
+    let ca = env.regs.dir.path().join("ca.pem");
+    let other = cosign.public_key("other");
+    let refusals = [
+        ("oci", trusted, "has no signature"),
+        (
+            "starter",
+            other.to_str().unwrap_or_default(),
+            "none of the keys verifies",
+        ),
+    ];
+    for (name, key, needle) in refusals {
+        let (code, stdout, stderr) = run(&[
+            name,
+            "--overrides",
+            overrides,
+            "--verify-key",
+            key,
+            "--pull-secret",
+            &secret,
+            "--ca-file",
+            ca.to_str().unwrap_or_default(),
+        ]);
+        let digest = &env.digest;
+        if code != 1
+            || !stderr.contains(needle)
+            || !stderr.contains(digest.as_str())
+            || !stdout.is_empty()
+        {
+            return Err(format!(
+                "{name} with {key}: exit {code}, stdout {stdout:?}, stderr {stderr:?}; expected exit 1 naming {digest} and {needle:?}"
+            )
+            .into());
+        }
     }
     Ok(())
 }

@@ -91,6 +91,10 @@ status_words! {
         RegistryError,
         /// The image's base config cannot be read or used.
         InvalidBaseConfig,
+        /// The operator's signature policy (`image-signatures`) requires a signature of the
+        /// image by a trusted key and none verifies; the message names the digest, the policy
+        /// and the keys tried. A running stack keeps its image and config.
+        SignatureVerificationFailed,
         /// `spec.externalProviders` cannot be deployed as written.
         ExternalProviderInvalid,
         /// The CA bundle ConfigMap is missing or holds no usable certificate.

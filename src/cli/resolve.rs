@@ -61,6 +61,17 @@ pub struct Args {
     /// over, which must not pass on a dead mirror.
     #[arg(long)]
     strict: bool,
+    /// A public key (PEM, e.g. cosign.pub) that must have signed the image with cosign (either
+    /// form: the `.sig` tag or a sigstore bundle referrer); repeatable: any one of them counts.
+    /// The check is made before the image's label is read, as the operator's `image-signatures`
+    /// policy makes it; an unsigned image, or one signed by another key, is an error naming the
+    /// digest (exit 1).
+    #[arg(long = "verify-key", value_name = "FILE")]
+    verify_keys: Vec<PathBuf>,
+    /// With --verify-key: the repository (`registry/repository`) the signatures are kept in,
+    /// when not beside the image (cosign's COSIGN_REPOSITORY).
+    #[arg(long, value_name = "REPOSITORY", requires = "verify_keys")]
+    signature_repository: Option<String>,
 }
 
 /// Errors of `resolve`, each one line.
@@ -107,6 +118,9 @@ pub enum ResolveCliError {
     /// Output failed.
     #[error("cannot write the result: {0}")]
     Output(String),
+    /// A `--verify-key` file is not a usable public key.
+    #[error("--verify-key {0}")]
+    Key(#[from] llama_stack_resolver::signature::KeyError),
     /// `--strict`, and the answer is stale or uses the embedded fallback config.
     #[error("--strict: {0}")]
     NotStrict(String),
@@ -136,7 +150,71 @@ struct Output<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     stale_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<SignatureOutput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     config: Option<&'a str>,
+}
+
+/// The signature check, as printed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SignatureOutput {
+    /// verified, unsigned or failed.
+    result: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    form: Option<&'static str>,
+    detail: String,
+}
+
+fn signature_output(check: &llama_stack_resolver::signature::SignatureCheck) -> SignatureOutput {
+    let (key, form) = match &check.verdict {
+        llama_stack_resolver::signature::Verdict::Verified { key, form } => {
+            (Some(key.clone()), Some(*form))
+        }
+        _ => (None, None),
+    };
+    SignatureOutput {
+        result: check.outcome(),
+        key,
+        form,
+        detail: check.describe(),
+    }
+}
+
+/// The policy of `--verify-key`: every image must be signed by one of the keys in the files.
+fn verify_policy(
+    files: &[PathBuf],
+    signature_repository: Option<String>,
+) -> Result<Option<llama_stack_resolver::signature::SignaturePolicy>, ResolveCliError> {
+    use llama_stack_resolver::signature::{PublicKey, SignaturePolicy};
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut keys = Vec::new();
+    for path in files {
+        let pem = read_bounded_file(path)?;
+        keys.extend(PublicKey::from_pem(&path.display().to_string(), &pem)?);
+    }
+    Ok(Some(SignaturePolicy::require_everywhere(
+        keys,
+        signature_repository,
+    )))
+}
+
+/// A key file, read within the bound of a PEM of keys.
+fn read_bounded_file(path: &PathBuf) -> Result<Vec<u8>, ResolveCliError> {
+    use std::io::Read;
+    let limit = llama_stack_resolver::signature::keys::MAX_KEYS_PEM_BYTES as u64;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|source| ResolveCliError::Read {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(bytes)
 }
 
 fn read(path: &PathBuf) -> Result<String, ResolveCliError> {
@@ -211,6 +289,9 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
         })?;
         options.extra_ca_pem = Some(pem);
     }
+    if let Some(policy) = verify_policy(&args.verify_keys, args.signature_repository)? {
+        options.signatures = Arc::new(policy);
+    }
     let resolver = Resolver::new(options).map_err(ResolveCliError::Setup)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -227,6 +308,7 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
         config_version: resolution.config.version,
         stale: resolution.stale.is_some(),
         stale_reason: resolution.stale.as_ref().map(ToString::to_string),
+        signature: resolution.signature.as_deref().map(signature_output),
         config: args.show_config.then_some(&*resolution.config.yaml),
     };
     let text = match args.format {

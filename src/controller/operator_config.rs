@@ -4,12 +4,18 @@
 //! Keys:
 //! - `image-overrides`: YAML map of distribution name to image;
 //! - `mirrors`: YAML list of `FROM=TO` rules;
-//! - `insecure-registries`: YAML list of `host[:port]` reached over plain HTTP.
+//! - `insecure-registries`: YAML list of `host[:port]` reached over plain HTTP;
+//! - `repin-interval`: `never` or a duration after which tags are looked up again;
+//! - `image-signatures`: the signature policy (`llama_stack_resolver::signature::policy`), whose
+//!   keys come from Secrets in the operator's namespace.
 
 use std::collections::BTreeMap;
 
 use llama_stack_resolver::catalog::parse_image_overrides;
 use llama_stack_resolver::mirror::MirrorRule;
+use llama_stack_resolver::signature::policy::{
+    Mode, RuleSpec, build_policy, parse_policy, secret_names,
+};
 use llama_stack_resolver::{Catalog, ResolverOptions};
 
 /// Name of the operator ConfigMap.
@@ -34,11 +40,43 @@ fn yaml_list(
     }
 }
 
-/// Resolver options from the ConfigMap's data on top of `base`, and the problems found.
+/// The data of the Secrets the signature policy names (`None`: the Secret does not exist).
+pub type KeySecrets = BTreeMap<String, Option<BTreeMap<String, Vec<u8>>>>;
+
+/// The rules of the ConfigMap's `image-signatures`. A value that does not parse fails closed: one
+/// rule covering every image, with no key and the parse error as its reason, so that a typo
+/// refuses new images (running stacks keep theirs) instead of switching verification off.
+fn signature_rules(data: &BTreeMap<String, String>, problems: &mut Vec<String>) -> Vec<RuleSpec> {
+    let Some(text) = data.get("image-signatures") else {
+        return Vec::new();
+    };
+    parse_policy(text).unwrap_or_else(|e| {
+        let problem =
+            format!("{OPERATOR_CONFIG_MAP} key \"image-signatures\" is invalid, so every image is refused until it is fixed: {e}");
+        problems.push(problem.clone());
+        vec![RuleSpec {
+            name: Some(problem),
+            distributions: Vec::new(),
+            images: vec!["*".to_owned()],
+            mode: Mode::Required,
+            keys: Vec::new(),
+            signature_repository: None,
+        }]
+    })
+}
+
+/// The Secrets in the operator's namespace that the ConfigMap's signature policy reads keys from.
+pub fn key_secret_names(data: &BTreeMap<String, String>) -> Vec<String> {
+    secret_names(&signature_rules(data, &mut Vec::new()))
+}
+
+/// Resolver options from the ConfigMap's data on top of `base`, with the signature policy's keys
+/// from `secrets` ([`key_secret_names`]), and the problems found.
 pub fn resolver_options(
     base: &ResolverOptions,
     embedded: &Catalog,
     data: &BTreeMap<String, String>,
+    secrets: &KeySecrets,
 ) -> (ResolverOptions, Vec<String>) {
     let mut options = base.clone();
     let (catalog, mut problems) = catalog(embedded, data);
@@ -60,6 +98,10 @@ pub fn resolver_options(
             )),
         }
     }
+    let rules = signature_rules(data, &mut problems);
+    let (policy, key_problems) = build_policy(&rules, secrets);
+    problems.extend(key_problems);
+    options.signatures = std::sync::Arc::new(policy);
     (options, problems)
 }
 
@@ -129,8 +171,12 @@ mod tests {
         );
         let embedded = Catalog::embedded().unwrap();
         let data = BTreeMap::from([("repin-interval".to_owned(), "soon".to_owned())]);
-        let (options, problems) =
-            resolver_options(&ResolverOptions::new(embedded.clone()), &embedded, &data);
+        let (options, problems) = resolver_options(
+            &ResolverOptions::new(embedded.clone()),
+            &embedded,
+            &data,
+            &KeySecrets::new(),
+        );
         assert_eq!(options.repin_after, None);
         assert!(problems[0].contains("repin-interval"), "{problems:?}");
     }
@@ -153,7 +199,7 @@ mod tests {
                 "[mirror.corp:5000]".to_owned(),
             ),
         ]);
-        let (options, problems) = resolver_options(&base, &embedded, &data);
+        let (options, problems) = resolver_options(&base, &embedded, &data, &KeySecrets::new());
         assert_eq!(
             options.catalog.image("starter").unwrap(),
             "mirror.corp/lls/starter:0.7.3"
@@ -170,10 +216,50 @@ mod tests {
             &base,
             &embedded,
             &BTreeMap::from([("mirrors".to_owned(), "{a: b}".to_owned())]),
+            &KeySecrets::new(),
         );
         assert!(
             options.mirrors.is_empty() && problems[0].contains("must be a YAML list of strings"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn the_signature_policy_reads_its_keys_and_fails_closed() {
+        let embedded = Catalog::embedded().unwrap();
+        let base = ResolverOptions::new(embedded.clone());
+        let data = BTreeMap::from([(
+            "image-signatures".to_owned(),
+            "- distributions: [starter]\n  keys: [{secret: signing}]\n".to_owned(),
+        )]);
+        assert_eq!(key_secret_names(&data), ["signing"]);
+        let (options, problems) = resolver_options(&base, &embedded, &data, &KeySecrets::new());
+        assert_eq!(options.signatures.rules.len(), 1);
+        assert!(
+            problems[0].contains("Secret signing does not exist"),
+            "{problems:?}"
+        );
+
+        let typo = BTreeMap::from([(
+            "image-signatures".to_owned(),
+            "- distributions: [starter]\n  key: [{secret: signing}]\n".to_owned(),
+        )]);
+        let (options, problems) = resolver_options(&base, &embedded, &typo, &KeySecrets::new());
+        assert!(
+            problems[0].contains("every image is refused"),
+            "{problems:?}"
+        );
+        let image =
+            llama_stack_resolver::reference::ImageRef::parse("quay.io/any/image:1").unwrap();
+        let (_, rule) = options
+            .signatures
+            .rule_for(
+                &llama_stack_resolver::Distribution::Image("x".into()),
+                &image,
+            )
+            .expect("an invalid policy covers every image");
+        assert_eq!(rule.mode, Mode::Required);
+        assert!(rule.keys.is_empty());
+        assert!(rule.name.contains("image-signatures"), "{}", rule.name);
     }
 }

@@ -191,6 +191,7 @@ fn resolve_failure_reason(kind: FailureKind) -> Reason {
         FailureKind::InvalidDistribution => Reason::InvalidDistribution,
         FailureKind::Registry => Reason::RegistryError,
         FailureKind::InvalidBaseConfig => Reason::InvalidBaseConfig,
+        FailureKind::SignatureRejected => Reason::SignatureVerificationFailed,
     }
 }
 
@@ -231,6 +232,7 @@ pub(super) async fn plan(
     warnings.extend(builders::exposure_warning(cr, ctx.routes_available()));
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
     let (resolved, pin) = resolve(cr, ctx, &distribution, &keyring).await;
+    warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
     let planned = match &cr.spec.override_config {
         Some(over) => {
             // The user's config needs no base config: the image is only pinned, labels optional.
@@ -347,6 +349,15 @@ fn image_config_warnings(cr: &LlamaStackDistribution) -> Vec<String> {
         })
         .into_iter()
         .collect()
+}
+
+/// What an `audit` rule of the signature policy found wrong with the image (deployed anyway).
+fn signature_audit(resolution: &llama_stack_resolver::Resolution) -> Option<String> {
+    let check = resolution.signature.as_ref().filter(|c| !c.verified())?;
+    Some(format!(
+        "signature audit (not enforced): {}",
+        check.describe()
+    ))
 }
 
 /// Resolves the distribution: at the deployed pin while it stands ([`pin_to_keep`]), else from

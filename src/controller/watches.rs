@@ -378,9 +378,13 @@ fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) 
     Action::requeue(RETRY_AFTER_ERROR)
 }
 
-/// Watches the operator ConfigMap; on every change rebuilds the resolver and asks for a
-/// reconcile of every LlamaStackDistribution (a changed image-override rolls image and config
-/// together).
+/// How often the Secrets holding the signature policy's keys are read again (a rotated key is
+/// used within this time; the ConfigMap itself is watched).
+const KEY_REFRESH: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Watches the operator ConfigMap; on every change, and when a Secret holding the signature
+/// policy's keys changes, rebuilds the resolver and asks for a reconcile of every
+/// LlamaStackDistribution (a changed image-override rolls image and config together).
 async fn follow_operator_config(
     ctx: Arc<Context>,
     namespace: String,
@@ -395,8 +399,29 @@ async fn follow_operator_config(
         ctx.metrics.watches(),
     );
     let mut changes = std::pin::pin!(changes);
-    while let Some(data) = changes.next().await {
-        let (options, problems) = operator_config::resolver_options(&base, &embedded, &data);
+    let mut data: Option<BTreeMap<String, String>> = None;
+    let mut secrets = operator_config::KeySecrets::new();
+    let mut refresh = tokio::time::interval(KEY_REFRESH);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            next = changes.next() => {
+                let Some(changed) = next else { break };
+                secrets = key_secrets(&ctx.client, &namespace, &changed, &secrets).await;
+                data = Some(changed);
+            }
+            _ = refresh.tick() => {
+                let Some(current) = &data else { continue };
+                let fresh = key_secrets(&ctx.client, &namespace, current, &secrets).await;
+                if fresh == secrets {
+                    continue;
+                }
+                secrets = fresh;
+            }
+        }
+        let Some(current) = &data else { continue };
+        let (options, problems) =
+            operator_config::resolver_options(&base, &embedded, current, &secrets);
         for problem in &problems {
             tracing::warn!(problem = %problem, "operator ConfigMap");
         }
@@ -412,6 +437,35 @@ async fn follow_operator_config(
             }
         }
     }
+}
+
+/// The data of the Secrets the signature policy in `data` names, read from `namespace`. A read
+/// that fails keeps what `previous` had for that Secret (an API hiccup must not drop a key).
+async fn key_secrets(
+    client: &kube::Client,
+    namespace: &str,
+    data: &BTreeMap<String, String>,
+    previous: &operator_config::KeySecrets,
+) -> operator_config::KeySecrets {
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), namespace);
+    let mut secrets = operator_config::KeySecrets::new();
+    for name in operator_config::key_secret_names(data) {
+        let value = match api.get_opt(&name).await {
+            Ok(secret) => secret.map(|s| {
+                s.data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect()
+            }),
+            Err(error) => {
+                tracing::warn!(secret = %name, error = %crate::error_chain(&error), "cannot read a signature key Secret; keeping what was read before");
+                previous.get(&name).cloned().flatten()
+            }
+        };
+        secrets.insert(name, value);
+    }
+    secrets
 }
 
 /// The operator ConfigMap's data in `namespace` (empty while it does not exist): once when the

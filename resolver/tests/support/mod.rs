@@ -2,6 +2,7 @@
 //! Shared by several test binaries, each of which uses a part.
 #![allow(dead_code)]
 
+pub mod cosign;
 pub mod harness;
 pub mod oci;
 pub mod process;

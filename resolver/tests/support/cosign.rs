@@ -1,0 +1,145 @@
+//! The real cosign for signing fixtures: v2.6 (simple signing at `sha256-<hex>.sig`) and v3.1 (a
+//! sigstore bundle as an OCI referrer), built from Go modules by `scripts/build-cosign.sh` and
+//! cached; two key pairs (`trusted`, `other`) with empty passwords; no transparency log or
+//! timestamp authority, so that signing stays on the machine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine;
+
+use super::sealed::with_host_network;
+
+/// The cosign releases the tests sign with.
+pub const COSIGN_V2: &str = "v2.6.5";
+/// The cosign 3 release.
+pub const COSIGN_V3: &str = "v3.1.3";
+
+/// Both cosigns, the key pairs and cosign's registry settings.
+pub struct Cosign {
+    v2: PathBuf,
+    v3: PathBuf,
+    /// Holds `trusted/` and `other/` (cosign.key, cosign.pub), `docker/config.json`, `ca.pem`.
+    pub dir: tempfile::TempDir,
+}
+
+fn build(version: &str) -> Result<PathBuf, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|d| d.join("scripts/build-cosign.sh"))
+        .find(|p| p.exists())
+        .ok_or("scripts/build-cosign.sh not found")?;
+    let out = with_host_network(Command::new(&script).arg(version))
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "build-cosign.sh {version} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn io(e: std::io::Error) -> String {
+    e.to_string()
+}
+
+impl Cosign {
+    /// Builds (or finds) both cosigns and makes the key pairs; `registry` with `user:password`
+    /// is where signatures are pushed, over TLS trusting `ca_pem`.
+    pub fn start(
+        registry: &str,
+        user: &str,
+        password: &str,
+        ca_pem: &[u8],
+    ) -> Result<Self, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("llso-cosign-")
+            .tempdir()
+            .map_err(io)?;
+        let cosign = Self {
+            v2: build(COSIGN_V2)?,
+            v3: build(COSIGN_V3)?,
+            dir,
+        };
+        for name in ["trusted", "other"] {
+            let keys = cosign.dir.path().join(name);
+            std::fs::create_dir_all(&keys).map_err(io)?;
+            let out = Command::new(&cosign.v2)
+                .arg("generate-key-pair")
+                .current_dir(&keys)
+                .env("COSIGN_PASSWORD", "")
+                .output()
+                .map_err(io)?;
+            if !out.status.success() {
+                return Err(format!(
+                    "cosign generate-key-pair: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        let docker = cosign.dir.path().join("docker");
+        std::fs::create_dir_all(&docker).map_err(io)?;
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let config = serde_json::json!({"auths": {registry: {"auth": auth}}});
+        std::fs::write(docker.join("config.json"), config.to_string()).map_err(io)?;
+        std::fs::write(cosign.dir.path().join("ca.pem"), ca_pem).map_err(io)?;
+        // No Rekor, no timestamp authority: a signing config with no service in it.
+        std::fs::write(
+            cosign.dir.path().join("signing-config.json"),
+            r#"{"mediaType":"application/vnd.dev.sigstore.signingconfig.v0.2+json"}"#,
+        )
+        .map_err(io)?;
+        Ok(cosign)
+    }
+
+    /// The public key file of a pair (`trusted` or `other`).
+    pub fn public_key(&self, pair: &str) -> PathBuf {
+        self.dir.path().join(pair).join("cosign.pub")
+    }
+
+    /// `cosign sign` of `image` (by digest) with a key pair: v2 writes simple signing, v3 a
+    /// bundle. `signatures_in`: cosign's `COSIGN_REPOSITORY`; `plain_http`: the registry is
+    /// reached over HTTP.
+    pub fn sign(
+        &self,
+        cosign_v3: bool,
+        pair: &str,
+        image: &str,
+        signatures_in: Option<&str>,
+        plain_http: bool,
+    ) -> Result<(), String> {
+        let key_file = self.dir.path().join(pair).join("cosign.key");
+        let mut command = Command::new(if cosign_v3 { &self.v3 } else { &self.v2 });
+        command
+            .args(["sign", "--yes", "--key"])
+            .arg(&key_file)
+            .env("COSIGN_PASSWORD", "")
+            .env("DOCKER_CONFIG", self.dir.path().join("docker"))
+            .env("SSL_CERT_FILE", self.dir.path().join("ca.pem"))
+            .env_remove("COSIGN_REPOSITORY");
+        if cosign_v3 {
+            command
+                .arg("--signing-config")
+                .arg(self.dir.path().join("signing-config.json"));
+        } else {
+            command.arg("--tlog-upload=false");
+        }
+        if plain_http {
+            command.arg("--allow-http-registry");
+        }
+        if let Some(repository) = signatures_in {
+            command.env("COSIGN_REPOSITORY", repository);
+        }
+        let out = command.arg(image).output().map_err(io)?;
+        if !out.status.success() {
+            return Err(format!(
+                "cosign sign {image}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    }
+}
