@@ -533,3 +533,123 @@ fn an_upgrade_to_an_image_that_rejects_the_spec_keeps_the_stack() {
         assert_eq!(after.metadata.generation, before.metadata.generation, "the running stack is kept");
     });
 }
+
+/// The operator ConfigMap's `image-signatures`: a named distribution deploys only a signed image;
+/// a tag moved to an unsigned image is refused on re-pin, with a condition naming the digest, the
+/// policy and the keys tried, while the stack keeps its signed pair; `audit` lets it through and
+/// says so.
+#[test]
+fn a_signature_policy_keeps_a_stack_on_its_signed_image() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use support::registry::cosign::Cosign;
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let plain = regs.plain.host.clone();
+    let config = |distro: &str| {
+        format!(
+            "version: 2\ndistro_name: {distro}\napis: [inference]\nproviders:\n  inference: []\n"
+        )
+    };
+    let signed = push_plain(
+        &plain,
+        &work.path().join("a"),
+        "acme/signed",
+        "a",
+        Some(&config("signed")),
+    );
+    let cosign = Cosign::start(&regs.basic.host, USER, PASSWORD, &regs.ca_pem()).expect("cosign");
+    cosign
+        .sign(false, "trusted", &signed, None, true)
+        .expect("signed");
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let system = "llama-stack-operator-system";
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": system}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        let key = std::fs::read_to_string(cosign.public_key("trusted")).unwrap();
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "llama-stack-signing"},
+            "stringData": {"cosign.pub": key}})).unwrap();
+        Api::<Secret>::namespaced(client.clone(), system).create(&PostParams::default(), &secret).await.unwrap();
+        let operator_config = |mode: &str| -> ConfigMap {
+            serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-config"}, "data": {
+                "image-overrides": format!("starter: {plain}/acme/signed:a\n"),
+                "insecure-registries": format!("[\"{plain}\"]"),
+                "image-signatures": format!("- name: signed-starter\n  distributions: [starter]\n  mode: {mode}\n  keys: [{{secret: llama-stack-signing, key: cosign.pub}}]\n"),
+            }})).unwrap()
+        };
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), system);
+        config_maps.create(&PostParams::default(), &operator_config("required")).await.unwrap();
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = std::time::Duration::from_secs(2);
+        // A re-pushed tag is seen at once (the re-pin asks for it; the tag cache must not hide it).
+        options.tag_ttl = std::time::Duration::from_millis(500);
+        let ctx = Context::new(client.clone(), Arc::new(Resolver::new(options.clone()).unwrap()))
+            .with_operator_config(system, options);
+        let controller = tokio::spawn(llama_stack_operator::controller::run(Arc::new(ctx)));
+
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "stack"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        llsds.create(&PostParams::default(), &cr).await.unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let image_of = |d: &Deployment| d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0].image.clone().unwrap_or_default();
+        let deployed = || async {
+            deployments.get_opt("stack").await.unwrap().map(|d| image_of(&d)).unwrap_or_default()
+        };
+        let mut image = String::new();
+        for _ in 0..150 {
+            image = deployed().await;
+            if image == signed {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        assert_eq!(image, signed, "the signed image is deployed");
+
+        let unsigned = push_plain(&plain, &work.path().join("b"), "acme/signed", "a", Some(&config("unsigned")));
+        // Past the tag TTL, so that the re-pin looks the tag up again.
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        llsds.patch("stack", &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"annotations": {"llamastack.io/repin": "1"}}}))).await.unwrap();
+        let digest = unsigned.split_once('@').unwrap().1.to_owned();
+        let mut refusal = None;
+        let mut last = None;
+        for _ in 0..150 {
+            let status = llsds.get("stack").await.unwrap().status.unwrap_or_default();
+            refusal = status
+                .conditions
+                .iter()
+                .flatten()
+                .find(|c| c.reason == "SignatureVerificationFailed")
+                .map(|c| c.message.clone());
+            last = Some(status);
+            if refusal.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let refusal = refusal
+            .unwrap_or_else(|| panic!("no SignatureVerificationFailed condition; status: {last:?}"));
+        for part in [digest.as_str(), "\"signed-starter\" (required)", "llama-stack-signing/cosign.pub", "has no signature"] {
+            assert!(refusal.contains(part), "{part:?} missing from {refusal}");
+        }
+        assert_eq!(deployed().await, signed, "the stack keeps its signed image and config");
+
+        config_maps.replace("llama-stack-operator-config", &PostParams::default(), &operator_config("audit")).await.unwrap();
+        let mut audited = None;
+        for _ in 0..150 {
+            if deployed().await == unsigned {
+                let status = llsds.get("stack").await.unwrap().status.unwrap_or_default();
+                audited = status.conditions.unwrap_or_default().iter().find(|c| c.message.contains("signature audit")).map(|c| c.message.clone());
+                if audited.is_some() {
+                    break;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let audited = audited.expect("audit deploys the unsigned image and says so");
+        assert!(audited.contains(&digest), "{audited}");
+        controller.abort();
+    });
+}
