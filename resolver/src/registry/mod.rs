@@ -504,7 +504,10 @@ impl RegistryClient {
         {
             Ok(response) => response,
             Err(RegistryError::NotFound { .. }) => return Ok(None),
-            Err(RegistryError::Status { status, .. }) if matches!(status, 400 | 405 | 406) => {
+            Err(RegistryError::Status {
+                status: 400 | 405 | 406,
+                ..
+            }) => {
                 return Ok(None);
             }
             Err(e) => return Err(e),
