@@ -28,6 +28,10 @@ pub struct CredentialSource {
 
 impl fmt::Display for CredentialSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A source outside any namespace (a credential provider plugin) is named alone.
+        if self.namespace.is_empty() {
+            return f.write_str(&self.name);
+        }
         write!(f, "{}/{}", self.namespace, self.name)
     }
 }
@@ -109,6 +113,16 @@ impl Keyring {
     /// Whether no credentials were added.
     pub fn is_empty(&self) -> bool {
         self.creds.is_empty()
+    }
+
+    /// Adds every credential of `other` (already normalised), after those of the same key.
+    pub fn extend(&mut self, other: &Keyring) {
+        for (key, creds) in &other.creds {
+            self.creds
+                .entry(key.clone())
+                .or_default()
+                .extend(creds.iter().cloned());
+        }
     }
 
     /// Credentials for an image repository name as kubelet normalises it (`docker.io/library/nginx`,

@@ -4,6 +4,7 @@
 
 pub mod base_config;
 pub mod catalog;
+pub mod credential_provider;
 pub mod embedded;
 pub mod keyring;
 pub mod labels;

@@ -16,6 +16,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::base_config::{BaseConfig, BaseConfigError, ConfigSource, parse_base_config};
 use crate::catalog::{Catalog, LookupError};
+use crate::credential_provider::{CredentialProviders, ProviderFailure};
 use crate::embedded::embedded_base_config;
 use crate::keyring::{Credential, Keyring};
 use crate::labels::{ConfigLocation, LABEL_LAYER, LabelError, read_image_config};
@@ -79,6 +80,8 @@ pub struct ResolverOptions {
     pub repin_after: Option<Duration>,
     /// Which images must carry a signature by which keys, checked before their labels are read.
     pub signatures: Arc<SignaturePolicy>,
+    /// kubelet's credential provider plugins: their credentials follow the Pod's pull secrets.
+    pub credential_providers: Option<Arc<CredentialProviders>>,
 }
 
 /// The largest extra CA bundle read from a file. Every public CA together is about 250 KiB.
@@ -121,6 +124,7 @@ impl ResolverOptions {
             stats: Arc::default(),
             repin_after: None,
             signatures: Arc::default(),
+            credential_providers: None,
         }
     }
 }
@@ -170,6 +174,15 @@ pub enum ResolveError {
         registry: String,
         /// Sources tried, in order.
         tried: String,
+    },
+    /// The registry refused or failed, and a credential provider plugin that matches the image
+    /// had failed to give credentials (kubelet would have pulled without them too).
+    #[error("{then}; {failure}")]
+    CredentialProvider {
+        /// The plugin's failure.
+        failure: ProviderFailure,
+        /// What the registry said without its credentials.
+        then: Arc<ResolveError>,
     },
     /// Unusable manifest.
     #[error(transparent)]
@@ -269,7 +282,9 @@ impl ResolveError {
                 ..
             } => FailureKind::UnsupportedConfigVersion,
             Self::Lookup(_) | Self::Reference(_) => FailureKind::InvalidDistribution,
-            Self::Registry { .. } | Self::CredentialsRejected { .. } => FailureKind::Registry,
+            Self::Registry { .. }
+            | Self::CredentialsRejected { .. }
+            | Self::CredentialProvider { .. } => FailureKind::Registry,
             Self::Signature { .. } => FailureKind::SignatureRejected,
             _ => FailureKind::InvalidBaseConfig,
         }
@@ -288,7 +303,9 @@ impl ResolveError {
     fn is_registry_failure(&self) -> bool {
         matches!(
             self,
-            Self::Registry { .. } | Self::CredentialsRejected { .. }
+            Self::Registry { .. }
+                | Self::CredentialsRejected { .. }
+                | Self::CredentialProvider { .. }
         )
     }
 }
@@ -474,7 +491,9 @@ impl Resolver {
         keyring: &Keyring,
     ) -> Result<Resolution, Arc<ResolveError>> {
         let name = image.name();
-        let creds = keyring.lookup(&name);
+        let (node, provider_failures) = self.node_credentials(&name).await;
+        let mut creds = keyring.lookup(&name);
+        creds.extend(node.lookup(&name));
         let key = format!(
             "{distribution}|{image}|{}|{}",
             fingerprint(&creds),
@@ -489,7 +508,11 @@ impl Resolver {
         if let Some(err) = self.failures.get(&key).await {
             return self.fallback(&key, distribution, &image, err).await;
         }
-        match self.resolve_image(distribution, &image, keyring).await {
+        match self
+            .resolve_image(distribution, &image, &creds, keyring)
+            .await
+            .map_err(|err| with_provider_failure(err, provider_failures))
+        {
             Ok((resolution, expires)) => {
                 self.memo.put(key.clone(), &resolution, expires);
                 self.last_good.insert(key, resolution.clone()).await;
@@ -560,14 +583,22 @@ impl Resolver {
             .transpose()
     }
 
+    /// Credentials from kubelet's credential provider plugins for an image repository, and the
+    /// plugins that failed.
+    async fn node_credentials(&self, name: &str) -> (Keyring, Vec<ProviderFailure>) {
+        match &self.options.credential_providers {
+            Some(providers) => providers.keyring_for(name).await,
+            None => (Keyring::default(), Vec::new()),
+        }
+    }
+
     async fn resolve_image(
         &self,
         distribution: &Distribution,
         image: &ImageRef,
+        creds: &[&Credential],
         keyring: &Keyring,
     ) -> Result<(Resolution, Option<Instant>), Arc<ResolveError>> {
-        let creds = keyring.lookup(&image.name());
-        let creds = creds.as_slice();
         let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
             vec![None]
         } else {
@@ -806,7 +837,9 @@ impl Resolver {
         keyring: &Keyring,
         keys: &[crate::signature::PublicKey],
     ) -> Result<crate::signature::Verdict, Arc<ResolveError>> {
-        let creds = keyring.lookup(&repository.name());
+        let (node, _) = self.node_credentials(&repository.name()).await;
+        let mut creds = keyring.lookup(&repository.name());
+        creds.extend(node.lookup(&repository.name()));
         let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
             vec![None]
         } else {
@@ -971,6 +1004,19 @@ impl Resolver {
             image: shown,
             source,
         })
+    }
+}
+
+/// A registry failure, told with the plugin that failed to give credentials for the image.
+fn with_provider_failure(
+    err: Arc<ResolveError>,
+    failures: Vec<ProviderFailure>,
+) -> Arc<ResolveError> {
+    match failures.into_iter().next() {
+        Some(failure) if err.is_registry_failure() => {
+            Arc::new(ResolveError::CredentialProvider { failure, then: err })
+        }
+        _ => err,
     }
 }
 

@@ -1,6 +1,8 @@
 //! The resolver against real registries (Debian's docker-registry with htpasswd + TLS, token
 //! auth + TLS, and plain HTTP), with fixtures written as OCI layouts and pushed with skopeo.
 
+#[path = "registries/credential_providers.rs"]
+mod credential_providers;
 #[path = "registries/signatures.rs"]
 mod signatures;
 mod support;
@@ -901,6 +903,18 @@ const TESTS: &[(&str, Test)] = &[
     (
         "signatures_a_tag_moved_to_an_unsigned_image_is_refused",
         signatures::a_tag_moved_to_an_unsigned_image_is_refused,
+    ),
+    (
+        "credential_provider_a_private_image_resolves_with_the_plugins_credentials",
+        credential_providers::a_private_image_resolves_with_the_plugins_credentials,
+    ),
+    (
+        "credential_provider_credentials_follow_the_pull_secrets",
+        credential_providers::plugin_credentials_follow_the_pull_secrets,
+    ),
+    (
+        "credential_provider_a_failing_plugin_is_named",
+        credential_providers::a_failing_plugin_is_named,
     ),
 ];
 

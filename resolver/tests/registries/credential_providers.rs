@@ -1,0 +1,169 @@
+//! kubelet credential provider plugins against the TLS + htpasswd registry: a plugin of the
+//! tests' own, configured with kubelet's own config format, gives the only credentials the
+//! registry accepts.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use libtest_mimic::Failed;
+use llama_stack_resolver::credential_provider::CredentialProviders;
+use llama_stack_resolver::keyring::Keyring;
+use llama_stack_resolver::{Distribution, ResolverOptions};
+
+use super::support::registries::{PASSWORD, USER};
+use super::{Env, b64, config_yaml, image_with_labels, keyring, plain_layer};
+
+/// The plugin: logs each request, then answers as `MODE` says (from the config's `env`).
+const PLUGIN: &str = r#"#!/bin/sh
+read -r request || true
+echo "$request" >> "$REQUEST_LOG"
+if [ "$MODE" = fail ]; then
+  echo "token service unreachable" >&2
+  exit 1
+fi
+printf '{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","cacheDuration":"%s","auth":{"%s":{"username":"%s","password":"%s"}}}' "$CACHE" "$REGISTRY" "$PLUGIN_USER" "$PLUGIN_PASSWORD"
+"#;
+
+/// A bin directory with the plugin and a kubelet config naming it; returns the providers and
+/// the request log.
+fn providers(
+    env: &Env,
+    name: &str,
+    mode: &str,
+    cache: &str,
+) -> Result<(Arc<CredentialProviders>, std::path::PathBuf), Failed> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = env.work.path().join(format!("plugins-{name}"));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let plugin = bin.join("test-credential-provider");
+    std::fs::write(&plugin, PLUGIN)?;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
+    let log = dir.join("requests.log");
+    let host = &env.regs.basic.host;
+    let config = format!(
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: test-credential-provider\n    matchImages: ['{host}']\n    defaultCacheDuration: 1m\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    env:\n      - {{name: REQUEST_LOG, value: '{}'}}\n      - {{name: MODE, value: {mode}}}\n      - {{name: CACHE, value: '{cache}'}}\n      - {{name: REGISTRY, value: '{host}'}}\n      - {{name: PLUGIN_USER, value: {USER}}}\n      - {{name: PLUGIN_PASSWORD, value: '{PASSWORD}'}}\n",
+        log.display()
+    );
+    let config_file = dir.join("credential-providers.yaml");
+    std::fs::write(&config_file, config)?;
+    let loaded = CredentialProviders::load(&config_file, &bin)?;
+    Ok((Arc::new(loaded), log))
+}
+
+fn requests(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn push_private(env: &Env, repo: &str) -> Result<String, Failed> {
+    let digest = env.push(
+        &env.regs.basic.host,
+        repo,
+        "v1",
+        &[image_with_labels(
+            "amd64",
+            vec![("io.llamastack.config.base64", b64(&config_yaml(repo)))],
+            vec![plain_layer()],
+        )],
+        false,
+    )?;
+    Ok(format!("{}/{repo}@{digest}", env.regs.basic.host))
+}
+
+fn options_with(env: &Env, providers: &Arc<CredentialProviders>) -> ResolverOptions {
+    let mut options = env.options();
+    options.credential_providers = Some(providers.clone());
+    options
+}
+
+/// With no pull secret, a direct image on a registry only the plugin's credentials reach
+/// resolves; the answer is cached for its `cacheDuration` across resolvers (a ConfigMap change
+/// makes a new one), and `0s` asks every time.
+pub fn a_private_image_resolves_with_the_plugins_credentials(env: &Env) -> Result<(), Failed> {
+    let pinned = push_private(env, "t/plugin")?;
+    let tagged = format!("{}/t/plugin:v1", env.regs.basic.host);
+    let distribution = Distribution::Image(tagged);
+    let (cached, log) = providers(env, "cached", "answer", "5m")?;
+    for _ in 0..2 {
+        let resolver = env.resolver(options_with(env, &cached))?;
+        let resolution = env
+            .rt
+            .block_on(resolver.resolve(&distribution, &Keyring::default()))
+            .map_err(|e| e.to_string())?;
+        super::assert_eq(
+            &resolution.image,
+            &pinned,
+            "pinned with the plugin's credentials",
+        )?;
+    }
+    super::assert_eq(
+        &requests(&log),
+        &1,
+        "one plugin run for two resolvers (cached)",
+    )?;
+    let asked = std::fs::read_to_string(&log)?;
+    let wanted = format!(r#""image":"{}/t/plugin""#, env.regs.basic.host);
+    if !asked.contains(&wanted) || !asked.contains("CredentialProviderRequest") {
+        return Err(format!("the request lacks {wanted}: {asked}").into());
+    }
+
+    let (uncached, log) = providers(env, "uncached", "answer", "0s")?;
+    for _ in 0..2 {
+        let resolver = env.resolver(options_with(env, &uncached))?;
+        env.rt
+            .block_on(resolver.resolve(&distribution, &Keyring::default()))
+            .map_err(|e| e.to_string())?;
+    }
+    super::assert_eq(&requests(&log), &2, "cacheDuration 0s: asked each time")?;
+    Ok(())
+}
+
+/// kubelet's order: the Pod's pull secrets first (here one the registry rejects), then the
+/// plugin's credentials, which the registry accepts.
+pub fn plugin_credentials_follow_the_pull_secrets(env: &Env) -> Result<(), Failed> {
+    let pinned = push_private(env, "t/plugin-order")?;
+    let (plugins, log) = providers(env, "order", "answer", "5m")?;
+    let wrong = keyring(&[("stale", &env.regs.basic.host, USER, "not-the-password")]);
+    let resolver = env.resolver(options_with(env, &plugins))?;
+    let resolution = env
+        .rt
+        .block_on(resolver.resolve(
+            &Distribution::Image(format!("{}/t/plugin-order:v1", env.regs.basic.host)),
+            &wrong,
+        ))
+        .map_err(|e| e.to_string())?;
+    super::assert_eq(
+        &resolution.image,
+        &pinned,
+        "the plugin's credential, after the rejected secret",
+    )?;
+    super::assert_eq(&requests(&log), &1, "the plugin was asked")?;
+    Ok(())
+}
+
+/// A failing plugin is named, with its stderr, beside the registry's refusal.
+pub fn a_failing_plugin_is_named(env: &Env) -> Result<(), Failed> {
+    push_private(env, "t/plugin-fails")?;
+    let (failing, _) = providers(env, "failing", "fail", "5m")?;
+    let resolver = env.resolver(options_with(env, &failing))?;
+    let result = env.rt.block_on(resolver.resolve(
+        &Distribution::Image(format!("{}/t/plugin-fails:v1", env.regs.basic.host)),
+        &Keyring::default(),
+    ));
+    let err = result.err().ok_or("resolved without credentials")?;
+    let text = err.to_string();
+    for part in [
+        "refused access",
+        "credential provider test-credential-provider failed: exit status: 1: token service unreachable",
+    ] {
+        if !text.contains(part) {
+            return Err(format!("{part:?} missing from: {text}").into());
+        }
+    }
+    if text.contains(PASSWORD) {
+        return Err("a password reached the message".into());
+    }
+    Ok(())
+}
