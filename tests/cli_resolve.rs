@@ -374,6 +374,54 @@ fn verify_keys_on_the_mirror(env: &Env, cosign: &Cosign, overrides: &Path) -> Re
     Ok(())
 }
 
+/// `--image-credential-provider-config` and `--image-credential-provider-bin-dir`, the files
+/// kubelet reads: the plugin's credentials reach the registry with no pull secret; a config
+/// kubelet would refuse is named.
+fn credential_provider_flags(env: &Env) -> Result<(), Failed> {
+    let host = &env.regs.basic.host;
+    let plugin = support::credential_plugin::install(
+        &env.dir.path().join("plugin"),
+        host,
+        USER,
+        PASSWORD,
+        "answer",
+        "5m",
+    )?;
+    let ca = env.regs.dir.path().join("ca.pem");
+    let (config, bin_dir) = (
+        plugin.config.to_str().unwrap_or_default(),
+        plugin.bin_dir.to_str().unwrap_or_default(),
+    );
+    let image = format!("{host}/cli/app:v1");
+    let with_plugin = |bin: &str| {
+        run(&[
+            &image,
+            "--image-credential-provider-config",
+            config,
+            "--image-credential-provider-bin-dir",
+            bin,
+            "--ca-file",
+            ca.to_str().unwrap_or_default(),
+        ])
+    };
+    let (code, stdout, stderr) = with_plugin(bin_dir);
+    if code != 0 {
+        return Err(format!("exit {code}: {stderr}").into());
+    }
+    let out: Value = serde_json::from_str(&stdout)?;
+    if out["image"] != json!(format!("{host}/cli/app@{}", env.digest)) || plugin.requests() != 1 {
+        return Err(format!("not resolved through the plugin: {out}").into());
+    }
+    let (code, _, stderr) = with_plugin(env.dir.path().to_str().unwrap_or_default());
+    if code == 0
+        || !stderr.contains("no executable")
+        || !stderr.contains("test-credential-provider")
+    {
+        return Err(format!("a bin directory without the plugin: exit {code}, {stderr}").into());
+    }
+    Ok(())
+}
+
 type Test = fn(&Env) -> Result<(), Failed>;
 
 /// The air-gap guide's check of a mirror must not pass on a dead one: without `--strict` a name
@@ -429,6 +477,7 @@ const TESTS: &[(&str, Test)] = &[
         "errors_are_one_actionable_line",
         errors_are_one_actionable_line,
     ),
+    ("credential_provider_flags", credential_provider_flags),
 ];
 
 fn start() -> Result<Env, support::registries::Error> {

@@ -12,10 +12,12 @@ use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::api::{Api, PostParams};
 use llama_stack_operator::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
 use llama_stack_operator::controller::{Context, reconcile};
+use llama_stack_resolver::credential_provider::CredentialProviders;
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::json;
 use support::control_plane::start_with_crd;
 use support::images::push_plain;
+use support::registry::credential_plugin;
 use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registry::registries::{PASSWORD, Registries, USER};
 
@@ -86,6 +88,34 @@ fn private_images_resolve_with_the_service_accounts_pull_secrets() {
                 assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "RegistryError"));
                 assert!(c.message.contains("no pull secret matches this registry"), "{}", c.message);
                 assert!(Api::<Deployment>::namespaced(client.clone(), ns).get_opt("private").await.unwrap().is_none());
+            }
+        }
+
+        // Node credentials: kubelet's credential provider plugins (the same config and bin
+        // directory) reach the registry with no pull secret; a failing plugin is named.
+        for (ns, mode) in [("node-creds", "answer"), ("node-creds-failing", "fail")] {
+            let plugin = credential_plugin::install(&work.path().join(ns), &regs.basic.host, USER, PASSWORD, mode, "5m").unwrap();
+            let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+            options.extra_ca_pem = Some(regs.ca_pem());
+            options.credential_providers = Some(Arc::new(CredentialProviders::load(&plugin.config, &plugin.bin_dir).unwrap()));
+            let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())));
+            let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+            Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": "private"}, "spec": {"distribution": {"image": format!("{}/t/private:v1", regs.basic.host)}}})).unwrap();
+            let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), ns);
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+            reconcile(Arc::new(llsds.get("private").await.unwrap()), ctx.clone()).await.unwrap();
+            let status = llsds.get("private").await.unwrap().status.unwrap();
+            assert_eq!(plugin.requests(), 1, "{ns}: the plugin was asked once");
+            if mode == "answer" {
+                let d = Api::<Deployment>::namespaced(client.clone(), ns).get("private").await.unwrap();
+                let pod = d.spec.unwrap().template.spec.unwrap();
+                assert_eq!(pod.containers[0].image.as_deref(), Some(format!("{}/t/private@{digest}", regs.basic.host).as_str()), "deployed with the plugin's credentials");
+            } else {
+                let c = status.conditions.unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap();
+                assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "RegistryError"));
+                assert!(c.message.contains("credential provider test-credential-provider failed: exit status: 1: token service unreachable"), "{}", c.message);
             }
         }
     });

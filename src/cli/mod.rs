@@ -2,6 +2,7 @@
 
 mod convert;
 pub mod crdgen;
+mod credential_providers;
 pub mod merge_config;
 mod overrides;
 mod own_image;

@@ -72,6 +72,8 @@ pub struct Args {
     /// when not beside the image (cosign's COSIGN_REPOSITORY).
     #[arg(long, value_name = "REPOSITORY", requires = "verify_keys")]
     signature_repository: Option<String>,
+    #[command(flatten)]
+    credential_providers: super::credential_providers::CredentialProviderArgs,
 }
 
 /// Errors of `resolve`, each one line.
@@ -118,6 +120,9 @@ pub enum ResolveCliError {
     /// Output failed.
     #[error("cannot write the result: {0}")]
     Output(String),
+    /// The credential provider config is unusable.
+    #[error(transparent)]
+    CredentialProviders(#[from] llama_stack_resolver::credential_provider::ConfigError),
     /// A `--verify-key` file is not a usable public key.
     #[error("--verify-key {0}")]
     Key(#[from] llama_stack_resolver::signature::KeyError),
@@ -289,6 +294,7 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
         })?;
         options.extra_ca_pem = Some(pem);
     }
+    options.credential_providers = args.credential_providers.load()?;
     if let Some(policy) = verify_policy(&args.verify_keys, args.signature_repository)? {
         options.signatures = Arc::new(policy);
     }

@@ -120,6 +120,8 @@ pub struct Args {
     /// Timeout of one registry request.
     #[arg(long, default_value = "30", value_name = "SECONDS")]
     registry_timeout: u64,
+    #[command(flatten)]
+    credential_providers: super::credential_providers::CredentialProviderArgs,
     /// PEM file of CA certificates trusted for registries besides the system's (a mirror signed
     /// by a private CA); mount it from a ConfigMap. At most 10 MiB.
     #[arg(long, env = "REGISTRY_CA_FILE", value_name = "FILE")]
@@ -205,6 +207,9 @@ pub enum RunError {
     /// The resolver could not be set up (its registry client).
     #[error("cannot set up the distribution resolver")]
     Resolver(#[source] llama_stack_resolver::ResolveError),
+    /// The credential provider config is unusable.
+    #[error(transparent)]
+    CredentialProviders(#[from] llama_stack_resolver::credential_provider::ConfigError),
     /// The metrics server's certificate cannot be loaded.
     #[error("--metrics-tls-cert / --metrics-tls-key")]
     MetricsTls(#[source] crate::tls_files::TlsFilesError),
@@ -587,6 +592,7 @@ fn controller_context(
         })?;
         options.extra_ca_pem = Some(pem);
     }
+    options.credential_providers = args.credential_providers.load()?;
     let resolver = Resolver::new(options.clone()).map_err(RunError::Resolver)?;
     Ok(Some(Arc::new(
         Context::new(api.clone(), Arc::new(resolver))

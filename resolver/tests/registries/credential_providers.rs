@@ -2,7 +2,6 @@
 //! tests' own, configured with kubelet's own config format, gives the only credentials the
 //! registry accepts.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use libtest_mimic::Failed;
@@ -10,51 +9,27 @@ use llama_stack_resolver::credential_provider::CredentialProviders;
 use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::{Distribution, ResolverOptions};
 
+use super::support::credential_plugin;
 use super::support::registries::{PASSWORD, USER};
 use super::{Env, b64, config_yaml, image_with_labels, keyring, plain_layer};
 
-/// The plugin: logs each request, then answers as `MODE` says (from the config's `env`).
-const PLUGIN: &str = r#"#!/bin/sh
-read -r request || true
-echo "$request" >> "$REQUEST_LOG"
-if [ "$MODE" = fail ]; then
-  echo "token service unreachable" >&2
-  exit 1
-fi
-printf '{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","cacheDuration":"%s","auth":{"%s":{"username":"%s","password":"%s"}}}' "$CACHE" "$REGISTRY" "$PLUGIN_USER" "$PLUGIN_PASSWORD"
-"#;
-
-/// A bin directory with the plugin and a kubelet config naming it; returns the providers and
-/// the request log.
+/// The plugin installed under the suite's work directory; the providers loaded from its config.
 fn providers(
     env: &Env,
     name: &str,
     mode: &str,
     cache: &str,
-) -> Result<(Arc<CredentialProviders>, std::path::PathBuf), Failed> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = env.work.path().join(format!("plugins-{name}"));
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin)?;
-    let plugin = bin.join("test-credential-provider");
-    std::fs::write(&plugin, PLUGIN)?;
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
-    let log = dir.join("requests.log");
-    let host = &env.regs.basic.host;
-    let config = format!(
-        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: test-credential-provider\n    matchImages: ['{host}']\n    defaultCacheDuration: 1m\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    env:\n      - {{name: REQUEST_LOG, value: '{}'}}\n      - {{name: MODE, value: {mode}}}\n      - {{name: CACHE, value: '{cache}'}}\n      - {{name: REGISTRY, value: '{host}'}}\n      - {{name: PLUGIN_USER, value: {USER}}}\n      - {{name: PLUGIN_PASSWORD, value: '{PASSWORD}'}}\n",
-        log.display()
-    );
-    let config_file = dir.join("credential-providers.yaml");
-    std::fs::write(&config_file, config)?;
-    let loaded = CredentialProviders::load(&config_file, &bin)?;
-    Ok((Arc::new(loaded), log))
-}
-
-fn requests(log: &Path) -> usize {
-    std::fs::read_to_string(log)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+) -> Result<(Arc<CredentialProviders>, credential_plugin::Installed), Failed> {
+    let installed = credential_plugin::install(
+        &env.work.path().join(format!("plugins-{name}")),
+        &env.regs.basic.host,
+        USER,
+        PASSWORD,
+        mode,
+        cache,
+    )?;
+    let loaded = CredentialProviders::load(&installed.config, &installed.bin_dir)?;
+    Ok((Arc::new(loaded), installed))
 }
 
 fn push_private(env: &Env, repo: &str) -> Result<String, Failed> {
@@ -99,11 +74,11 @@ pub fn a_private_image_resolves_with_the_plugins_credentials(env: &Env) -> Resul
         )?;
     }
     super::assert_eq(
-        &requests(&log),
+        &log.requests(),
         &1,
         "one plugin run for two resolvers (cached)",
     )?;
-    let asked = std::fs::read_to_string(&log)?;
+    let asked = std::fs::read_to_string(&log.log)?;
     let wanted = format!(r#""image":"{}/t/plugin""#, env.regs.basic.host);
     if !asked.contains(&wanted) || !asked.contains("CredentialProviderRequest") {
         return Err(format!("the request lacks {wanted}: {asked}").into());
@@ -116,7 +91,7 @@ pub fn a_private_image_resolves_with_the_plugins_credentials(env: &Env) -> Resul
             .block_on(resolver.resolve(&distribution, &Keyring::default()))
             .map_err(|e| e.to_string())?;
     }
-    super::assert_eq(&requests(&log), &2, "cacheDuration 0s: asked each time")?;
+    super::assert_eq(&log.requests(), &2, "cacheDuration 0s: asked each time")?;
     Ok(())
 }
 
@@ -139,7 +114,7 @@ pub fn plugin_credentials_follow_the_pull_secrets(env: &Env) -> Result<(), Faile
         &pinned,
         "the plugin's credential, after the rejected secret",
     )?;
-    super::assert_eq(&requests(&log), &1, "the plugin was asked")?;
+    super::assert_eq(&log.requests(), &1, "the plugin was asked")?;
     Ok(())
 }
 

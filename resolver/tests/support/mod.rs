@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cosign;
+pub mod credential_plugin;
 pub mod harness;
 pub mod oci;
 pub mod process;
