@@ -229,6 +229,73 @@ fn the_chart_renders_what_each_kustomize_install_applies() {
     assert!(!ok && err.contains("/certificates/mode"), "{err}");
 }
 
+/// `credentialProviders`: kubelet's config from a ConfigMap and the node's plugin directory,
+/// read-only, named by the flags `run` reads; half of it is refused before anything is applied.
+#[test]
+fn credential_providers_mount_kubelets_config_and_plugins() {
+    let bin = helm_bin();
+    let home = tempfile::tempdir().unwrap();
+    let set = [
+        "--set",
+        "credentialProviders.configMap=kubelet-credential-providers",
+        "--set",
+        "credentialProviders.hostPath=/etc/eks/image-credential-provider",
+    ];
+    let (ok, rendered, err) = template(&bin, home.path(), "llama-stack-operator-system", &set);
+    assert!(ok, "{err}");
+    let objects = objects(&rendered, true);
+    let deployment = &objects[&(
+        "Deployment".to_owned(),
+        "llama-stack-operator".to_owned(),
+        "llama-stack-operator-system".to_owned(),
+    )];
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let mounts = container["volumeMounts"].as_array().unwrap();
+    let mount_of = |name: &str| {
+        mounts
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no mount {name}: {mounts:?}"))
+    };
+    let config = mount_of("credential-providers");
+    let plugins = mount_of("credential-provider-plugins");
+    assert_eq!(
+        (config["readOnly"].as_bool(), plugins["readOnly"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let flag = |name: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
+            .unwrap_or_else(|| panic!("no --{name} in {args:?}"))
+    };
+    assert_eq!(
+        flag("image-credential-provider-config"),
+        format!("{}/config.yaml", config["mountPath"].as_str().unwrap())
+    );
+    assert_eq!(
+        flag("image-credential-provider-bin-dir"),
+        plugins["mountPath"].as_str().unwrap()
+    );
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert!(volumes.contains(&serde_json::json!({"name": "credential-providers", "configMap": {"name": "kubelet-credential-providers"}})), "{volumes:?}");
+    assert!(volumes.contains(&serde_json::json!({"name": "credential-provider-plugins", "hostPath": {"path": "/etc/eks/image-credential-provider", "type": "Directory"}})), "{volumes:?}");
+
+    let (ok, _, err) = template(&bin, home.path(), "llama-stack-operator-system", &set[..2]);
+    assert!(!ok && err.contains("set both configMap"), "{err}");
+    let (ok, rendered, _) = template(&bin, home.path(), "llama-stack-operator-system", &[]);
+    assert!(
+        ok && !rendered.contains("credential-provider"),
+        "off by default"
+    );
+}
+
 #[test]
 fn the_charts_copies_of_the_crd_and_the_monitoring_files_are_current() {
     for (copy, source) in [
