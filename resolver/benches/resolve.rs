@@ -37,14 +37,16 @@ fn main() -> Result<(), Error> {
     let work = tempfile::tempdir()?;
     let plain = regs.plain.host.clone();
     let starter = include_str!("../../configs/starter/config.yaml");
-    let push = |repo: &str, spec: ImageSpec| -> Result<(), Error> {
+    // Returns the pushed image's digest.
+    let push = |repo: &str, spec: ImageSpec| -> Result<String, Error> {
         let dir = work.path().join(repo.replace('/', "_"));
-        write_layout(&dir, "v1", &[spec], false)?;
+        let digest = write_layout(&dir, "v1", &[spec], false)?;
         skopeo_copy(
             &format!("oci:{}:v1", dir.display()),
             &format!("docker://{plain}/{repo}:v1"),
             &["--preserve-digests", "--dest-tls-verify=false"],
-        )
+        )?;
+        Ok(digest)
     };
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let base_layer = || Layer {
@@ -167,6 +169,80 @@ fn main() -> Result<(), Error> {
         percentile(&times, 0.99),
         resolver.registry_requests() - 3
     );
+
+    // The same with a signature policy: the image signed by the real cosign (both forms).
+    let cosign = support::cosign::Cosign::start(&plain, "bench", "bench", &regs.ca_pem())?;
+    let mut keys = Vec::new();
+    keys.extend(llama_stack_resolver::signature::PublicKey::from_pem(
+        "trusted",
+        &std::fs::read(cosign.public_key("trusted"))?,
+    )?);
+    let signed = |o: &mut ResolverOptions| {
+        o.signatures = std::sync::Arc::new(
+            llama_stack_resolver::signature::SignaturePolicy::require_everywhere(
+                keys.clone(),
+                None,
+            ),
+        );
+    };
+    for (form, v3) in [
+        ("simple signing (cosign 2)", false),
+        ("sigstore bundle (cosign 3)", true),
+    ] {
+        let repo = if v3 {
+            "bench/signed-v3"
+        } else {
+            "bench/signed-v2"
+        };
+        let digest = push(
+            repo,
+            ImageSpec {
+                arch: "amd64",
+                labels: vec![("io.llamastack.config.base64", b64(starter))],
+                layers: vec![base_layer()],
+            },
+        )?;
+        cosign.sign(
+            v3,
+            "trusted",
+            &format!("{plain}/{repo}@{digest}"),
+            None,
+            true,
+        )?;
+        let target = Distribution::Image(format!("{plain}/{repo}:v1"));
+        let mut times = Vec::new();
+        let mut requests = 0;
+        for _ in 0..cold_runs {
+            let mut o = options();
+            signed(&mut o);
+            let resolver = Resolver::new(o)?;
+            let start = Instant::now();
+            rt.block_on(resolver.resolve(&target, &keyring))
+                .map_err(|e| e.to_string())?;
+            times.push(start.elapsed());
+            requests = resolver.registry_requests();
+        }
+        times.sort();
+        let mut o = options();
+        signed(&mut o);
+        let resolver = Resolver::new(o)?;
+        rt.block_on(resolver.resolve(&target, &keyring))
+            .map_err(|e| e.to_string())?;
+        let mut warm = Vec::with_capacity(warm_runs);
+        for _ in 0..warm_runs {
+            let start = Instant::now();
+            rt.block_on(resolver.resolve(&target, &keyring))
+                .map_err(|e| e.to_string())?;
+            warm.push(start.elapsed());
+        }
+        warm.sort();
+        println!(
+            "signature-verified, {form:<27} cold: {requests} round trips, {:>8.2?}; warm p50 {:.2?}, p99 {:.2?}",
+            percentile(&times, 0.5),
+            percentile(&warm, 0.5),
+            percentile(&warm, 0.99)
+        );
+    }
 
     // Memory: many distinct starter-sized configs held in one resolver's caches.
     let resolver = Resolver::new(options())?;
