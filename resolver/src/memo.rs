@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 use std::time::Instant;
 
-use crate::resolve::Resolution;
+use crate::resolution::Resolution;
 
 struct Entry {
     resolution: Resolution,

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use super::keys::PublicKey;
 use crate::reference::ImageRef;
-use crate::resolve::Distribution;
+use crate::distribution::Distribution;
 
 /// What a failed check does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]

@@ -1,0 +1,523 @@
+//! The resolver: a distribution name or image reference, plus the pull credentials of the
+//! workload, to a digest-pinned image and the base config that belongs to exactly that image.
+//!
+//! Caches (moka): tag -> pinned image with a TTL; digest -> pinned image (immutable); image
+//! config digest -> parsed base config, bounded by bytes. Keys that come from a registry include
+//! a fingerprint of the credentials used, so a namespace never gets a result its own pull
+//! secrets could not fetch. Concurrent requests for one key share one fetch. Failures are
+//! remembered briefly; when the registry fails, the last known good result is returned, marked
+//! stale, with the error.
+
+mod credentials;
+mod layers;
+mod signatures;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use moka::future::Cache;
+
+use crate::base_config::{BaseConfig, ConfigSource, parse_base_config};
+use crate::catalog::Catalog;
+use crate::distribution::Distribution;
+use crate::embedded::embedded_base_config;
+use crate::error::ResolveError;
+use crate::keyring::{Credential, Keyring};
+use crate::labels::{ConfigLocation, read_image_config};
+use crate::manifest::{
+    Descriptor, Manifest, ManifestError, find_layer, parse_manifest, select_platform,
+};
+use crate::memo::Memo;
+use crate::mirror::apply_mirrors;
+use crate::options::ResolverOptions;
+use crate::reference::ImageRef;
+use crate::registry::RegistryClient;
+use crate::resolution::Resolution;
+use crate::signature::SignatureCheck;
+use crate::stats::{CacheKind, Stats};
+use credentials::{fingerprint, with_provider_failure};
+
+/// An image pinned to a digest, with what is needed to read its base config.
+#[derive(Debug)]
+struct PinnedImage {
+    /// When the registry answered (a tag's pin expires `tag_ttl` after).
+    fetched: Instant,
+    digest: String,
+    config: Descriptor,
+    layers: Vec<Descriptor>,
+}
+
+/// What an image config says about the base config.
+#[derive(Debug)]
+enum ConfigOutcome {
+    Labelled(Arc<BaseConfig>),
+    NoLabels,
+}
+
+/// Resolves distributions. Cheap to share (`Arc`); all caches are internal.
+pub struct Resolver {
+    options: ResolverOptions,
+    http: reqwest::Client,
+    clients: Cache<String, Arc<RegistryClient>>,
+    tags: Cache<String, Arc<PinnedImage>>,
+    digests: Cache<String, Arc<PinnedImage>>,
+    configs: Cache<String, Arc<ConfigOutcome>>,
+    failures: Cache<String, Arc<ResolveError>>,
+    last_good: Cache<String, Resolution>,
+    /// Verified signature checks by rule, digest and signature repository (a signature of an
+    /// immutable digest stays valid; a new policy makes a new resolver). Failures are not kept
+    /// here: a signature may be pushed after the image.
+    verified: Cache<String, Arc<SignatureCheck>>,
+    memo: Memo,
+}
+
+impl Resolver {
+    /// A resolver with empty caches.
+    pub fn new(options: ResolverOptions) -> Result<Self, ResolveError> {
+        // reqwest is built without a default crypto provider; the operator uses ring throughout.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .timeout(options.timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION")));
+        if let Some(pem) = &options.extra_ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                ResolveError::Setup(format!("the extra CA bundle is not valid PEM: {e}"))
+            })?;
+            if certs.is_empty() {
+                return Err(ResolveError::Setup(
+                    "the extra CA bundle holds no certificate".to_owned(),
+                ));
+            }
+            builder = builder.tls_certs_merge(certs);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| ResolveError::Setup(e.to_string()))?;
+        let weigher = |_: &String, v: &Arc<ConfigOutcome>| -> u32 {
+            match v.as_ref() {
+                ConfigOutcome::Labelled(c) => u32::try_from(c.heap_bytes())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(256),
+                ConfigOutcome::NoLabels => 64,
+            }
+        };
+        Ok(Self {
+            http,
+            clients: Cache::builder().max_capacity(256).build(),
+            tags: Cache::builder()
+                .max_capacity(4096)
+                .time_to_live(options.tag_ttl)
+                .build(),
+            digests: Cache::builder().max_capacity(4096).build(),
+            configs: Cache::builder()
+                .weigher(weigher)
+                .max_capacity(options.config_cache_bytes)
+                .build(),
+            failures: Cache::builder()
+                .max_capacity(4096)
+                .time_to_live(options.failure_ttl)
+                .build(),
+            last_good: Cache::builder().max_capacity(4096).build(),
+            verified: Cache::builder().max_capacity(4096).build(),
+            memo: Memo::new(
+                4096,
+                usize::try_from(options.config_cache_bytes).unwrap_or(usize::MAX),
+            ),
+            options,
+        })
+    }
+
+    /// HTTP requests sent to registries so far (for tests and metrics).
+    pub fn registry_requests(&self) -> u64 {
+        self.options.stats.requests()
+    }
+
+    /// The counters behind [`Resolver::registry_requests`], for metrics.
+    pub fn stats(&self) -> Arc<Stats> {
+        self.options.stats.clone()
+    }
+
+    /// How long a deployed pin stands before its tag is looked up again (`None`: until asked).
+    pub fn repin_after(&self) -> Option<Duration> {
+        self.options.repin_after
+    }
+
+    /// The reference a distribution resolves from now (catalog, overrides and mirrors applied;
+    /// no registry request).
+    /// The catalog this resolver looks names up in (`image-overrides` applied).
+    pub fn catalog(&self) -> &Catalog {
+        &self.options.catalog
+    }
+
+    /// The reference a distribution resolves from (catalog, overrides and mirrors applied).
+    pub fn reference(&self, distribution: &Distribution) -> Result<String, Arc<ResolveError>> {
+        self.reference_of(distribution).map(|r| r.to_string())
+    }
+
+    fn reference_of(&self, distribution: &Distribution) -> Result<ImageRef, Arc<ResolveError>> {
+        let image = match distribution {
+            Distribution::Name(name) => self
+                .options
+                .catalog
+                .image(name)
+                .map_err(|e| Arc::new(e.into()))?
+                .to_owned(),
+            Distribution::Image(image) => image.clone(),
+        };
+        Ok(apply_mirrors(
+            &self.options.mirrors,
+            &ImageRef::parse(&image).map_err(|e| Arc::new(e.into()))?,
+        ))
+    }
+
+    /// Resolves a distribution with the credentials kubelet would use for it.
+    pub async fn resolve(
+        &self,
+        distribution: &Distribution,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let image = self.reference_of(distribution)?;
+        self.resolve_ref(distribution, image, keyring).await
+    }
+
+    /// Resolves a distribution at the digest it was pinned to before (`pinned`, an image this
+    /// resolver returned for it): the same image and base config, without looking at its tag.
+    pub async fn resolve_pinned(
+        &self,
+        distribution: &Distribution,
+        pinned: &str,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let image = ImageRef::parse(pinned).map_err(|e| Arc::new(e.into()))?;
+        self.resolve_ref(distribution, image, keyring).await
+    }
+
+    async fn resolve_ref(
+        &self,
+        distribution: &Distribution,
+        image: ImageRef,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let name = image.name();
+        let (node, provider_failures) = self.node_credentials(&name).await;
+        let mut creds = keyring.lookup(&name);
+        creds.extend(node.lookup(&name));
+        let key = format!(
+            "{distribution}|{image}|{}|{}",
+            fingerprint(&creds),
+            self.options.platform
+        );
+
+        if let Some(hit) = self.memo.get(&key) {
+            self.options.stats.lookup(CacheKind::Manifest, false);
+            self.options.stats.lookup(CacheKind::Config, false);
+            return Ok(hit);
+        }
+        if let Some(err) = self.failures.get(&key).await {
+            return self.fallback(&key, distribution, &image, err).await;
+        }
+        match self
+            .resolve_image(distribution, &image, &creds, keyring)
+            .await
+            .map_err(|err| with_provider_failure(err, provider_failures))
+        {
+            Ok((resolution, expires)) => {
+                self.memo.put(key.clone(), &resolution, expires);
+                self.last_good.insert(key, resolution.clone()).await;
+                Ok(resolution)
+            }
+            Err(err) => {
+                self.failures.insert(key.clone(), err.clone()).await;
+                self.fallback(&key, distribution, &image, err).await
+            }
+        }
+    }
+
+    async fn fallback(
+        &self,
+        key: &str,
+        distribution: &Distribution,
+        image: &ImageRef,
+        err: Arc<ResolveError>,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        if !err.is_registry_failure() {
+            return Err(err);
+        }
+        if let Some(good) = self.last_good.get(key).await {
+            return Ok(Resolution {
+                stale: Some(err),
+                ..good
+            });
+        }
+        // A named distribution still has its embedded config; deploy the reference unpinned,
+        // unless a signature is required of that image: an unverified image is never deployed.
+        if let Distribution::Name(name) = distribution
+            && !self.signature_required(distribution, image)
+            && let Some(config) = self.embedded(name, image)?
+        {
+            return Ok(Resolution {
+                image: image.to_string(),
+                pinned: false,
+                config,
+                stale: Some(err),
+                signature: None,
+            });
+        }
+        Err(err)
+    }
+
+    fn embedded(
+        &self,
+        name: &str,
+        image: &ImageRef,
+    ) -> Result<Option<Arc<BaseConfig>>, Arc<ResolveError>> {
+        embedded_base_config(name)
+            .map(|parsed| {
+                parsed.map_err(|source| {
+                    Arc::new(ResolveError::BaseConfig {
+                        image: image.to_string(),
+                        source,
+                    })
+                })
+            })
+            .transpose()
+    }
+
+    async fn resolve_image(
+        &self,
+        distribution: &Distribution,
+        image: &ImageRef,
+        creds: &[&Credential],
+        keyring: &Keyring,
+    ) -> Result<(Resolution, Option<Instant>), Arc<ResolveError>> {
+        let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
+            vec![None]
+        } else {
+            creds.iter().map(|c| Some(*c)).collect()
+        };
+        let mut rejected = Vec::new();
+        for credential in candidates {
+            let client = self.client(image, credential).await?;
+            match self.pin(&client, image, creds).await {
+                Ok(pinned) => {
+                    // Verified before the label is read: an unverified label is never parsed.
+                    let signature = self
+                        .check_signature(distribution, image, &pinned.digest, keyring)
+                        .await?;
+                    let mut resolution = self
+                        .with_config(distribution, image, &client, &pinned)
+                        .await?;
+                    resolution.signature = signature;
+                    // A tag's pin is looked up again after the tag TTL; a digest never changes.
+                    let expires = image
+                        .digest
+                        .is_none()
+                        .then(|| pinned.fetched + self.options.tag_ttl);
+                    return Ok((resolution, expires));
+                }
+                Err(err) => match err.as_ref() {
+                    ResolveError::Registry { source, .. }
+                        if source.is_unauthorized() && credential.is_some() =>
+                    {
+                        rejected.push(credential.map(|c| c.source.to_string()).unwrap_or_default());
+                    }
+                    _ => return Err(err),
+                },
+            }
+        }
+        Err(Arc::new(ResolveError::CredentialsRejected {
+            image: image.to_string(),
+            registry: image.api_host().to_owned(),
+            tried: rejected.join(", "),
+        }))
+    }
+
+    async fn client(
+        &self,
+        image: &ImageRef,
+        credential: Option<&Credential>,
+    ) -> Result<Arc<RegistryClient>, Arc<ResolveError>> {
+        let host = image.api_host().to_owned();
+        let plain = self
+            .options
+            .insecure_registries
+            .iter()
+            .any(|r| *r == host || *r == image.registry);
+        let key = format!(
+            "{host}|{plain}|{}",
+            fingerprint(&credential.into_iter().collect::<Vec<_>>())
+        );
+        let client = self
+            .clients
+            .get_with(key, async {
+                Arc::new(RegistryClient::new(
+                    self.http.clone(),
+                    &host,
+                    plain,
+                    credential.cloned(),
+                    self.options.stats.clone(),
+                ))
+            })
+            .await;
+        Ok(client)
+    }
+
+    /// Image reference -> digest and platform manifest, cached (tags with a TTL).
+    async fn pin(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+        creds: &[&Credential],
+    ) -> Result<Arc<PinnedImage>, Arc<ResolveError>> {
+        let key = format!(
+            "{}@{}|{}|{}",
+            image.name(),
+            image.reference(),
+            fingerprint(creds),
+            self.options.platform
+        );
+        let cache = if image.digest.is_some() {
+            &self.digests
+        } else {
+            &self.tags
+        };
+        let entry = cache
+            .entry(key)
+            .or_try_insert_with(self.fetch_pinned(client, image))
+            .await?;
+        self.options
+            .stats
+            .lookup(CacheKind::Manifest, entry.is_fresh());
+        Ok(entry.into_value())
+    }
+
+    async fn fetch_pinned(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+    ) -> Result<Arc<PinnedImage>, ResolveError> {
+        let limit = self.options.limits.max_manifest_bytes;
+        let registry_err = |source| ResolveError::Registry {
+            image: image.to_string(),
+            source,
+        };
+        let top = client
+            .manifest(&image.repository, image.reference(), limit)
+            .await
+            .map_err(registry_err)?;
+        let shown = image.to_string();
+        let (config, layers) = match parse_manifest(&shown, &top.bytes)? {
+            Manifest::Image { config, layers } => (config, layers),
+            Manifest::Index(entries) => {
+                let entry = select_platform(&shown, &entries, &self.options.platform)?;
+                let platform_manifest = client
+                    .manifest(&image.repository, &entry.digest, limit)
+                    .await
+                    .map_err(registry_err)?;
+                match parse_manifest(&shown, &platform_manifest.bytes)? {
+                    Manifest::Image { config, layers } => (config, layers),
+                    Manifest::Index(_) => {
+                        return Err(ManifestError::Invalid {
+                            image: shown,
+                            detail: "an index entry points at another index".to_owned(),
+                        }
+                        .into());
+                    }
+                }
+            }
+        };
+        Ok(Arc::new(PinnedImage {
+            fetched: Instant::now(),
+            digest: top.digest,
+            config,
+            layers,
+        }))
+    }
+
+    async fn with_config(
+        &self,
+        distribution: &Distribution,
+        image: &ImageRef,
+        client: &RegistryClient,
+        pinned: &PinnedImage,
+    ) -> Result<Resolution, Arc<ResolveError>> {
+        let deployed = image.pinned(&pinned.digest);
+        let entry = self
+            .configs
+            .entry(pinned.config.digest.clone())
+            .or_try_insert_with(self.read_config(client, &deployed, pinned))
+            .await?;
+        self.options
+            .stats
+            .lookup(CacheKind::Config, entry.is_fresh());
+        let outcome = entry.into_value();
+        let config = match outcome.as_ref() {
+            ConfigOutcome::Labelled(config) => config.clone(),
+            ConfigOutcome::NoLabels => match distribution {
+                Distribution::Name(name) => self.embedded(name, image)?.ok_or_else(|| {
+                    Arc::new(ResolveError::BaseConfigRequired {
+                        image: deployed.to_string(),
+                    })
+                })?,
+                Distribution::Image(_) => {
+                    return Err(Arc::new(ResolveError::BaseConfigRequired {
+                        image: deployed.to_string(),
+                    }));
+                }
+            },
+        };
+        Ok(Resolution {
+            image: deployed.to_string(),
+            pinned: true,
+            config,
+            stale: None,
+            signature: None,
+        })
+    }
+
+    async fn read_config(
+        &self,
+        client: &RegistryClient,
+        image: &ImageRef,
+        pinned: &PinnedImage,
+    ) -> Result<Arc<ConfigOutcome>, ResolveError> {
+        let shown = image.to_string();
+        let limits = self.options.limits;
+        let blob = client
+            .blob(
+                &image.repository,
+                &pinned.config.digest,
+                limits.max_manifest_bytes,
+            )
+            .await
+            .map_err(|source| ResolveError::Registry {
+                image: shown.clone(),
+                source,
+            })?;
+        let label_err = |source| ResolveError::Label {
+            image: shown.clone(),
+            source,
+        };
+        let info = read_image_config(&blob).map_err(label_err)?;
+        let bytes = match info.locate(&limits).map_err(label_err)? {
+            ConfigLocation::Absent => return Ok(Arc::new(ConfigOutcome::NoLabels)),
+            ConfigLocation::Inline(bytes) => bytes,
+            ConfigLocation::Layer { digest, path } => {
+                match find_layer(&pinned.layers, &info.diff_ids, &digest) {
+                    Some(layer) => self.read_layer_file(client, image, layer, &path).await?,
+                    None => {
+                        self.scan_layers(client, image, &pinned.layers, &digest, &path)
+                            .await?
+                    }
+                }
+            }
+        };
+        let config = parse_base_config(&bytes, info.version.as_deref(), ConfigSource::OciLabel)
+            .map_err(|source| ResolveError::BaseConfig {
+                image: shown,
+                source,
+            })?;
+        Ok(Arc::new(ConfigOutcome::Labelled(Arc::new(config))))
+    }
+}
