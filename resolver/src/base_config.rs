@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256, Sha512};
+use crate::digest::sha256_hex;
 
 /// Config schema versions this operator generates from: current first, then previous (the one before is still accepted, so
 /// images built for the previous llama-stack release keep working).
@@ -117,25 +117,6 @@ fn supported(version: &str) -> Result<u64, BaseConfigError> {
         })
 }
 
-/// `sha256:<hex>` of some bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(bytes)))
-}
-
-/// The digest of `bytes` in the algorithm of `expected` (`sha512:…`, else sha256), so that a
-/// content addressed by either algorithm the references accept is verified.
-pub fn digest_like(expected: &str, bytes: &[u8]) -> String {
-    if expected.starts_with("sha512:") {
-        format!("sha512:{}", hex(&Sha512::digest(bytes)))
-    } else {
-        sha256_hex(bytes)
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Validates a base config. `label_version` is `io.llamastack.config.version`, when present.
 /// A config without `version` is version 2, as llama-stack itself assumes.
 pub fn parse_base_config(
@@ -173,22 +154,4 @@ pub fn parse_base_config(
         version: file_version,
         source,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::digest_like;
-
-    #[test]
-    fn content_is_hashed_in_the_algorithm_of_the_reference() {
-        // Known vectors of "abc" (FIPS 180-2).
-        assert_eq!(
-            digest_like("sha256:00", b"abc"),
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(
-            digest_like("sha512:00", b"abc"),
-            "sha512:ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
-        );
-    }
 }

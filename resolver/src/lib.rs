@@ -5,6 +5,7 @@
 pub mod base_config;
 pub mod catalog;
 pub mod credential_provider;
+pub mod digest;
 pub mod distribution;
 pub mod embedded;
 pub mod error;

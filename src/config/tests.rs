@@ -87,7 +87,7 @@ fn us1_distribution_only_is_the_base_config_byte_for_byte() {
     assert_eq!(g.yaml, STARTER);
     assert_eq!(
         g.hash,
-        llama_stack_resolver::base_config::sha256_hex(STARTER.as_bytes())
+        llama_stack_resolver::digest::sha256_hex(STARTER.as_bytes())
     );
     assert!(g.env.is_empty() && g.warnings.is_empty());
 }

@@ -103,7 +103,7 @@ pub(super) async fn secrets(
         return Ok(Err(blocked));
     }
     let hash = (!secret_refs.is_empty()).then(|| {
-        let full = llama_stack_resolver::base_config::sha256_hex(&material);
+        let full = llama_stack_resolver::digest::sha256_hex(&material);
         full.chars().take(16).collect()
     });
     Ok(Ok(SecretCheck {

@@ -18,7 +18,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{Response, StatusCode};
 use tokio::sync::Mutex;
 
-use crate::base_config::{digest_like, sha256_hex};
+use crate::digest::{digest_like, sha256_hex};
 use crate::keyring::Credential;
 use crate::stats::Stats;
 pub use challenge::{Challenge, parse_challenge};

@@ -132,7 +132,7 @@ impl PublicKey {
                 name: shown,
                 kind,
                 raw,
-                fingerprint: crate::base_config::sha256_hex(&der),
+                fingerprint: crate::digest::sha256_hex(&der),
             });
         }
         if keys.is_empty() {

@@ -308,7 +308,7 @@ where
 {
     let canonical =
         serde_json::to_string(&typed).map_err(|source| BuildError::Invalid { kind, source })?;
-    let hash = llama_stack_resolver::base_config::sha256_hex(canonical.as_bytes());
+    let hash = llama_stack_resolver::digest::sha256_hex(canonical.as_bytes());
     typed
         .meta_mut()
         .annotations

@@ -328,7 +328,7 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
     if let Some(pem) = inputs.ca_bundle {
         annotations.insert(
             CA_BUNDLE_HASH.to_owned(),
-            json!(llama_stack_resolver::base_config::sha256_hex(
+            json!(llama_stack_resolver::digest::sha256_hex(
                 pem.as_bytes()
             )),
         );
