@@ -1,20 +1,18 @@
-//! Prometheus metrics of the operator, and the HTTP(S) server for `/metrics`, `/healthz` and
-//! `/readyz`; [`auth`] decides who may read `/metrics`.
+//! Prometheus metrics of the operator; [`health`] judges liveness and readiness, [`server`] serves
+//! `/metrics`, `/healthz` and `/readyz`, and [`auth`] decides who may read `/metrics`.
 
-pub mod auth;
+pub(crate) mod auth;
+mod health;
 mod process;
+mod server;
+
+pub use health::{Health, WatchHealth, WatchLabels};
+pub use server::serve;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use llama_stack_resolver::stats::Stats;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -57,13 +55,6 @@ pub type StackSource = Box<dyn Fn() -> Vec<StackState> + Send + Sync>;
 
 /// The phases every scrape reports, zero included, so that series never vanish.
 const PHASES: [&str; 5] = ["Pending", "Initializing", "Ready", "Failed", "Terminating"];
-
-/// Labels of a watch's series.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WatchLabels {
-    /// The watched kind (`LlamaStackDistribution`, `Deployment`, …).
-    pub kind: String,
-}
 
 /// Labels of a reconcile duration.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -178,13 +169,7 @@ impl Metrics {
             stacks,
             stuck,
             stack_sources: StackSources::default(),
-            watches: Arc::new(WatchHealth {
-                stuck_after: Mutex::new(DEFAULT_WATCH_STUCK_AFTER),
-                quiet: Mutex::new(QUIET_MEANS_RECOVERED),
-                kinds: Mutex::new(BTreeMap::new()),
-                errors: watch_errors,
-                relists: watch_relists,
-            }),
+            watches: Arc::new(WatchHealth::new(watch_errors, watch_relists)),
         }
     }
 
@@ -347,240 +332,6 @@ impl Collector for ResolverCollector {
             None,
         )
     }
-}
-
-/// How long a watch may keep failing before the health endpoints say the operator is stuck.
-pub const DEFAULT_WATCH_STUCK_AFTER: Duration = Duration::from_secs(60);
-
-/// How often a watch that keeps failing is logged again at warning level.
-const WARN_EVERY: Duration = Duration::from_secs(30);
-
-/// The health of the controller's watches: each one's failures, counted, logged (at warning
-/// level, with the kind and the reason, at most every 30 s while it keeps failing) and judged.
-#[derive(Debug)]
-pub struct WatchHealth {
-    stuck_after: Mutex<Duration>,
-    quiet: Mutex<Duration>,
-    kinds: Mutex<BTreeMap<&'static str, Failing>>,
-    errors: Family<WatchLabels, Counter>,
-    relists: Family<WatchLabels, Counter>,
-}
-
-/// A watch that has failed and not been seen working since.
-#[derive(Debug)]
-struct Failing {
-    since: Instant,
-    warned: Instant,
-    /// The latest error. A watch that works again may send no event for a long time (a watch
-    /// resumed from its resource version on a quiet kind), but a broken one errs again within
-    /// its longest backoff; so a failure this old means the watch works again.
-    last: Instant,
-    reason: String,
-}
-
-/// How long without a new error means a watch works again (three of its longest retry waits).
-const QUIET_MEANS_RECOVERED: Duration = Duration::from_secs(15);
-
-impl WatchHealth {
-    /// Sets how long a watch may keep failing before the operator counts as stuck.
-    pub fn set_stuck_after(&self, bound: Duration) {
-        *lock(&self.stuck_after) = bound;
-    }
-
-    /// Records an event of `kind`'s watch: it works again. `relist` when it was a new list.
-    pub fn succeeded(&self, kind: &'static str, relist: bool) {
-        if relist {
-            self.relists.get_or_create(&labels(kind)).inc();
-        }
-        if let Some(failing) = lock(&self.kinds).remove(kind) {
-            tracing::info!(kind, after = ?failing.since.elapsed(), "watch recovered");
-        }
-    }
-
-    /// Records an error of `kind`'s watch (it is retried after its own backoff).
-    pub fn failed(&self, kind: &'static str, error: &dyn std::fmt::Display) {
-        self.errors.get_or_create(&labels(kind)).inc();
-        let now = Instant::now();
-        let reason = error.to_string();
-        let quiet = *lock(&self.quiet);
-        let mut kinds = lock(&self.kinds);
-        match kinds.get_mut(kind) {
-            Some(failing) if now.duration_since(failing.last) < quiet => {
-                if now.duration_since(failing.warned) >= WARN_EVERY {
-                    tracing::warn!(kind, %reason, failing_for = ?failing.since.elapsed(), "watch still failing; retrying");
-                    failing.warned = now;
-                }
-                failing.reason = reason;
-                failing.last = now;
-            }
-            // New, or the first error after a quiet spell: a new failure.
-            _ => {
-                tracing::warn!(kind, %reason, "watch failed; retrying");
-                let failing = Failing {
-                    since: now,
-                    warned: now,
-                    last: now,
-                    reason,
-                };
-                kinds.insert(kind, failing);
-            }
-        }
-    }
-
-    /// Forgets every watch (the controller stopped: its watches no longer run).
-    pub fn clear(&self) {
-        lock(&self.kinds).clear();
-    }
-
-    /// Sets how long without a new error means a watch works again.
-    pub fn set_recovery_quiet(&self, quiet: Duration) {
-        *lock(&self.quiet) = quiet;
-    }
-
-    /// The watches failing for longer than the bound (and still failing), each as
-    /// `kind: reason (for …)`.
-    pub fn stuck(&self) -> Vec<String> {
-        let bound = *lock(&self.stuck_after);
-        let quiet = *lock(&self.quiet);
-        lock(&self.kinds)
-            .iter()
-            .filter(|(_, f)| f.since.elapsed() > bound && f.last.elapsed() < quiet)
-            .map(|(kind, f)| format!("{kind}: {} (for {:?})", f.reason, f.since.elapsed()))
-            .collect()
-    }
-}
-
-fn labels(kind: &str) -> WatchLabels {
-    WatchLabels {
-        kind: kind.to_owned(),
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Liveness and readiness: ready once start-up finished, and both fail while a watch of the
-/// controller has been failing for longer than its bound (a kubelet then restarts the operator
-/// instead of leaving it deaf).
-#[derive(Debug, Default)]
-pub struct Health {
-    ready: AtomicBool,
-    watches: std::sync::OnceLock<Arc<WatchHealth>>,
-}
-
-impl Health {
-    /// Marks the process ready (start-up finished).
-    pub fn set_ready(&self) {
-        self.ready.store(true, Ordering::Relaxed);
-    }
-
-    /// Also judges the health of these watches.
-    pub fn follow_watches(&self, watches: Arc<WatchHealth>) {
-        let _ = self.watches.set(watches);
-    }
-
-    /// Why the operator is not healthy, if it is not.
-    fn problem(&self) -> Option<String> {
-        let stuck = self.watches.get().map(|w| w.stuck()).unwrap_or_default();
-        (!stuck.is_empty()).then(|| format!("watches failing: {}", stuck.join("; ")))
-    }
-}
-
-#[derive(Clone)]
-struct ServerState {
-    metrics: Arc<Metrics>,
-    health: Arc<Health>,
-    auth: Option<Arc<auth::MetricsAuth>>,
-}
-
-async fn metrics(State(state): State<ServerState>, headers: HeaderMap) -> impl IntoResponse {
-    if let Some(reviewer) = &state.auth {
-        let authorization = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        if let Some(refused) = refusal(reviewer.check(authorization).await) {
-            return refused;
-        }
-    }
-    match state.metrics.encode() {
-        Ok(text) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            text,
-        )
-            .into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
-}
-
-/// The response to a scrape that may not read the metrics; `None` when it may.
-fn refusal(decision: auth::Decision) -> Option<axum::response::Response> {
-    let (code, why) = match decision {
-        auth::Decision::Allowed => return None,
-        auth::Decision::Unauthenticated(why) => (StatusCode::UNAUTHORIZED, why),
-        auth::Decision::Forbidden(why) => (StatusCode::FORBIDDEN, why),
-        auth::Decision::Unavailable(why) => {
-            tracing::warn!(error = %why, "cannot review a metrics scrape");
-            (StatusCode::SERVICE_UNAVAILABLE, why)
-        }
-    };
-    let mut response = (code, format!("{why}\n")).into_response();
-    if code == StatusCode::UNAUTHORIZED {
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static("Bearer"),
-        );
-    }
-    Some(response)
-}
-
-async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
-    if !state.health.ready.load(Ordering::Relaxed) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "starting".to_owned());
-    }
-    healthz(State(state)).await
-}
-
-async fn healthz(State(state): State<ServerState>) -> (StatusCode, String) {
-    match state.health.problem() {
-        Some(problem) => (StatusCode::SERVICE_UNAVAILABLE, problem),
-        None => (StatusCode::OK, "ok".to_owned()),
-    }
-}
-
-/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the task is dropped; returns the
-/// bound address. With `auth`, `/metrics` answers only scrapers the API server allows; with
-/// `tls`, over HTTPS only.
-pub async fn serve(
-    addr: SocketAddr,
-    metrics_state: Arc<Metrics>,
-    health: Arc<Health>,
-    auth: Option<Arc<auth::MetricsAuth>>,
-    tls: Option<axum_server::tls_rustls::RustlsConfig>,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
-    let app = Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .with_state(ServerState {
-            metrics: metrics_state,
-            health,
-            auth,
-        });
-    let Some(tls) = tls else {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let bound = listener.local_addr()?;
-        let task = tokio::spawn(async move { axum::serve(listener, app).await });
-        return Ok((bound, task));
-    };
-    let (bound, _handle, task) = crate::tls_files::serve(addr, tls, app).await?;
-    Ok((bound, task))
 }
 
 #[cfg(test)]

@@ -1,0 +1,177 @@
+//! The operator's health: whether start-up finished, and whether a watch of the controller has
+//! been failing for too long (then `/healthz` fails and the kubelet restarts the operator).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+
+/// Labels of a watch's series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    /// The watched kind (`LlamaStackDistribution`, `Deployment`, …).
+    pub kind: String,
+}
+
+/// How long a watch may keep failing before the health endpoints say the operator is stuck.
+pub const DEFAULT_WATCH_STUCK_AFTER: Duration = Duration::from_secs(60);
+
+/// How often a watch that keeps failing is logged again at warning level.
+const WARN_EVERY: Duration = Duration::from_secs(30);
+
+/// The health of the controller's watches: each one's failures, counted, logged (at warning
+/// level, with the kind and the reason, at most every 30 s while it keeps failing) and judged.
+#[derive(Debug)]
+pub struct WatchHealth {
+    stuck_after: Mutex<Duration>,
+    quiet: Mutex<Duration>,
+    kinds: Mutex<BTreeMap<&'static str, Failing>>,
+    errors: Family<WatchLabels, Counter>,
+    relists: Family<WatchLabels, Counter>,
+}
+
+/// A watch that has failed and not been seen working since.
+#[derive(Debug)]
+struct Failing {
+    since: Instant,
+    warned: Instant,
+    /// The latest error. A watch that works again may send no event for a long time (a watch
+    /// resumed from its resource version on a quiet kind), but a broken one errs again within
+    /// its longest backoff; so a failure this old means the watch works again.
+    last: Instant,
+    reason: String,
+}
+
+/// How long without a new error means a watch works again (three of its longest retry waits).
+const QUIET_MEANS_RECOVERED: Duration = Duration::from_secs(15);
+
+impl WatchHealth {
+    /// A watch health that counts errors and relists in these families.
+    pub(super) fn new(
+        errors: Family<WatchLabels, Counter>,
+        relists: Family<WatchLabels, Counter>,
+    ) -> Self {
+        Self {
+            stuck_after: Mutex::new(DEFAULT_WATCH_STUCK_AFTER),
+            quiet: Mutex::new(QUIET_MEANS_RECOVERED),
+            kinds: Mutex::new(BTreeMap::new()),
+            errors,
+            relists,
+        }
+    }
+
+    /// Sets how long a watch may keep failing before the operator counts as stuck.
+    pub fn set_stuck_after(&self, bound: Duration) {
+        *lock(&self.stuck_after) = bound;
+    }
+
+    /// Records an event of `kind`'s watch: it works again. `relist` when it was a new list.
+    pub fn succeeded(&self, kind: &'static str, relist: bool) {
+        if relist {
+            self.relists.get_or_create(&labels(kind)).inc();
+        }
+        if let Some(failing) = lock(&self.kinds).remove(kind) {
+            tracing::info!(kind, after = ?failing.since.elapsed(), "watch recovered");
+        }
+    }
+
+    /// Records an error of `kind`'s watch (it is retried after its own backoff).
+    pub fn failed(&self, kind: &'static str, error: &dyn std::fmt::Display) {
+        self.errors.get_or_create(&labels(kind)).inc();
+        let now = Instant::now();
+        let reason = error.to_string();
+        let quiet = *lock(&self.quiet);
+        let mut kinds = lock(&self.kinds);
+        match kinds.get_mut(kind) {
+            Some(failing) if now.duration_since(failing.last) < quiet => {
+                if now.duration_since(failing.warned) >= WARN_EVERY {
+                    tracing::warn!(kind, %reason, failing_for = ?failing.since.elapsed(), "watch still failing; retrying");
+                    failing.warned = now;
+                }
+                failing.reason = reason;
+                failing.last = now;
+            }
+            // New, or the first error after a quiet spell: a new failure.
+            _ => {
+                tracing::warn!(kind, %reason, "watch failed; retrying");
+                let failing = Failing {
+                    since: now,
+                    warned: now,
+                    last: now,
+                    reason,
+                };
+                kinds.insert(kind, failing);
+            }
+        }
+    }
+
+    /// Forgets every watch (the controller stopped: its watches no longer run).
+    pub fn clear(&self) {
+        lock(&self.kinds).clear();
+    }
+
+    /// Sets how long without a new error means a watch works again.
+    pub fn set_recovery_quiet(&self, quiet: Duration) {
+        *lock(&self.quiet) = quiet;
+    }
+
+    /// The watches failing for longer than the bound (and still failing), each as
+    /// `kind: reason (for …)`.
+    pub fn stuck(&self) -> Vec<String> {
+        let bound = *lock(&self.stuck_after);
+        let quiet = *lock(&self.quiet);
+        lock(&self.kinds)
+            .iter()
+            .filter(|(_, f)| f.since.elapsed() > bound && f.last.elapsed() < quiet)
+            .map(|(kind, f)| format!("{kind}: {} (for {:?})", f.reason, f.since.elapsed()))
+            .collect()
+    }
+}
+
+fn labels(kind: &str) -> WatchLabels {
+    WatchLabels {
+        kind: kind.to_owned(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Liveness and readiness: ready once start-up finished, and both fail while a watch of the
+/// controller has been failing for longer than its bound (a kubelet then restarts the operator
+/// instead of leaving it deaf).
+#[derive(Debug, Default)]
+pub struct Health {
+    ready: AtomicBool,
+    watches: std::sync::OnceLock<Arc<WatchHealth>>,
+}
+
+impl Health {
+    /// Marks the process ready (start-up finished).
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Relaxed);
+    }
+
+    /// Also judges the health of these watches.
+    pub fn follow_watches(&self, watches: Arc<WatchHealth>) {
+        let _ = self.watches.set(watches);
+    }
+
+    /// Whether start-up finished.
+    pub(super) fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    /// Why the operator is not healthy, if it is not.
+    pub(super) fn problem(&self) -> Option<String> {
+        let stuck = self.watches.get().map(|w| w.stuck()).unwrap_or_default();
+        (!stuck.is_empty()).then(|| format!("watches failing: {}", stuck.join("; ")))
+    }
+}
