@@ -392,7 +392,7 @@ fn problems(panels: &[Panel]) -> Vec<String> {
         ),
         (
             "Reconcile errors by reason",
-            "ApiError",
+            "ApplyError",
             "the refused Deployment's reconcile errors",
         ),
         (

@@ -541,7 +541,7 @@ fn the_tests_send_packets_only_to_loopback() {
 }
 
 /// An API read the plan needs that fails (the ServiceAccount, its pull secret, the
-/// overrideConfig ConfigMap, each refused by RBAC in turn) is a reconcile error, retried with backoff and counted as `ApiError`: it says nothing about the
+/// overrideConfig ConfigMap, each refused by RBAC in turn) is a reconcile error, retried with backoff and counted as `PlanError`: it says nothing about the
 /// spec, so the stack is not marked Failed and its status is left as it was.
 #[test]
 fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
@@ -627,7 +627,7 @@ fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
                 .await
                 .expect_err("the plan's read fails");
             let text = error.to_string();
-            assert_eq!(error.metric_label(), "ApiError", "{refused}: {text}");
+            assert_eq!(error.metric_label(), "PlanError", "{refused}: {text}");
             assert!(text.contains(message), "{refused}: {text}");
             assert_eq!(
                 llsds.get("hiccup").await.unwrap().status,

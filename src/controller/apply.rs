@@ -13,11 +13,13 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::events::EventType;
 
 use super::builders::{self, Desired};
+use super::context::Context;
+use super::error::ApiError;
 use super::write::{
-    Change, create_config_map, ensure, ensure_derived_secret, ensure_in, ensure_pvc,
-    prune_config_maps, sync_object,
+    Change, create_config_map_once, prune_config_maps, sync, sync_derived_secret, sync_from,
+    sync_in, sync_pvc,
 };
-use super::{ApiError, Context, events, rollout};
+use super::{events, rollout};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
@@ -66,19 +68,19 @@ pub(super) async fn apply(
     // The ConfigMap the Pods mount: the generated one, or the user's `overrideConfig`.
     let mounted_config = rollout::config_of(kept.unwrap_or(&deployment));
     if let Some(cm) = &config_map
-        && create_config_map(&Api::namespaced(client.clone(), &ns), cm).await?
+        && create_config_map_once(&Api::namespaced(client.clone(), &ns), cm).await?
     {
         ctx.metrics.config_generated();
     }
     if let Some(secret) = &derived_secret {
-        ensure_derived_secret(&Api::<Secret>::namespaced(client.clone(), &ns), secret).await?;
+        sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), &ns), secret).await?;
     }
     let sa_name = builders::managed_service_account_name(cr);
-    ensure_in::<ServiceAccount>(client, &ns, &sa_name, service_account.as_ref(), &uid).await?;
+    sync_in::<ServiceAccount>(client, &ns, &sa_name, service_account.as_ref(), &uid).await?;
     let ca_name = builders::ca_bundle_name(cr);
-    ensure_in::<ConfigMap>(client, &ns, &ca_name, ca_bundle.as_ref(), &uid).await?;
+    sync_in::<ConfigMap>(client, &ns, &ca_name, ca_bundle.as_ref(), &uid).await?;
     let pvc_phase = match &pvc {
-        Some(pvc) => Some(ensure_pvc(&Api::namespaced(client.clone(), &ns), pvc).await?),
+        Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), &ns), pvc).await?),
         None => None,
     };
     let deployment = match kept {
@@ -86,14 +88,14 @@ pub(super) async fn apply(
         None => apply_deployment(cr, ctx, deployment, current).await?,
     };
     let service_name = builders::service_name(cr);
-    ensure_in::<Service>(client, &ns, &service_name, Some(&service), &uid).await?;
+    sync_in::<Service>(client, &ns, &service_name, Some(&service), &uid).await?;
     let policy_name = builders::network_policy_name(cr);
-    ensure_in::<NetworkPolicy>(client, &ns, &policy_name, network_policy.as_ref(), &uid).await?;
+    sync_in::<NetworkPolicy>(client, &ns, &policy_name, network_policy.as_ref(), &uid).await?;
     let route_url = expose(cr, ctx, ingress, route).await?;
     let hpa_name = builders::hpa_name(cr);
-    ensure_in::<HorizontalPodAutoscaler>(client, &ns, &hpa_name, hpa.as_ref(), &uid).await?;
+    sync_in::<HorizontalPodAutoscaler>(client, &ns, &hpa_name, hpa.as_ref(), &uid).await?;
     let pdb_name = builders::pdb_name(cr);
-    ensure_in::<PodDisruptionBudget>(client, &ns, &pdb_name, pdb.as_ref(), &uid).await?;
+    sync_in::<PodDisruptionBudget>(client, &ns, &pdb_name, pdb.as_ref(), &uid).await?;
     if let Some(deployment) = &deployment {
         prune_when_rollout_settles(cr, ctx, deployment, &mounted_config).await?;
     }
@@ -114,7 +116,7 @@ async fn apply_deployment(
 ) -> Result<Option<Deployment>, ApiError> {
     let ns = cr.namespace().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
-    let (change, deployment) = sync_object(
+    let (change, deployment) = sync_from(
         &deployments,
         "Deployment",
         &cr.name_any(),
@@ -150,13 +152,12 @@ async fn expose(
     let ns = cr.namespace().unwrap_or_default();
     let uid = cr.uid().unwrap_or_default();
     let name = builders::ingress_name(cr);
-    let (_, ingress) =
-        ensure_in::<Ingress>(&ctx.client, &ns, &name, ingress.as_ref(), &uid).await?;
+    let (_, ingress) = sync_in::<Ingress>(&ctx.client, &ns, &name, ingress.as_ref(), &uid).await?;
     let mut url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {
         let routes: Api<DynamicObject> =
             Api::namespaced_with(ctx.client.clone(), &ns, &builders::route_resource());
-        let (_, route) = ensure(&routes, "Route", &name, route.as_ref(), &uid).await?;
+        let (_, route) = sync(&routes, "Route", &name, route.as_ref(), &uid).await?;
         if let Some(host) = route.as_ref().and_then(|r| r.data["spec"]["host"].as_str()) {
             url = Some(format!("https://{host}"));
         }

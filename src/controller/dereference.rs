@@ -12,11 +12,11 @@ use kube::api::Api;
 
 use super::builders::{CA_BUNDLE_KEY, collect_certificates, derived_secret_key};
 use super::conditions::Blocked;
-use super::{ApiError, api_err};
+use super::error::{ApiError, api_err};
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::references::{self, RefKind, Reference};
+use crate::api::object_refs::{self, RefKind, Reference};
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::config::GeneratedConfig;
+use crate::stack_config::GeneratedConfig;
 
 /// The Secrets an object references.
 pub(super) struct SecretCheck {
@@ -50,7 +50,7 @@ pub(super) async fn secrets(
     client: &kube::Client,
     cr: &LlamaStackDistribution,
 ) -> Result<Result<SecretCheck, Blocked>, ApiError> {
-    let refs = references::of(cr);
+    let refs = object_refs::of(cr);
     let ns = cr.namespace().unwrap_or_default();
     let api = Api::<Secret>::namespaced(client.clone(), &ns);
     let mut fetched: BTreeMap<String, Option<Secret>> = BTreeMap::new();
@@ -175,7 +175,7 @@ pub(super) fn url_parts(
     generated: &GeneratedConfig,
     secrets: &SecretCheck,
 ) -> Result<BTreeMap<String, ByteString>, Blocked> {
-    use crate::config::env::{EnvSource, UrlPart, split_postgres_url};
+    use crate::stack_config::env::{EnvSource, UrlPart, split_postgres_url};
     let mut data = BTreeMap::new();
     for var in &generated.env {
         let EnvSource::SecretUrlPart {
@@ -225,7 +225,7 @@ pub(super) fn url_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::env::{EnvSource, EnvVarSpec, UrlPart};
+    use crate::stack_config::env::{EnvSource, EnvVarSpec, UrlPart};
 
     fn connection(url: &str) -> (GeneratedConfig, SecretCheck) {
         let reference = crate::api::v1alpha2::SecretKeyRef {

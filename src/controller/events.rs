@@ -3,8 +3,8 @@
 use kube::Resource;
 use kube::runtime::events::{Event, EventType};
 
-use super::Context;
 use super::conditions::Conditions;
+use super::context::Context;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
 

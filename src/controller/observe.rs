@@ -7,8 +7,10 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use super::builders::{self, owned_by_selector};
+use super::context::Context;
+use super::error::{ApiError, api_err};
+use super::rollout;
 use super::server_info::ServerInfo;
-use super::{ApiError, Context, api_err, rollout};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// The Deployment of the same name, if any.

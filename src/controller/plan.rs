@@ -8,11 +8,12 @@ use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::{Distribution, FailureKind, Resolver};
 
 use super::builders::{self, config_map_name};
+use super::context::Context;
+use super::error::{ApiError, api_err};
 use super::user_config::{as_generated, user_config};
-use super::{ApiError, Context, api_err};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
-use crate::config::{GenerateError, ProviderTable, generate};
+use crate::stack_config::{GenerateError, ProviderTable, generate};
 
 /// Which config the server runs, and where it comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +62,7 @@ pub(super) struct Planned {
     pub(super) image: String,
     pub(super) source: ConfigSource,
     pub(super) base_hash: String,
-    pub(super) generated: crate::config::GeneratedConfig,
+    pub(super) generated: crate::stack_config::GeneratedConfig,
     pub(super) stale: Option<String>,
     /// Pull secrets of the Pod's ServiceAccount (copied into the managed one).
     pub(super) pull_secrets: Vec<String>,
@@ -321,7 +322,7 @@ fn image_own_config(image: String) -> Planned {
         image,
         source: ConfigSource::Image,
         base_hash: String::new(),
-        generated: crate::config::GeneratedConfig {
+        generated: crate::stack_config::GeneratedConfig {
             yaml: String::new(),
             hash: String::new(),
             env: Vec::new(),

@@ -18,9 +18,11 @@ use tracing::Instrument;
 use super::apply::{Applied, apply};
 use super::builders::{self, Inputs};
 use super::conditions::Blocked;
+use super::context::Context;
+use super::error::Error;
 use super::rollback::{self, Verdict};
 use super::status::Report;
-use super::{Context, Error, dereference, observe, plan};
+use super::{dereference, observe, plan};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// Steady state: re-resolve tags and re-check references this often.

@@ -13,11 +13,13 @@ use std::time::Instant;
 use super::apply::Applied;
 use super::builders::{self, FIELD_MANAGER};
 use super::conditions::{Blocked, Conditions, phase};
+use super::context::Context;
+use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Mount, Planned};
 use super::recent_writes;
 use super::server_info::ServerInfo;
-use super::{ApiError, Context, api_err, events, rollback, rollout};
+use super::{events, rollback, rollout};
 use crate::api::common::{
     DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
 };
@@ -50,7 +52,7 @@ impl Report {
     }
 
     /// Records that the API server refused a write of an owned object.
-    pub(super) fn apply_failed(&mut self, error: &super::ApiError) {
+    pub(super) fn apply_failed(&mut self, error: &ApiError) {
         self.conditions.set(
             ConditionType::DeploymentUpdated,
             false,

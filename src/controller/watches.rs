@@ -29,8 +29,10 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
 use super::builders::{self, labels};
-use super::{Context, Error, operator_config, reconcile};
-use crate::api::references::{self, RefKind};
+use super::context::Context;
+use super::error::Error;
+use super::{operator_config, reconcile};
+use crate::api::object_refs::{self, RefKind};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::metrics::WatchHealth;
 
@@ -362,7 +364,7 @@ impl Referrers {
             .into_iter()
             .filter(|cr| {
                 let own_ns = cr.metadata.namespace.as_deref().unwrap_or_default();
-                references::of(cr).iter().any(|r| {
+                object_refs::of(cr).iter().any(|r| {
                     r.kind == kind
                         && r.name == name
                         && r.namespace.as_deref().unwrap_or(own_ns) == ns

@@ -17,12 +17,12 @@ use super::builders::{
     DESIRED_HASH, FIELD_MANAGER, generated_config_map_prefix, owned_by_selector,
 };
 use super::drift::foreign_field;
-use super::{ApiError, api_err};
+use super::error::{ApiError, api_err};
 
 /// Generated ConfigMaps kept besides those a live ReplicaSet still mounts.
 const KEEP_CONFIG_MAPS: usize = 2;
 
-/// What [`ensure`] did.
+/// What [`sync`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Change {
     /// Nothing to do.
@@ -33,8 +33,8 @@ pub(super) enum Change {
     Deleted,
 }
 
-/// [`sync_object`] for a namespaced built-in kind, after reading the object.
-pub(super) async fn ensure_in<K>(
+/// [`sync_from`] for a namespaced built-in kind, after reading the object.
+pub(super) async fn sync_in<K>(
     client: &kube::Client,
     namespace: &str,
     name: &str,
@@ -49,11 +49,11 @@ where
         + Debug,
 {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    ensure(&api, &K::kind(&()), name, desired, owner_uid).await
+    sync(&api, &K::kind(&()), name, desired, owner_uid).await
 }
 
-/// [`sync_object`] after reading the object.
-pub(super) async fn ensure<K>(
+/// [`sync_from`] after reading the object.
+pub(super) async fn sync<K>(
     api: &Api<K>,
     kind: &str,
     name: &str,
@@ -67,13 +67,13 @@ where
         .get_opt(name)
         .await
         .map_err(api_err(format!("read {kind} {name}")))?;
-    sync_object(api, kind, name, desired, existing, owner_uid).await
+    sync_from(api, kind, name, desired, existing, owner_uid).await
 }
 
 /// Makes `name` in `api` (as `existing`, already read) match `desired`: applied when its desired
 /// hash differs or another field manager changed a field the operator sets, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
 /// Returns the change and the object as the API server returned it (when it was read or written).
-pub(super) async fn sync_object<K>(
+pub(super) async fn sync_from<K>(
     api: &Api<K>,
     kind: &str,
     name: &str,
@@ -143,7 +143,7 @@ fn clear_rolling_update_for_recreate(body: &mut Value) {
 }
 
 /// Creates the immutable generated ConfigMap unless it exists (same name = same content).
-pub(super) async fn create_config_map(
+pub(super) async fn create_config_map_once(
     api: &Api<ConfigMap>,
     cm: &ConfigMap,
 ) -> Result<bool, ApiError> {
@@ -164,7 +164,7 @@ pub(super) async fn create_config_map(
 
 /// Applies the derived Secret when its data differs from what is stored (it carries no desired
 /// hash: a hash of a password in metadata would invite guessing).
-pub(super) async fn ensure_derived_secret(
+pub(super) async fn sync_derived_secret(
     api: &Api<Secret>,
     desired: &Secret,
 ) -> Result<(), ApiError> {
@@ -188,7 +188,7 @@ pub(super) async fn ensure_derived_secret(
 
 /// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
 /// server refuses it anyway). Returns the claim's phase (`Pending` right after creation).
-pub(super) async fn ensure_pvc(
+pub(super) async fn sync_pvc(
     api: &Api<PersistentVolumeClaim>,
     desired: &PersistentVolumeClaim,
 ) -> Result<String, ApiError> {
