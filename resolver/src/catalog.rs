@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::reference::ImageRef;
+use crate::image_ref::ImageRef;
 
 /// `distributions.json` as shipped in the binary: the distributions of the pinned llama-stack
 /// release, each pinned to that release's tag.

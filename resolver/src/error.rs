@@ -5,10 +5,10 @@ use std::sync::Arc;
 use crate::base_config::BaseConfigError;
 use crate::catalog::LookupError;
 use crate::credential_provider::ProviderFailure;
+use crate::image_ref::ReferenceError;
 use crate::labels::{LABEL_LAYER, LabelError};
 use crate::layer::LayerError;
 use crate::manifest::ManifestError;
-use crate::reference::ReferenceError;
 use crate::registry::RegistryError;
 use crate::signature::SignatureCheck;
 

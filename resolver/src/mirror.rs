@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use crate::reference::{ImageRef, ReferenceError};
+use crate::image_ref::{ImageRef, ReferenceError};
 
 /// `FROM=TO`, e.g. `docker.io/llamastack=mirror.corp:5000/llamastack` or `quay.io=mirror.corp`.
 #[derive(Clone, Debug, PartialEq, Eq)]

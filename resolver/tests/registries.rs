@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use libtest_mimic::Failed;
 use llama_stack_resolver::base_config::ConfigSource;
-use llama_stack_resolver::digest::sha256_hex;
 use llama_stack_resolver::catalog::Catalog;
+use llama_stack_resolver::digest::sha256_hex;
 use llama_stack_resolver::keyring::{CredentialSource, Keyring};
 use llama_stack_resolver::limits::Limits;
 use llama_stack_resolver::manifest::Platform;

@@ -10,7 +10,13 @@ use serde_json::{Map, Value};
 
 use super::schema;
 
-/// Phase of a LlamaStackDistribution, as reported in `status.phase`.
+/// Phase of a LlamaStackDistribution, as reported in `status.phase`: `Pending` (accepted, nothing
+/// deployed yet), `Initializing` (deployed, waiting for ready Pods), `Ready` (the desired replicas
+/// are ready with the current config), `Failed` (the spec cannot be served until a person acts:
+/// the config or its Secrets are refused, an external provider failed, the rollout was rolled
+/// back or is stuck; older Pods may keep serving, and the `Stalled` condition says why; a
+/// transient error never sets it), `Terminating` (never set by this operator, which deletes
+/// through owner references; accepted for statuses the upstream operator wrote).
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DistributionPhase {
     /// Accepted, nothing deployed yet.
@@ -20,9 +26,11 @@ pub enum DistributionPhase {
     Initializing,
     /// At least the desired replicas are ready with the current config.
     Ready,
-    /// The last reconcile failed; the conditions say why.
+    /// The spec cannot be served until a person acts (see the enum's documentation); older Pods
+    /// may keep serving. Transient errors never set it.
     Failed,
-    /// Being deleted.
+    /// Never set by this operator (deletion goes through owner references, with no finalizer);
+    /// kept so that statuses written by the upstream operator still parse.
     Terminating,
 }
 

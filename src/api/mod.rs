@@ -1,11 +1,11 @@
 //! The `LlamaStackDistribution` API: both served versions and the merged CRD.
 
-pub mod apis;
+pub(crate) mod api_docs;
+pub(crate) mod apis;
 pub mod common;
-pub mod conditions;
-pub mod polymorphic;
-pub mod reference;
-pub mod references;
+pub(crate) mod conditions;
+pub(crate) mod object_refs;
+pub(crate) mod polymorphic;
 mod schema;
 pub mod v1alpha1;
 pub mod v1alpha2;
@@ -88,7 +88,7 @@ pub fn crd_yaml(conversion: &ConversionService<'_>) -> Result<String, CrdError> 
 
 /// The Markdown API reference `docs/api-reference.md` holds.
 pub fn reference_markdown() -> Result<String, CrdError> {
-    Ok(reference::markdown(&crd(&DEFAULT_CONVERSION_SERVICE)?))
+    Ok(api_docs::markdown(&crd(&DEFAULT_CONVERSION_SERVICE)?))
 }
 
 #[cfg(test)]

@@ -250,7 +250,7 @@ mod tests {
             "{problems:?}"
         );
         let image =
-            llama_stack_resolver::reference::ImageRef::parse("quay.io/any/image:1").unwrap();
+            llama_stack_resolver::image_ref::ImageRef::parse("quay.io/any/image:1").unwrap();
         let (_, rule) = options
             .signatures
             .rule_for(

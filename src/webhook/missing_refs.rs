@@ -7,7 +7,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 
-use crate::api::references::{RefKind, Reference};
+use crate::api::object_refs::{RefKind, Reference};
 
 /// Warnings for references that do not resolve (never the content of a Secret).
 pub async fn check(client: &kube::Client, namespace: &str, refs: &[Reference]) -> Vec<String> {

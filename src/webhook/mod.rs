@@ -7,8 +7,8 @@
 
 pub mod certs;
 pub mod live_catalog;
-pub mod references;
-pub mod validation;
+pub(crate) mod missing_refs;
+pub(crate) mod validation;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -127,10 +127,10 @@ async fn validate_handler(
     if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())
         && verdict.errors.is_empty()
     {
-        let refs = crate::api::references::of_object(&object);
+        let refs = crate::api::object_refs::of_object(&object);
         verdict
             .warnings
-            .extend(references::check(client, namespace, &refs).await);
+            .extend(missing_refs::check(client, namespace, &refs).await);
     }
     if !verdict.warnings.is_empty() {
         response.warnings = Some(verdict.warnings);

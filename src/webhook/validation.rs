@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::api::polymorphic::json_kind;
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
-use crate::config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
 use crate::controller::builders::CONFIG_DIR;
 use crate::controller::builders::user_parts::normalized;
+use crate::stack_config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
 use llama_stack_resolver::Catalog;
 use llama_stack_resolver::catalog::legacy_warning;
 use llama_stack_resolver::embedded::embedded_base_config;

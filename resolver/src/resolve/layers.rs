@@ -4,9 +4,9 @@
 
 use super::Resolver;
 use crate::error::ResolveError;
+use crate::image_ref::ImageRef;
 use crate::layer::{Compression, LayerError, extract_file};
 use crate::manifest::Descriptor;
-use crate::reference::ImageRef;
 use crate::registry::RegistryClient;
 
 impl Resolver {
@@ -124,4 +124,3 @@ impl std::io::Read for ChannelReader {
         Ok(n)
     }
 }
-

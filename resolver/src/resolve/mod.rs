@@ -22,6 +22,7 @@ use crate::catalog::Catalog;
 use crate::distribution::Distribution;
 use crate::embedded::embedded_base_config;
 use crate::error::ResolveError;
+use crate::image_ref::ImageRef;
 use crate::keyring::{Credential, Keyring};
 use crate::labels::{ConfigLocation, read_image_config};
 use crate::manifest::{
@@ -30,7 +31,6 @@ use crate::manifest::{
 use crate::memo::Memo;
 use crate::mirror::apply_mirrors;
 use crate::options::ResolverOptions;
-use crate::reference::ImageRef;
 use crate::registry::RegistryClient;
 use crate::resolution::Resolution;
 use crate::signature::SignatureCheck;

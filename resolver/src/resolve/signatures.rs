@@ -6,9 +6,9 @@ use std::sync::Arc;
 use super::Resolver;
 use crate::distribution::Distribution;
 use crate::error::ResolveError;
+use crate::image_ref::ImageRef;
 use crate::keyring::{Credential, Keyring};
 use crate::mirror::apply_mirrors;
-use crate::reference::ImageRef;
 use crate::registry::RegistryError;
 use crate::signature::{Mode, SignatureCheck};
 

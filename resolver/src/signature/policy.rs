@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::keys::PublicKey;
-use crate::reference::ImageRef;
 use crate::distribution::Distribution;
+use crate::image_ref::ImageRef;
 
 /// What a failed check does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
