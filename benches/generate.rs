@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use llama_stack_operator::api::v1alpha2::LlamaStackDistributionSpec;
-use llama_stack_operator::config::{ProviderTable, generate};
+use llama_stack_operator::stack_config::{ProviderTable, generate};
 use serde_json::json;
 
 fn measure(name: &str, spec: &LlamaStackDistributionSpec, iterations: usize) {

@@ -3,13 +3,13 @@
 
 pub mod api;
 pub mod cli;
-pub mod config;
 pub mod controller;
-pub mod convert;
-pub mod external;
-pub mod leader;
-pub mod metrics;
-pub mod tls_files;
+pub(crate) mod convert;
+pub(crate) mod external;
+pub(crate) mod leader;
+pub(crate) mod metrics;
+pub mod stack_config;
+pub(crate) mod tls_files;
 pub mod validate;
 pub mod webhook;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::config::{ProviderTable, generate};
+use llama_stack_operator::stack_config::{ProviderTable, generate};
 use serde_json::Value;
 
 fn render(args: &[&str]) -> (i32, String, String) {

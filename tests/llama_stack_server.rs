@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::config::env::EnvSource;
-use llama_stack_operator::config::{GeneratedConfig, ProviderTable, generate_from_yaml};
+use llama_stack_operator::stack_config::env::EnvSource;
+use llama_stack_operator::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 use support::registry::harness::{TestFn, run_suite};

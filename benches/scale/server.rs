@@ -7,8 +7,8 @@
 
 use std::process::Command;
 
-use llama_stack_operator::config::env::EnvSource;
-use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
+use llama_stack_operator::stack_config::env::EnvSource;
+use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use serde_json::json;
 
 use crate::support::llama_stack::{self, Server};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::config::merge::{ExternalProvider, merge, parse_provider_package};
+use crate::stack_config::merge::{ExternalProvider, merge, parse_provider_package};
 
 /// Options of `merge-config`.
 #[derive(clap::Args, Debug)]
@@ -67,10 +67,10 @@ pub enum MergeConfigError {
     },
     /// A provider's metadata is invalid.
     #[error("ERROR: {0}")]
-    Metadata(#[from] crate::config::merge::MetadataError),
+    Metadata(#[from] crate::stack_config::merge::MetadataError),
     /// The merge failed.
     #[error("{0}")]
-    Merge(#[from] crate::config::merge::MergeError),
+    Merge(#[from] crate::stack_config::merge::MergeError),
 }
 
 fn read(path: &Path) -> Result<String, MergeConfigError> {

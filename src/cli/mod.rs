@@ -1,13 +1,13 @@
 //! Command-line interface of the `llama-stack-operator` binary.
 
 mod convert;
-pub mod crdgen;
+pub(crate) mod crdgen;
 mod credential_providers;
-pub mod merge_config;
+pub(crate) mod merge_config;
 mod overrides;
 mod own_image;
 mod provider_steps;
-pub mod render;
+pub(crate) mod render;
 mod resolve;
 mod run;
 mod validate;

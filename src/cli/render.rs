@@ -15,10 +15,10 @@ use serde_json::Value;
 
 use super::overrides::{OverridesError, catalog_with_overrides};
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use crate::controller::builders;
 use crate::controller::plan::generation_asked;
 use crate::controller::user_config::{as_generated, user_config};
+use crate::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use crate::validate::documents::{ReadError, read_inputs};
 use crate::validate::{SetupError, Validator, Verdict};
 
@@ -86,7 +86,7 @@ pub enum RenderError {
     NoBase(String),
     /// Generation failed.
     #[error("{0}")]
-    Generate(#[from] crate::config::GenerateError),
+    Generate(#[from] crate::stack_config::GenerateError),
     /// Output failed.
     #[error("cannot serialize the output: {0}")]
     Output(String),

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::Secret;
 use llama_stack_resolver::keyring::{CredentialSource, Keyring};
 use llama_stack_resolver::manifest::Platform;
 use llama_stack_resolver::mirror::MirrorRule;
-use llama_stack_resolver::pull_secret::{SecretOutcome, add_pull_secret};
 use llama_stack_resolver::options::read_ca_file;
+use llama_stack_resolver::pull_secret::{SecretOutcome, add_pull_secret};
 use llama_stack_resolver::{Distribution, Resolver, ResolverOptions};
 use serde::Serialize;
 

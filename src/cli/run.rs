@@ -1,6 +1,6 @@
 //! `run`: the operator's long-running process: the controller (optionally only while it holds
-//! the leader Lease), the conversion and validating webhooks over HTTPS, and the plain-HTTP
-//! metrics and health server.
+//! the leader Lease), the conversion and validating webhooks over HTTPS, and the metrics and
+//! health server (HTTPS with `--metrics-tls-cert`, else plain HTTP).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

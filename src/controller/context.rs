@@ -42,7 +42,7 @@ pub struct Context {
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
 /// starts every stack's reconcile together, and the peak memory is never given back: at 400
 /// stacks RSS went from 40 MiB to 88–114 MiB and stayed there. With 4 it stayed at 40.5 MiB and the
-/// 400 stacks became available as fast (`../shared/research/scale.md`).
+/// 400 stacks became available as fast (`docs/research/scale.md`).
 pub const DEFAULT_CONCURRENCY: u16 = 4;
 
 impl Context {

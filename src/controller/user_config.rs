@@ -50,7 +50,7 @@ impl UserConfigError {
 pub fn as_generated(
     user: &UserConfig<'_>,
     name: &str,
-) -> Result<crate::config::GeneratedConfig, String> {
+) -> Result<crate::stack_config::GeneratedConfig, String> {
     let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| {
         format!(
             "{} of ConfigMap \"{name}\" is not valid YAML: {e}",
@@ -62,7 +62,7 @@ pub fn as_generated(
         .and_then(|p| p.as_object())
         .map(|p| p.values().filter_map(|l| l.as_array()).map(Vec::len).sum())
         .unwrap_or(0);
-    Ok(crate::config::GeneratedConfig {
+    Ok(crate::stack_config::GeneratedConfig {
         yaml: user.yaml.to_owned(),
         hash: user.hash.clone(),
         env: Vec::new(),

@@ -8,9 +8,9 @@
 //! image) installs only what the image lacks; `merge-config` adds the providers to the config;
 //! `preflight` imports each provider and checks it before the server starts.
 
-pub mod ids;
-pub mod report;
-pub mod stage;
+pub(crate) mod ids;
+pub(crate) mod report;
+pub(crate) mod stage;
 
 /// Where `copy-tools` puts the operator binary and the Python steps.
 pub const TOOLS_DIR: &str = "/opt/llama-stack/tools";

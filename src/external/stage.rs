@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::report::ProviderReport;
 use crate::api::apis;
-use crate::config::merge::{ProviderPackage, metadata_api, parse_provider_package};
+use crate::stack_config::merge::{ProviderPackage, metadata_api, parse_provider_package};
 
 /// Largest metadata file read.
 const MAX_METADATA_BYTES: u64 = 64 * 1024;

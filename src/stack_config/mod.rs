@@ -2,9 +2,9 @@
 //! `config.yaml`, environment variables and content hash. Pure: no I/O.
 
 pub mod env;
-pub mod generate;
-pub mod merge;
-pub mod table;
+pub(crate) mod generate;
+pub(crate) mod merge;
+pub(crate) mod table;
 
 pub use generate::{FieldError, GenerateError, GeneratedConfig, generate, generate_from_yaml};
 pub use table::ProviderTable;

@@ -5,10 +5,10 @@
 //! generates, the webhook checks are the webhook's functions: nothing here is a second copy of
 //! a rule. Only what needs the cluster (referenced Secrets and ConfigMaps) is left out. Pure.
 
-pub mod cause;
-pub mod documents;
-pub mod rules;
-pub mod schema;
+pub(crate) mod cause;
+pub(crate) mod documents;
+pub(crate) mod rules;
+pub(crate) mod schema;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::config::{ProviderTable, generate_from_yaml};
+use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 

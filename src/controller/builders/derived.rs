@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{BuildError, metadata, name_of, typed};
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::config::env::UrlPart;
+use crate::stack_config::env::UrlPart;
 
 /// Name of the derived Secret.
 pub fn derived_secret_name(cr: &LlamaStackDistribution) -> String {

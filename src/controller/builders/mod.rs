@@ -8,7 +8,7 @@ pub mod external;
 mod names;
 mod network;
 mod scaling;
-pub mod user_parts;
+pub(crate) mod user_parts;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::config::GeneratedConfig;
+use crate::stack_config::GeneratedConfig;
 
 pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
 pub use derived::{derived_secret_key, derived_secret_name};

@@ -2,7 +2,7 @@ use kube::ResourceExt;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config::GeneratedConfig;
+use crate::stack_config::GeneratedConfig;
 
 fn cr(spec: Value) -> LlamaStackDistribution {
     serde_json::from_value(

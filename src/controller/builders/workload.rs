@@ -13,9 +13,9 @@ use super::{
     common_labels, derived, external, metadata, name_of, owners, port, selector, stamped, typed,
 };
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::config::GeneratedConfig;
-use crate::config::env::EnvSource;
-use crate::config::generate::TLS_DIR;
+use crate::stack_config::GeneratedConfig;
+use crate::stack_config::env::EnvSource;
+use crate::stack_config::generate::TLS_DIR;
 
 const DATA_DIR: &str = "/.llama";
 /// UID and GID of the server outside OpenShift.
@@ -328,9 +328,7 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
     if let Some(pem) = inputs.ca_bundle {
         annotations.insert(
             CA_BUNDLE_HASH.to_owned(),
-            json!(llama_stack_resolver::digest::sha256_hex(
-                pem.as_bytes()
-            )),
+            json!(llama_stack_resolver::digest::sha256_hex(pem.as_bytes())),
         );
     }
     let mut pod = json!({
