@@ -13,6 +13,12 @@
 //! (under `cargo test --all-targets`) the day lasts about a minute and the picture goes to
 //! `target/dashboard-bench/`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -2,6 +2,12 @@
 //! (50 providers, 500 models) on the embedded starter config, p50 and p99.
 //! Without `--bench` (under `cargo test --all-targets`) it runs a few iterations as a smoke test.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 use std::time::{Duration, Instant};
 
 use llama_stack_operator::api::v1alpha2::LlamaStackDistributionSpec;

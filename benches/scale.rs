@@ -11,6 +11,12 @@
 //! modes check the write budget: at most 3 Events and 8 API writes per stack until quiet, and no
 //! write at all during a resync of an unchanged cluster.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -16,6 +16,12 @@
 //! `--keep` leaves everything running until Ctrl-C and prints a KUBECONFIG to use;
 //! `--kwok-only` skips the real node.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "demo/real_node.rs"]
 mod real_node;
 #[path = "../tests/support/mod.rs"]

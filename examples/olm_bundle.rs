@@ -3,6 +3,12 @@
 //!
 //! Usage: kubectl kustomize deploy/base | cargo run --example olm_bundle -- <out-dir>
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "olm_bundle/bundle.rs"]
 mod bundle;
 

@@ -5,6 +5,12 @@
 //! One control plane serves all tests (each in its own namespace); it is started before the
 //! first test and stopped after the last, also when tests fail.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

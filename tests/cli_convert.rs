@@ -1,5 +1,11 @@
 //! `llama-stack-operator convert`: samples to the other version and back, unchanged.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 use std::process::Command;
 
 use serde_json::Value;

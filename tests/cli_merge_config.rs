@@ -1,5 +1,11 @@
 //! `llama-stack-operator merge-config` on a metadata directory as the init containers lay it out.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 use std::path::Path;
 use std::process::Command;
 

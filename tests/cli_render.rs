@@ -1,5 +1,11 @@
 //! `llama-stack-operator render` on every v1alpha2 sample: offline, on the embedded configs.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -1,6 +1,12 @@
 //! `llama-stack-operator resolve` against real registries: what a user runs to see what the
 //! operator would deploy.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "../resolver/tests/support/mod.rs"]
 mod support;
 

@@ -1,6 +1,12 @@
 //! `llama-stack-operator validate`: one verdict per object, from files, directories, standard
 //! input and Lists, with exit statuses a CI pipeline can act on and JSON a hook can read.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 use std::process::{Command, Stdio};
 
 use serde_json::Value;

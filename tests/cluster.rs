@@ -3,6 +3,12 @@
 //! Pods that become Ready, owner references garbage-collect, HPAs scale. The operator writes as
 //! its own user, so the API server's audit log counts exactly its writes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -1,6 +1,12 @@
 //! The controller against a real kube-apiserver (no scheduler or kubelet: Deployments get no
 //! Pods, so the checks are on the objects the operator writes and on its writes themselves).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -1,6 +1,12 @@
 //! The controller resolving a private image with the ServiceAccount's pull secrets, as kubelet
 //! would pull it: a real htpasswd + TLS registry and a real kube-apiserver.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -6,6 +6,12 @@
 //! `bundle/` is the OLM bundle `scripts/build-bundle.sh` makes from `deploy/base`, byte for byte,
 //! and operator-framework's own validators (built from Go modules) accept it.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "../examples/olm_bundle/bundle.rs"]
 mod olm;
 #[path = "support/mod.rs"]

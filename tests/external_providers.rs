@@ -6,6 +6,12 @@
 //! directories built here following the provider image contract; their termination messages go
 //! through the operator's status mapping, as a Pod's would.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

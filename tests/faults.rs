@@ -8,6 +8,12 @@
 //!
 //! The faults share one control plane, so the trials take turns (`Env::turn`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -3,6 +3,12 @@
 //! meant. A fake OpenAI-compatible upstream records the Authorization headers it receives, which
 //! proves that each API key reaches its provider under the key the provider really reads.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

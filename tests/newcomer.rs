@@ -11,6 +11,12 @@
 //! server calls the webhooks through their Service. All of it stays in the test's sealed network
 //! namespace (`support::sealed`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

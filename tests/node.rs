@@ -9,6 +9,12 @@
 //! from the repository's `Dockerfile` (`scripts/build-operator-image.sh`) and the example
 //! provider's from its `Containerfile`; both are pulled by digest from the same registry.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

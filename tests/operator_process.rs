@@ -4,6 +4,12 @@
 //! fails these tests; so does a second writer. Their `/metrics` answers only bearers of a token
 //! the API server allows to read it (`--metrics-auth=kubernetes`, as `deploy/` runs them).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -11,6 +11,12 @@
 //! replicas, budget and storage all in the Deployment) and become Ready; or, where the upstream
 //! operator could not run it either, be refused or blocked for the same reason.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -2,6 +2,12 @@
 //! and serving certificate, injects the CA into the CRD and the ValidatingWebhookConfiguration,
 //! and rotates the serving certificate and the CA without a failed request.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

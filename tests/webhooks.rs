@@ -1,5 +1,11 @@
 //! The conversion and validating webhooks, called over TLS by a real kube-apiserver.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -3,6 +3,12 @@
 //! form, and memory per cached config (RSS growth over many distinct configs).
 //! Without `--bench` (as under `cargo test --all-targets`) it runs one quick pass as a smoke test.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -2,6 +2,12 @@
 //! wrong media type, served by a small HTTP/1.1 server on loopback. A well-behaved registry
 //! cannot produce these, so this server does.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

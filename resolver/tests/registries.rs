@@ -1,6 +1,12 @@
 //! The resolver against real registries (Debian's docker-registry with htpasswd + TLS, token
 //! auth + TLS, and plain HTTP), with fixtures written as OCI layouts and pushed with skopeo.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
 #[path = "registries/credential_providers.rs"]
 mod credential_providers;
 #[path = "registries/signatures.rs"]

@@ -55,8 +55,11 @@ impl ProviderTable {
     /// The table embedded in the binary.
     pub fn embedded() -> &'static ProviderTable {
         static TABLE: OnceLock<ProviderTable> = OnceLock::new();
-        // A startup invariant: providers.json is generated and checked by the unit tests.
         TABLE.get_or_init(|| {
+            #[expect(
+                clippy::expect_used,
+                reason = "a startup invariant: providers.json is generated and checked by the unit tests"
+            )]
             serde_json::from_str(EMBEDDED).expect("embedded providers.json is valid")
         })
     }
