@@ -4,10 +4,9 @@
 pub(crate) mod auth;
 mod health;
 mod process;
-mod server;
+pub(crate) mod server;
 
 pub use health::{Health, WatchHealth, WatchLabels};
-pub use server::serve;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -443,7 +443,7 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
     let tls = metrics_tls(args).await?;
     let https = tls.is_some();
     let (metrics_addr, _metrics_task) =
-        crate::metrics::serve(args.metrics_addr, metrics, health.clone(), auth, tls)
+        crate::metrics::server::serve(args.metrics_addr, metrics, health.clone(), auth, tls)
             .await
             .map_err(|source| RunError::Listen {
                 addr: args.metrics_addr,
