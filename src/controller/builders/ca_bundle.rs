@@ -8,7 +8,8 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use serde_json::json;
 
-use super::{BuildError, labels, metadata, name_of, stamped};
+use super::names::labels;
+use super::object::{BuildError, metadata, name_of, stamped};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// Key of the managed bundle (and the default source key).

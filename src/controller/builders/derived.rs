@@ -8,7 +8,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::json;
 
-use super::{BuildError, metadata, name_of, typed};
+use super::object::{BuildError, metadata, name_of, typed};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::stack_config::env::UrlPart;
 

@@ -5,7 +5,8 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use kube::api::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
-use super::{BuildError, PORT_NAME, metadata, name_of, port, selector, stamp, stamped};
+use super::names::PORT_NAME;
+use super::object::{BuildError, metadata, name_of, port, selector, stamp, stamped};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{ExposeOptions, LlamaStackDistribution};
 

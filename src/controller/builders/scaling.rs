@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::{BuildError, metadata, name_of, selector, stamped};
+use super::object::{BuildError, metadata, name_of, selector, stamped};
 use crate::api::v1alpha2::{LlamaStackDistribution, PodDisruptionBudgetSpec};
 
 /// CPU utilization target when autoscaling names no metric.

@@ -1,6 +1,7 @@
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
+use super::object::*;
 use super::*;
 use crate::stack_config::GeneratedConfig;
 

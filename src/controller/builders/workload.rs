@@ -4,14 +4,16 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
 use serde_json::{Value, json};
 
+use super::inputs::{Inputs, ServerConfig};
 use super::names::{
     CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, labels, volumes,
 };
-use super::user_parts::{self, UserParts};
-use super::{
-    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, Inputs, SECRETS_HASH, ServerConfig, ca_bundle,
-    common_labels, derived, external, metadata, name_of, owners, port, selector, stamped, typed,
+use super::object::{
+    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, common_labels, metadata, name_of,
+    owners, port, selector, stamped, typed,
 };
+use super::user_parts::{self, UserParts};
+use super::{ca_bundle, derived, external};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::stack_config::GeneratedConfig;
 use crate::stack_config::env::EnvSource;
