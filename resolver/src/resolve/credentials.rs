@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
-use super::Resolver;
 use crate::credential_provider::ProviderFailure;
 use crate::error::ResolveError;
-use crate::keyring::{Credential, Keyring};
+use crate::keyring::Credential;
 
 /// A short hash of the credentials (never the credentials), so that cached results are keyed by
 /// what fetched them.
@@ -29,17 +28,6 @@ pub(super) fn fingerprint(creds: &[&Credential]) -> String {
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-impl Resolver {
-    /// Credentials from kubelet's credential provider plugins for an image repository, and the
-    /// plugins that failed.
-    pub(super) async fn node_credentials(&self, name: &str) -> (Keyring, Vec<ProviderFailure>) {
-        match &self.options.credential_providers {
-            Some(providers) => providers.keyring_for(name).await,
-            None => (Keyring::default(), Vec::new()),
-        }
-    }
 }
 
 /// A registry failure, told with the plugin that failed to give credentials for the image.

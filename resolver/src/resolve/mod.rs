@@ -19,6 +19,7 @@ use moka::future::Cache;
 
 use crate::base_config::{BaseConfig, ConfigSource, parse_base_config};
 use crate::catalog::Catalog;
+use crate::credential_provider::ProviderFailure;
 use crate::distribution::Distribution;
 use crate::embedded::embedded_base_config;
 use crate::error::ResolveError;
@@ -72,6 +73,15 @@ pub struct Resolver {
 }
 
 impl Resolver {
+    /// Credentials from kubelet's credential provider plugins for an image repository, and the
+    /// plugins that failed.
+    async fn node_credentials(&self, name: &str) -> (Keyring, Vec<ProviderFailure>) {
+        match &self.options.credential_providers {
+            Some(providers) => providers.keyring_for(name).await,
+            None => (Keyring::default(), Vec::new()),
+        }
+    }
+
     /// A resolver with empty caches.
     pub fn new(options: ResolverOptions) -> Result<Self, ResolveError> {
         // reqwest is built without a default crypto provider; the operator uses ring throughout.
