@@ -409,6 +409,36 @@ pub(super) fn run(args: &Args) -> Result<(), RunError> {
     runtime.block_on(run_async(args))
 }
 
+/// Starts the `/metrics`, `/healthz` and `/readyz` server with the scrape authentication and TLS
+/// the flags ask for; the task serves until dropped.
+async fn serve_metrics(
+    args: &Args,
+    api: Option<&kube::Client>,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+) -> Result<tokio::task::JoinHandle<std::io::Result<()>>, RunError> {
+    let auth = match (args.metrics_auth, api) {
+        (MetricsAuthMode::None, _) => None,
+        (MetricsAuthMode::Kubernetes, Some(api)) => Some(Arc::new(
+            crate::metrics::auth::MetricsAuth::new(api.clone()),
+        )),
+        (MetricsAuthMode::Kubernetes, None) => Some(Arc::new(
+            crate::metrics::auth::MetricsAuth::new(api_client(args).await?),
+        )),
+    };
+    let tls = metrics_tls(args).await?;
+    let https = tls.is_some();
+    let (metrics_addr, task) =
+        crate::metrics::server::serve(args.metrics_addr, metrics, health, auth, tls)
+            .await
+            .map_err(|source| RunError::Listen {
+                addr: args.metrics_addr,
+                source,
+            })?;
+    tracing::info!(addr = %metrics_addr, https, "metrics and health listening (/metrics, /healthz, /readyz)");
+    Ok(task)
+}
+
 async fn run_async(args: &Args) -> Result<(), RunError> {
     let catalog = catalog(args)?;
     let api = if api_needs(args).is_empty() {
@@ -431,25 +461,7 @@ async fn run_async(args: &Args) -> Result<(), RunError> {
         metrics_watches.set_stuck_after(Duration::from_secs(args.watch_stuck_after.max(1)));
         health.follow_watches(metrics_watches.clone());
     }
-    let auth = match (args.metrics_auth, &api) {
-        (MetricsAuthMode::None, _) => None,
-        (MetricsAuthMode::Kubernetes, Some(api)) => Some(Arc::new(
-            crate::metrics::auth::MetricsAuth::new(api.clone()),
-        )),
-        (MetricsAuthMode::Kubernetes, None) => Some(Arc::new(
-            crate::metrics::auth::MetricsAuth::new(api_client(args).await?),
-        )),
-    };
-    let tls = metrics_tls(args).await?;
-    let https = tls.is_some();
-    let (metrics_addr, _metrics_task) =
-        crate::metrics::server::serve(args.metrics_addr, metrics, health.clone(), auth, tls)
-            .await
-            .map_err(|source| RunError::Listen {
-                addr: args.metrics_addr,
-                source,
-            })?;
-    tracing::info!(addr = %metrics_addr, https, "metrics and health listening (/metrics, /healthz, /readyz)");
+    let _metrics_task = serve_metrics(args, api.as_ref(), metrics, health.clone()).await?;
 
     let controller_runs = api.is_some() && ctx.is_some();
     let controller = async {

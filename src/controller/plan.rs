@@ -221,16 +221,7 @@ pub(super) async fn plan(
             .into());
         }
     };
-    let mut warnings = check_external_providers(cr, ctx)?;
-    warnings.extend(
-        cr.spec
-            .distribution
-            .name
-            .as_deref()
-            .and_then(llama_stack_resolver::catalog::legacy_warning),
-    );
-    warnings.extend(builders::pdb_warning(cr));
-    warnings.extend(builders::exposure_warning(cr, ctx.routes_available()));
+    let mut warnings = spec_warnings(cr, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
     let (resolved, pin) = resolve(cr, ctx, &distribution, &keyring).await;
     warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
@@ -278,6 +269,21 @@ pub(super) async fn plan(
         warnings,
         ..planned
     })
+}
+
+/// What the user should know about the spec before anything is resolved.
+fn spec_warnings(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Vec<String>, Failure> {
+    let mut warnings = check_external_providers(cr, ctx)?;
+    warnings.extend(
+        cr.spec
+            .distribution
+            .name
+            .as_deref()
+            .and_then(llama_stack_resolver::catalog::legacy_warning),
+    );
+    warnings.extend(builders::pdb_warning(cr));
+    warnings.extend(builders::exposure_warning(cr, ctx.routes_available()));
+    Ok(warnings)
 }
 
 /// The first field of the spec that only a generated config can carry: with it, an image

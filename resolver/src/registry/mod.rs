@@ -171,6 +171,27 @@ async fn read_bounded(
     Ok(body)
 }
 
+/// A token endpoint's answer: the token, and how long to use it (a little less than it lives;
+/// registries assume 60 s when `expires_in` is absent).
+fn parse_token(body: &[u8]) -> Result<(String, Duration), &'static str> {
+    #[derive(serde::Deserialize)]
+    struct TokenResponse {
+        token: Option<String>,
+        access_token: Option<String>,
+        expires_in: Option<u64>,
+    }
+    let parsed: TokenResponse = serde_json::from_slice(body)
+        .map_err(|_| "the token endpoint did not answer with a JSON token")?;
+    let token = parsed
+        .token
+        .or(parsed.access_token)
+        .filter(|t| !t.is_empty())
+        .ok_or("the token endpoint answered without a token")?;
+    let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60).max(60))
+        .saturating_sub(Duration::from_secs(10));
+    Ok((token, lifetime))
+}
+
 fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
@@ -323,23 +344,7 @@ impl RegistryClient {
                     limit: MAX_TOKEN_RESPONSE,
                 },
             })?;
-        #[derive(serde::Deserialize)]
-        struct TokenResponse {
-            token: Option<String>,
-            access_token: Option<String>,
-            expires_in: Option<u64>,
-        }
-        let parsed: TokenResponse = serde_json::from_slice(&body).map_err(|_| {
-            auth_err("the token endpoint did not answer with a JSON token".to_owned())
-        })?;
-        let token = parsed
-            .token
-            .or(parsed.access_token)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| auth_err("the token endpoint answered without a token".to_owned()))?;
-        // Refresh a little early; registries assume 60 s when expires_in is absent.
-        let lifetime = Duration::from_secs(parsed.expires_in.unwrap_or(60).max(60))
-            .saturating_sub(Duration::from_secs(10));
+        let (token, lifetime) = parse_token(&body).map_err(|detail| auth_err(detail.to_owned()))?;
         self.tokens
             .lock()
             .await

@@ -123,6 +123,39 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A sigstore bundle, as far as an image signature needs it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Bundle {
+    media_type: String,
+    dsse_envelope: Option<Envelope>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    payload: String,
+    payload_type: String,
+    #[serde(default)]
+    signatures: Vec<EnvelopeSignature>,
+}
+#[derive(Deserialize)]
+struct EnvelopeSignature {
+    sig: String,
+}
+/// An in-toto statement, as far as its subjects and predicate go.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Statement {
+    #[serde(default)]
+    subject: Vec<Subject>,
+    predicate_type: String,
+}
+#[derive(Deserialize)]
+struct Subject {
+    #[serde(default)]
+    digest: std::collections::BTreeMap<String, String>,
+}
+
 /// The key that verifies a sigstore bundle (`bundle_json`) signing `digest` (`sha256:…`).
 pub fn check_bundle<'k>(
     bundle_json: &[u8],
@@ -133,24 +166,6 @@ pub fn check_bundle<'k>(
         form: BUNDLE,
         detail,
     };
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Bundle {
-        media_type: String,
-        dsse_envelope: Option<Envelope>,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Envelope {
-        payload: String,
-        payload_type: String,
-        #[serde(default)]
-        signatures: Vec<EnvelopeSignature>,
-    }
-    #[derive(Deserialize)]
-    struct EnvelopeSignature {
-        sig: String,
-    }
     let bundle: Bundle = serde_json::from_slice(bundle_json)
         .map_err(|e| malformed(format!("not a sigstore bundle: {e}")))?;
     if !bundle.media_type.starts_with(BUNDLE_MEDIA_TYPE_PREFIX) {
@@ -178,18 +193,6 @@ pub fn check_bundle<'k>(
         .filter_map(|s| STANDARD.decode(&s.sig).ok())
         .find_map(|sig| keys.iter().find(|k| k.verifies(&signed, &sig)))
         .ok_or(Rejection::NoKeyVerifies { form: BUNDLE })?;
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Statement {
-        #[serde(default)]
-        subject: Vec<Subject>,
-        predicate_type: String,
-    }
-    #[derive(Deserialize)]
-    struct Subject {
-        #[serde(default)]
-        digest: std::collections::BTreeMap<String, String>,
-    }
     let statement: Statement = serde_json::from_slice(&payload)
         .map_err(|e| malformed(format!("the payload is not an in-toto statement: {e}")))?;
     if statement.predicate_type != COSIGN_SIGN_PREDICATE {

@@ -20,6 +20,25 @@ const MAX_BUNDLE_BYTES: usize = 1 << 20;
 /// The largest signature manifest or referrers index read.
 const MAX_INDEX_BYTES: usize = 1 << 20;
 
+/// What the signatures looked at so far came to.
+#[derive(Default)]
+struct Findings {
+    /// Signatures found, in either form.
+    found: usize,
+    /// Why each found signature does not count.
+    reasons: Vec<String>,
+}
+
+impl Findings {
+    fn verdict(mut self) -> Verdict {
+        if self.found == 0 {
+            return Verdict::Unsigned;
+        }
+        self.reasons.dedup();
+        Verdict::Refused(self.reasons)
+    }
+}
+
 /// The verdict on `digest` (`sha256:…`) from the signatures in `repository` of `client`'s
 /// registry, checked against `keys`.
 pub async fn verdict(
@@ -28,37 +47,63 @@ pub async fn verdict(
     digest: &str,
     keys: &[PublicKey],
 ) -> Result<Verdict, RegistryError> {
-    let tag = digest.replacen(':', "-", 1);
-    let mut reasons = Vec::new();
-    let mut found = 0usize;
+    let mut findings = Findings::default();
+    if let Some(verified) = simple_signing(client, repository, digest, keys, &mut findings).await? {
+        return Ok(verified);
+    }
+    if let Some(verified) = bundles(client, repository, digest, keys, &mut findings).await? {
+        return Ok(verified);
+    }
+    Ok(findings.verdict())
+}
 
-    if let Some(signatures) = client
-        .manifest_if_present(repository, &format!("{tag}.sig"), MAX_INDEX_BYTES)
+/// The simple-signing signatures at `sha256-<hex>.sig`: a verified verdict, or none.
+async fn simple_signing(
+    client: &RegistryClient,
+    repository: &str,
+    digest: &str,
+    keys: &[PublicKey],
+    findings: &mut Findings,
+) -> Result<Option<Verdict>, RegistryError> {
+    let tag = format!("{}.sig", digest.replacen(':', "-", 1));
+    let Some(signatures) = client
+        .manifest_if_present(repository, &tag, MAX_INDEX_BYTES)
         .await?
-    {
-        let layers = image_layers(&signatures.bytes);
-        for layer in layers.iter().take(MAX_SIGNATURES) {
-            let Some(signature) = layer.annotations.get(SIGNATURE_ANNOTATION) else {
-                continue;
-            };
-            found += 1;
-            let payload = client
-                .blob(repository, &layer.digest, MAX_PAYLOAD_BYTES)
-                .await?;
-            match check_simple_signing(&payload, signature, digest, keys) {
-                Ok(key) => return Ok(verified(key, "simple-signing")),
-                Err(rejection) => reasons.push(rejection.to_string()),
-            }
+    else {
+        return Ok(None);
+    };
+    for layer in image_layers(&signatures.bytes).iter().take(MAX_SIGNATURES) {
+        let Some(signature) = layer.annotations.get(SIGNATURE_ANNOTATION) else {
+            continue;
+        };
+        findings.found += 1;
+        let payload = client
+            .blob(repository, &layer.digest, MAX_PAYLOAD_BYTES)
+            .await?;
+        match check_simple_signing(&payload, signature, digest, keys) {
+            Ok(key) => return Ok(Some(verified(key, "simple-signing"))),
+            Err(rejection) => findings.reasons.push(rejection.to_string()),
         }
     }
+    Ok(None)
+}
 
+/// The sigstore bundles among the image's referrers (the referrers API, else its fallback tag
+/// `sha256-<hex>`): a verified verdict, or none.
+async fn bundles(
+    client: &RegistryClient,
+    repository: &str,
+    digest: &str,
+    keys: &[PublicKey],
+    findings: &mut Findings,
+) -> Result<Option<Verdict>, RegistryError> {
     let index = match client
         .referrers(repository, digest, MAX_INDEX_BYTES)
         .await?
     {
         Some(index) => Some(index),
         None => client
-            .manifest_if_present(repository, &tag, MAX_INDEX_BYTES)
+            .manifest_if_present(repository, &digest.replacen(':', "-", 1), MAX_INDEX_BYTES)
             .await?
             .map(|m| m.bytes),
     };
@@ -68,12 +113,12 @@ pub async fn verdict(
             _ => None,
         })
         .unwrap_or_default();
-    let bundles = entries.iter().filter(|e| {
+    let candidates = entries.iter().filter(|e| {
         e.artifact_type
             .as_deref()
             .is_none_or(|t| t.starts_with(BUNDLE_MEDIA_TYPE_PREFIX))
     });
-    for entry in bundles.take(MAX_SIGNATURES) {
+    for entry in candidates.take(MAX_SIGNATURES) {
         let Some(manifest) = client
             .manifest_if_present(repository, &entry.digest, MAX_INDEX_BYTES)
             .await?
@@ -86,22 +131,16 @@ pub async fn verdict(
         if !layer.media_type.starts_with(BUNDLE_MEDIA_TYPE_PREFIX) {
             continue;
         }
-        found += 1;
+        findings.found += 1;
         let bundle = client
             .blob(repository, &layer.digest, MAX_BUNDLE_BYTES)
             .await?;
         match check_bundle(&bundle, digest, keys) {
-            Ok(key) => return Ok(verified(key, "sigstore bundle")),
-            Err(rejection) => reasons.push(rejection.to_string()),
+            Ok(key) => return Ok(Some(verified(key, "sigstore bundle"))),
+            Err(rejection) => findings.reasons.push(rejection.to_string()),
         }
     }
-
-    Ok(if found == 0 {
-        Verdict::Unsigned
-    } else {
-        reasons.dedup();
-        Verdict::Refused(reasons)
-    })
+    Ok(None)
 }
 
 fn verified(key: &PublicKey, form: &'static str) -> Verdict {
