@@ -316,7 +316,8 @@ fn pod_security(inputs: &Inputs) -> Value {
     security
 }
 
-/// The Deployment running the server with the resolved image and the config ConfigMap.
+/// The Deployment running the server with the resolved image and the config ConfigMap. (About 80
+/// lines: the Pod template is one JSON object, read as the manifest it becomes.)
 pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deployment, BuildError> {
     let workload = cr.spec.workload.clone().unwrap_or_default();
     let overrides = workload.overrides.clone().unwrap_or_default();
