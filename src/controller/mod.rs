@@ -18,7 +18,6 @@ mod error;
 mod events;
 pub mod external_status;
 mod observe;
-pub(crate) mod operator_config;
 pub(crate) mod plan;
 mod prune_marks;
 mod recent_writes;

@@ -22,8 +22,7 @@ use kube::core::{ObjectMeta, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::utils::Backoff;
-use kube::runtime::watcher::{self, Event, watcher};
+use kube::runtime::watcher::{self, watcher};
 use llama_stack_resolver::{Resolver, ResolverOptions};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -31,19 +30,15 @@ use tokio::sync::mpsc;
 use super::builders::{self, labels};
 use super::context::Context;
 use super::error::Error;
-use super::{operator_config, reconcile};
+use super::reconcile;
 use crate::api::object_refs::{self, RefKind};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::metrics::WatchHealth;
+use crate::operator_config::{self, stream::operator_config_data};
+use crate::watch::resilient;
 
 /// A failed reconcile is retried after this long (watch events usually come first).
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(10);
-/// The first retry of a failed watch.
-const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
-/// The longest wait between retries of a failed watch: short, because an API server that comes
-/// back should be used at once, and cheap, because a failed watch costs one request per retry.
-const WATCH_RETRY_MAX: Duration = Duration::from_secs(5);
-
 /// Runs the controller over every namespace until a shutdown signal.
 pub async fn run(ctx: Arc<Context>) {
     run_in(ctx, &[]).await;
@@ -106,70 +101,6 @@ where
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     }
-}
-
-/// Retry delays of one watch: half a second, doubling to [`WATCH_RETRY_MAX`], with up to a
-/// fifth of jitter so that many replicas' watches do not retry in step; from the start again
-/// after any event.
-#[derive(Debug)]
-struct WatchBackoff {
-    next: Duration,
-    jitter: std::collections::hash_map::RandomState,
-}
-
-impl WatchBackoff {
-    fn new() -> Self {
-        Self {
-            next: WATCH_RETRY_MIN,
-            jitter: std::collections::hash_map::RandomState::new(),
-        }
-    }
-}
-
-impl Iterator for WatchBackoff {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        use std::hash::BuildHasher;
-        let delay = self.next;
-        self.next = (self.next * 2).min(WATCH_RETRY_MAX);
-        // A random fraction from a freshly keyed hash: no random-number crate needed.
-        let fraction = (self.jitter.hash_one(delay) % 1000) as f64 / 1000.0;
-        Some(delay.mul_f64(1.0 - fraction / 5.0))
-    }
-}
-
-impl Backoff for WatchBackoff {
-    fn reset(&mut self) {
-        self.next = WATCH_RETRY_MIN;
-    }
-}
-
-/// A watch's events with its own backoff; its errors are recorded in `health` and dropped, so
-/// that the controller never sees them (and never pauses its other watches).
-fn resilient<K>(
-    events: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
-    kind: &'static str,
-    health: Arc<WatchHealth>,
-) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
-where
-    K: Send + 'static,
-{
-    events
-        .backoff(WatchBackoff::new())
-        .filter_map(move |event| {
-            let kept = match event {
-                Ok(event) => {
-                    health.succeeded(kind, matches!(event, Event::Init));
-                    Some(Ok(event))
-                }
-                Err(error) => {
-                    health.failed(kind, &error);
-                    None
-                }
-            };
-            std::future::ready(kept)
-        })
 }
 
 /// The objects of one metadata-only watch, for the controller.
@@ -468,123 +399,4 @@ async fn key_secrets(
         secrets.insert(name, value);
     }
     secrets
-}
-
-/// The operator ConfigMap's data in `namespace` (empty while it does not exist): once when the
-/// first list is complete, then each time it changes. A relist is taken whole, so a ConfigMap
-/// deleted while the watch was broken is seen as deleted. `kind` names the watch in `/healthz`
-/// and the watch metrics; its failures are recorded in `health` and retried.
-pub(crate) fn operator_config_data(
-    client: &kube::Client,
-    namespace: &str,
-    kind: &'static str,
-    health: Arc<WatchHealth>,
-) -> impl Stream<Item = BTreeMap<String, String>> + Send + 'static {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let config = watcher::Config::default().fields(&format!(
-        "metadata.name={}",
-        operator_config::OPERATOR_CONFIG_MAP
-    ));
-    let mut changes = ConfigMapChanges::default();
-    resilient(watcher(api, config), kind, health)
-        .filter_map(move |event| std::future::ready(event.ok().and_then(|e| changes.on(e))))
-}
-
-/// One ConfigMap's data from its watch events: what changed, with a relist taken whole.
-#[derive(Debug, Default)]
-struct ConfigMapChanges {
-    /// What the relist under way has seen (empty until it sees the ConfigMap).
-    listing: Option<BTreeMap<String, String>>,
-    /// The data last given out.
-    last: Option<BTreeMap<String, String>>,
-}
-
-impl ConfigMapChanges {
-    /// The data after `event`, when it differs from what was last given out.
-    fn on(&mut self, event: Event<ConfigMap>) -> Option<BTreeMap<String, String>> {
-        let data = match event {
-            Event::Init => {
-                self.listing = Some(BTreeMap::new());
-                None
-            }
-            Event::InitApply(cm) => {
-                self.listing = Some(cm.data.unwrap_or_default());
-                None
-            }
-            Event::InitDone => Some(self.listing.take().unwrap_or_default()),
-            Event::Apply(cm) => Some(cm.data.unwrap_or_default()),
-            Event::Delete(_) => Some(BTreeMap::new()),
-        };
-        let changed = data.filter(|data| self.last.as_ref() != Some(data));
-        if let Some(data) = &changed {
-            self.last = Some(data.clone());
-        }
-        changed
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config_map(entries: &[(&str, &str)]) -> ConfigMap {
-        ConfigMap {
-            data: Some(
-                entries
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-            ),
-            ..ConfigMap::default()
-        }
-    }
-
-    fn data(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
-        config_map(entries).data.unwrap_or_default()
-    }
-
-    #[test]
-    fn the_first_list_is_given_out_whole_even_when_empty() {
-        let mut changes = ConfigMapChanges::default();
-        assert_eq!(changes.on(Event::Init), None);
-        assert_eq!(changes.on(Event::InitDone), Some(BTreeMap::new()));
-    }
-
-    #[test]
-    fn changes_are_given_out_once() {
-        let mut changes = ConfigMapChanges::default();
-        let cm = config_map(&[("mirrors", "[]")]);
-        assert_eq!(
-            changes.on(Event::Apply(cm.clone())),
-            Some(data(&[("mirrors", "[]")]))
-        );
-        assert_eq!(changes.on(Event::Apply(cm.clone())), None, "unchanged");
-        assert_eq!(changes.on(Event::Delete(cm)), Some(BTreeMap::new()));
-    }
-
-    #[test]
-    fn a_config_map_deleted_while_the_watch_was_broken_is_seen_deleted() {
-        let mut changes = ConfigMapChanges::default();
-        let cm = config_map(&[("image-overrides", "acme: quay.io/acme/stack:1")]);
-        changes.on(Event::Init);
-        changes.on(Event::InitApply(cm));
-        assert!(changes.on(Event::InitDone).is_some());
-        // The watch broke; the relist finds no ConfigMap (no Delete event is ever sent for it).
-        assert_eq!(changes.on(Event::Init), None);
-        assert_eq!(changes.on(Event::InitDone), Some(BTreeMap::new()));
-    }
-
-    #[test]
-    fn a_relist_that_finds_the_same_data_gives_out_nothing() {
-        let mut changes = ConfigMapChanges::default();
-        let cm = config_map(&[("mirrors", "[]")]);
-        changes.on(Event::Apply(cm.clone()));
-        changes.on(Event::Init);
-        assert_eq!(
-            changes.on(Event::InitApply(cm)),
-            None,
-            "not before the list ends"
-        );
-        assert_eq!(changes.on(Event::InitDone), None, "the same data");
-    }
 }

@@ -13,9 +13,9 @@ use futures_util::StreamExt;
 use llama_stack_resolver::Catalog;
 use tokio::sync::watch;
 
-use crate::controller::operator_config;
-use crate::controller::watches::operator_config_data;
 use crate::metrics::WatchHealth;
+use crate::operator_config;
+use crate::operator_config::stream::operator_config_data;
 
 /// The watch's name in `/healthz` and the watch metrics.
 const WATCH_KIND: &str = "ConfigMap (operator, admission)";

@@ -9,6 +9,8 @@
 //! - `image-signatures`: the signature policy (`llama_stack_resolver::signature::policy`), whose
 //!   keys come from Secrets in the operator's namespace.
 
+pub(crate) mod stream;
+
 use std::collections::BTreeMap;
 
 use llama_stack_resolver::catalog::parse_image_overrides;
