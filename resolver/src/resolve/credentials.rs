@@ -8,7 +8,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::credential_provider::ProviderFailure;
 use crate::error::ResolveError;
-use crate::keyring::Credential;
+use crate::keyring::{Credential, Keyring};
 
 /// A short hash of the credentials (never the credentials), so that cached results are keyed by
 /// what fetched them.
@@ -40,5 +40,25 @@ pub(super) fn with_provider_failure(
             Arc::new(ResolveError::CredentialProvider { failure, then: err })
         }
         _ => err,
+    }
+}
+
+/// The credentials kubelet would try for `name`: the Pod's, then the node's.
+pub(super) fn in_kubelet_order<'a>(
+    pod: &'a Keyring,
+    node: &'a Keyring,
+    name: &str,
+) -> Vec<&'a Credential> {
+    let mut creds = pod.lookup(name);
+    creds.extend(node.lookup(name));
+    creds
+}
+
+/// Each credential to try in turn; anonymous when none matches.
+pub(super) fn candidates<'a>(creds: &[&'a Credential]) -> Vec<Option<&'a Credential>> {
+    if creds.is_empty() {
+        vec![None]
+    } else {
+        creds.iter().map(|c| Some(*c)).collect()
     }
 }

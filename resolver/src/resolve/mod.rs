@@ -36,7 +36,7 @@ use crate::registry::RegistryClient;
 use crate::resolution::Resolution;
 use crate::signature::SignatureCheck;
 use crate::stats::{CacheKind, Stats};
-use credentials::{fingerprint, with_provider_failure};
+use credentials::{candidates, fingerprint, in_kubelet_order, with_provider_failure};
 
 /// An image pinned to a digest, with what is needed to read its base config.
 #[derive(Debug)]
@@ -211,8 +211,7 @@ impl Resolver {
     ) -> Result<Resolution, Arc<ResolveError>> {
         let name = image.name();
         let (node, provider_failures) = self.node_credentials(&name).await;
-        let mut creds = keyring.lookup(&name);
-        creds.extend(node.lookup(&name));
+        let creds = in_kubelet_order(keyring, &node, &name);
         let key = format!(
             "{distribution}|{image}|{}|{}",
             fingerprint(&creds),
@@ -301,13 +300,8 @@ impl Resolver {
         creds: &[&Credential],
         keyring: &Keyring,
     ) -> Result<(Resolution, Option<Instant>), Arc<ResolveError>> {
-        let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
-            vec![None]
-        } else {
-            creds.iter().map(|c| Some(*c)).collect()
-        };
         let mut rejected = Vec::new();
-        for credential in candidates {
+        for credential in candidates(creds) {
             let client = self.client(image, credential).await?;
             match self.pin(&client, image, creds).await {
                 Ok(pinned) => {

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use super::Resolver;
+use super::credentials::{candidates, in_kubelet_order};
 use crate::distribution::Distribution;
 use crate::error::ResolveError;
 use crate::image_ref::ImageRef;
-use crate::keyring::{Credential, Keyring};
+use crate::keyring::Keyring;
 use crate::mirror::apply_mirrors;
-use crate::registry::RegistryError;
 use crate::signature::{Mode, SignatureCheck};
 
 impl Resolver {
@@ -74,38 +74,31 @@ impl Resolver {
         keyring: &Keyring,
         keys: &[crate::signature::PublicKey],
     ) -> Result<crate::signature::Verdict, Arc<ResolveError>> {
-        let (node, _) = self.node_credentials(&repository.name()).await;
-        let mut creds = keyring.lookup(&repository.name());
-        creds.extend(node.lookup(&repository.name()));
-        let candidates: Vec<Option<&Credential>> = if creds.is_empty() {
-            vec![None]
-        } else {
-            creds.iter().map(|c| Some(*c)).collect()
-        };
-        let mut last = None;
-        for credential in candidates {
+        let name = repository.name();
+        let (node, _) = self.node_credentials(&name).await;
+        let creds = in_kubelet_order(keyring, &node, &name);
+        let mut rejected = Vec::new();
+        for credential in candidates(&creds) {
             let client = self.client(repository, credential).await?;
             match crate::signature::fetch::verdict(&client, &repository.repository, digest, keys)
                 .await
             {
                 Ok(verdict) => return Ok(verdict),
                 Err(source) if source.is_unauthorized() && credential.is_some() => {
-                    last = Some(source);
+                    rejected.push(credential.map(|c| c.source.to_string()).unwrap_or_default());
                 }
                 Err(source) => {
                     return Err(Arc::new(ResolveError::Registry {
-                        image: repository.name(),
+                        image: name,
                         source,
                     }));
                 }
             }
         }
-        Err(Arc::new(ResolveError::Registry {
-            image: repository.name(),
-            source: last.unwrap_or_else(|| RegistryError::Auth {
-                registry: repository.api_host().to_owned(),
-                detail: "no credential to try".to_owned(),
-            }),
+        Err(Arc::new(ResolveError::CredentialsRejected {
+            image: name,
+            registry: repository.api_host().to_owned(),
+            tried: rejected.join(", "),
         }))
     }
 }
