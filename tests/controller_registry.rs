@@ -26,6 +26,7 @@ use support::images::push_plain;
 use support::registry::credential_plugin;
 use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registry::registries::{PASSWORD, Registries, USER};
+use support::wait::eventually;
 
 #[test]
 fn private_images_resolve_with_the_service_accounts_pull_secrets() {
@@ -633,15 +634,12 @@ fn a_signature_policy_keeps_a_stack_on_its_signed_image() {
         let deployed = || async {
             deployments.get_opt("stack").await.unwrap().map(|d| image_of(&d)).unwrap_or_default()
         };
-        let mut image = String::new();
-        for _ in 0..150 {
-            image = deployed().await;
-            if image == signed {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-        assert_eq!(image, signed, "the signed image is deployed");
+        let thirty = std::time::Duration::from_secs(30);
+        eventually(thirty, "the signed image is deployed", || async {
+            (deployed().await == signed).then_some(())
+        })
+        .await
+        .unwrap();
 
         let unsigned = push_plain(&plain, &work.path().join("b"), "acme/signed", "a", Some(&config("unsigned")));
         // Past the tag TTL, so that the re-pin looks the tag up again.
@@ -649,42 +647,36 @@ fn a_signature_policy_keeps_a_stack_on_its_signed_image() {
         llsds.patch("stack", &kube::api::PatchParams::default(),
             &kube::api::Patch::Merge(json!({"metadata": {"annotations": {"llamastack.io/repin": "1"}}}))).await.unwrap();
         let digest = unsigned.split_once('@').unwrap().1.to_owned();
-        let mut refusal = None;
-        let mut last = None;
-        for _ in 0..150 {
-            let status = llsds.get("stack").await.unwrap().status.unwrap_or_default();
-            refusal = status
-                .conditions
-                .iter()
-                .flatten()
-                .find(|c| c.reason == "SignatureVerificationFailed")
-                .map(|c| c.message.clone());
-            last = Some(status);
-            if refusal.is_some() {
-                break;
+        let condition_with = |reason: &'static str| {
+            let llsds = llsds.clone();
+            async move {
+                let status = llsds.get("stack").await.ok()?.status?;
+                status.conditions?.into_iter().find(|c| c.reason == reason).map(|c| c.message)
             }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-        let refusal = refusal
-            .unwrap_or_else(|| panic!("no SignatureVerificationFailed condition; status: {last:?}"));
+        };
+        let refusal = match eventually(thirty, "a SignatureVerificationFailed condition", || {
+            condition_with("SignatureVerificationFailed")
+        })
+        .await
+        {
+            Ok(message) => message,
+            Err(e) => panic!("{e}; status: {:?}", llsds.get("stack").await.unwrap().status),
+        };
         for part in [digest.as_str(), "\"signed-starter\" (required)", "llama-stack-signing/cosign.pub", "has no signature"] {
             assert!(refusal.contains(part), "{part:?} missing from {refusal}");
         }
         assert_eq!(deployed().await, signed, "the stack keeps its signed image and config");
 
         config_maps.replace("llama-stack-operator-config", &PostParams::default(), &operator_config("audit")).await.unwrap();
-        let mut audited = None;
-        for _ in 0..150 {
-            if deployed().await == unsigned {
-                let status = llsds.get("stack").await.unwrap().status.unwrap_or_default();
-                audited = status.conditions.unwrap_or_default().iter().find(|c| c.message.contains("signature audit")).map(|c| c.message.clone());
-                if audited.is_some() {
-                    break;
-                }
+        let audited = eventually(thirty, "audit deploys the unsigned image and says so", || async {
+            if deployed().await != unsigned {
+                return None;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-        let audited = audited.expect("audit deploys the unsigned image and says so");
+            let status = llsds.get("stack").await.ok()?.status?;
+            status.conditions?.into_iter().find(|c| c.message.contains("signature audit")).map(|c| c.message)
+        })
+        .await
+        .unwrap();
         assert!(audited.contains(&digest), "{audited}");
         controller.abort();
     });
