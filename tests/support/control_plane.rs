@@ -104,22 +104,7 @@ pub fn run_build_script(
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
         .join(name);
-    let mut command = Command::new(&script);
-    command.args(args).stderr(Stdio::inherit());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let out = super::sealed::with_host_network(&mut command)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    if !out.status.success() {
-        let shown = std::iter::once(script.display().to_string())
-            .chain(args.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(" ");
-        return Err(format!("{shown} failed ({}); see its output above", out.status).into());
-    }
-    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+    super::registry::process::run_script(&script, args, env)
 }
 
 struct Pki {

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use base64::Engine;
 
-use super::sealed::with_host_network;
+use super::process::run_script;
 
 /// The cosign releases the tests sign with.
 pub const COSIGN_V2: &str = "v2.6.5";
@@ -29,16 +29,7 @@ fn build(version: &str) -> Result<PathBuf, String> {
         .map(|d| d.join("scripts/build-cosign.sh"))
         .find(|p| p.exists())
         .ok_or("scripts/build-cosign.sh not found")?;
-    let out = with_host_network(Command::new(&script).arg(version))
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "build-cosign.sh {version} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    run_script(&script, &[version.to_owned()], &[]).map_err(|e| e.to_string())
 }
 
 fn io(e: std::io::Error) -> String {

@@ -3,7 +3,7 @@
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// Boxed error of the test support code.
@@ -61,6 +61,27 @@ pub fn spawn_tied(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
         )
         .into()
     })
+}
+
+/// Runs a build script with `args` and `env` on the host's network (build scripts fetch from
+/// package registries), its stderr shown; returns the path it prints.
+pub fn run_script(script: &Path, args: &[String], env: &[(&str, &Path)]) -> Result<PathBuf, Error> {
+    let mut command = Command::new(script);
+    command.args(args).stderr(Stdio::inherit());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = super::sealed::with_host_network(&mut command)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        let shown = std::iter::once(script.display().to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(format!("{shown} failed ({}); see its output above", out.status).into());
+    }
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
 #[cfg(test)]
