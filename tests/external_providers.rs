@@ -26,6 +26,7 @@ use llama_stack_operator::api::common::{ExternalProviderPhase, ExternalProviderS
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::controller::builders::{self, Inputs};
 use llama_stack_operator::controller::external_status::provider_statuses;
+use llama_stack_operator::controller::stack::Stack;
 use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use serde_json::{Value, json};
 use support::llama_stack::{self, Server, http_post};
@@ -76,7 +77,8 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
         operator_image: OPERATOR,
         ..Default::default()
     };
-    let desired = builders::desired(&cr, &inputs)?;
+    let stack = Stack::validate(&cr)?;
+    let desired = builders::desired(&stack, &inputs)?;
     let pod = desired
         .deployment
         .spec
@@ -103,8 +105,7 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
         .run_init_containers(&pod)
         .map_err(|e| e.to_string())?;
     let status: Pod = serde_json::from_value(PodRunner::pod_status(&steps))?;
-    let providers = builders::external::of(&cr);
-    let statuses = provider_statuses(&providers, Some(&status), &[]);
+    let statuses = provider_statuses(&stack.external_providers, Some(&status), &[]);
     Ok(PodRun {
         runner,
         steps,

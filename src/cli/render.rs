@@ -17,6 +17,7 @@ use super::overrides::{OverridesError, catalog_with_overrides};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::controller::builders;
 use crate::controller::plan::generation_asked;
+use crate::controller::stack::{Invalid, Stack};
 use crate::controller::user_config::{as_generated, user_config};
 use crate::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use crate::validate::documents::{ReadError, read_inputs};
@@ -90,6 +91,9 @@ pub enum RenderError {
     /// Output failed.
     #[error("cannot serialize the output: {0}")]
     Output(String),
+    /// The resource cannot be read as the controller reads it.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
 }
 
 fn read(path: &PathBuf) -> Result<String, RenderError> {
@@ -119,15 +123,13 @@ struct ServerRun {
 
 /// Every object the controller applies, as one YAML stream, built by the controller's builders.
 /// Offline, so without the values only the cluster knows (CA bundle, Secret hashes, pull secrets).
-fn objects(
-    cr: &LlamaStackDistribution,
-    image: &str,
-    server: &ServerRun,
-) -> Result<String, RenderError> {
+fn objects(stack: &Stack<'_>, image: &str, server: &ServerRun) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let generated_name = server.generated.as_ref().ok().map(|g| {
-        builders::config_map_name(cr.metadata.name.as_deref().unwrap_or_default(), &g.hash)
-    });
+    let generated_name = server
+        .generated
+        .as_ref()
+        .ok()
+        .map(|g| builders::config_map_name(stack.name, &g.hash));
     let config = match (&server.config, &generated_name) {
         (Config::Generated, Some(name)) => builders::ServerConfig::Generated(name),
         (Config::User { config_map, key }, _) => builders::ServerConfig::User { config_map, key },
@@ -139,7 +141,7 @@ fn objects(
         config,
         ..Default::default()
     };
-    let desired = builders::desired(cr, &inputs).map_err(|e| err(&e))?;
+    let desired = builders::desired(stack, &inputs).map_err(|e| err(&e))?;
     let mut docs = Vec::new();
     let mut push =
         |value: Result<String, serde_saphyr::SerializeError>| -> Result<(), RenderError> {
@@ -174,12 +176,12 @@ fn objects(
 
 /// What the server of `cr` runs, offline.
 fn server_run(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     args: &Args,
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
 ) -> Result<ServerRun, RenderError> {
-    if let Some(o) = &cr.spec.override_config {
+    if let Some(o) = &stack.spec.override_config {
         let name = &o.config_map_name;
         let Some(cm) = config_maps.get(name) else {
             eprintln!(
@@ -206,13 +208,13 @@ fn server_run(
             generated: Ok(generated),
         });
     }
-    let base = match (&args.base_config, &cr.spec.distribution.name) {
+    let base = match (&args.base_config, &stack.spec.distribution.name) {
         (Some(path), _) => Some(read(path)?),
         (None, Some(name)) => embedded_config(name).map(ToOwned::to_owned),
         (None, None) => None,
     };
     let Some(base) = base else {
-        if let Some(field) = generation_asked(cr) {
+        if let Some(field) = generation_asked(stack) {
             return Err(RenderError::NoBase(format!(
                 "{field} asks for a generated config, and the base config of {image} is in its labels, which render does not fetch; pass --base-config FILE (`llama-stack-operator resolve {image} --show-config` prints it)"
             )));
@@ -225,7 +227,7 @@ fn server_run(
             generated: Err(why),
         });
     };
-    let generated = generate_from_yaml(&cr.spec, &base, ProviderTable::embedded())?;
+    let generated = generate_from_yaml(stack.spec, &base, ProviderTable::embedded())?;
     for warning in &generated.warnings {
         eprintln!("warning: {warning}");
     }
@@ -247,7 +249,8 @@ fn render_one(
         Some(name) => catalog.image(name)?.to_owned(),
         None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
-    let server = server_run(cr, args, &image, config_maps)?;
+    let stack = Stack::validate(cr)?;
+    let server = server_run(&stack, args, &image, config_maps)?;
     if args.config || args.env {
         let generated = server
             .generated
@@ -259,7 +262,7 @@ fn render_one(
             serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))
         };
     }
-    objects(cr, &image, &server)
+    objects(&stack, &image, &server)
 }
 
 /// The ConfigMaps among the inputs, by name.

@@ -8,20 +8,19 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::events::EventType;
 
 use super::builders::{self, Desired};
 use super::context::Context;
 use super::error::ApiError;
+use super::stack::Stack;
 use super::write::{
     Change, create_config_map_once, prune_config_maps, sync, sync_derived_secret, sync_from,
     sync_in, sync_pvc,
 };
 use super::{events, rollout};
 use crate::api::conditions::Reason;
-use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// What the apply step wrote or saw, for the status.
 #[derive(Debug, Default)]
@@ -39,7 +38,7 @@ pub(super) struct Applied {
 /// Writes `desired`. `current` is the Deployment read at the start of the reconcile; with
 /// `keep_deployment` it stays as it is (a rolled-back revision held in place).
 pub(super) async fn apply(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     desired: Desired,
     current: Option<&Deployment>,
@@ -60,44 +59,44 @@ pub(super) async fn apply(
         pdb,
         derived_secret,
     } = desired;
-    let ns = cr.namespace().unwrap_or_default();
-    let uid = cr.uid().unwrap_or_default();
+    let ns = stack.namespace;
+    let uid = stack.uid();
     let client = &ctx.client;
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
     let kept = current.filter(|_| keep_deployment);
     // The ConfigMap the Pods mount: the generated one, or the user's `overrideConfig`.
     let mounted_config = rollout::config_of(kept.unwrap_or(&deployment));
     if let Some(cm) = &config_map
-        && create_config_map_once(&Api::namespaced(client.clone(), &ns), cm).await?
+        && create_config_map_once(&Api::namespaced(client.clone(), ns), cm).await?
     {
         ctx.metrics.config_generated();
     }
     if let Some(secret) = &derived_secret {
-        sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), &ns), secret).await?;
+        sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
-    let sa_name = builders::managed_service_account_name(cr);
-    sync_in::<ServiceAccount>(client, &ns, &sa_name, service_account.as_ref(), &uid).await?;
-    let ca_name = builders::ca_bundle_name(cr);
-    sync_in::<ConfigMap>(client, &ns, &ca_name, ca_bundle.as_ref(), &uid).await?;
+    let sa_name = builders::managed_service_account_name(stack);
+    sync_in::<ServiceAccount>(client, ns, &sa_name, service_account.as_ref(), uid).await?;
+    let ca_name = builders::ca_bundle_name(stack);
+    sync_in::<ConfigMap>(client, ns, &ca_name, ca_bundle.as_ref(), uid).await?;
     let pvc_phase = match &pvc {
-        Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), &ns), pvc).await?),
+        Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), ns), pvc).await?),
         None => None,
     };
     let deployment = match kept {
         Some(kept) => Some(kept.clone()),
-        None => apply_deployment(cr, ctx, deployment, current).await?,
+        None => apply_deployment(stack, ctx, deployment, current).await?,
     };
-    let service_name = builders::service_name(cr);
-    sync_in::<Service>(client, &ns, &service_name, Some(&service), &uid).await?;
-    let policy_name = builders::network_policy_name(cr);
-    sync_in::<NetworkPolicy>(client, &ns, &policy_name, network_policy.as_ref(), &uid).await?;
-    let route_url = expose(cr, ctx, ingress, route).await?;
-    let hpa_name = builders::hpa_name(cr);
-    sync_in::<HorizontalPodAutoscaler>(client, &ns, &hpa_name, hpa.as_ref(), &uid).await?;
-    let pdb_name = builders::pdb_name(cr);
-    sync_in::<PodDisruptionBudget>(client, &ns, &pdb_name, pdb.as_ref(), &uid).await?;
+    let service_name = builders::service_name(stack);
+    sync_in::<Service>(client, ns, &service_name, Some(&service), uid).await?;
+    let policy_name = builders::network_policy_name(stack);
+    sync_in::<NetworkPolicy>(client, ns, &policy_name, network_policy.as_ref(), uid).await?;
+    let route_url = expose(stack, ctx, ingress, route).await?;
+    let hpa_name = builders::hpa_name(stack);
+    sync_in::<HorizontalPodAutoscaler>(client, ns, &hpa_name, hpa.as_ref(), uid).await?;
+    let pdb_name = builders::pdb_name(stack);
+    sync_in::<PodDisruptionBudget>(client, ns, &pdb_name, pdb.as_ref(), uid).await?;
     if let Some(deployment) = &deployment {
-        prune_when_rollout_settles(cr, ctx, deployment, &mounted_config).await?;
+        prune_when_rollout_settles(stack, ctx, deployment, &mounted_config).await?;
     }
     Ok(Applied {
         deployment,
@@ -109,20 +108,20 @@ pub(super) async fn apply(
 
 /// Applies the Deployment when its desired hash changed, with an Event saying what rolls out.
 async fn apply_deployment(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     desired: Deployment,
     current: Option<&Deployment>,
 ) -> Result<Option<Deployment>, ApiError> {
-    let ns = cr.namespace().unwrap_or_default();
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
+    let ns = stack.namespace;
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
     let (change, deployment) = sync_from(
         &deployments,
         "Deployment",
-        &cr.name_any(),
+        stack.name,
         Some(&desired),
         current.cloned(),
-        &cr.uid().unwrap_or_default(),
+        stack.uid(),
     )
     .await?;
     if change == Change::Applied {
@@ -133,31 +132,31 @@ async fn apply_deployment(
         };
         let note = format!(
             "Deployment {} applied with image {} and config {}",
-            cr.name_any(),
+            stack.name,
             rollout::image_of(&desired),
             rollout::config_of(&desired)
         );
-        events::publish(ctx, cr, EventType::Normal, reason, note).await;
+        events::publish(ctx, stack.resource, EventType::Normal, reason, note).await;
     }
     Ok(deployment)
 }
 
 /// Applies the Ingress, or the Route where the cluster serves Routes; returns the URL.
 async fn expose(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     ingress: Option<Ingress>,
     route: Option<DynamicObject>,
 ) -> Result<Option<String>, ApiError> {
-    let ns = cr.namespace().unwrap_or_default();
-    let uid = cr.uid().unwrap_or_default();
-    let name = builders::ingress_name(cr);
-    let (_, ingress) = sync_in::<Ingress>(&ctx.client, &ns, &name, ingress.as_ref(), &uid).await?;
+    let ns = stack.namespace;
+    let uid = stack.uid();
+    let name = builders::ingress_name(stack);
+    let (_, ingress) = sync_in::<Ingress>(&ctx.client, ns, &name, ingress.as_ref(), uid).await?;
     let mut url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {
         let routes: Api<DynamicObject> =
-            Api::namespaced_with(ctx.client.clone(), &ns, &builders::route_resource());
-        let (_, route) = sync(&routes, "Route", &name, route.as_ref(), &uid).await?;
+            Api::namespaced_with(ctx.client.clone(), ns, &builders::route_resource());
+        let (_, route) = sync(&routes, "Route", &name, route.as_ref(), uid).await?;
         if let Some(host) = route.as_ref().and_then(|r| r.data["spec"]["host"].as_str()) {
             url = Some(format!("https://{host}"));
         }
@@ -198,7 +197,7 @@ fn ingress_url(ingress: &Ingress) -> Option<String> {
 /// Prunes generated ConfigMaps once per settled rollout (not on every resync: a LIST of
 /// ConfigMaps and ReplicaSets per object per resync would dominate a large cluster's load).
 async fn prune_when_rollout_settles(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     deployment: &Deployment,
     config_map: &str,
@@ -207,16 +206,16 @@ async fn prune_when_rollout_settles(
     let settled = deployment.status.as_ref().is_some_and(|s| {
         s.observed_generation == Some(generation) && s.replicas == s.updated_replicas
     });
-    let key = cr.uid().unwrap_or_default();
-    if !ctx.needs_prune(&key, (generation, settled)) {
+    let key = stack.uid();
+    if !ctx.needs_prune(key, (generation, settled)) {
         return Ok(());
     }
-    let ns = cr.namespace().unwrap_or_default();
+    let ns = stack.namespace;
     // The last Ready revision's config stays while a rollback may return to it.
-    let last_ready = super::rollback::memory(cr).last_ready;
+    let last_ready = super::rollback::memory(stack).last_ready;
     let keep = last_ready.as_ref().and_then(|r| r.config_map.as_deref());
-    prune_config_maps(&ctx.client, &ns, &cr.name_any(), config_map, keep).await?;
-    ctx.pruned(&key, (generation, settled));
+    prune_config_maps(&ctx.client, ns, stack.name, config_map, keep).await?;
+    ctx.pruned(key, (generation, settled));
     Ok(())
 }
 

@@ -7,15 +7,14 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::ResourceExt;
 use kube::api::Api;
 
 use super::builders::{CA_BUNDLE_KEY, collect_certificates, derived_secret_key};
 use super::conditions::Blocked;
 use super::error::{ApiError, api_err};
+use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::object_refs::{self, RefKind, Reference};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::object_refs::{RefKind, Reference};
 use crate::stack_config::GeneratedConfig;
 
 /// The Secrets an object references.
@@ -48,14 +47,14 @@ fn absorb(material: &mut Vec<u8>, parts: [&[u8]; 3]) {
 /// Reads every referenced Secret once: the hash of their values, or the first one missing.
 pub(super) async fn secrets(
     client: &kube::Client,
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
 ) -> Result<Result<SecretCheck, Blocked>, ApiError> {
-    let refs = object_refs::of(cr);
-    let ns = cr.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(client.clone(), &ns);
+    let refs = &stack.references;
+    let ns = stack.namespace;
+    let api = Api::<Secret>::namespaced(client.clone(), ns);
     let mut fetched: BTreeMap<String, Option<Secret>> = BTreeMap::new();
     let mut missing = None;
-    let mut material: Vec<u8> = cr.uid().unwrap_or_default().into_bytes();
+    let mut material: Vec<u8> = stack.uid().as_bytes().to_vec();
     let secret_refs: Vec<&Reference> = refs.iter().filter(|r| r.kind == RefKind::Secret).collect();
     for r in &secret_refs {
         if !fetched.contains_key(&r.name) {
@@ -117,7 +116,7 @@ pub(super) async fn secrets(
 /// cannot be used.
 pub(super) async fn ca_bundle(
     client: &kube::Client,
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
 ) -> Result<Result<Option<String>, Blocked>, ApiError> {
     let invalid = |message| {
         Blocked::reference(
@@ -126,19 +125,13 @@ pub(super) async fn ca_bundle(
             message,
         )
     };
-    let Some(config) = cr
-        .spec
-        .networking
-        .as_ref()
-        .and_then(|n| n.tls.as_ref())
-        .and_then(|t| t.ca_bundle.as_ref())
-    else {
+    let Some(config) = stack.networking.ca_bundle else {
         return Ok(Ok(None));
     };
-    let own = cr.namespace().unwrap_or_default();
-    let ns = config.config_map_namespace.clone().unwrap_or(own);
+    let own = stack.namespace;
+    let ns = config.config_map_namespace.as_deref().unwrap_or(own);
     let name = &config.config_map_name;
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
         .get_opt(name)
         .await
         .map_err(api_err(format!("read ConfigMap {ns}/{name}")))?;

@@ -2,6 +2,7 @@
 //! not errors: they are reported in the status.
 
 use super::builders::BuildError;
+use super::stack::Invalid;
 
 /// A call to the API server failed.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +41,9 @@ pub enum Error {
     /// Writing the status failed.
     #[error(transparent)]
     Status(ApiError),
+    /// The resource cannot be read at all (no name or namespace).
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
 }
 
 impl Error {
@@ -52,6 +56,7 @@ impl Error {
             Self::Apply(_) => "ApplyError",
             Self::Observe(_) => "ObserveError",
             Self::Status(_) => "StatusError",
+            Self::Invalid(_) => "ValidateError",
         }
     }
 }

@@ -2,9 +2,10 @@
 //! objects around it (Service, ServiceAccount, PVC, CA bundle, NetworkPolicy, Ingress or Route,
 //! HPA, PDB, derived Secret).
 //!
-//! [`reconcile()`] runs one pass of the pipeline `plan → dereference → build → apply → observe →
-//! status`, one module per step; `watches` decides when it runs. The Deployment is applied
-//! **once** per change, with image, config volume, env vars and hashes together; when nothing
+//! [`reconcile()`] runs one pass of the pipeline `validate → plan → dereference → build → apply →
+//! observe → status`, one module per step. `validate` reads the resource into a
+//! [`stack::Stack`], which every later step takes; `watches` decides when it runs. The Deployment
+//! is applied **once** per change, with image, config volume, env vars and hashes together; when nothing
 //! changed no write is made (every object carries the hash of what was applied); when a step
 //! finds a problem the user must fix, nothing is written and the status says why.
 
@@ -26,6 +27,7 @@ mod rollback;
 mod rollout;
 mod secret_mask;
 mod server_info;
+pub mod stack;
 mod status;
 pub(crate) mod user_config;
 pub(crate) mod watches;

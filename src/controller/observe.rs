@@ -3,7 +3,6 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use super::builders::{self, owned_by_selector};
@@ -11,17 +10,17 @@ use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::rollout;
 use super::server_info::ServerInfo;
-use crate::api::v1alpha2::LlamaStackDistribution;
+use super::stack::Stack;
 
 /// The Deployment of the same name, if any.
 pub(super) async fn deployment(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Option<Deployment>, ApiError> {
-    let ns = cr.namespace().unwrap_or_default();
-    let name = cr.name_any();
-    Api::<Deployment>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(&name)
+    let ns = stack.namespace;
+    let name = stack.name;
+    Api::<Deployment>::namespaced(ctx.client.clone(), ns)
+        .get_opt(name)
         .await
         .map_err(api_err(format!("read Deployment {ns}/{name}")))
 }
@@ -30,18 +29,18 @@ pub(super) async fn deployment(
 /// providers are installed in them (their init containers are the steps the status reports), or
 /// while a rollout is not complete (a waiting container says why).
 pub(super) async fn server_pods(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     deployment: Option<&Deployment>,
 ) -> Result<Option<Vec<Pod>>, ApiError> {
     let rolling = deployment.is_some_and(|d| !rollout::complete(d));
-    if builders::external::of(cr).is_empty() && !rolling {
+    if !stack.has_external_providers() && !rolling {
         return Ok(None);
     }
-    let ns = cr.namespace().unwrap_or_default();
-    let name = cr.name_any();
-    let pods = Api::<Pod>::namespaced(ctx.client.clone(), &ns)
-        .list(&ListParams::default().labels(&owned_by_selector(&name)))
+    let ns = stack.namespace;
+    let name = stack.name;
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default().labels(&owned_by_selector(name)))
         .await
         .map_err(api_err(format!("list the Pods of {ns}/{name}")))?;
     Ok(Some(pods.items))
@@ -49,13 +48,13 @@ pub(super) async fn server_pods(
 
 /// The ReplicaSets of the stack's Deployment (its revisions), for a rollback.
 pub(super) async fn replica_sets(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Vec<ReplicaSet>, ApiError> {
-    let ns = cr.namespace().unwrap_or_default();
-    let name = cr.name_any();
-    let sets = Api::<ReplicaSet>::namespaced(ctx.client.clone(), &ns)
-        .list(&ListParams::default().labels(&owned_by_selector(&name)))
+    let ns = stack.namespace;
+    let name = stack.name;
+    let sets = Api::<ReplicaSet>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default().labels(&owned_by_selector(name)))
         .await
         .map_err(api_err(format!("list the ReplicaSets of {ns}/{name}")))?;
     Ok(sets.items)
@@ -64,11 +63,11 @@ pub(super) async fn replica_sets(
 /// What the server of a Ready stack says about itself, when it is due to be read (see
 /// `server_info`): `None` when it is not due.
 pub(super) async fn server_info(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     deployment: &Deployment,
 ) -> Option<ServerInfo> {
-    let uid = cr.uid()?;
+    let uid = Some(stack.uid()).filter(|uid| !uid.is_empty())?;
     // The Deployment's generation changes with every new revision: a new config is read at once.
     let revision = deployment
         .metadata
@@ -76,18 +75,18 @@ pub(super) async fn server_info(
         .unwrap_or_default()
         .to_string();
     let now = std::time::Instant::now();
-    if !ctx.servers.due(&uid, &revision, now) {
-        return ctx.servers.last_info(&uid, &revision);
+    if !ctx.servers.due(uid, &revision, now) {
+        return ctx.servers.last_info(uid, &revision);
     }
-    let info = read_server(cr, ctx).await;
-    ctx.servers.record(&uid, &revision, now, &info);
+    let info = read_server(stack, ctx).await;
+    ctx.servers.record(uid, &revision, now, &info);
     Some(info)
 }
 
-async fn read_server(cr: &LlamaStackDistribution, ctx: &Context) -> ServerInfo {
-    let ns = cr.namespace().unwrap_or_default();
-    let name = builders::service_name(cr);
-    let service = match Api::<Service>::namespaced(ctx.client.clone(), &ns)
+async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
+    let ns = stack.namespace;
+    let name = builders::service_name(stack);
+    let service = match Api::<Service>::namespaced(ctx.client.clone(), ns)
         .get_opt(&name)
         .await
     {
@@ -106,7 +105,7 @@ async fn read_server(cr: &LlamaStackDistribution, ctx: &Context) -> ServerInfo {
     else {
         return ServerInfo::NotResponding(format!("Service {ns}/{name} has no cluster IP"));
     };
-    let networking = cr.spec.networking.as_ref();
+    let networking = stack.spec.networking.as_ref();
     let port = networking.map_or(builders::DEFAULT_PORT, |n| n.port);
     let tls = networking
         .and_then(|n| n.tls.as_ref())

@@ -5,14 +5,15 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::ResourceExt;
 use kube::api::Api;
 use llama_stack_resolver::keyring::Keyring;
-use llama_stack_resolver::{Distribution, FailureKind, Resolver};
+use llama_stack_resolver::{FailureKind, Resolver};
 
 use super::builders::{self, config_map_name};
 use super::context::Context;
 use super::error::{ApiError, api_err};
+use super::stack::Stack;
 use super::user_config::{as_generated, user_config};
 use crate::api::conditions::Reason;
-use crate::api::v1alpha2::{ConfigSource, LlamaStackDistribution};
+use crate::api::v1alpha2::ConfigSource;
 use crate::stack_config::{GenerateError, ProviderTable, generate};
 
 /// Which config the server runs, and where it comes from.
@@ -155,17 +156,18 @@ fn resolve_failure(error: &llama_stack_resolver::ResolveError) -> Failure {
 /// [`REPIN_ANNOTATION`], and the operator's `repin-interval` (default: never) has not passed
 /// since the image last changed.
 /// So a tag pushed again upstream rolls nothing until the user says so.
-fn pin_to_keep<'a>(
-    cr: &'a LlamaStackDistribution,
-    resolver: &Resolver,
-    reference: &str,
-) -> Option<&'a str> {
-    let resolved = cr.status.as_ref()?.resolved_distribution.as_ref()?;
+fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> Option<&'a str> {
+    let resolved = stack
+        .resource
+        .status
+        .as_ref()?
+        .resolved_distribution
+        .as_ref()?;
     let image = resolved.image.as_deref().filter(|i| is_pinned(i))?;
     if resolved.reference.as_deref() != Some(reference) {
         return None;
     }
-    let requested = cr.annotations().get(REPIN_ANNOTATION);
+    let requested = stack.resource.annotations().get(REPIN_ANNOTATION);
     if requested.is_some() && requested != resolved.repin_request.as_ref() {
         return None;
     }
@@ -198,34 +200,23 @@ fn resolve_failure_reason(kind: FailureKind) -> Reason {
 
 /// Resolve + generate. `deployed`: a Deployment of this resource runs already.
 pub(super) async fn plan(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     deployed: bool,
 ) -> Result<Planned, PlanError> {
     // What runs, as the status recorded it when it was applied.
-    let running = cr
+    let running = stack
+        .resource
         .status
         .as_ref()
         .and_then(|s| s.resolved_distribution.as_ref())
         .and_then(|r| r.image.as_deref())
         .filter(|_| deployed);
-    let distribution = match (&cr.spec.distribution.name, &cr.spec.distribution.image) {
-        (Some(name), _) => Distribution::Name(name.clone()),
-        (None, Some(image)) => Distribution::Image(image.clone()),
-        (None, None) => {
-            return Err(Failure {
-                reason: Reason::ConfigGenerationFailed,
-                message: "spec.distribution: set name or image".to_owned(),
-                image: None,
-            }
-            .into());
-        }
-    };
-    let mut warnings = spec_warnings(cr, ctx)?;
-    let (keyring, pull_secrets) = pull_keyring(cr, ctx).await?;
-    let (resolved, pin) = resolve(cr, ctx, &distribution, &keyring).await;
+    let mut warnings = spec_warnings(stack, ctx)?;
+    let (keyring, pull_secrets) = pull_keyring(stack, ctx).await?;
+    let (resolved, pin) = resolve(stack, ctx, &keyring).await;
     warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
-    let planned = match &cr.spec.override_config {
+    let planned = match &stack.spec.override_config {
         Some(over) => {
             // The user's config needs no base config: the image is only pinned, labels optional.
             let (image, stale) = match &resolved {
@@ -239,16 +230,16 @@ pub(super) async fn plan(
                     None => return Err(resolve_failure(e).into()),
                 },
             };
-            override_config(cr, ctx, &over.config_map_name, image, stale).await?
+            override_config(stack, ctx, &over.config_map_name, image, stale).await?
         }
         None => match resolved {
             Ok(resolution) => {
                 keep_pinned_over_fallback(running, &resolution)?;
-                generate_from(cr, &resolution)?
+                generate_from(stack, &resolution)?
             }
-            Err(e) => match (e.pinned_without_config(), generation_asked(cr)) {
+            Err(e) => match (e.pinned_without_config(), generation_asked(stack)) {
                 (Some(pinned), None) => {
-                    warnings.extend(image_config_warnings(cr));
+                    warnings.extend(image_config_warnings(stack));
                     image_own_config(pinned.to_owned())
                 }
                 (Some(pinned), Some(field)) => {
@@ -272,24 +263,25 @@ pub(super) async fn plan(
 }
 
 /// What the user should know about the spec before anything is resolved.
-fn spec_warnings(cr: &LlamaStackDistribution, ctx: &Context) -> Result<Vec<String>, Failure> {
-    let mut warnings = check_external_providers(cr, ctx)?;
+fn spec_warnings(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<String>, Failure> {
+    let mut warnings = check_external_providers(stack, ctx)?;
     warnings.extend(
-        cr.spec
+        stack
+            .spec
             .distribution
             .name
             .as_deref()
             .and_then(llama_stack_resolver::catalog::legacy_warning),
     );
-    warnings.extend(builders::pdb_warning(cr));
-    warnings.extend(builders::exposure_warning(cr, ctx.routes_available()));
+    warnings.extend(builders::pdb_warning(stack));
+    warnings.extend(builders::exposure_warning(stack, ctx.routes_available()));
     Ok(warnings)
 }
 
 /// The first field of the spec that only a generated config can carry: with it, an image
 /// without a base config cannot run its own config instead.
-pub(crate) fn generation_asked(cr: &LlamaStackDistribution) -> Option<&'static str> {
-    let spec = &cr.spec;
+pub(crate) fn generation_asked(stack: &Stack<'_>) -> Option<&'static str> {
+    let spec = &stack.spec;
     let tls = spec
         .networking
         .as_ref()
@@ -303,10 +295,7 @@ pub(crate) fn generation_asked(cr: &LlamaStackDistribution) -> Option<&'static s
             "spec.disabled",
             spec.disabled.as_ref().is_some_and(|d| !d.is_empty()),
         ),
-        (
-            "spec.externalProviders",
-            !builders::external::of(cr).is_empty(),
-        ),
+        ("spec.externalProviders", stack.has_external_providers()),
         ("spec.networking.tls.enabled", tls),
     ]
     .into_iter()
@@ -345,8 +334,8 @@ fn image_own_config(image: String) -> Planned {
 }
 
 /// What the spec sets that the image's own config does not see.
-fn image_config_warnings(cr: &LlamaStackDistribution) -> Vec<String> {
-    let workers = cr.spec.workload.as_ref().and_then(|w| w.workers);
+fn image_config_warnings(stack: &Stack<'_>) -> Vec<String> {
+    let workers = stack.spec.workload.as_ref().and_then(|w| w.workers);
     workers
         .filter(|w| *w > 1)
         .map(|w| {
@@ -370,9 +359,8 @@ fn signature_audit(resolution: &llama_stack_resolver::Resolution) -> Option<Stri
 /// Resolves the distribution: at the deployed pin while it stands ([`pin_to_keep`]), else from
 /// its reference. Also says where the pin comes from, for the status.
 async fn resolve(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
-    distribution: &Distribution,
     keyring: &Keyring,
 ) -> (
     Result<llama_stack_resolver::Resolution, std::sync::Arc<llama_stack_resolver::ResolveError>>,
@@ -380,28 +368,29 @@ async fn resolve(
 ) {
     let resolver = ctx.resolver();
     // An invalid reference keeps no pin; `resolve` reports why.
+    let distribution = &stack.distribution;
     let reference = resolver.reference(distribution).unwrap_or_default();
     let kept = Some(reference.as_str())
         .filter(|r| !r.is_empty())
-        .and_then(|r| pin_to_keep(cr, &resolver, r));
+        .and_then(|r| pin_to_keep(stack, &resolver, r));
     let resolved = match kept {
         Some(pinned) => resolver.resolve_pinned(distribution, pinned, keyring).await,
         None => resolver.resolve(distribution, keyring).await,
     };
     let pin = Pin {
         reference,
-        request: cr.annotations().get(REPIN_ANNOTATION).cloned(),
+        request: stack.resource.annotations().get(REPIN_ANNOTATION).cloned(),
     };
     (resolved, pin)
 }
 
 /// The config generated from the resolved image's base config.
 fn generate_from(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     resolution: &llama_stack_resolver::Resolution,
 ) -> Result<Planned, Failure> {
     let generated =
-        generate(&cr.spec, &resolution.config, ProviderTable::embedded()).map_err(|e| {
+        generate(stack.spec, &resolution.config, ProviderTable::embedded()).map_err(|e| {
             let (reason, message) = match e {
                 GenerateError::UnsupportedVersion(inner) => {
                     (Reason::UnsupportedConfigVersion, inner.to_string())
@@ -418,7 +407,7 @@ fn generate_from(
             }
         })?;
     Ok(Planned {
-        mount: Mount::Generated(config_map_name(&cr.name_any(), &generated.hash)),
+        mount: Mount::Generated(config_map_name(stack.name, &generated.hash)),
         image: resolution.image.clone(),
         source: match resolution.config.source {
             llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
@@ -439,27 +428,21 @@ fn generate_from(
 /// managed `<cr>-sa` copies. Missing Secrets are skipped, as kubelet does; a malformed one fails
 /// like the pull would.
 async fn pull_keyring(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<(Keyring, Vec<String>), PlanError> {
     use llama_stack_resolver::keyring::CredentialSource;
     use llama_stack_resolver::pull_secret::add_pull_secret;
-    let ns = cr.namespace().unwrap_or_default();
+    let ns = stack.namespace;
     let fail = |message: String| Failure {
         reason: Reason::RegistryError,
         message,
         image: None,
     };
-    let sa_name = cr
-        .spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.overrides.as_ref())
-        .and_then(|o| o.service_account_name.clone())
-        .unwrap_or_else(|| "default".to_owned());
+    let sa_name = stack.user_service_account().unwrap_or("default");
     let mut keyring = Keyring::default();
-    let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(&sa_name)
+    let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), ns)
+        .get_opt(sa_name)
         .await
         .map_err(api_err(format!(
             "read ServiceAccount {ns}/{sa_name} for its imagePullSecrets"
@@ -471,7 +454,7 @@ async fn pull_keyring(
         .map(|r| r.name)
         .collect();
     for name in names.clone() {
-        let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+        let secret = Api::<Secret>::namespaced(ctx.client.clone(), ns)
             .get_opt(&name)
             .await
             .map_err(api_err(format!("read pull secret {ns}/{name}")))?;
@@ -483,7 +466,7 @@ async fn pull_keyring(
             .map(|(k, v)| (k, v.0))
             .collect();
         let source = CredentialSource {
-            namespace: ns.clone(),
+            namespace: ns.to_owned(),
             name,
         };
         add_pull_secret(
@@ -500,19 +483,19 @@ async fn pull_keyring(
 /// `overrideConfig` (v1alpha1 `userConfig`): the user's ConfigMap is the config, as is, mounted
 /// whole as the upstream operator mounted it; the hash of all its keys rolls the Pods on edits.
 async fn override_config(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     name: &str,
     image: String,
     stale: Option<String>,
 ) -> Result<Planned, PlanError> {
-    let ns = cr.namespace().unwrap_or_default();
+    let ns = stack.namespace;
     let fail = |message: String| Failure {
         reason: Reason::ConfigGenerationFailed,
         message,
         image: Some(image.clone()),
     };
-    let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ns)
+    let cm = Api::<ConfigMap>::namespaced(ctx.client.clone(), ns)
         .get_opt(name)
         .await
         .map_err(api_err(format!("read ConfigMap {ns}/{name} (overrideConfig)")))?
@@ -538,11 +521,8 @@ async fn override_config(
 /// What can be checked about external providers before any Pod exists: the operator knows its
 /// own image (its binary runs the in-Pod steps), and no provider ID is used twice
 /// ([`crate::external::ids::check_ids`], which admission applies too). Returns the warnings.
-fn check_external_providers(
-    cr: &LlamaStackDistribution,
-    ctx: &Context,
-) -> Result<Vec<String>, Failure> {
-    if builders::external::of(cr).is_empty() {
+fn check_external_providers(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<String>, Failure> {
+    if !stack.has_external_providers() {
         return Ok(Vec::new());
     }
     let fail = |message: String| Failure {
@@ -553,5 +533,5 @@ fn check_external_providers(
     if ctx.operator_image().is_none() {
         return Err(fail("spec.externalProviders: the operator does not know its own image, which runs the provider install steps; set OPERATOR_IMAGE (or --operator-image) on the operator Deployment".to_owned()));
     }
-    crate::external::ids::check_ids(&cr.spec).map_err(fail)
+    crate::external::ids::check_ids(stack.spec).map_err(fail)
 }

@@ -1,6 +1,6 @@
 //! One reconcile of a LlamaStackDistribution, as named steps:
 //!
-//! plan (resolve + generate) → dereference (Secrets, connection strings, CA bundle) → build
+//! validate (the resource read into a [`Stack`]) → plan (resolve + generate) → dereference (Secrets, connection strings, CA bundle) → build
 //! (every owned object, pure) → apply (only what differs) → observe (what runs) → rollback
 //! judgement (a revision that cannot start while nothing serves) → status.
 //!
@@ -21,8 +21,10 @@ use super::conditions::Blocked;
 use super::context::Context;
 use super::error::Error;
 use super::rollback::{self, Verdict};
+use super::stack::{Invalid, Stack};
 use super::status::Report;
 use super::{dereference, observe, plan};
+use crate::api::conditions::Reason;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// Steady state: re-resolve tags and re-check references this often.
@@ -45,7 +47,11 @@ pub async fn reconcile(
     );
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
-    let result = Box::pin(reconcile_once(&cr, &ctx).instrument(span)).await;
+    let result = match Stack::validate(&cr) {
+        Ok(stack) => Box::pin(reconcile_once(&stack, &ctx).instrument(span)).await,
+        Err(Invalid::NoDistribution) => refuse(&cr, &ctx).instrument(span).await,
+        Err(invalid @ Invalid::Unnamed) => Err(Error::Invalid(invalid)),
+    };
     let reason = match &result {
         Ok((_, reason)) => reason.as_str(),
         Err(error) => error.metric_label(),
@@ -55,22 +61,40 @@ pub async fn reconcile(
     result.map(|(action, _)| action)
 }
 
-/// The pipeline; returns when to look again and the reason for the metrics.
-async fn reconcile_once(
-    cr: &LlamaStackDistribution,
-    ctx: &Context,
-) -> Result<(Action, String), Error> {
+/// A resource that cannot be read into a [`Stack`] (admission refuses it; one stored before the
+/// CRD's rules can carry it): the status says why, and nothing else is read or written.
+async fn refuse(cr: &LlamaStackDistribution, ctx: &Context) -> Result<(Action, String), Error> {
     let mut report = Report::new(cr);
-    let current = observe::deployment(cr, ctx).await.map_err(Error::Observe)?;
-    let converged = match converge(cr, ctx, &mut report, current.as_ref()).await {
+    let failure = plan::Failure {
+        reason: Reason::ConfigGenerationFailed,
+        message: Invalid::NoDistribution.to_string(),
+        image: None,
+    };
+    report.block(report.plan_failed(failure, false));
+    let reason = report
+        .publish(cr, ctx, false, false)
+        .await
+        .map_err(Error::Status)?;
+    Ok((Action::requeue(RESYNC), reason))
+}
+
+/// The pipeline; returns when to look again and the reason for the metrics.
+async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, String), Error> {
+    let mut report = Report::new(stack.resource);
+    let current = observe::deployment(stack, ctx)
+        .await
+        .map_err(Error::Observe)?;
+    let converged = match converge(stack, ctx, &mut report, current.as_ref()).await {
         Err(Error::Apply(error)) => {
             // The API server's refusal (a policy engine, a quota) belongs in the status, where
             // users look, not only in the operator's log.
             report.apply_failed(&error);
             let has_deployment = current.is_some();
-            let ready = report.workload(cr, current.as_ref(), None, None);
+            let ready = report.workload(stack, current.as_ref(), None, None);
             // Best effort: the reconcile fails with the apply error either way.
-            let _ = report.publish(cr, ctx, has_deployment, ready).await;
+            let _ = report
+                .publish(stack.resource, ctx, has_deployment, ready)
+                .await;
             return Err(Error::Apply(error));
         }
         other => other?,
@@ -83,20 +107,25 @@ async fn reconcile_once(
             (current, None, Some(retry))
         }
     };
-    let pods = observe::server_pods(cr, ctx, deployment.as_ref())
+    let pods = observe::server_pods(stack, ctx, deployment.as_ref())
         .await
         .map_err(Error::Observe)?;
     if applied.is_some() {
-        let with_providers = !builders::external::of(cr).is_empty();
-        report.external_providers(cr, pods.as_deref().filter(|_| with_providers));
+        let with_providers = stack.has_external_providers();
+        report.external_providers(stack, pods.as_deref().filter(|_| with_providers));
     }
-    let ready = report.workload(cr, deployment.as_ref(), applied.as_ref(), pods.as_deref());
+    let ready = report.workload(
+        stack,
+        deployment.as_ref(),
+        applied.as_ref(),
+        pods.as_deref(),
+    );
     let mut rolled_back = false;
     if let Some(observed) = deployment
         .as_ref()
         .filter(|_| applied.as_ref().is_some_and(|a| !a.held))
     {
-        match rollback::judge(cr, observed, pods.as_deref().unwrap_or_default()) {
+        match rollback::judge(stack, observed, pods.as_deref().unwrap_or_default()) {
             Verdict::Steady => {}
             Verdict::Ready(revision) => report.revision_ready(revision),
             Verdict::RollBack {
@@ -113,12 +142,12 @@ async fn reconcile_once(
         .as_ref()
         .filter(|d| ready && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0);
     if let Some(running) = serving
-        && let Some(info) = observe::server_info(cr, ctx, running).await
+        && let Some(info) = observe::server_info(stack, ctx, running).await
     {
         report.server_info(info);
     }
     let reason = report
-        .publish(cr, ctx, deployment.is_some(), ready)
+        .publish(stack.resource, ctx, deployment.is_some(), ready)
         .await
         .map_err(Error::Status)?;
     let mut requeue = retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT });
@@ -127,11 +156,7 @@ async fn reconcile_once(
         // revision (the status write's watch event usually comes first).
         requeue = ROLL_BACK;
     }
-    if let Some(again) = cr
-        .uid()
-        .and_then(|uid| ctx.servers.retry_in(&uid))
-        .filter(|_| ready)
-    {
+    if let Some(again) = ctx.servers.retry_in(stack.uid()).filter(|_| ready) {
         requeue = requeue.min(again);
     }
     Ok((Action::requeue(requeue), reason))
@@ -150,12 +175,12 @@ macro_rules! or_blocked {
 /// plan → dereference → build → apply. Returns what was applied, or what blocked the pipeline
 /// (then nothing was written).
 async fn converge(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     ctx: &Context,
     report: &mut Report,
     current: Option<&Deployment>,
 ) -> Result<Result<Applied, Blocked>, Error> {
-    let planned = match plan::plan(cr, ctx, current.is_some()).await {
+    let planned = match plan::plan(stack, ctx, current.is_some()).await {
         Ok(planned) => planned,
         Err(plan::PlanError::Api(error)) => return Err(Error::Plan(error)),
         Err(plan::PlanError::Blocked(failure)) => {
@@ -164,14 +189,14 @@ async fn converge(
     };
     let client = &ctx.client;
     let secrets = or_blocked!(
-        dereference::secrets(client, cr)
+        dereference::secrets(client, stack)
             .await
             .map_err(Error::Dereference)?
     );
     report.secrets_resolved(secrets.count);
     let derived = or_blocked!(dereference::url_parts(&planned.generated, &secrets));
     let ca_bundle = or_blocked!(
-        dereference::ca_bundle(client, cr)
+        dereference::ca_bundle(client, stack)
             .await
             .map_err(Error::Dereference)?
     );
@@ -190,18 +215,18 @@ async fn converge(
             .and_then(|s| s.selector.match_labels.as_ref()),
         derived: Some(&derived),
     };
-    let mut desired = builders::desired(cr, &inputs)?;
+    let mut desired = builders::desired(stack, &inputs)?;
     let planned_hash = rollback::desired_hash(&desired.deployment)
         .unwrap_or_default()
         .to_owned();
-    let held = rollback::held(cr, &planned_hash);
+    let held = rollback::held(stack, &planned_hash);
     let mut keep_deployment = false;
     let mut restorable = true;
     if let Some((_, last_ready)) = &held {
         if current.and_then(rollback::desired_hash) == Some(last_ready.desired_hash.as_str()) {
             keep_deployment = true;
         } else {
-            let sets = observe::replica_sets(cr, ctx)
+            let sets = observe::replica_sets(stack, ctx)
                 .await
                 .map_err(Error::Observe)?;
             let restored = rollback::replica_set_of(&sets, &last_ready.desired_hash)
@@ -213,11 +238,11 @@ async fn converge(
             }
         }
     }
-    let mut applied = apply(cr, ctx, desired, current, keep_deployment)
+    let mut applied = apply(stack, ctx, desired, current, keep_deployment)
         .await
         .map_err(Error::Apply)?;
-    report.config_applied(cr, &planned);
-    report.distributions(cr, ctx.resolver().catalog());
+    report.config_applied(stack, &planned);
+    report.distributions(stack, ctx.resolver().catalog());
     match &held {
         Some((rejected, last_ready)) if restorable => report.hold(rejected, last_ready),
         Some((rejected, last_ready)) => report.rollback_not_possible(rejected, last_ready),

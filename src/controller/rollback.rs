@@ -16,11 +16,10 @@ use kube::ResourceExt;
 
 use super::builders::DESIRED_HASH;
 use super::rollout;
+use super::stack::Stack;
 use crate::api::common::RollbackPolicy;
 use crate::api::conditions::Reason;
-use crate::api::v1alpha2::{
-    LlamaStackDistribution, RejectedRevision, RevisionStatus, RollbackStatus,
-};
+use crate::api::v1alpha2::{RejectedRevision, RevisionStatus, RollbackStatus};
 
 /// The troubles that mean a revision cannot start (rather than wait for a node, an image or a
 /// registry): a crash loop of the server or of an init container, or a rollout past its
@@ -51,8 +50,9 @@ pub(super) enum Verdict {
 }
 
 /// The stack's rollback policy (`Automatic` unless the spec says `Never`).
-pub(super) fn policy(cr: &LlamaStackDistribution) -> RollbackPolicy {
-    cr.spec
+pub(super) fn policy(stack: &Stack<'_>) -> RollbackPolicy {
+    stack
+        .spec
         .workload
         .as_ref()
         .and_then(|w| w.rollback)
@@ -60,8 +60,10 @@ pub(super) fn policy(cr: &LlamaStackDistribution) -> RollbackPolicy {
 }
 
 /// The rollback memory in the stored status.
-pub(super) fn memory(cr: &LlamaStackDistribution) -> RollbackStatus {
-    cr.status
+pub(super) fn memory(stack: &Stack<'_>) -> RollbackStatus {
+    stack
+        .resource
+        .status
         .as_ref()
         .and_then(|s| s.rollback.clone())
         .unwrap_or_default()
@@ -87,30 +89,30 @@ pub(super) fn revision_of(deployment: &Deployment) -> Option<RevisionStatus> {
 /// generation) nor anything it is built from (the hash covers the image, the config and the
 /// referenced Secrets) changed since. `None` means: apply the plan.
 pub(super) fn held(
-    cr: &LlamaStackDistribution,
+    stack: &Stack<'_>,
     desired_hash: &str,
 ) -> Option<(RejectedRevision, RevisionStatus)> {
-    if policy(cr) == RollbackPolicy::Never {
+    if policy(stack) == RollbackPolicy::Never {
         return None;
     }
     let RollbackStatus {
         last_ready,
         rejected,
-    } = memory(cr);
+    } = memory(stack);
     let (rejected, last_ready) = (rejected?, last_ready?);
     let stands = rejected.revision.desired_hash == desired_hash
-        && Some(rejected.generation) == cr.metadata.generation
+        && Some(rejected.generation) == stack.resource.metadata.generation
         && last_ready.desired_hash != desired_hash;
     stands.then_some((rejected, last_ready))
 }
 
 /// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a
 /// rollout is not complete).
-pub(super) fn judge(cr: &LlamaStackDistribution, deployment: &Deployment, pods: &[Pod]) -> Verdict {
+pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) -> Verdict {
     let Some(revision) = revision_of(deployment) else {
         return Verdict::Steady;
     };
-    let last_ready = memory(cr).last_ready;
+    let last_ready = memory(stack).last_ready;
     let remembered = last_ready
         .as_ref()
         .is_some_and(|l| l.desired_hash == revision.desired_hash);
@@ -130,7 +132,7 @@ pub(super) fn judge(cr: &LlamaStackDistribution, deployment: &Deployment, pods: 
     }
     let observed =
         status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
-    let due = policy(cr) == RollbackPolicy::Automatic
+    let due = policy(stack) == RollbackPolicy::Automatic
         && !remembered
         && desired > 0
         && available == 0
@@ -145,7 +147,7 @@ pub(super) fn judge(cr: &LlamaStackDistribution, deployment: &Deployment, pods: 
         Some(trouble) => Verdict::RollBack {
             rejected: RejectedRevision {
                 revision,
-                generation: cr.metadata.generation.unwrap_or_default(),
+                generation: stack.resource.metadata.generation.unwrap_or_default(),
                 reason: trouble.reason.as_str().to_owned(),
                 message: trouble.message,
                 rejected_at: Some(Time(jiff::Timestamp::now())),

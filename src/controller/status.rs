@@ -19,6 +19,7 @@ use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Mount, Planned};
 use super::recent_writes;
 use super::server_info::ServerInfo;
+use super::stack::Stack;
 use super::{events, rollback, rollout};
 use crate::api::common::{
     DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
@@ -109,7 +110,7 @@ impl Report {
     }
 
     /// The config half of the status after a successful apply.
-    pub(super) fn config_applied(&mut self, cr: &LlamaStackDistribution, planned: &Planned) {
+    pub(super) fn config_applied(&mut self, stack: &Stack<'_>, planned: &Planned) {
         let counts = format!(
             "{} providers and {} models",
             planned.generated.provider_count, planned.generated.resource_count
@@ -150,10 +151,10 @@ impl Report {
             true,
             Reason::DeploymentUpdateSucceeded,
             match &cm_name {
-                Some(cm) => format!("Deployment {} updated with config {cm}", cr.name_any()),
+                Some(cm) => format!("Deployment {} updated with config {cm}", stack.name),
                 None => format!(
                     "Deployment {} updated with the image's own config",
-                    cr.name_any()
+                    stack.name
                 ),
             },
         );
@@ -193,11 +194,11 @@ impl Report {
     /// resolves, `image-overrides` applied).
     pub(super) fn distributions(
         &mut self,
-        cr: &LlamaStackDistribution,
+        stack: &Stack<'_>,
         catalog: &llama_stack_resolver::Catalog,
     ) {
         let known = self.status.distribution_config.take().unwrap_or_default();
-        let active = cr
+        let active = stack
             .spec
             .distribution
             .name
@@ -212,16 +213,16 @@ impl Report {
 
     /// `status.externalProviders[]` and `ExternalProvidersReady` from the newest server Pod;
     /// `None` when the resource has no external providers.
-    pub(super) fn external_providers(&mut self, cr: &LlamaStackDistribution, pods: Option<&[Pod]>) {
+    pub(super) fn external_providers(&mut self, stack: &Stack<'_>, pods: Option<&[Pod]>) {
         let Some(pods) = pods else {
             self.status.external_providers = None;
             self.conditions
                 .remove(ConditionType::ExternalProvidersReady);
             return;
         };
-        let providers = builders::external::of(cr);
+        let providers = &stack.external_providers;
         let previous = self.status.external_providers.clone().unwrap_or_default();
-        let statuses = provider_statuses(&providers, newest(pods), &previous);
+        let statuses = provider_statuses(providers, newest(pods), &previous);
         let ready = statuses
             .iter()
             .filter(|s| s.phase == ExternalProviderPhase::Ready)
@@ -256,7 +257,7 @@ impl Report {
     /// whether the stack is Ready.
     pub(super) fn workload(
         &mut self,
-        cr: &LlamaStackDistribution,
+        stack: &Stack<'_>,
         deployment: Option<&Deployment>,
         applied: Option<&Applied>,
         pods: Option<&[Pod]>,
@@ -274,9 +275,9 @@ impl Report {
                 "Service is ready",
             );
         }
-        self.storage(cr, applied.and_then(|a| a.pvc_phase.as_deref()));
+        self.storage(stack, applied.and_then(|a| a.pvc_phase.as_deref()));
         self.status.available_replicas = Some(replicas.available);
-        self.status.service_url = deployment.map(|_| service_url(cr));
+        self.status.service_url = deployment.map(|_| service_url(stack));
         let route_url = applied.and_then(|a| a.route_url.clone());
         if applied.is_some() {
             self.status.route_url = route_url;
@@ -375,13 +376,8 @@ impl Report {
         }
     }
 
-    fn storage(&mut self, cr: &LlamaStackDistribution, pvc_phase: Option<&str>) {
-        let wanted = cr
-            .spec
-            .workload
-            .as_ref()
-            .and_then(|w| w.storage.as_ref())
-            .is_some();
+    fn storage(&mut self, stack: &Stack<'_>, pvc_phase: Option<&str>) {
+        let wanted = stack.storage.is_some();
         match pvc_phase {
             None if !wanted => self.conditions.remove(ConditionType::StorageReady),
             None => {}
@@ -395,7 +391,7 @@ impl Report {
                 ConditionType::StorageReady,
                 false,
                 Reason::StorageNotBound,
-                format!("PVC {} is not bound: {phase}", builders::pvc_name(cr)),
+                format!("PVC {} is not bound: {phase}", builders::pvc_name(stack)),
             ),
         }
     }
@@ -568,16 +564,12 @@ impl Replicas {
 }
 
 /// The in-cluster URL of the server.
-fn service_url(cr: &LlamaStackDistribution) -> String {
-    let ns = cr.namespace().unwrap_or_default();
-    let port = cr
-        .spec
-        .networking
-        .as_ref()
-        .map_or(builders::DEFAULT_PORT, |n| n.port);
+fn service_url(stack: &Stack<'_>) -> String {
+    let ns = stack.namespace;
+    let port = stack.networking.port;
     format!(
         "http://{}.{ns}.svc.cluster.local:{port}",
-        builders::service_name(cr)
+        builders::service_name(stack)
     )
 }
 

@@ -9,8 +9,8 @@ use rustls_pki_types::pem::PemObject;
 use serde_json::json;
 
 use super::names::labels;
-use super::object::{BuildError, metadata, name_of, stamped};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use super::object::{BuildError, metadata, stamped};
+use crate::controller::stack::Stack;
 
 /// Key of the managed bundle (and the default source key).
 pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
@@ -47,8 +47,8 @@ pub enum CaBundleError {
 }
 
 /// Name of the managed ConfigMap.
-pub fn ca_bundle_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-ca-bundle", name_of(cr))
+pub fn ca_bundle_name(stack: &Stack) -> String {
+    format!("{}-ca-bundle", stack.name)
 }
 
 /// Checks the PEM text of each `(key, text)` and joins the certificates into one bundle.
@@ -99,8 +99,8 @@ fn pem(der: &[u8]) -> String {
     out
 }
 
-pub(super) fn config_map(cr: &LlamaStackDistribution, pem: &str) -> Result<ConfigMap, BuildError> {
-    let mut meta = metadata(cr, &ca_bundle_name(cr));
+pub(super) fn config_map(stack: &Stack, pem: &str) -> Result<ConfigMap, BuildError> {
+    let mut meta = metadata(stack, &ca_bundle_name(stack));
     meta["labels"][labels::COMPONENT] = json!("ca-bundle");
     stamped(json!({
         "apiVersion": "v1", "kind": "ConfigMap",

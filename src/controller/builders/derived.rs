@@ -8,13 +8,13 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::json;
 
-use super::object::{BuildError, metadata, name_of, typed};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use super::object::{BuildError, metadata, typed};
+use crate::controller::stack::Stack;
 use crate::stack_config::env::UrlPart;
 
 /// Name of the derived Secret.
-pub fn derived_secret_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-derived", name_of(cr))
+pub fn derived_secret_name(stack: &Stack) -> String {
+    format!("{}-derived", stack.name)
 }
 
 /// The key of one part of the SQL store's connection string.
@@ -30,7 +30,7 @@ pub fn derived_secret_key(part: UrlPart) -> String {
 /// desired-hash annotation: a hash of a short password in metadata would invite guessing, so the
 /// apply compares the data itself.
 pub(super) fn secret(
-    cr: &LlamaStackDistribution,
+    stack: &Stack,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<Option<Secret>, BuildError> {
     if data.is_empty() {
@@ -40,7 +40,7 @@ pub(super) fn secret(
         "Secret",
         json!({
             "apiVersion": "v1", "kind": "Secret",
-            "metadata": metadata(cr, &derived_secret_name(cr)),
+            "metadata": metadata(stack, &derived_secret_name(stack)),
             "type": "Opaque",
             "data": data,
         }),

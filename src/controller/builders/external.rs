@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::api::common::{ExternalProviderRef, ExternalProvidersSpec, PullPolicy};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::common::{ExternalProviderRef, PullPolicy};
+use crate::controller::stack::Stack;
 use crate::external::{
     MERGED_DIR, PROVIDERS_DIR, TERMINATION_LOG, TOOLS_DIR, install_container_name,
 };
@@ -13,15 +13,6 @@ use super::names::{CONFIG_DIR, volumes};
 
 /// Python packages installed for the providers (prepended to the server's PYTHONPATH).
 pub const PYTHON_PACKAGES: &str = "/opt/llama-stack/external-providers/python-packages";
-
-/// The external providers of `cr`, if any.
-pub fn of(cr: &LlamaStackDistribution) -> Vec<(&'static str, &ExternalProviderRef)> {
-    cr.spec
-        .external_providers
-        .as_ref()
-        .map(ExternalProvidersSpec::ordered)
-        .unwrap_or_default()
-}
 
 fn restricted() -> Value {
     json!({"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]},
@@ -73,12 +64,12 @@ fn tool(name: &str) -> String {
 /// install the packages, merge the config (`config`: its path in the server container), preflight
 /// (distribution image).
 pub fn init_containers(
-    cr: &LlamaStackDistribution,
+    stack: &Stack,
     image: &str,
     operator_image: &str,
     config: &str,
 ) -> Vec<Value> {
-    let providers = of(cr);
+    let providers = &stack.external_providers;
     if providers.is_empty() {
         return Vec::new();
     }
@@ -202,8 +193,8 @@ fn preflight(image: &str, mounts: &Mounts) -> Value {
 }
 
 /// Volumes the steps share; none without external providers.
-pub fn volumes(cr: &LlamaStackDistribution) -> Vec<Value> {
-    if of(cr).is_empty() {
+pub fn volumes(stack: &Stack) -> Vec<Value> {
+    if !stack.has_external_providers() {
         return Vec::new();
     }
     vec![

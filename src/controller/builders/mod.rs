@@ -22,7 +22,7 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::DynamicObject;
 
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::controller::stack::Stack;
 
 pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
 pub use derived::{derived_secret_key, derived_secret_name};
@@ -73,31 +73,31 @@ pub struct Desired {
 }
 
 /// Builds every desired object.
-pub fn desired(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Desired, BuildError> {
+pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
     let config_map = match (inputs.config, inputs.generated) {
-        (ServerConfig::Generated(_), Some(generated)) => Some(config_map(cr, generated)?),
+        (ServerConfig::Generated(_), Some(generated)) => Some(config_map(stack, generated)?),
         _ => None,
     };
     let ca_bundle = inputs
         .ca_bundle
-        .map(|pem| ca_bundle::config_map(cr, pem))
+        .map(|pem| ca_bundle::config_map(stack, pem))
         .transpose()?;
-    let (ingress, route) = network::exposure(cr, inputs.routes_available)?;
+    let (ingress, route) = network::exposure(stack, inputs.routes_available)?;
     Ok(Desired {
         config_map,
-        deployment: deployment(cr, inputs)?,
-        service: network::service(cr)?,
-        service_account: workload::service_account(cr, inputs.pull_secrets)?,
-        pvc: persistent_volume_claim(cr)?,
+        deployment: deployment(stack, inputs)?,
+        service: network::service(stack)?,
+        service_account: workload::service_account(stack, inputs.pull_secrets)?,
+        pvc: persistent_volume_claim(stack)?,
         ca_bundle,
-        network_policy: network::network_policy(cr, inputs.operator_namespace)?,
+        network_policy: network::network_policy(stack, inputs.operator_namespace)?,
         ingress,
         route,
-        hpa: scaling::hpa(cr)?,
-        pdb: scaling::pdb(cr)?,
+        hpa: scaling::hpa(stack)?,
+        pdb: scaling::pdb(stack)?,
         derived_secret: inputs
             .derived
-            .map(|data| derived::secret(cr, data))
+            .map(|data| derived::secret(stack, data))
             .transpose()?
             .flatten(),
     })

@@ -6,26 +6,25 @@ use kube::api::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use super::names::PORT_NAME;
-use super::object::{BuildError, metadata, name_of, port, selector, stamp, stamped};
-use crate::api::polymorphic::BoolOrObject;
-use crate::api::v1alpha2::{ExposeOptions, LlamaStackDistribution};
+use super::object::{BuildError, metadata, selector, stamp, stamped};
+use crate::controller::stack::Stack;
 
 /// What the Service's name adds to the resource's name.
 pub const SERVICE_SUFFIX: &str = "-service";
 
 /// Name of the Service.
-pub fn service_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}{SERVICE_SUFFIX}", name_of(cr))
+pub fn service_name(stack: &Stack) -> String {
+    format!("{}{SERVICE_SUFFIX}", stack.name)
 }
 
 /// Name of the NetworkPolicy.
-pub fn network_policy_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-network-policy", name_of(cr))
+pub fn network_policy_name(stack: &Stack) -> String {
+    format!("{}-network-policy", stack.name)
 }
 
 /// Name of the Ingress (and of the Route).
-pub fn ingress_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-ingress", name_of(cr))
+pub fn ingress_name(stack: &Stack) -> String {
+    format!("{}-ingress", stack.name)
 }
 
 /// OpenShift's `route.openshift.io/v1` Route.
@@ -40,26 +39,21 @@ pub fn route_resource() -> ApiResource {
 }
 
 /// The ClusterIP Service in front of the server.
-pub(super) fn service(cr: &LlamaStackDistribution) -> Result<Service, BuildError> {
+pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
     stamped(json!({
         "apiVersion": "v1", "kind": "Service",
-        "metadata": metadata(cr, &service_name(cr)),
-        "spec": {"selector": selector(cr), "ports": [{"name": PORT_NAME, "port": port(cr), "targetPort": PORT_NAME, "protocol": "TCP"}]},
+        "metadata": metadata(stack, &service_name(stack)),
+        "spec": {"selector": selector(stack), "ports": [{"name": PORT_NAME, "port": stack.networking.port, "targetPort": PORT_NAME, "protocol": "TCP"}]},
     }))
 }
 
 /// Only the listed namespaces (plus the own namespace and the operator's) reach the server port;
 /// `*` opens it to every namespace. Without `allowedFrom` no policy is made.
 pub(super) fn network_policy(
-    cr: &LlamaStackDistribution,
+    stack: &Stack,
     operator_namespace: Option<&str>,
 ) -> Result<Option<NetworkPolicy>, BuildError> {
-    let Some(allowed) = cr
-        .spec
-        .networking
-        .as_ref()
-        .and_then(|n| n.allowed_from.as_ref())
-    else {
+    let Some(allowed) = stack.networking.allowed_from else {
         return Ok(None);
     };
     let namespaces = allowed.namespaces.clone().unwrap_or_default();
@@ -77,9 +71,9 @@ pub(super) fn network_policy(
     };
     stamped(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": metadata(cr, &network_policy_name(cr)),
-        "spec": {"podSelector": {"matchLabels": selector(cr)}, "policyTypes": ["Ingress"],
-            "ingress": [{"from": from, "ports": [{"protocol": "TCP", "port": port(cr)}]}]},
+        "metadata": metadata(stack, &network_policy_name(stack)),
+        "spec": {"podSelector": {"matchLabels": selector(stack)}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": from, "ports": [{"protocol": "TCP", "port": stack.networking.port}]}]},
     }))
     .map(Some)
 }
@@ -89,11 +83,11 @@ pub(super) fn network_policy(
 /// `expose.tlsSecretName` has no TLS section (and without `expose.hostname` no host), so unless
 /// the ingress controller terminates TLS by default, clients reach the server over plain HTTP
 /// (and `status.routeURL` says `http://`). A Route terminates TLS at the router: nothing to say.
-pub fn exposure_warning(cr: &LlamaStackDistribution, routes_available: bool) -> Option<String> {
+pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String> {
     if routes_available {
         return None;
     }
-    let options = exposed(cr)?;
+    let options = stack.networking.expose.clone()?;
     Some(match (options.hostname, options.tls_secret_name) {
         (None, None) => "networking.expose: the Ingress has no host and no TLS, so any host name the ingress controller serves reaches the server over plain HTTP; set networking.expose.hostname and networking.expose.tlsSecretName".to_owned(),
         (None, Some(_)) => "networking.expose: the Ingress has a TLS Secret but no host, so its certificate is served for any host name the ingress controller serves; set networking.expose.hostname to the name the certificate is for".to_owned(),
@@ -102,37 +96,17 @@ pub fn exposure_warning(cr: &LlamaStackDistribution, routes_available: bool) -> 
     })
 }
 
-/// `networking.expose`: `None` when not exposed, else its options (empty strings as unset).
-fn exposed(cr: &LlamaStackDistribution) -> Option<ExposeOptions> {
-    let set = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
-    match cr.spec.networking.as_ref()?.expose.as_ref()? {
-        BoolOrObject::Bool(exposed) => exposed.then(ExposeOptions::default),
-        BoolOrObject::Object(o) if o.enabled == Some(false) => None,
-        BoolOrObject::Object(o) => Some(ExposeOptions {
-            enabled: o.enabled,
-            hostname: set(&o.hostname),
-            ingress_class_name: set(&o.ingress_class_name),
-            tls_secret_name: set(&o.tls_secret_name),
-        }),
-    }
-}
-
 pub(super) fn exposure(
-    cr: &LlamaStackDistribution,
+    stack: &Stack,
     routes_available: bool,
 ) -> Result<(Option<Ingress>, Option<DynamicObject>), BuildError> {
-    let Some(options) = exposed(cr) else {
+    let Some(options) = stack.networking.expose.clone() else {
         return Ok((None, None));
     };
     let hostname = options.hostname.clone();
-    let tls = cr
-        .spec
-        .networking
-        .as_ref()
-        .and_then(|n| n.tls.as_ref())
-        .is_some_and(|t| t.enabled);
+    let tls = stack.networking.tls;
     if routes_available {
-        let mut spec = json!({"to": {"kind": "Service", "name": service_name(cr)}, "port": {"targetPort": PORT_NAME}});
+        let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack)}, "port": {"targetPort": PORT_NAME}});
         if let Some(host) = &hostname {
             spec["host"] = json!(host);
         }
@@ -145,7 +119,7 @@ pub(super) fn exposure(
         // A Route has no typed form here: as a dynamic object it keeps every field it is given.
         let route: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "route.openshift.io/v1", "kind": "Route",
-            "metadata": metadata(cr, &ingress_name(cr)),
+            "metadata": metadata(stack, &ingress_name(stack)),
             "spec": spec,
         }))
         .map_err(|source| BuildError::Invalid {
@@ -156,11 +130,11 @@ pub(super) fn exposure(
         return Ok((None, Some(route)));
     }
     let mut rule = json!({"http": {"paths": [{"path": "/", "pathType": "Prefix",
-        "backend": {"service": {"name": service_name(cr), "port": {"name": PORT_NAME}}}}]}});
+        "backend": {"service": {"name": service_name(stack), "port": {"name": PORT_NAME}}}}]}});
     if let Some(host) = &hostname {
         rule["host"] = json!(host);
     }
-    let mut metadata = metadata(cr, &ingress_name(cr));
+    let mut metadata = metadata(stack, &ingress_name(stack));
     if tls {
         // The backend speaks HTTPS; common controllers read this annotation.
         metadata["annotations"] = json!({"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"});

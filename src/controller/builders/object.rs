@@ -8,8 +8,8 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::names::{DEFAULT_PORT, labels};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use super::names::labels;
+use crate::controller::stack::Stack;
 
 /// Field manager of every apply.
 pub const FIELD_MANAGER: &str = "llama-stack-operator";
@@ -44,27 +44,23 @@ pub enum BuildError {
     },
 }
 
-pub(super) fn name_of(cr: &LlamaStackDistribution) -> String {
-    cr.metadata.name.clone().unwrap_or_default()
-}
-
 /// The labels of every owned object.
-pub(super) fn common_labels(cr: &LlamaStackDistribution) -> BTreeMap<String, String> {
-    let mut labels = selector_labels(cr);
+pub(super) fn common_labels(stack: &Stack) -> BTreeMap<String, String> {
+    let mut labels = selector_labels(stack);
     labels.insert(labels::MANAGED_BY.to_owned(), FIELD_MANAGER.to_owned());
     labels
 }
 
 /// The labels that select the server Pods.
-pub(super) fn selector_labels(cr: &LlamaStackDistribution) -> BTreeMap<String, String> {
+pub(super) fn selector_labels(stack: &Stack) -> BTreeMap<String, String> {
     BTreeMap::from([
         (labels::NAME.to_owned(), labels::APP.to_owned()),
-        (labels::INSTANCE.to_owned(), name_of(cr)),
+        (labels::INSTANCE.to_owned(), stack.name.to_owned()),
     ])
 }
 
-pub(super) fn selector(cr: &LlamaStackDistribution) -> Value {
-    json!(selector_labels(cr))
+pub(super) fn selector(stack: &Stack) -> Value {
+    json!(selector_labels(stack))
 }
 
 /// The label selector of everything the operator made for the resource named `name`.
@@ -77,9 +73,11 @@ pub fn owned_by_selector(name: &str) -> String {
 }
 
 /// The controller owner reference; none for an object not yet stored (no uid, e.g. `render`).
-pub(super) fn owners(cr: &LlamaStackDistribution) -> Value {
+pub(super) fn owners(stack: &Stack) -> Value {
     Value::Array(
-        cr.controller_owner_ref(&())
+        stack
+            .owner
+            .as_ref()
             .and_then(|o| serde_json::to_value(o).ok())
             .into_iter()
             .collect(),
@@ -87,12 +85,8 @@ pub(super) fn owners(cr: &LlamaStackDistribution) -> Value {
 }
 
 /// Standard metadata of an owned object.
-pub(super) fn metadata(cr: &LlamaStackDistribution, name: &str) -> Value {
-    json!({"name": name, "namespace": cr.metadata.namespace, "labels": common_labels(cr), "ownerReferences": owners(cr)})
-}
-
-pub(super) fn port(cr: &LlamaStackDistribution) -> i32 {
-    cr.spec.networking.as_ref().map_or(DEFAULT_PORT, |n| n.port)
+pub(super) fn metadata(stack: &Stack, name: &str) -> Value {
+    json!({"name": name, "namespace": Some(stack.namespace).filter(|ns| !ns.is_empty()), "labels": common_labels(stack), "ownerReferences": owners(stack)})
 }
 
 /// Converts the builder's JSON to the typed object, refusing any field the type would drop.

@@ -6,40 +6,33 @@ use serde_json::{Value, json};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::object::{BuildError, metadata, name_of, selector, stamped};
-use crate::api::v1alpha2::{LlamaStackDistribution, PodDisruptionBudgetSpec};
+use super::object::{BuildError, metadata, selector, stamped};
+use crate::api::v1alpha2::PodDisruptionBudgetSpec;
+use crate::controller::stack::Stack;
 
 /// CPU utilization target when autoscaling names no metric.
 const DEFAULT_CPU_TARGET: i32 = 80;
 
 /// Name of the HorizontalPodAutoscaler.
-pub fn hpa_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-hpa", name_of(cr))
+pub fn hpa_name(stack: &Stack) -> String {
+    format!("{}-hpa", stack.name)
 }
 
 /// Name of the PodDisruptionBudget.
-pub fn pdb_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-pdb", name_of(cr))
+pub fn pdb_name(stack: &Stack) -> String {
+    format!("{}-pdb", stack.name)
 }
 
 /// The fewest replicas that can be running: the fixed count, or the autoscaler's minimum.
-pub fn minimum_replicas(cr: &LlamaStackDistribution) -> i32 {
-    let workload = cr.spec.workload.as_ref();
-    match workload.and_then(|w| w.autoscaling.as_ref()) {
+pub fn minimum_replicas(stack: &Stack) -> i32 {
+    match &stack.workload.autoscaling {
         Some(a) => a.min_replicas.unwrap_or(1).max(1),
-        None => workload.and_then(|w| w.replicas).unwrap_or(1),
+        None => stack.workload.replicas.unwrap_or(1),
     }
 }
 
-pub(super) fn hpa(
-    cr: &LlamaStackDistribution,
-) -> Result<Option<HorizontalPodAutoscaler>, BuildError> {
-    let Some(autoscaling) = cr
-        .spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.autoscaling.as_ref())
-    else {
+pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, BuildError> {
+    let Some(autoscaling) = stack.workload.autoscaling.as_ref() else {
         return Ok(None);
     };
     let target = |resource: &str, percent: i32| -> Value {
@@ -58,9 +51,9 @@ pub(super) fn hpa(
     let min = autoscaling.min_replicas.unwrap_or(1).max(1);
     stamped(json!({
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": metadata(cr, &hpa_name(cr)),
+        "metadata": metadata(stack, &hpa_name(stack)),
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name_of(cr)},
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": stack.name},
             "minReplicas": min,
             "maxReplicas": autoscaling.max_replicas.max(min),
             "metrics": metrics,
@@ -73,12 +66,12 @@ pub(super) fn hpa(
 /// count; [`pdb_warning`] says when it blocks every drain). Without one, a budget only when at
 /// least two replicas always run, at most one Pod down at a time: with one replica, any budget
 /// that protects it would block every node drain.
-pub(super) fn pdb(cr: &LlamaStackDistribution) -> Result<Option<PodDisruptionBudget>, BuildError> {
-    let user = user_budget(cr);
-    if user.is_none() && minimum_replicas(cr) < 2 {
+pub(super) fn pdb(stack: &Stack) -> Result<Option<PodDisruptionBudget>, BuildError> {
+    let user = user_budget(stack);
+    if user.is_none() && minimum_replicas(stack) < 2 {
         return Ok(None);
     }
-    let mut spec = json!({"selector": {"matchLabels": selector(cr)}});
+    let mut spec = json!({"selector": {"matchLabels": selector(stack)}});
     match user {
         Some(budget) if budget.min_available.is_some() => {
             spec["minAvailable"] = json!(budget.min_available);
@@ -90,17 +83,14 @@ pub(super) fn pdb(cr: &LlamaStackDistribution) -> Result<Option<PodDisruptionBud
     }
     stamped(json!({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": metadata(cr, &pdb_name(cr)),
+        "metadata": metadata(stack, &pdb_name(stack)),
         "spec": spec,
     }))
     .map(Some)
 }
 
-fn user_budget(cr: &LlamaStackDistribution) -> Option<&PodDisruptionBudgetSpec> {
-    cr.spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.pod_disruption_budget.as_ref())
+fn user_budget<'a>(stack: &Stack<'a>) -> Option<&'a PodDisruptionBudgetSpec> {
+    stack.workload.pod_disruption_budget.as_ref()
 }
 
 /// Whether a budget lets no Pod of `replicas` be evicted: a node drain then waits for a person.
@@ -124,9 +114,9 @@ fn blocks_every_eviction(budget: &PodDisruptionBudgetSpec, replicas: i32) -> boo
 
 /// A warning when the user's budget lets no server Pod be evicted at the fewest replicas that
 /// run: every node drain then waits until someone scales up or edits the budget.
-pub fn pdb_warning(cr: &LlamaStackDistribution) -> Option<String> {
-    let budget = user_budget(cr)?;
-    let replicas = minimum_replicas(cr);
+pub fn pdb_warning(stack: &Stack) -> Option<String> {
+    let budget = user_budget(stack)?;
+    let replicas = minimum_replicas(stack);
     blocks_every_eviction(budget, replicas).then(|| {
         format!(
             "workload.podDisruptionBudget lets no Pod of {replicas} replica(s) be evicted, so every node drain waits for a person; raise the replicas or allow one Pod down (maxUnavailable: 1)"

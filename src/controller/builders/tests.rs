@@ -1,8 +1,10 @@
+use crate::api::v1alpha2::LlamaStackDistribution;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
 use super::object::*;
 use super::*;
+use crate::controller::stack::Stack;
 use crate::stack_config::GeneratedConfig;
 
 fn cr(spec: Value) -> LlamaStackDistribution {
@@ -11,6 +13,11 @@ fn cr(spec: Value) -> LlamaStackDistribution {
         "metadata": {"name": "s", "namespace": "ns", "uid": "u-1"}, "spec": spec}),
     )
     .unwrap()
+}
+
+/// The view the builders take.
+fn view(cr: &LlamaStackDistribution) -> Stack<'_> {
+    Stack::validate(cr).unwrap()
 }
 
 fn generated() -> GeneratedConfig {
@@ -39,7 +46,7 @@ fn build(spec: Value, tweak: impl FnOnce(&mut Inputs)) -> Desired {
     let g = generated();
     let mut inputs = base_inputs(&g);
     tweak(&mut inputs);
-    desired(&cr(spec), &inputs).unwrap()
+    desired(&view(&cr(spec)), &inputs).unwrap()
 }
 
 fn value<T: serde::Serialize>(t: &T) -> Value {
@@ -60,7 +67,7 @@ fn one_replica_gets_no_budget_unless_the_user_asks_and_is_then_warned() {
         json!(1),
         "an explicit budget is made, as the upstream operator made it"
     );
-    let warning = pdb_warning(&cr(spec)).unwrap();
+    let warning = pdb_warning(&view(&cr(spec))).unwrap();
     assert!(warning.contains("every node drain waits"), "{warning}");
     for (budget, replicas, blocks) in [
         (json!({"maxUnavailable": 1}), 1, false),
@@ -76,7 +83,7 @@ fn one_replica_gets_no_budget_unless_the_user_asks_and_is_then_warned() {
             json!({"distribution": {"name": "starter"}, "workload": {"replicas": replicas, "podDisruptionBudget": budget}}),
         );
         assert_eq!(
-            pdb_warning(&resource).is_some(),
+            pdb_warning(&view(&resource)).is_some(),
             blocks,
             "{budget} with {replicas} replicas"
         );
@@ -149,13 +156,13 @@ fn allowed_from_star_opens_every_namespace_only() {
 fn an_ingress_without_tls_is_named_in_a_warning_and_a_route_is_not() {
     let bare = cr(json!({"distribution": {"name": "starter"}, "networking": {"expose": true}}));
     assert!(
-        exposure_warning(&bare, false)
+        exposure_warning(&view(&bare), false)
             .unwrap()
             .contains("no host and no TLS"),
         "plain HTTP at any host"
     );
     assert_eq!(
-        exposure_warning(&bare, true),
+        exposure_warning(&view(&bare), true),
         None,
         "a Route terminates TLS"
     );
@@ -163,12 +170,12 @@ fn an_ingress_without_tls_is_named_in_a_warning_and_a_route_is_not() {
         json!({"distribution": {"name": "starter"}, "networking": {"expose": {"hostname": "llama.example.com"}}}),
     );
     assert!(
-        exposure_warning(&named, false)
+        exposure_warning(&view(&named), false)
             .unwrap()
             .contains("for llama.example.com has no TLS section")
     );
     let hidden = cr(json!({"distribution": {"name": "starter"}}));
-    assert_eq!(exposure_warning(&hidden, false), None);
+    assert_eq!(exposure_warning(&view(&hidden), false), None);
 }
 
 /// `expose.tlsSecretName` and `expose.ingressClassName` reach the Ingress: a TLS section for the
@@ -184,7 +191,7 @@ fn an_ingress_gets_its_tls_secret_and_class() {
         ingress["tls"],
         json!([{"hosts": ["llama.example.com"], "secretName": "llama-cert"}])
     );
-    assert_eq!(exposure_warning(&cr(spec.clone()), false), None);
+    assert_eq!(exposure_warning(&view(&cr(spec.clone())), false), None);
     let route = build(spec, |i| i.routes_available = true)
         .route
         .expect("a Route");
@@ -193,7 +200,8 @@ fn an_ingress_gets_its_tls_secret_and_class() {
         json!({"distribution": {"name": "starter"}, "networking": {"expose": {"tlsSecretName": "c"}}}),
     );
     assert!(
-        exposure_warning(&hostless, false).is_some_and(|w| w.contains("TLS Secret but no host")),
+        exposure_warning(&view(&hostless), false)
+            .is_some_and(|w| w.contains("TLS Secret but no host")),
         "a certificate without a host is named"
     );
 }
@@ -233,7 +241,7 @@ fn the_managed_service_account_has_no_token_and_the_namespace_pull_secrets() {
         Some(false)
     );
     let with = desired(
-        &cr(json!({"distribution": {"name": "starter"}})),
+        &view(&cr(json!({"distribution": {"name": "starter"}}))),
         &Inputs {
             pull_secrets: &pull,
             config: ServerConfig::Generated("c"),
@@ -405,7 +413,11 @@ fn an_existing_deployments_selector_is_kept_and_its_labels_reach_the_pods() {
         existing_selector: Some(&upstream),
         ..Default::default()
     };
-    let d = desired(&cr(json!({"distribution": {"name": "starter"}})), &inputs).unwrap();
+    let d = desired(
+        &view(&cr(json!({"distribution": {"name": "starter"}}))),
+        &inputs,
+    )
+    .unwrap();
     let spec = value(&d.deployment.spec);
     assert_eq!(
         spec["selector"]["matchLabels"],
@@ -429,7 +441,7 @@ fn the_operators_own_selector_read_back_changes_nothing() {
         ..Default::default()
     };
     let cr = cr(json!({"distribution": {"name": "starter"}}));
-    let first = desired(&cr, &base).unwrap();
+    let first = desired(&view(&cr), &base).unwrap();
     let own = first
         .deployment
         .spec
@@ -440,7 +452,7 @@ fn the_operators_own_selector_read_back_changes_nothing() {
         .clone()
         .unwrap();
     let again = desired(
-        &cr,
+        &view(&cr),
         &Inputs {
             existing_selector: Some(&own),
             ..base.clone()
@@ -492,7 +504,7 @@ fn every_builder_sets_only_fields_its_type_has() {
         operator_image: "reg/op:1",
         ..base_inputs(&g)
     };
-    let desired = desired(&cr(spec), &inputs).unwrap();
+    let desired = desired(&view(&cr(spec)), &inputs).unwrap();
     assert!(desired.derived_secret.is_some());
     assert!(desired.pvc.is_some() && desired.hpa.is_some() && desired.pdb.is_some());
     assert!(desired.network_policy.is_some() && desired.ingress.is_some());
@@ -821,7 +833,7 @@ mod by_construction {
                 mounts.iter().map(|(v, p)| (volumes[v % volumes.len()], *p)).collect()
             };
             let resource = cr(spec(&volumes, &mounts, &env, flags));
-            let d = desired(&resource, &inputs).unwrap();
+            let d = desired(&view(&resource), &inputs).unwrap();
             let pod = pod_of(&d);
             let volume_list = pod["volumes"].as_array().unwrap();
             assert_unique("volume", volume_list.iter().map(|v| v["name"].as_str().unwrap()));

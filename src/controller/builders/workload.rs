@@ -9,12 +9,12 @@ use super::names::{
     CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, labels, volumes,
 };
 use super::object::{
-    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, common_labels, metadata, name_of,
-    owners, port, selector, stamped, typed,
+    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, common_labels, metadata, owners,
+    selector, stamped, typed,
 };
 use super::user_parts::{self, UserParts};
 use super::{ca_bundle, derived, external};
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::controller::stack::Stack;
 use crate::stack_config::GeneratedConfig;
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::TLS_DIR;
@@ -42,52 +42,44 @@ pub fn generated_config_map_prefix(cr: &str) -> String {
 }
 
 /// Where the server keeps its state: `workload.storage.mountPath`, else `/.llama`.
-fn data_dir(cr: &LlamaStackDistribution) -> String {
-    cr.spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.storage.as_ref())
-        .and_then(|s| s.mount_path.clone())
-        .unwrap_or_else(|| DATA_DIR.to_owned())
+fn data_dir<'a>(stack: &Stack<'a>) -> &'a str {
+    stack
+        .storage
+        .and_then(|s| s.mount_path.as_deref())
+        .unwrap_or(DATA_DIR)
 }
 
 /// Name of the data PVC.
-pub fn pvc_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-pvc", name_of(cr))
+pub fn pvc_name(stack: &Stack) -> String {
+    format!("{}-pvc", stack.name)
 }
 
 /// Name of the operator-managed ServiceAccount (made unless the user names their own).
-pub fn managed_service_account_name(cr: &LlamaStackDistribution) -> String {
-    format!("{}-sa", name_of(cr))
+pub fn managed_service_account_name(stack: &Stack) -> String {
+    format!("{}-sa", stack.name)
 }
 
 /// The ServiceAccount the server Pods run as: the user's, else the operator-managed one.
-pub fn service_account_name(cr: &LlamaStackDistribution) -> String {
-    user_service_account(cr).unwrap_or_else(|| managed_service_account_name(cr))
-}
-
-fn user_service_account(cr: &LlamaStackDistribution) -> Option<String> {
-    cr.spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.overrides.as_ref())
-        .and_then(|o| o.service_account_name.clone())
+pub fn service_account_name(stack: &Stack) -> String {
+    stack
+        .user_service_account()
+        .map_or_else(|| managed_service_account_name(stack), str::to_owned)
 }
 
 /// The managed ServiceAccount: no API token (the server never calls the API server), and the
 /// pull secrets of the namespace's `default` ServiceAccount, so private images pull as they
 /// would without it. `None` when the user names their own.
 pub fn service_account(
-    cr: &LlamaStackDistribution,
+    stack: &Stack,
     pull_secrets: &[String],
 ) -> Result<Option<ServiceAccount>, BuildError> {
-    if user_service_account(cr).is_some() {
+    if stack.user_service_account().is_some() {
         return Ok(None);
     }
     let secrets: Vec<Value> = pull_secrets.iter().map(|n| json!({"name": n})).collect();
     stamped(json!({
         "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": metadata(cr, &managed_service_account_name(cr)),
+        "metadata": metadata(stack, &managed_service_account_name(stack)),
         "automountServiceAccountToken": false,
         "imagePullSecrets": secrets,
     }))
@@ -95,10 +87,8 @@ pub fn service_account(
 }
 
 /// The PersistentVolumeClaim for `workload.storage`, if asked for.
-pub fn persistent_volume_claim(
-    cr: &LlamaStackDistribution,
-) -> Result<Option<PersistentVolumeClaim>, BuildError> {
-    let Some(storage) = cr.spec.workload.as_ref().and_then(|w| w.storage.as_ref()) else {
+pub fn persistent_volume_claim(stack: &Stack) -> Result<Option<PersistentVolumeClaim>, BuildError> {
+    let Some(storage) = stack.storage else {
         return Ok(None);
     };
     let size = storage
@@ -107,43 +97,31 @@ pub fn persistent_volume_claim(
         .map_or(DEFAULT_STORAGE_SIZE.to_owned(), |q| q.0.clone());
     stamped(json!({
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": metadata(cr, &pvc_name(cr)),
+        "metadata": metadata(stack, &pvc_name(stack)),
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
     }))
     .map(Some)
 }
 
 /// The generated, immutable, hash-named ConfigMap.
-pub fn config_map(
-    cr: &LlamaStackDistribution,
-    generated: &GeneratedConfig,
-) -> Result<ConfigMap, BuildError> {
+pub fn config_map(stack: &Stack, generated: &GeneratedConfig) -> Result<ConfigMap, BuildError> {
     typed(
         "ConfigMap",
         json!({
             "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": config_map_name(&name_of(cr), &generated.hash), "namespace": cr.metadata.namespace,
-                "labels": common_labels(cr), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(cr)},
+            "metadata": {"name": config_map_name(stack.name, &generated.hash), "namespace": Some(stack.namespace).filter(|ns| !ns.is_empty()),
+                "labels": common_labels(stack), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(stack)},
             "immutable": true,
             "data": {"config.yaml": generated.yaml},
         }),
     )
 }
 
-fn tls_secret(cr: &LlamaStackDistribution) -> Option<String> {
-    cr.spec
-        .networking
-        .as_ref()
-        .and_then(|n| n.tls.as_ref())
-        .filter(|t| t.enabled)
-        .and_then(|t| t.secret_name.clone())
-}
-
 /// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
 /// their own there and the config is generated (the user's mount wins, the generated config moves
 /// aside). A user's ConfigMap stays at [`CONFIG_DIR`], where its own command may name it.
-pub fn config_dir(cr: &LlamaStackDistribution, config: ServerConfig) -> &'static str {
-    let taken = user_parts_of(cr)
+pub fn config_dir(stack: &Stack, config: ServerConfig) -> &'static str {
+    let taken = user_parts_of(stack)
         .mounts
         .iter()
         .any(|m| user_parts::normalized(&m.mount_path) == CONFIG_DIR);
@@ -154,38 +132,38 @@ pub fn config_dir(cr: &LlamaStackDistribution, config: ServerConfig) -> &'static
 }
 
 /// What the user adds to the Pod (`workload.overrides`).
-fn user_parts_of(cr: &LlamaStackDistribution) -> UserParts<'_> {
-    let overrides = cr.spec.workload.as_ref().and_then(|w| w.overrides.as_ref());
+fn user_parts_of<'a>(stack: &Stack<'a>) -> UserParts<'a> {
+    let overrides = stack.overrides;
     UserParts {
-        volumes: overrides
-            .and_then(|o| o.volumes.as_deref())
-            .unwrap_or_default(),
-        mounts: overrides
-            .and_then(|o| o.volume_mounts.as_deref())
-            .unwrap_or_default(),
-        env: overrides.and_then(|o| o.env.as_deref()).unwrap_or_default(),
+        volumes: overrides.volumes.as_deref().unwrap_or_default(),
+        mounts: overrides.volume_mounts.as_deref().unwrap_or_default(),
+        env: overrides.env.as_deref().unwrap_or_default(),
     }
 }
 
-fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
-    let with_external = !external::of(cr).is_empty();
+fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
+    let with_external = stack.has_external_providers();
     let mut env = Vec::new();
     if inputs.config.config_map().is_some() {
         let config = if with_external {
             format!("{}/config.yaml", crate::external::MERGED_DIR)
         } else {
-            format!("{}/{}", config_dir(cr, inputs.config), inputs.config.key())
+            format!(
+                "{}/{}",
+                config_dir(stack, inputs.config),
+                inputs.config.key()
+            )
         };
         env.push(json!({"name": "LLAMA_STACK_CONFIG", "value": config}));
     }
     env.extend([
         // `llama stack run` ignores server.port; the port comes from here.
-        json!({"name": "LLAMA_STACK_PORT", "value": port(cr).to_string()}),
-        json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(cr)}),
-        json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(cr))}),
-        json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(cr))}),
+        json!({"name": "LLAMA_STACK_PORT", "value": stack.networking.port.to_string()}),
+        json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(stack)}),
+        json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(stack))}),
+        json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(stack))}),
         // A non-root user may not own the image's home directory.
-        json!({"name": "HOME", "value": data_dir(cr)}),
+        json!({"name": "HOME", "value": data_dir(stack)}),
     ]);
     if with_external {
         env.push(json!({"name": "PYTHONPATH", "value": external::PYTHON_PACKAGES}));
@@ -200,24 +178,24 @@ fn env_vars(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
             // The reconciler splits URLs into an owned Secret named after the resource.
             // A query option the URL may not have is an optional key.
             EnvSource::SecretUrlPart { part, .. } if part.optional() => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
-                "name": derived::derived_secret_name(cr),
+                "name": derived::derived_secret_name(stack),
                 "key": derived::derived_secret_key(*part), "optional": true}}}),
             EnvSource::SecretUrlPart { part, .. } => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
-                "name": derived::derived_secret_name(cr),
+                "name": derived::derived_secret_name(stack),
                 "key": derived::derived_secret_key(*part)}}}),
         });
     }
     user_parts::merge_env(
         env,
-        user_parts_of(cr).env,
+        user_parts_of(stack).env,
         with_external.then_some(external::PYTHON_PACKAGES),
     )
 }
 
-fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
-    let workload = cr.spec.workload.clone().unwrap_or_default();
-    let overrides = workload.overrides.clone().unwrap_or_default();
-    let scheme = if tls_secret(cr).is_some() {
+fn container(stack: &Stack, inputs: &Inputs) -> Value {
+    let workload = stack.workload;
+    let overrides = stack.overrides;
+    let scheme = if stack.networking.tls_secret.is_some() {
         "HTTPS"
     } else {
         "HTTP"
@@ -231,18 +209,18 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
     };
     let mut mounts = Vec::new();
     if inputs.config.config_map().is_some() {
-        mounts.push(json!({"name": volumes::CONFIG, "mountPath": config_dir(cr, inputs.config), "readOnly": true}));
+        mounts.push(json!({"name": volumes::CONFIG, "mountPath": config_dir(stack, inputs.config), "readOnly": true}));
     }
-    mounts.push(json!({"name": volumes::DATA, "mountPath": data_dir(cr)}));
+    mounts.push(json!({"name": volumes::DATA, "mountPath": data_dir(stack)}));
     if inputs.ca_bundle.is_some() {
         mounts.push(
             json!({"name": volumes::CA_BUNDLE, "mountPath": ca_bundle::MOUNT_DIR, "readOnly": true}),
         );
     }
-    if tls_secret(cr).is_some() {
+    if stack.networking.tls_secret.is_some() {
         mounts.push(json!({"name": volumes::TLS, "mountPath": TLS_DIR, "readOnly": true}));
     }
-    if !external::of(cr).is_empty() {
+    if stack.has_external_providers() {
         mounts.push(json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": crate::external::PROVIDERS_DIR, "readOnly": true}));
         mounts.push(json!({"name": volumes::MERGED_CONFIG, "mountPath": crate::external::MERGED_DIR, "readOnly": true}));
     }
@@ -253,8 +231,8 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
     let mut container = json!({
         "name": "llama-stack",
         "image": inputs.image,
-        "ports": [{"name": PORT_NAME, "containerPort": port(cr), "protocol": "TCP"}],
-        "env": env_vars(cr, inputs),
+        "ports": [{"name": PORT_NAME, "containerPort": stack.networking.port, "protocol": "TCP"}],
+        "env": env_vars(stack, inputs),
         "volumeMounts": mounts,
         "resources": workload.resources.clone().and_then(|r| serde_json::to_value(r).ok()).unwrap_or(default_resources),
         "startupProbe": probe(json!({"periodSeconds": 5, "failureThreshold": 60})),
@@ -279,27 +257,26 @@ fn container(cr: &LlamaStackDistribution, inputs: &Inputs) -> Value {
     container
 }
 
-fn volumes(cr: &LlamaStackDistribution, inputs: &Inputs) -> Vec<Value> {
-    let workload = cr.spec.workload.clone().unwrap_or_default();
+fn volumes(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
     let mut volumes = Vec::new();
     if let Some(config_map) = inputs.config.config_map() {
         volumes.push(json!({"name": volumes::CONFIG, "configMap": {"name": config_map}}));
     }
-    volumes.push(match workload.storage {
+    volumes.push(match stack.storage {
         Some(_) => {
-            json!({"name": volumes::DATA, "persistentVolumeClaim": {"claimName": pvc_name(cr)}})
+            json!({"name": volumes::DATA, "persistentVolumeClaim": {"claimName": pvc_name(stack)}})
         }
         None => json!({"name": volumes::DATA, "emptyDir": {}}),
     });
     if inputs.ca_bundle.is_some() {
         volumes.push(
-            json!({"name": volumes::CA_BUNDLE, "configMap": {"name": ca_bundle::ca_bundle_name(cr)}}),
+            json!({"name": volumes::CA_BUNDLE, "configMap": {"name": ca_bundle::ca_bundle_name(stack)}}),
         );
     }
-    if let Some(secret) = tls_secret(cr) {
+    if let Some(secret) = stack.networking.tls_secret {
         volumes.push(json!({"name": volumes::TLS, "secret": {"secretName": secret}}));
     }
-    volumes.extend(external::volumes(cr));
+    volumes.extend(external::volumes(stack));
     volumes
 }
 
@@ -318,9 +295,9 @@ fn pod_security(inputs: &Inputs) -> Value {
 
 /// The Deployment running the server with the resolved image and the config ConfigMap. (About 80
 /// lines: the Pod template is one JSON object, read as the manifest it becomes.)
-pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deployment, BuildError> {
-    let workload = cr.spec.workload.clone().unwrap_or_default();
-    let overrides = workload.overrides.clone().unwrap_or_default();
+pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildError> {
+    let workload = stack.workload;
+    let overrides = stack.overrides;
     let mut annotations = serde_json::Map::new();
     if let Some(generated) = inputs.generated {
         annotations.insert(CONFIG_HASH.to_owned(), json!(generated.hash));
@@ -335,22 +312,26 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
         );
     }
     let mut pod = json!({
-        "serviceAccountName": service_account_name(cr),
+        "serviceAccountName": service_account_name(stack),
         "automountServiceAccountToken": false,
-        "containers": [container(cr, inputs)],
-        "volumes": volumes(cr, inputs),
+        "containers": [container(stack, inputs)],
+        "volumes": volumes(stack, inputs),
         "securityContext": pod_security(inputs),
     });
     let init = external::init_containers(
-        cr,
+        stack,
         inputs.image,
         inputs.operator_image,
-        &format!("{}/{}", config_dir(cr, inputs.config), inputs.config.key()),
+        &format!(
+            "{}/{}",
+            config_dir(stack, inputs.config),
+            inputs.config.key()
+        ),
     );
     if !init.is_empty() {
         pod["initContainers"] = json!(init);
     }
-    user_parts::merge_volumes(&mut pod, 0, &user_parts_of(cr));
+    user_parts::merge_volumes(&mut pod, 0, &user_parts_of(stack));
     if let Some(seconds) = overrides.termination_grace_period_seconds {
         pod["terminationGracePeriodSeconds"] = json!(seconds);
     }
@@ -364,12 +345,12 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
         // More than one replica: prefer different nodes, without ever blocking scheduling.
         None if spreading > 1 => {
             pod["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector(cr)}}]);
+                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector(stack)}}]);
         }
         None => {}
     }
-    let mut pod_labels = common_labels(cr);
-    if !external::of(cr).is_empty() {
+    let mut pod_labels = common_labels(stack);
+    if stack.has_external_providers() {
         pod_labels.insert(labels::EXTERNAL_PROVIDERS.to_owned(), "true".to_owned());
     }
     let selector = match inputs.existing_selector {
@@ -379,7 +360,7 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
             }
             json!(existing)
         }
-        None => selector(cr),
+        None => selector(stack),
     };
     let mut spec = json!({
         "selector": {"matchLabels": selector},
@@ -397,7 +378,7 @@ pub fn deployment(cr: &LlamaStackDistribution, inputs: &Inputs) -> Result<Deploy
     }
     stamped(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": metadata(cr, &name_of(cr)),
+        "metadata": metadata(stack, stack.name),
         "spec": spec,
     }))
 }

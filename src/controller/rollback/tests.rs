@@ -1,6 +1,12 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::api::v1alpha2::LlamaStackDistribution;
+
+/// The view the rollback judgement takes.
+fn view(cr: &LlamaStackDistribution) -> Stack<'_> {
+    Stack::validate(cr).unwrap()
+}
 
 const GOOD: &str = "hash-good";
 const BAD: &str = "hash-bad";
@@ -73,7 +79,7 @@ fn rejected_reason(verdict: Verdict) -> String {
 #[test]
 fn a_revision_with_every_replica_ready_is_remembered_once() {
     let fresh = stack(json!({}), json!({}));
-    let verdict = judge(&fresh, &deployment(BAD, 1, complete()), &[]);
+    let verdict = judge(&view(&fresh), &deployment(BAD, 1, complete()), &[]);
     assert_eq!(
         verdict,
         Verdict::Ready(RevisionStatus {
@@ -84,11 +90,11 @@ fn a_revision_with_every_replica_ready_is_remembered_once() {
     );
     let known = remembering(json!({}));
     assert_eq!(
-        judge(&known, &deployment(GOOD, 1, complete()), &[]),
+        judge(&view(&known), &deployment(GOOD, 1, complete()), &[]),
         Verdict::Steady
     );
     assert_eq!(
-        judge(&known, &deployment(BAD, 0, complete()), &[]),
+        judge(&view(&known), &deployment(BAD, 0, complete()), &[]),
         Verdict::Steady,
         "a stack scaled to zero proves nothing about its revision"
     );
@@ -97,7 +103,7 @@ fn a_revision_with_every_replica_ready_is_remembered_once() {
 #[test]
 fn a_crash_loop_with_nothing_serving_rolls_back_and_names_the_last_words() {
     let verdict = judge(
-        &remembering(json!({})),
+        &view(&remembering(json!({}))),
         &deployment(BAD, 1, rolling(0)),
         &[crash_looping()],
     );
@@ -123,7 +129,7 @@ fn a_crash_loop_with_nothing_serving_rolls_back_and_names_the_last_words() {
 #[test]
 fn old_pods_serving_keep_serving_and_nothing_is_rolled_back() {
     let verdict = judge(
-        &remembering(json!({})),
+        &view(&remembering(json!({}))),
         &deployment(BAD, 1, rolling(1)),
         &[crash_looping()],
     );
@@ -133,7 +139,7 @@ fn old_pods_serving_keep_serving_and_nothing_is_rolled_back() {
 #[test]
 fn never_leaves_the_crash_loop_to_a_person() {
     let verdict = judge(
-        &remembering(json!({"workload": {"rollback": "Never"}})),
+        &view(&remembering(json!({"workload": {"rollback": "Never"}}))),
         &deployment(BAD, 1, rolling(0)),
         &[crash_looping()],
     );
@@ -144,13 +150,17 @@ fn never_leaves_the_crash_loop_to_a_person() {
 fn without_a_revision_that_was_ready_there_is_nothing_to_return_to() {
     let first = stack(json!({}), json!({}));
     assert_eq!(
-        judge(&first, &deployment(BAD, 1, rolling(0)), &[crash_looping()]),
+        judge(
+            &view(&first),
+            &deployment(BAD, 1, rolling(0)),
+            &[crash_looping()]
+        ),
         Verdict::Steady,
         "the first revision"
     );
     assert_eq!(
         judge(
-            &remembering(json!({})),
+            &view(&remembering(json!({}))),
             &deployment(GOOD, 1, rolling(0)),
             &[crash_looping()]
         ),
@@ -166,7 +176,7 @@ fn an_init_container_crash_loop_rolls_back_too() {
             "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}))
     .unwrap();
     let verdict = judge(
-        &remembering(json!({})),
+        &view(&remembering(json!({}))),
         &deployment(BAD, 1, rolling(0)),
         &[pod],
     );
@@ -177,7 +187,7 @@ fn an_init_container_crash_loop_rolls_back_too() {
 fn an_image_pull_waits_for_the_progress_deadline_then_rolls_back() {
     let cr = remembering(json!({}));
     assert_eq!(
-        judge(&cr, &deployment(BAD, 1, rolling(0)), &[pulling()]),
+        judge(&view(&cr), &deployment(BAD, 1, rolling(0)), &[pulling()]),
         Verdict::Steady,
         "a registry may come back: the rollout waits for its deadline"
     );
@@ -185,7 +195,11 @@ fn an_image_pull_waits_for_the_progress_deadline_then_rolls_back() {
     stalled["conditions"] = json!([{"type": "Progressing", "status": "False",
         "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"s-1\" has timed out progressing."}]);
     assert_eq!(
-        rejected_reason(judge(&cr, &deployment(BAD, 1, stalled), &[pulling()])),
+        rejected_reason(judge(
+            &view(&cr),
+            &deployment(BAD, 1, stalled),
+            &[pulling()]
+        )),
         "RolloutStalled"
     );
 }
@@ -194,7 +208,7 @@ fn an_image_pull_waits_for_the_progress_deadline_then_rolls_back() {
 fn a_status_of_an_older_generation_is_not_judged() {
     let behind = json!({"observedGeneration": 4, "replicas": 1, "updatedReplicas": 0, "availableReplicas": 0});
     let verdict = judge(
-        &remembering(json!({})),
+        &view(&remembering(json!({}))),
         &deployment(BAD, 1, behind),
         &[crash_looping()],
     );
@@ -207,19 +221,23 @@ fn a_rejection_holds_until_the_spec_or_what_the_revision_is_built_from_changes()
         "reason": "ServerCrashLooping", "message": "m"});
     let memory = json!({"lastReady": good_revision(), "rejected": rejected});
     let cr = stack(json!({}), memory.clone());
-    let (held_back, last) = held(&cr, BAD).expect("held");
+    let (held_back, last) = held(&view(&cr), BAD).expect("held");
     assert_eq!(held_back.revision.desired_hash, BAD);
     assert_eq!(last.desired_hash, GOOD);
     assert_eq!(
-        held(&cr, "hash-other"),
+        held(&view(&cr), "hash-other"),
         None,
         "a new image, config or Secret makes a new hash"
     );
     let mut edited = cr.clone();
     edited.metadata.generation = Some(4);
-    assert_eq!(held(&edited, BAD), None, "an edited spec is tried again");
+    assert_eq!(
+        held(&view(&edited), BAD),
+        None,
+        "an edited spec is tried again"
+    );
     let never = stack(json!({"workload": {"rollback": "Never"}}), memory);
-    assert_eq!(held(&never, BAD), None);
+    assert_eq!(held(&view(&never), BAD), None);
 }
 
 #[test]

@@ -1,0 +1,241 @@
+//! The validate step: a LlamaStackDistribution checked once and read into [`Stack`], the typed
+//! view every later step of a reconcile takes (plan, dereference, build, apply, observe,
+//! rollback, status). The defaults of the spec are applied here, once, so no step re-derives
+//! them from the raw resource.
+
+use std::sync::LazyLock;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+use llama_stack_resolver::Distribution;
+
+use super::builders::DEFAULT_PORT;
+use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, PvcStorageSpec};
+use crate::api::object_refs::{self, Reference};
+use crate::api::polymorphic::BoolOrObject;
+use crate::api::v1alpha2::{
+    ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, WorkloadOverrides,
+    WorkloadSpec,
+};
+
+/// What an absent `spec.workload` means.
+static NO_WORKLOAD: LazyLock<WorkloadSpec> = LazyLock::new(WorkloadSpec::default);
+/// What an absent `spec.workload.overrides` means.
+static NO_OVERRIDES: LazyLock<WorkloadOverrides> = LazyLock::new(WorkloadOverrides::default);
+
+/// Why a resource cannot be read into a [`Stack`].
+#[derive(Debug, thiserror::Error)]
+pub enum Invalid {
+    /// The object has no name (the API server never stores such an object).
+    #[error("a LlamaStackDistribution without a name")]
+    Unnamed,
+    /// `spec.distribution` sets neither a name nor an image (admission refuses this; an object
+    /// stored before the CRD's rules, or with them off, can still carry it).
+    #[error("spec.distribution: set name or image")]
+    NoDistribution,
+}
+
+/// One LlamaStackDistribution as the reconcile reads it: who it is, what it runs, and what it
+/// refers to, with the spec's defaults applied.
+#[derive(Clone, Debug)]
+pub struct Stack<'a> {
+    /// The resource as stored: the status it carries is where the status step starts from.
+    pub resource: &'a LlamaStackDistribution,
+    /// `metadata.name`; every owned object is named after it.
+    pub name: &'a str,
+    /// `metadata.namespace`; every owned object lives there. Empty only for a manifest not yet
+    /// placed in a namespace (`render`); a stored object always has one.
+    pub namespace: &'a str,
+    /// The controller owner reference of every owned object (none for an object not yet
+    /// stored, e.g. in `render`).
+    pub owner: Option<OwnerReference>,
+    /// The spec as written (the config generator reads it whole).
+    pub spec: &'a LlamaStackDistributionSpec,
+    /// What the resolver is asked for.
+    pub distribution: Distribution,
+    /// External providers in CRD order, with the API section of each.
+    pub external_providers: Vec<(&'static str, &'a ExternalProviderRef)>,
+    /// `spec.workload`, empty when absent.
+    pub workload: &'a WorkloadSpec,
+    /// `spec.workload.overrides`, empty when absent.
+    pub overrides: &'a WorkloadOverrides,
+    /// `spec.workload.storage`: the data PVC, when asked for.
+    pub storage: Option<&'a PvcStorageSpec>,
+    /// How the server is reached.
+    pub networking: Networking<'a>,
+    /// The Secrets and ConfigMaps the spec names, with the field naming each.
+    pub references: Vec<Reference>,
+}
+
+/// `spec.networking`, with its defaults.
+#[derive(Clone, Debug)]
+pub struct Networking<'a> {
+    /// The server port (default [`DEFAULT_PORT`]).
+    pub port: i32,
+    /// The serving certificate's Secret, when the server terminates TLS itself.
+    pub tls_secret: Option<&'a str>,
+    /// Whether TLS is enabled (with or without a Secret named).
+    pub tls: bool,
+    /// `expose`: `None` when not exposed, else its options (empty strings as unset).
+    pub expose: Option<ExposeOptions>,
+    /// `allowedFrom`: `None` makes no NetworkPolicy.
+    pub allowed_from: Option<&'a AllowedFromSpec>,
+    /// `tls.caBundle`: the ConfigMap of CA certificates the server trusts.
+    pub ca_bundle: Option<&'a CaBundleConfig>,
+}
+
+impl<'a> Stack<'a> {
+    /// Reads `resource` into the view, or says why it cannot be.
+    pub fn validate(resource: &'a LlamaStackDistribution) -> Result<Self, Invalid> {
+        let meta = &resource.metadata;
+        let name = meta.name.as_deref().ok_or(Invalid::Unnamed)?;
+        let namespace = meta.namespace.as_deref().unwrap_or_default();
+        let spec = &resource.spec;
+        let distribution = match (&spec.distribution.name, &spec.distribution.image) {
+            (Some(name), _) => Distribution::Name(name.clone()),
+            (None, Some(image)) => Distribution::Image(image.clone()),
+            (None, None) => return Err(Invalid::NoDistribution),
+        };
+        let workload = spec.workload.as_ref().unwrap_or(&NO_WORKLOAD);
+        Ok(Self {
+            resource,
+            name,
+            namespace,
+            owner: resource.controller_owner_ref(&()),
+            spec,
+            distribution,
+            external_providers: spec
+                .external_providers
+                .as_ref()
+                .map(|e| e.ordered())
+                .unwrap_or_default(),
+            workload,
+            overrides: workload.overrides.as_ref().unwrap_or(&NO_OVERRIDES),
+            storage: workload.storage.as_ref(),
+            networking: Networking::of(spec),
+            references: object_refs::of(resource),
+        })
+    }
+
+    /// The ServiceAccount the user names for the server Pods, if any.
+    pub fn user_service_account(&self) -> Option<&'a str> {
+        self.overrides.service_account_name.as_deref()
+    }
+
+    /// Whether external providers are installed into the server Pods.
+    pub fn has_external_providers(&self) -> bool {
+        !self.external_providers.is_empty()
+    }
+
+    /// The stored object's uid (empty for an object not yet stored).
+    pub fn uid(&self) -> &'a str {
+        self.resource.metadata.uid.as_deref().unwrap_or_default()
+    }
+}
+
+impl<'a> Networking<'a> {
+    fn of(spec: &'a LlamaStackDistributionSpec) -> Self {
+        let networking = spec.networking.as_ref();
+        let tls = networking
+            .and_then(|n| n.tls.as_ref())
+            .filter(|t| t.enabled);
+        Self {
+            port: networking.map_or(DEFAULT_PORT, |n| n.port),
+            tls_secret: tls.and_then(|t| t.secret_name.as_deref()),
+            tls: tls.is_some(),
+            expose: networking
+                .and_then(|n| n.expose.as_ref())
+                .and_then(expose_options),
+            allowed_from: networking.and_then(|n| n.allowed_from.as_ref()),
+            ca_bundle: networking
+                .and_then(|n| n.tls.as_ref())
+                .and_then(|t| t.ca_bundle.as_ref()),
+        }
+    }
+}
+
+/// `expose: true`, or its options with empty strings as unset; `None` when not exposed.
+fn expose_options(expose: &BoolOrObject<ExposeOptions>) -> Option<ExposeOptions> {
+    let set = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+    match expose {
+        BoolOrObject::Bool(exposed) => exposed.then(ExposeOptions::default),
+        BoolOrObject::Object(o) if o.enabled == Some(false) => None,
+        BoolOrObject::Object(o) => Some(ExposeOptions {
+            enabled: o.enabled,
+            hostname: set(&o.hostname),
+            ingress_class_name: set(&o.ingress_class_name),
+            tls_secret_name: set(&o.tls_secret_name),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn resource(metadata: serde_json::Value, spec: serde_json::Value) -> LlamaStackDistribution {
+        serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+            "kind": "LlamaStackDistribution", "metadata": metadata, "spec": spec}))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_view_applies_the_specs_defaults() {
+        let cr = resource(
+            json!({"name": "s", "namespace": "ns", "uid": "u-1"}),
+            json!({"distribution": {"name": "starter"}}),
+        );
+        let stack = Stack::validate(&cr).unwrap();
+        assert_eq!(
+            (stack.name, stack.namespace, stack.uid()),
+            ("s", "ns", "u-1")
+        );
+        assert_eq!(stack.distribution, Distribution::Name("starter".to_owned()));
+        assert_eq!(stack.networking.port, DEFAULT_PORT);
+        assert!(!stack.networking.tls && stack.networking.expose.is_none());
+        assert!(stack.storage.is_none() && !stack.has_external_providers());
+        assert_eq!(stack.owner.unwrap().uid, "u-1");
+    }
+
+    #[test]
+    fn expose_reads_as_the_ingress_options_or_nothing() {
+        let exposed = |expose: serde_json::Value| {
+            let cr = resource(
+                json!({"name": "s", "namespace": "ns"}),
+                json!({"distribution": {"image": "reg/i:1"}, "networking": {"expose": expose}}),
+            );
+            Stack::validate(&cr).unwrap().networking.expose
+        };
+        assert_eq!(exposed(json!(false)), None);
+        assert_eq!(exposed(json!(true)), Some(ExposeOptions::default()));
+        assert_eq!(exposed(json!({"enabled": false, "hostname": "h"})), None);
+        let options = exposed(json!({"hostname": "h", "ingressClassName": ""})).unwrap();
+        assert_eq!(options.hostname.as_deref(), Some("h"));
+        assert_eq!(options.ingress_class_name, None, "an empty string is unset");
+    }
+
+    #[test]
+    fn a_resource_without_a_distribution_or_a_name_is_refused() {
+        let cr = resource(
+            json!({"name": "s", "namespace": "ns"}),
+            json!({"distribution": {}}),
+        );
+        assert!(matches!(Stack::validate(&cr), Err(Invalid::NoDistribution)));
+        let cr = resource(
+            json!({"namespace": "ns"}),
+            json!({"distribution": {"name": "starter"}}),
+        );
+        assert!(matches!(Stack::validate(&cr), Err(Invalid::Unnamed)));
+        let unplaced = resource(
+            json!({"name": "s"}),
+            json!({"distribution": {"name": "starter"}}),
+        );
+        assert_eq!(
+            Stack::validate(&unplaced).unwrap().namespace,
+            "",
+            "a manifest for render"
+        );
+    }
+}
