@@ -2,11 +2,12 @@
 //! parseable X.509 certificate, re-encoded, and copied into an owned ConfigMap the Pods mount
 //! (so a bundle in another namespace works, and nothing but certificates reaches the Pod).
 
+use std::collections::BTreeMap;
+
 use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
-use serde_json::json;
 
 use super::names::labels;
 use super::object::{BuildError, metadata, stamped};
@@ -100,11 +101,14 @@ fn pem(der: &[u8]) -> String {
 }
 
 pub(super) fn config_map(stack: &Stack, pem: &str) -> Result<ConfigMap, BuildError> {
-    let mut meta = metadata(stack, &ca_bundle_name(stack));
-    meta["labels"][labels::COMPONENT] = json!("ca-bundle");
-    stamped(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": meta,
-        "data": {CA_BUNDLE_KEY: pem},
-    }))
+    let mut metadata = metadata(stack, &ca_bundle_name(stack));
+    metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(labels::COMPONENT.to_owned(), "ca-bundle".to_owned());
+    stamped(ConfigMap {
+        metadata,
+        data: Some(BTreeMap::from([(CA_BUNDLE_KEY.to_owned(), pem.to_owned())])),
+        ..ConfigMap::default()
+    })
 }

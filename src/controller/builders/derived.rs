@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use serde_json::json;
 
-use super::object::{BuildError, metadata, typed};
+use super::object::metadata;
 use crate::controller::stack::Stack;
 use crate::stack_config::env::UrlPart;
 
@@ -29,21 +28,14 @@ pub fn derived_secret_key(part: UrlPart) -> String {
 /// The derived Secret holding `data`; `None` when there is nothing to hold. It carries no
 /// desired-hash annotation: a hash of a short password in metadata would invite guessing, so the
 /// apply compares the data itself.
-pub(super) fn secret(
-    stack: &Stack,
-    data: &BTreeMap<String, ByteString>,
-) -> Result<Option<Secret>, BuildError> {
+pub(super) fn secret(stack: &Stack, data: &BTreeMap<String, ByteString>) -> Option<Secret> {
     if data.is_empty() {
-        return Ok(None);
+        return None;
     }
-    typed(
-        "Secret",
-        json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": metadata(stack, &derived_secret_name(stack)),
-            "type": "Opaque",
-            "data": data,
-        }),
-    )
-    .map(Some)
+    Some(Secret {
+        metadata: metadata(stack, &derived_secret_name(stack)),
+        type_: Some("Opaque".to_owned()),
+        data: Some(data.clone()),
+        ..Secret::default()
+    })
 }

@@ -1,7 +1,14 @@
 //! External providers in the server Pod: the shared volumes, the init containers in
 //! CRD order, and what the server container needs (merged config, PYTHONPATH).
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, ResourceRequirements, SeccompProfile,
+    SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde_json::Value;
 
 use crate::api::common::{ExternalProviderRef, PullPolicy};
 use crate::controller::stack::Stack;
@@ -14,43 +21,75 @@ use super::names::{CONFIG_DIR, volumes};
 /// Python packages installed for the providers (prepended to the server's PYTHONPATH).
 pub const PYTHON_PACKAGES: &str = "/opt/llama-stack/external-providers/python-packages";
 
-fn restricted() -> Value {
-    json!({"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"}})
+/// The restricted Pod Security profile, for every install step.
+fn restricted() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        run_as_non_root: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".to_owned()]),
+            add: None,
+        }),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_owned(),
+            localhost_profile: None,
+        }),
+        ..SecurityContext::default()
+    }
 }
 
+/// One install step: small requests, a memory limit, its report in the termination message.
 fn step(
     name: &str,
     image: &str,
     command: Vec<String>,
-    mounts: Value,
+    volume_mounts: Vec<VolumeMount>,
     cpu: &str,
     memory: &str,
-) -> Value {
-    json!({
-        "name": name, "image": image, "command": command, "volumeMounts": mounts,
-        "securityContext": restricted(),
-        "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
-        "terminationMessagePolicy": "File",
-    })
+) -> Container {
+    let quantity = |q: &str| Quantity(q.to_owned());
+    Container {
+        name: name.to_owned(),
+        image: Some(image.to_owned()),
+        command: Some(command),
+        volume_mounts: Some(volume_mounts),
+        security_context: Some(restricted()),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), quantity(cpu)),
+                ("memory".to_owned(), quantity(memory)),
+            ])),
+            limits: Some(BTreeMap::from([("memory".to_owned(), quantity(memory))])),
+            claims: None,
+        }),
+        termination_message_policy: Some("File".to_owned()),
+        ..Container::default()
+    }
 }
 
-/// The volume mounts the steps use.
+/// The mounts the steps share.
 struct Mounts {
-    tools: Value,
-    shared: Value,
-    merged: Value,
-    config: Value,
+    tools: VolumeMount,
+    shared: VolumeMount,
+    merged: VolumeMount,
+    config: VolumeMount,
 }
 
 impl Mounts {
-    /// `config_dir`: where the server container sees the config ConfigMap.
     fn new(config_dir: &str) -> Self {
+        let mount = |name: &str, path: &str| VolumeMount {
+            name: name.to_owned(),
+            mount_path: path.to_owned(),
+            ..VolumeMount::default()
+        };
         Self {
-            tools: json!({"name": volumes::TOOLS, "mountPath": TOOLS_DIR}),
-            shared: json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": PROVIDERS_DIR}),
-            merged: json!({"name": volumes::MERGED_CONFIG, "mountPath": MERGED_DIR}),
-            config: json!({"name": volumes::CONFIG, "mountPath": config_dir, "readOnly": true}),
+            tools: mount(volumes::TOOLS, TOOLS_DIR),
+            shared: mount(volumes::EXTERNAL_PROVIDERS, PROVIDERS_DIR),
+            merged: mount(volumes::MERGED_CONFIG, MERGED_DIR),
+            config: VolumeMount {
+                read_only: Some(true),
+                ..mount(volumes::CONFIG, config_dir)
+            },
         }
     }
 }
@@ -68,7 +107,7 @@ pub fn init_containers(
     image: &str,
     operator_image: &str,
     config: &str,
-) -> Vec<Value> {
+) -> Vec<Container> {
     let providers = &stack.external_providers;
     if providers.is_empty() {
         return Vec::new();
@@ -86,14 +125,14 @@ pub fn init_containers(
 }
 
 /// Copies the operator's binary and the Python steps to the tools volume.
-fn copy_tools(operator_image: &str, mounts: &Mounts) -> Value {
+fn copy_tools(operator_image: &str, mounts: &Mounts) -> Container {
     let command = vec![
         "/usr/local/bin/llama-stack-operator".into(),
         "install-tools".into(),
         "--to".into(),
         TOOLS_DIR.into(),
     ];
-    let volume_mounts = json!([mounts.tools]);
+    let volume_mounts = vec![mounts.tools.clone()];
     step(
         "copy-tools",
         operator_image,
@@ -110,7 +149,7 @@ fn stage_provider(
     section: &str,
     provider: &ExternalProviderRef,
     mounts: &Mounts,
-) -> Value {
+) -> Container {
     let name = install_container_name(&provider.provider_id);
     let mut command = vec![
         tool("llama-stack-operator"),
@@ -127,7 +166,7 @@ fn stage_provider(
     if let Some(config) = &provider.config {
         command.push(format!("--config-json={}", Value::Object(config.clone())));
     }
-    let volume_mounts = json!([mounts.tools, mounts.shared]);
+    let volume_mounts = vec![mounts.tools.clone(), mounts.shared.clone()];
     let mut container = step(
         &name,
         &provider.image,
@@ -136,23 +175,24 @@ fn stage_provider(
         "10m",
         "64Mi",
     );
-    container["imagePullPolicy"] = json!(match provider.image_pull_policy {
+    let policy = match provider.image_pull_policy {
         PullPolicy::Always => "Always",
         PullPolicy::Never => "Never",
         PullPolicy::IfNotPresent => "IfNotPresent",
-    });
+    };
+    container.image_pull_policy = Some(policy.to_owned());
     container
 }
 
 /// Installs the staged wheels with the distribution image's Python.
-fn install_packages(image: &str, mounts: &Mounts) -> Value {
+fn install_packages(image: &str, mounts: &Mounts) -> Container {
     let command = vec![
         "python3".into(),
         tool("install_providers.py"),
         PROVIDERS_DIR.into(),
         TERMINATION_LOG.into(),
     ];
-    let volume_mounts = json!([mounts.tools, mounts.shared]);
+    let volume_mounts = vec![mounts.tools.clone(), mounts.shared.clone()];
     step(
         "install-packages",
         image,
@@ -164,7 +204,7 @@ fn install_packages(image: &str, mounts: &Mounts) -> Value {
 }
 
 /// Merges the staged providers into the config.
-fn merge_config(image: &str, config: &str, mounts: &Mounts) -> Value {
+fn merge_config(image: &str, config: &str, mounts: &Mounts) -> Container {
     let command = vec![
         tool("llama-stack-operator"),
         "merge-config".into(),
@@ -173,12 +213,17 @@ fn merge_config(image: &str, config: &str, mounts: &Mounts) -> Value {
         format!("--output={MERGED_DIR}/config.yaml"),
         format!("--extra-providers-output={MERGED_DIR}/extra-providers.yaml"),
     ];
-    let volume_mounts = json!([mounts.tools, mounts.shared, mounts.merged, mounts.config]);
+    let volume_mounts = vec![
+        mounts.tools.clone(),
+        mounts.shared.clone(),
+        mounts.merged.clone(),
+        mounts.config.clone(),
+    ];
     step("merge-config", image, command, volume_mounts, "10m", "64Mi")
 }
 
 /// Imports every provider module the merged config names, before the server starts.
-fn preflight(image: &str, mounts: &Mounts) -> Value {
+fn preflight(image: &str, mounts: &Mounts) -> Container {
     let command = vec![
         "python3".into(),
         tool("preflight.py"),
@@ -186,20 +231,36 @@ fn preflight(image: &str, mounts: &Mounts) -> Value {
         format!("{MERGED_DIR}/config.yaml"),
         TERMINATION_LOG.into(),
     ];
-    let volume_mounts = json!([mounts.tools, mounts.shared, mounts.merged]);
+    let volume_mounts = vec![
+        mounts.tools.clone(),
+        mounts.shared.clone(),
+        mounts.merged.clone(),
+    ];
     let mut container = step("preflight", image, command, volume_mounts, "100m", "512Mi");
-    container["env"] = json!([{"name": "PYTHONPATH", "value": PYTHON_PACKAGES}]);
+    container.env = Some(vec![EnvVar {
+        name: "PYTHONPATH".to_owned(),
+        value: Some(PYTHON_PACKAGES.to_owned()),
+        value_from: None,
+    }]);
     container
 }
 
 /// Volumes the steps share; none without external providers.
-pub fn volumes(stack: &Stack) -> Vec<Value> {
+pub fn volumes(stack: &Stack) -> Vec<Volume> {
     if !stack.has_external_providers() {
         return Vec::new();
     }
+    let scratch = |name: &str, size: &str| Volume {
+        name: name.to_owned(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: None,
+            size_limit: Some(Quantity(size.to_owned())),
+        }),
+        ..Volume::default()
+    };
     vec![
-        json!({"name": volumes::TOOLS, "emptyDir": {"sizeLimit": "256Mi"}}),
-        json!({"name": volumes::EXTERNAL_PROVIDERS, "emptyDir": {"sizeLimit": "4Gi"}}),
-        json!({"name": volumes::MERGED_CONFIG, "emptyDir": {"sizeLimit": "16Mi"}}),
+        scratch(volumes::TOOLS, "256Mi"),
+        scratch(volumes::EXTERNAL_PROVIDERS, "4Gi"),
+        scratch(volumes::MERGED_CONFIG, "16Mi"),
     ]
 }

@@ -75,7 +75,7 @@ pub struct Desired {
 /// Builds every desired object.
 pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
     let config_map = match (inputs.config, inputs.generated) {
-        (ServerConfig::Generated(_), Some(generated)) => Some(config_map(stack, generated)?),
+        (ServerConfig::Generated(_), Some(generated)) => Some(config_map(stack, generated)),
         _ => None,
     };
     let ca_bundle = inputs
@@ -95,11 +95,7 @@ pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
         route,
         hpa: scaling::hpa(stack)?,
         pdb: scaling::pdb(stack)?,
-        derived_secret: inputs
-            .derived
-            .map(|data| derived::secret(stack, data))
-            .transpose()?
-            .flatten(),
+        derived_secret: inputs.derived.and_then(|data| derived::secret(stack, data)),
     })
 }
 

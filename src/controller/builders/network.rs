@@ -1,12 +1,23 @@
 //! How the server is reached: Service, NetworkPolicy (`allowedFrom`), Ingress or Route (`expose`).
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
-use kube::api::{ApiResource, DynamicObject};
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
+    IngressServiceBackend, IngressSpec, IngressTLS, NetworkPolicy, NetworkPolicyIngressRule,
+    NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{ApiResource, DynamicObject, TypeMeta};
+use serde_json::json;
 
 use super::names::PORT_NAME;
-use super::object::{BuildError, metadata, selector, stamp, stamped};
+use super::object::{
+    BuildError, match_labels, metadata, pod_selector, selector_labels, stamp, stamped,
+};
+use crate::api::v1alpha2::ExposeOptions;
 use crate::controller::stack::Stack;
 
 /// What the Service's name adds to the resource's name.
@@ -40,11 +51,21 @@ pub fn route_resource() -> ApiResource {
 
 /// The ClusterIP Service in front of the server.
 pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
-    stamped(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": metadata(stack, &service_name(stack)),
-        "spec": {"selector": selector(stack), "ports": [{"name": PORT_NAME, "port": stack.networking.port, "targetPort": PORT_NAME, "protocol": "TCP"}]},
-    }))
+    stamped(Service {
+        metadata: metadata(stack, &service_name(stack)),
+        spec: Some(ServiceSpec {
+            selector: Some(selector_labels(stack)),
+            ports: Some(vec![ServicePort {
+                name: Some(PORT_NAME.to_owned()),
+                port: stack.networking.port,
+                target_port: Some(IntOrString::String(PORT_NAME.to_owned())),
+                protocol: Some("TCP".to_owned()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    })
 }
 
 /// Only the listed namespaces (plus the own namespace and the operator's) reach the server port;
@@ -56,29 +77,57 @@ pub(super) fn network_policy(
     let Some(allowed) = stack.networking.allowed_from else {
         return Ok(None);
     };
-    let namespaces = allowed.namespaces.clone().unwrap_or_default();
-    let by_name = |ns: &str| json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}});
-    let from: Vec<Value> = if namespaces.iter().any(|n| n == "*") {
-        vec![json!({"namespaceSelector": {}})]
+    let namespaces = allowed.namespaces.as_deref().unwrap_or_default();
+    let namespaces_matching = |selector: LabelSelector| NetworkPolicyPeer {
+        namespace_selector: Some(selector),
+        ..NetworkPolicyPeer::default()
+    };
+    let by_name = |ns: &str| {
+        namespaces_matching(match_labels(BTreeMap::from([(
+            "kubernetes.io/metadata.name".to_owned(),
+            ns.to_owned(),
+        )])))
+    };
+    let from = if namespaces.iter().any(|n| n == "*") {
+        vec![namespaces_matching(LabelSelector::default())]
     } else {
-        let mut peers = vec![json!({"podSelector": {}})];
+        let mut peers = vec![NetworkPolicyPeer {
+            pod_selector: Some(LabelSelector::default()),
+            ..NetworkPolicyPeer::default()
+        }];
         peers.extend(operator_namespace.map(by_name));
         peers.extend(namespaces.iter().map(|n| by_name(n)));
         peers.extend(allowed.labels.iter().flatten().map(|key| {
-            json!({"namespaceSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]}})
+            namespaces_matching(LabelSelector {
+                match_expressions: Some(vec![LabelSelectorRequirement {
+                    key: key.clone(),
+                    operator: "Exists".to_owned(),
+                    values: None,
+                }]),
+                match_labels: None,
+            })
         }));
         peers
     };
-    stamped(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": metadata(stack, &network_policy_name(stack)),
-        "spec": {"podSelector": {"matchLabels": selector(stack)}, "policyTypes": ["Ingress"],
-            "ingress": [{"from": from, "ports": [{"protocol": "TCP", "port": stack.networking.port}]}]},
-    }))
+    stamped(NetworkPolicy {
+        metadata: metadata(stack, &network_policy_name(stack)),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(pod_selector(stack)),
+            policy_types: Some(vec!["Ingress".to_owned()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(from),
+                ports: Some(vec![NetworkPolicyPort {
+                    protocol: Some("TCP".to_owned()),
+                    port: Some(IntOrString::Int(stack.networking.port)),
+                    end_port: None,
+                }]),
+            }]),
+            ..NetworkPolicySpec::default()
+        }),
+    })
     .map(Some)
 }
 
-/// `expose`: an Ingress, or a Route where the cluster serves Routes. `(None, None)` when not exposed.
 /// What a user should know about the exposure the operator makes: an Ingress without
 /// `expose.tlsSecretName` has no TLS section (and without `expose.hostname` no host), so unless
 /// the ingress controller terminates TLS by default, clients reach the server over plain HTTP
@@ -96,6 +145,7 @@ pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String>
     })
 }
 
+/// `expose`: an Ingress, or a Route where the cluster serves Routes. `(None, None)` when not exposed.
 pub(super) fn exposure(
     stack: &Stack,
     routes_available: bool,
@@ -103,57 +153,79 @@ pub(super) fn exposure(
     let Some(options) = stack.networking.expose.clone() else {
         return Ok((None, None));
     };
-    let hostname = options.hostname.clone();
-    let tls = stack.networking.tls;
     if routes_available {
-        let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack)}, "port": {"targetPort": PORT_NAME}});
-        if let Some(host) = &hostname {
-            spec["host"] = json!(host);
-        }
-        // The server terminates TLS itself: the router passes the connection through.
-        spec["tls"] = if tls {
-            json!({"termination": "passthrough", "insecureEdgeTerminationPolicy": "Redirect"})
-        } else {
-            json!({"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"})
-        };
-        // A Route has no typed form here: as a dynamic object it keeps every field it is given.
-        let route: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "route.openshift.io/v1", "kind": "Route",
-            "metadata": metadata(stack, &ingress_name(stack)),
-            "spec": spec,
-        }))
-        .map_err(|source| BuildError::Invalid {
-            kind: "Route",
-            source,
-        })?;
-        let route = stamp("Route", route)?;
-        return Ok((None, Some(route)));
+        return Ok((None, Some(route(stack, &options)?)));
     }
-    let mut rule = json!({"http": {"paths": [{"path": "/", "pathType": "Prefix",
-        "backend": {"service": {"name": service_name(stack), "port": {"name": PORT_NAME}}}}]}});
-    if let Some(host) = &hostname {
-        rule["host"] = json!(host);
+    Ok((Some(ingress(stack, options)?), None))
+}
+
+/// The OpenShift Route. It has no typed form here: a dynamic object keeps the fields it is given.
+fn route(stack: &Stack, options: &ExposeOptions) -> Result<DynamicObject, BuildError> {
+    let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack)}, "port": {"targetPort": PORT_NAME}});
+    if let Some(host) = &options.hostname {
+        spec["host"] = json!(host);
     }
+    // The server terminates TLS itself: the router passes the connection through.
+    spec["tls"] = if stack.networking.tls {
+        json!({"termination": "passthrough", "insecureEdgeTerminationPolicy": "Redirect"})
+    } else {
+        json!({"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"})
+    };
+    let resource = route_resource();
+    let mut route = DynamicObject {
+        types: Some(TypeMeta {
+            api_version: resource.api_version,
+            kind: resource.kind,
+        }),
+        metadata: metadata(stack, &ingress_name(stack)),
+        data: json!({"spec": spec}),
+    };
+    stamp("Route", &mut route)?;
+    Ok(route)
+}
+
+/// The Ingress; its TLS section only with `expose.tlsSecretName`.
+fn ingress(stack: &Stack, options: ExposeOptions) -> Result<Ingress, BuildError> {
     let mut metadata = metadata(stack, &ingress_name(stack));
-    if tls {
+    if stack.networking.tls {
         // The backend speaks HTTPS; common controllers read this annotation.
-        metadata["annotations"] = json!({"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"});
+        metadata.annotations = Some(BTreeMap::from([(
+            "nginx.ingress.kubernetes.io/backend-protocol".to_owned(),
+            "HTTPS".to_owned(),
+        )]));
     }
-    let mut spec = json!({"rules": [rule]});
-    if let Some(class) = &options.ingress_class_name {
-        spec["ingressClassName"] = json!(class);
-    }
-    if let Some(secret) = &options.tls_secret_name {
-        let mut tls = json!({"secretName": secret});
-        if let Some(host) = &hostname {
-            tls["hosts"] = json!([host]);
-        }
-        spec["tls"] = json!([tls]);
-    }
-    let ingress = stamped(json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": metadata,
-        "spec": spec,
-    }))?;
-    Ok((Some(ingress), None))
+    let backend = IngressBackend {
+        service: Some(IngressServiceBackend {
+            name: service_name(stack),
+            port: Some(ServiceBackendPort {
+                name: Some(PORT_NAME.to_owned()),
+                number: None,
+            }),
+        }),
+        resource: None,
+    };
+    let rule = IngressRule {
+        host: options.hostname.clone(),
+        http: Some(HTTPIngressRuleValue {
+            paths: vec![HTTPIngressPath {
+                path: Some("/".to_owned()),
+                path_type: "Prefix".to_owned(),
+                backend,
+            }],
+        }),
+    };
+    let tls = options.tls_secret_name.map(|secret| IngressTLS {
+        secret_name: Some(secret),
+        hosts: options.hostname.map(|host| vec![host]),
+    });
+    stamped(Ingress {
+        metadata,
+        spec: Some(IngressSpec {
+            rules: Some(vec![rule]),
+            ingress_class_name: options.ingress_class_name,
+            tls: tls.map(|tls| vec![tls]),
+            ..IngressSpec::default()
+        }),
+        ..Ingress::default()
+    })
 }

@@ -1,12 +1,10 @@
-//! What every owned object shares: the field manager and annotations, the name, labels, owner
-//! and metadata, and the checked conversion of a builder's JSON to its typed object with the
-//! hash of what the operator wants.
+//! What every owned object shares: the field manager and annotations, the labels, owner and
+//! metadata, and the hash of what the operator wants.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Resource;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 
 use super::names::labels;
 use crate::controller::stack::Stack;
@@ -25,22 +23,13 @@ pub const DESIRED_HASH: &str = "llamastack.io/desired-hash";
 /// Why an owned object could not be built. Always a bug in a builder, never the user's input.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    /// The built JSON is not a valid object of its kind.
+    /// The object could not be serialized to be hashed.
     #[error("cannot build the {kind}")]
     Invalid {
         /// Kind of the object.
         kind: &'static str,
         /// Cause.
         source: serde_json::Error,
-    },
-    /// The builder set a field the object's type does not have (a misspelt key), which the
-    /// conversion to the typed object would otherwise drop without a word.
-    #[error("the {kind} builder set {path}, which a {kind} does not have")]
-    UnknownField {
-        /// Kind of the object.
-        kind: &'static str,
-        /// JSON path of the field.
-        path: String,
     },
 }
 
@@ -59,8 +48,17 @@ pub(super) fn selector_labels(stack: &Stack) -> BTreeMap<String, String> {
     ])
 }
 
-pub(super) fn selector(stack: &Stack) -> Value {
-    json!(selector_labels(stack))
+/// The selector of the server Pods.
+pub(super) fn pod_selector(stack: &Stack) -> LabelSelector {
+    match_labels(selector_labels(stack))
+}
+
+/// A selector matching exactly `labels`.
+pub(super) fn match_labels(labels: BTreeMap<String, String>) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(labels),
+        ..LabelSelector::default()
+    }
 }
 
 /// The label selector of everything the operator made for the resource named `name`.
@@ -72,83 +70,46 @@ pub fn owned_by_selector(name: &str) -> String {
     )
 }
 
-/// The controller owner reference; none for an object not yet stored (no uid, e.g. `render`).
-pub(super) fn owners(stack: &Stack) -> Value {
-    Value::Array(
-        stack
-            .owner
-            .as_ref()
-            .and_then(|o| serde_json::to_value(o).ok())
-            .into_iter()
-            .collect(),
-    )
-}
-
-/// Standard metadata of an owned object.
-pub(super) fn metadata(stack: &Stack, name: &str) -> Value {
-    json!({"name": name, "namespace": Some(stack.namespace).filter(|ns| !ns.is_empty()), "labels": common_labels(stack), "ownerReferences": owners(stack)})
-}
-
-/// Converts the builder's JSON to the typed object, refusing any field the type would drop.
-pub(super) fn typed<K>(kind: &'static str, object: Value) -> Result<K, BuildError>
-where
-    K: DeserializeOwned + serde::Serialize,
-{
-    let invalid = |source| BuildError::Invalid { kind, source };
-    let typed: K = serde_json::from_value(object.clone()).map_err(invalid)?;
-    let kept = serde_json::to_value(&typed).map_err(invalid)?;
-    match dropped_field(&object, &kept, "") {
-        Some(path) => Err(BuildError::UnknownField { kind, path }),
-        None => Ok(typed),
+/// Standard metadata of an owned object: its name, the stack's namespace and labels, and the
+/// controller owner reference (an empty list for an object not yet stored, e.g. in `render`).
+pub(super) fn metadata(stack: &Stack, name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: Some(stack.namespace)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_owned),
+        labels: Some(common_labels(stack)),
+        owner_references: Some(stack.owner.clone().into_iter().collect()),
+        ..ObjectMeta::default()
     }
 }
 
-/// The path of the first field set (not null) in `built` that is missing from `kept`.
-pub(super) fn dropped_field(built: &Value, kept: &Value, path: &str) -> Option<String> {
-    match (built, kept) {
-        (Value::Object(built), Value::Object(kept)) => built.iter().find_map(|(key, value)| {
-            let here = format!("{path}.{key}");
-            match kept.get(key) {
-                _ if value.is_null() => None,
-                None => Some(here),
-                Some(kept) => dropped_field(value, kept, &here),
-            }
-        }),
-        (Value::Array(built), Value::Array(kept)) => built
-            .iter()
-            .zip(kept)
-            .enumerate()
-            .find_map(|(i, (b, k))| dropped_field(b, k, &format!("{path}[{i}]"))),
-        _ => None,
-    }
-}
-
-/// The typed object (checked by [`typed`]) with [`DESIRED_HASH`].
-pub(super) fn stamped<K>(object: Value) -> Result<K, BuildError>
+/// The object with [`DESIRED_HASH`]: the hash of its canonical form (the typed serialization,
+/// whose maps are sorted), so equal content always hashes equal.
+pub(super) fn stamped<K>(mut object: K) -> Result<K, BuildError>
 where
-    K: DeserializeOwned + serde::Serialize + Resource<DynamicType = ()>,
+    K: serde::Serialize + Resource<DynamicType = ()>,
 {
     let kind = match K::kind(&()) {
         std::borrow::Cow::Borrowed(kind) => kind,
         std::borrow::Cow::Owned(_) => "object",
     };
-    stamp(kind, typed(kind, object)?)
+    stamp(kind, &mut object)?;
+    Ok(object)
 }
 
-/// Adds [`DESIRED_HASH`]: the hash of the object's canonical form (the typed serialization,
-/// whose maps are sorted), so equal content always hashes equal, whatever order the builder
-/// inserted keys in.
-pub(super) fn stamp<K>(kind: &'static str, mut typed: K) -> Result<K, BuildError>
+/// Adds [`DESIRED_HASH`] to an object of any type (the Route is a dynamic object).
+pub(super) fn stamp<K>(kind: &'static str, object: &mut K) -> Result<(), BuildError>
 where
     K: serde::Serialize + Resource,
 {
     let canonical =
-        serde_json::to_string(&typed).map_err(|source| BuildError::Invalid { kind, source })?;
+        serde_json::to_string(object).map_err(|source| BuildError::Invalid { kind, source })?;
     let hash = llama_stack_resolver::digest::sha256_hex(canonical.as_bytes());
-    typed
+    object
         .meta_mut()
         .annotations
         .get_or_insert_with(BTreeMap::new)
         .insert(DESIRED_HASH.to_owned(), hash);
-    Ok(typed)
+    Ok(())
 }

@@ -1,12 +1,13 @@
 //! Replicas under load and under disruption: HorizontalPodAutoscaler and PodDisruptionBudget.
 
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use serde_json::{Value, json};
-
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
+    MetricTarget, ResourceMetricSource,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec as BudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::object::{BuildError, metadata, selector, stamped};
+use super::object::{BuildError, metadata, pod_selector, stamped};
 use crate::api::v1alpha2::PodDisruptionBudgetSpec;
 use crate::controller::stack::Stack;
 
@@ -35,8 +36,17 @@ pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, Buil
     let Some(autoscaling) = stack.workload.autoscaling.as_ref() else {
         return Ok(None);
     };
-    let target = |resource: &str, percent: i32| -> Value {
-        json!({"type": "Resource", "resource": {"name": resource, "target": {"type": "Utilization", "averageUtilization": percent}}})
+    let target = |resource: &str, percent: i32| MetricSpec {
+        type_: "Resource".to_owned(),
+        resource: Some(ResourceMetricSource {
+            name: resource.to_owned(),
+            target: MetricTarget {
+                type_: "Utilization".to_owned(),
+                average_utilization: Some(percent),
+                ..MetricTarget::default()
+            },
+        }),
+        ..MetricSpec::default()
     };
     let mut metrics = Vec::new();
     if let Some(cpu) = autoscaling.target_cpu_utilization_percentage {
@@ -49,16 +59,21 @@ pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, Buil
         metrics.push(target("cpu", DEFAULT_CPU_TARGET));
     }
     let min = autoscaling.min_replicas.unwrap_or(1).max(1);
-    stamped(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": metadata(stack, &hpa_name(stack)),
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": stack.name},
-            "minReplicas": min,
-            "maxReplicas": autoscaling.max_replicas.max(min),
-            "metrics": metrics,
-        },
-    }))
+    stamped(HorizontalPodAutoscaler {
+        metadata: metadata(stack, &hpa_name(stack)),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".to_owned()),
+                kind: "Deployment".to_owned(),
+                name: stack.name.to_owned(),
+            },
+            min_replicas: Some(min),
+            max_replicas: autoscaling.max_replicas.max(min),
+            metrics: Some(metrics),
+            behavior: None,
+        }),
+        ..HorizontalPodAutoscaler::default()
+    })
     .map(Some)
 }
 
@@ -71,21 +86,24 @@ pub(super) fn pdb(stack: &Stack) -> Result<Option<PodDisruptionBudget>, BuildErr
     if user.is_none() && minimum_replicas(stack) < 2 {
         return Ok(None);
     }
-    let mut spec = json!({"selector": {"matchLabels": selector(stack)}});
+    let mut spec = BudgetSpec {
+        selector: Some(pod_selector(stack)),
+        ..BudgetSpec::default()
+    };
     match user {
         Some(budget) if budget.min_available.is_some() => {
-            spec["minAvailable"] = json!(budget.min_available);
+            spec.min_available.clone_from(&budget.min_available);
         }
         Some(budget) if budget.max_unavailable.is_some() => {
-            spec["maxUnavailable"] = json!(budget.max_unavailable);
+            spec.max_unavailable.clone_from(&budget.max_unavailable);
         }
-        _ => spec["maxUnavailable"] = json!(1),
+        _ => spec.max_unavailable = Some(IntOrString::Int(1)),
     }
-    stamped(json!({
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": metadata(stack, &pdb_name(stack)),
-        "spec": spec,
-    }))
+    stamped(PodDisruptionBudget {
+        metadata: metadata(stack, &pdb_name(stack)),
+        spec: Some(spec),
+        ..PodDisruptionBudget::default()
+    })
     .map(Some)
 }
 

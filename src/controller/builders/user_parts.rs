@@ -13,12 +13,11 @@
 //! - within the user's own lists, the last entry of a name or path wins (what the kubelet does
 //!   with duplicate variables).
 //!
-//! Pure: JSON in, JSON out.
+//! Pure: typed objects in and out.
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::{EnvVar, PodSpec, Volume, VolumeMount};
 
 /// Prefix of an operator volume renamed because the user has a volume of its name.
 pub const RENAMED_PREFIX: &str = "llso-";
@@ -56,29 +55,37 @@ fn last_of_each<T>(items: &[T], key: impl Fn(&T) -> &str) -> Vec<&T> {
 /// The server container's environment: the operator's, then the user's, each name once.
 /// `providers_path`: the external providers' packages, which must stay on `PYTHONPATH`.
 pub fn merge_env(
-    operator: Vec<Value>,
+    operator: Vec<EnvVar>,
     user: &[EnvVar],
     providers_path: Option<&str>,
-) -> Vec<Value> {
+) -> Vec<EnvVar> {
     let user = last_of_each(user, |v| v.name.as_str());
     let user_names: BTreeSet<&str> = user.iter().map(|v| v.name.as_str()).collect();
-    let mut env: Vec<Value> = operator
+    let mut env: Vec<EnvVar> = operator
         .into_iter()
-        .filter(|v| !v["name"].as_str().is_some_and(|n| user_names.contains(n)))
+        .filter(|v| !user_names.contains(v.name.as_str()))
         .collect();
+    let value = |name: &str, value: String| EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    };
     for var in user {
         match (providers_path, var.name.as_str(), &var.value) {
             (Some(packages), "PYTHONPATH", Some(path)) => {
-                env.push(json!({"name": "PYTHONPATH", "value": format!("{packages}:{path}")}));
+                env.push(value("PYTHONPATH", format!("{packages}:{path}")));
             }
             (Some(packages), "PYTHONPATH", None) if var.value_from.is_some() => {
-                let mut kept = serde_json::to_value(var).unwrap_or(Value::Null);
-                kept["name"] = json!(USER_PYTHONPATH);
-                env.push(kept);
-                env.push(json!({"name": "PYTHONPATH",
-                    "value": format!("{packages}:$({USER_PYTHONPATH})")}));
+                env.push(EnvVar {
+                    name: USER_PYTHONPATH.to_owned(),
+                    ..var.clone()
+                });
+                env.push(value(
+                    "PYTHONPATH",
+                    format!("{packages}:$({USER_PYTHONPATH})"),
+                ));
             }
-            _ => env.push(serde_json::to_value(var).unwrap_or(Value::Null)),
+            _ => env.push(var.clone()),
         }
     }
     env
@@ -86,7 +93,7 @@ pub fn merge_env(
 
 /// Adds the user's volumes and the server container's mounts to `pod` (built with the
 /// operator's alone). `server` is the index of the server container in `pod.containers`.
-pub fn merge_volumes(pod: &mut Value, server: usize, user: &UserParts) {
+pub fn merge_volumes(pod: &mut PodSpec, server: usize, user: &UserParts) {
     let user_volumes = last_of_each(user.volumes, |v| v.name.as_str());
     let user_mounts = last_of_each(user.mounts, |m| normalized(&m.mount_path));
     let taken: BTreeSet<&str> = user_volumes.iter().map(|v| v.name.as_str()).collect();
@@ -95,62 +102,50 @@ pub fn merge_volumes(pod: &mut Value, server: usize, user: &UserParts) {
         .iter()
         .map(|m| normalized(&m.mount_path))
         .collect();
-    if let Some(mounts) = pod["containers"][server]["volumeMounts"].as_array_mut() {
-        mounts.retain(|m| {
-            !m["mountPath"]
-                .as_str()
-                .is_some_and(|p| user_paths.contains(normalized(p)))
-        });
-        mounts.extend(
-            user_mounts
-                .iter()
-                .map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),
-        );
+    let server_mounts = pod
+        .containers
+        .get_mut(server)
+        .and_then(|c| c.volume_mounts.as_mut());
+    if let Some(mounts) = server_mounts {
+        mounts.retain(|m| !user_paths.contains(normalized(&m.mount_path)));
+        mounts.extend(user_mounts.iter().map(|m| (*m).clone()));
     }
     drop_unmounted_operator_volumes(pod, &taken);
-    if let Some(volumes) = pod["volumes"].as_array_mut() {
-        volumes.extend(
-            user_volumes
-                .iter()
-                .map(|v| serde_json::to_value(v).unwrap_or(Value::Null)),
-        );
+    if let Some(volumes) = pod.volumes.as_mut() {
+        volumes.extend(user_volumes.iter().map(|v| (*v).clone()));
     }
 }
 
 /// Every container's and init container's mounts.
-fn all_mounts(pod: &mut Value) -> impl Iterator<Item = &mut Value> {
-    let pod = pod.as_object_mut();
-    pod.into_iter()
-        .flat_map(|p| p.iter_mut())
-        .filter(|(k, _)| *k == "containers" || *k == "initContainers")
-        .filter_map(|(_, list)| list.as_array_mut())
-        .flat_map(|list| list.iter_mut())
-        .filter_map(|c| c["volumeMounts"].as_array_mut())
-        .flat_map(|mounts| mounts.iter_mut())
+fn all_mounts(pod: &mut PodSpec) -> impl Iterator<Item = &mut VolumeMount> {
+    pod.containers
+        .iter_mut()
+        .chain(pod.init_containers.iter_mut().flatten())
+        .filter_map(|c| c.volume_mounts.as_mut())
+        .flatten()
 }
 
 /// Renames each operator volume whose name a user volume has, and every mount of it.
-fn rename_taken_volumes(pod: &mut Value, taken: &BTreeSet<&str>) {
-    let names: Vec<String> = pod["volumes"]
-        .as_array()
-        .into_iter()
+fn rename_taken_volumes(pod: &mut PodSpec, taken: &BTreeSet<&str>) {
+    let names: Vec<String> = pod
+        .volumes
+        .iter()
         .flatten()
-        .filter_map(|v| v["name"].as_str())
-        .map(str::to_owned)
+        .map(|v| v.name.clone())
         .collect();
     for name in names.iter().filter(|n| taken.contains(n.as_str())) {
         let mut renamed = format!("{RENAMED_PREFIX}{name}");
         while taken.contains(renamed.as_str()) || names.contains(&renamed) {
             renamed.insert_str(0, RENAMED_PREFIX);
         }
-        for volume in pod["volumes"].as_array_mut().into_iter().flatten() {
-            if volume["name"] == json!(name) {
-                volume["name"] = json!(renamed);
+        for volume in pod.volumes.iter_mut().flatten() {
+            if volume.name == *name {
+                volume.name.clone_from(&renamed);
             }
         }
         for mount in all_mounts(pod) {
-            if mount["name"] == json!(name) {
-                mount["name"] = json!(renamed);
+            if mount.name == *name {
+                mount.name.clone_from(&renamed);
             }
         }
     }
@@ -158,15 +153,9 @@ fn rename_taken_volumes(pod: &mut Value, taken: &BTreeSet<&str>) {
 
 /// Drops the operator's volumes that no container mounts any more (a user mount replaced the
 /// only mount of them). User volumes (`taken` names) are added after this and never dropped.
-fn drop_unmounted_operator_volumes(pod: &mut Value, taken: &BTreeSet<&str>) {
-    let mounted: BTreeSet<String> = all_mounts(pod)
-        .filter_map(|m| m["name"].as_str().map(str::to_owned))
-        .collect();
-    if let Some(volumes) = pod["volumes"].as_array_mut() {
-        volumes.retain(|v| {
-            v["name"]
-                .as_str()
-                .is_some_and(|n| mounted.contains(n) || taken.contains(n))
-        });
+fn drop_unmounted_operator_volumes(pod: &mut PodSpec, taken: &BTreeSet<&str>) {
+    let mounted: BTreeSet<String> = all_mounts(pod).map(|m| m.name.clone()).collect();
+    if let Some(volumes) = pod.volumes.as_mut() {
+        volumes.retain(|v| mounted.contains(&v.name) || taken.contains(v.name.as_str()));
     }
 }

@@ -1,16 +1,27 @@
 //! The server workload: generated ConfigMap, Deployment, ServiceAccount and data PVC.
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    EnvVar, EnvVarSource, HTTPGetAction, Lifecycle, LifecycleHandler, LocalObjectReference,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
+    SecretKeySelector, SecretVolumeSource, SecurityContext, ServiceAccount, SleepAction,
+    TopologySpreadConstraint, Volume, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::inputs::{Inputs, ServerConfig};
 use super::names::{
     CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, labels, volumes,
 };
 use super::object::{
-    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, common_labels, metadata, owners,
-    selector, stamped, typed,
+    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, common_labels, match_labels, metadata,
+    pod_selector, stamped,
 };
 use super::user_parts::{self, UserParts};
 use super::{ca_bundle, derived, external};
@@ -76,13 +87,16 @@ pub fn service_account(
     if stack.user_service_account().is_some() {
         return Ok(None);
     }
-    let secrets: Vec<Value> = pull_secrets.iter().map(|n| json!({"name": n})).collect();
-    stamped(json!({
-        "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": metadata(stack, &managed_service_account_name(stack)),
-        "automountServiceAccountToken": false,
-        "imagePullSecrets": secrets,
-    }))
+    let secrets = pull_secrets
+        .iter()
+        .map(|name| LocalObjectReference { name: name.clone() })
+        .collect();
+    stamped(ServiceAccount {
+        metadata: metadata(stack, &managed_service_account_name(stack)),
+        automount_service_account_token: Some(false),
+        image_pull_secrets: Some(secrets),
+        ..ServiceAccount::default()
+    })
     .map(Some)
 }
 
@@ -93,28 +107,39 @@ pub fn persistent_volume_claim(stack: &Stack) -> Result<Option<PersistentVolumeC
     };
     let size = storage
         .size
-        .as_ref()
-        .map_or(DEFAULT_STORAGE_SIZE.to_owned(), |q| q.0.clone());
-    stamped(json!({
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": metadata(stack, &pvc_name(stack)),
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
-    }))
+        .clone()
+        .unwrap_or_else(|| Quantity(DEFAULT_STORAGE_SIZE.to_owned()));
+    stamped(PersistentVolumeClaim {
+        metadata: metadata(stack, &pvc_name(stack)),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_owned(), size)])),
+                limits: None,
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    })
     .map(Some)
 }
 
 /// The generated, immutable, hash-named ConfigMap.
-pub fn config_map(stack: &Stack, generated: &GeneratedConfig) -> Result<ConfigMap, BuildError> {
-    typed(
-        "ConfigMap",
-        json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": config_map_name(stack.name, &generated.hash), "namespace": Some(stack.namespace).filter(|ns| !ns.is_empty()),
-                "labels": common_labels(stack), "annotations": {CONFIG_HASH: generated.hash}, "ownerReferences": owners(stack)},
-            "immutable": true,
-            "data": {"config.yaml": generated.yaml},
-        }),
-    )
+pub fn config_map(stack: &Stack, generated: &GeneratedConfig) -> ConfigMap {
+    let mut metadata = metadata(stack, &config_map_name(stack.name, &generated.hash));
+    metadata.annotations = Some(BTreeMap::from([(
+        CONFIG_HASH.to_owned(),
+        generated.hash.clone(),
+    )]));
+    ConfigMap {
+        metadata,
+        immutable: Some(true),
+        data: Some(BTreeMap::from([(
+            "config.yaml".to_owned(),
+            generated.yaml.clone(),
+        )])),
+        ..ConfigMap::default()
+    }
 }
 
 /// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
@@ -141,8 +166,34 @@ fn user_parts_of<'a>(stack: &Stack<'a>) -> UserParts<'a> {
     }
 }
 
-fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
+/// A variable with a literal value.
+fn literal(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.into()),
+        value_from: None,
+    }
+}
+
+/// A variable read from a Secret's key.
+fn from_secret(name: &str, secret: String, key: String, optional: Option<bool>) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret,
+                key,
+                optional,
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
+fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
     let with_external = stack.has_external_providers();
+    let data_dir = data_dir(stack);
     let mut env = Vec::new();
     if inputs.config.config_map().is_some() {
         let config = if with_external {
@@ -154,35 +205,37 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
                 inputs.config.key()
             )
         };
-        env.push(json!({"name": "LLAMA_STACK_CONFIG", "value": config}));
+        env.push(literal("LLAMA_STACK_CONFIG", config));
     }
     env.extend([
         // `llama stack run` ignores server.port; the port comes from here.
-        json!({"name": "LLAMA_STACK_PORT", "value": stack.networking.port.to_string()}),
-        json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": data_dir(stack)}),
-        json!({"name": "SQLITE_STORE_DIR", "value": format!("{}/state", data_dir(stack))}),
-        json!({"name": "HF_HOME", "value": format!("{}/huggingface", data_dir(stack))}),
+        literal("LLAMA_STACK_PORT", stack.networking.port.to_string()),
+        literal("LLAMA_STACK_CONFIG_DIR", data_dir),
+        literal("SQLITE_STORE_DIR", format!("{data_dir}/state")),
+        literal("HF_HOME", format!("{data_dir}/huggingface")),
         // A non-root user may not own the image's home directory.
-        json!({"name": "HOME", "value": data_dir(stack)}),
+        literal("HOME", data_dir),
     ]);
     if with_external {
-        env.push(json!({"name": "PYTHONPATH", "value": external::PYTHON_PACKAGES}));
+        env.push(literal("PYTHONPATH", external::PYTHON_PACKAGES));
     }
     if inputs.ca_bundle.is_some() {
-        env.push(json!({"name": "SSL_CERT_FILE", "value": format!("{}/{}", ca_bundle::MOUNT_DIR, ca_bundle::CA_BUNDLE_KEY)}));
+        let file = format!("{}/{}", ca_bundle::MOUNT_DIR, ca_bundle::CA_BUNDLE_KEY);
+        env.push(literal("SSL_CERT_FILE", file));
     }
     for var in inputs.generated.iter().flat_map(|g| g.env.iter()) {
+        let name = var.name.as_str();
         env.push(match &var.source {
-            EnvSource::SecretKeyRef(r) => json!({"name": var.name, "valueFrom": {"secretKeyRef": {"name": r.name, "key": r.key}}}),
-            EnvSource::Value(v) => json!({"name": var.name, "value": v}),
-            // The reconciler splits URLs into an owned Secret named after the resource.
-            // A query option the URL may not have is an optional key.
-            EnvSource::SecretUrlPart { part, .. } if part.optional() => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
-                "name": derived::derived_secret_name(stack),
-                "key": derived::derived_secret_key(*part), "optional": true}}}),
-            EnvSource::SecretUrlPart { part, .. } => json!({"name": var.name, "valueFrom": {"secretKeyRef": {
-                "name": derived::derived_secret_name(stack),
-                "key": derived::derived_secret_key(*part)}}}),
+            EnvSource::SecretKeyRef(r) => from_secret(name, r.name.clone(), r.key.clone(), None),
+            EnvSource::Value(v) => literal(name, v.clone()),
+            // The reconciler splits URLs into an owned Secret named after the resource. A query
+            // option the URL may not have is an optional key.
+            EnvSource::SecretUrlPart { part, .. } => from_secret(
+                name,
+                derived::derived_secret_name(stack),
+                derived::derived_secret_key(*part),
+                part.optional().then_some(true),
+            ),
         });
     }
     user_parts::merge_env(
@@ -192,89 +245,187 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
     )
 }
 
-fn container(stack: &Stack, inputs: &Inputs) -> Value {
-    let workload = stack.workload;
-    let overrides = stack.overrides;
+/// A read-only mount of the volume `name` at `path`.
+fn read_only(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        read_only: Some(true),
+        ..mount(name, path)
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn volume_mounts(stack: &Stack, inputs: &Inputs) -> Vec<VolumeMount> {
+    let mut mounts = Vec::new();
+    if inputs.config.config_map().is_some() {
+        mounts.push(read_only(volumes::CONFIG, config_dir(stack, inputs.config)));
+    }
+    mounts.push(mount(volumes::DATA, data_dir(stack)));
+    if inputs.ca_bundle.is_some() {
+        mounts.push(read_only(volumes::CA_BUNDLE, ca_bundle::MOUNT_DIR));
+    }
+    if stack.networking.tls_secret.is_some() {
+        mounts.push(read_only(volumes::TLS, TLS_DIR));
+    }
+    if stack.has_external_providers() {
+        mounts.push(read_only(
+            volumes::EXTERNAL_PROVIDERS,
+            crate::external::PROVIDERS_DIR,
+        ));
+        mounts.push(read_only(
+            volumes::MERGED_CONFIG,
+            crate::external::MERGED_DIR,
+        ));
+    }
+    mounts
+}
+
+/// The health probe, over HTTPS when the server terminates TLS.
+fn probe(stack: &Stack, period: i32, timeout: Option<i32>, failures: Option<i32>) -> Probe {
     let scheme = if stack.networking.tls_secret.is_some() {
         "HTTPS"
     } else {
         "HTTP"
     };
-    let probe = |extra: Value| {
-        let mut p = json!({"httpGet": {"path": "/v1/health", "port": PORT_NAME, "scheme": scheme}});
-        if let (Some(p), Some(extra)) = (p.as_object_mut(), extra.as_object()) {
-            p.extend(extra.clone());
-        }
-        p
-    };
-    let mut mounts = Vec::new();
-    if inputs.config.config_map().is_some() {
-        mounts.push(json!({"name": volumes::CONFIG, "mountPath": config_dir(stack, inputs.config), "readOnly": true}));
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/v1/health".to_owned()),
+            port: IntOrString::String(PORT_NAME.to_owned()),
+            scheme: Some(scheme.to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        timeout_seconds: timeout,
+        failure_threshold: failures,
+        ..Probe::default()
     }
-    mounts.push(json!({"name": volumes::DATA, "mountPath": data_dir(stack)}));
-    if inputs.ca_bundle.is_some() {
-        mounts.push(
-            json!({"name": volumes::CA_BUNDLE, "mountPath": ca_bundle::MOUNT_DIR, "readOnly": true}),
-        );
+}
+
+/// One worker is one process; requests follow the worker count unless the user sets them.
+fn default_resources(workers: i32) -> ResourceRequirements {
+    let quantity = |q: String| Quantity(q);
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), quantity(format!("{}m", 500 * workers))),
+            ("memory".to_owned(), quantity(format!("{workers}Gi"))),
+        ])),
+        limits: Some(BTreeMap::from([(
+            "memory".to_owned(),
+            quantity(format!("{}Gi", 4 * workers)),
+        )])),
+        claims: None,
     }
-    if stack.networking.tls_secret.is_some() {
-        mounts.push(json!({"name": volumes::TLS, "mountPath": TLS_DIR, "readOnly": true}));
-    }
-    if stack.has_external_providers() {
-        mounts.push(json!({"name": volumes::EXTERNAL_PROVIDERS, "mountPath": crate::external::PROVIDERS_DIR, "readOnly": true}));
-        mounts.push(json!({"name": volumes::MERGED_CONFIG, "mountPath": crate::external::MERGED_DIR, "readOnly": true}));
-    }
-    // One worker is one process; requests follow the worker count unless the user sets them.
+}
+
+fn container(stack: &Stack, inputs: &Inputs) -> Container {
+    let workload = stack.workload;
+    let overrides = stack.overrides;
     let workers = workload.workers.unwrap_or(1).max(1);
-    let default_resources = json!({"requests": {"cpu": format!("{}m", 500 * workers), "memory": format!("{}Gi", workers)},
-        "limits": {"memory": format!("{}Gi", 4 * workers)}});
-    let mut container = json!({
-        "name": "llama-stack",
-        "image": inputs.image,
-        "ports": [{"name": PORT_NAME, "containerPort": stack.networking.port, "protocol": "TCP"}],
-        "env": env_vars(stack, inputs),
-        "volumeMounts": mounts,
-        "resources": workload.resources.clone().and_then(|r| serde_json::to_value(r).ok()).unwrap_or(default_resources),
-        "startupProbe": probe(json!({"periodSeconds": 5, "failureThreshold": 60})),
-        "readinessProbe": probe(json!({"periodSeconds": 10})),
-        "livenessProbe": probe(json!({"periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 6})),
-        // A stopping Pod leaves the Service's endpoints at once, but every node's proxy learns it
-        // a moment later: keep serving meanwhile, so that a rollout fails no request.
-        "lifecycle": {"preStop": {"sleep": {"seconds": PRE_STOP_SECONDS}}},
-        "securityContext": {"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
-    });
     // A mounted config is what must run, whatever the image's own entrypoint would start
     // (distribution images differ, and some run the config baked into them). Without one, the
     // image's entrypoint runs its own config.
-    match (&overrides.command, inputs.config) {
-        (Some(command), _) => container["command"] = json!(command),
-        (None, ServerConfig::Image) => {}
-        (None, _) => container["command"] = json!(SERVER_COMMAND),
+    let command = match (&overrides.command, inputs.config) {
+        (Some(command), _) => Some(command.clone()),
+        (None, ServerConfig::Image) => None,
+        (None, _) => Some(SERVER_COMMAND.map(str::to_owned).to_vec()),
+    };
+    Container {
+        name: "llama-stack".to_owned(),
+        image: Some(inputs.image.to_owned()),
+        command,
+        args: overrides.args.clone(),
+        ports: Some(vec![ContainerPort {
+            name: Some(PORT_NAME.to_owned()),
+            container_port: stack.networking.port,
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        }]),
+        env: Some(env_vars(stack, inputs)),
+        volume_mounts: Some(volume_mounts(stack, inputs)),
+        resources: Some(
+            workload
+                .resources
+                .clone()
+                .unwrap_or_else(|| default_resources(workers)),
+        ),
+        startup_probe: Some(probe(stack, 5, None, Some(60))),
+        readiness_probe: Some(probe(stack, 10, None, None)),
+        liveness_probe: Some(probe(stack, 20, Some(5), Some(6))),
+        // A stopping Pod leaves the Service's endpoints at once, but every node's proxy learns it
+        // a moment later: keep serving meanwhile, so that a rollout fails no request.
+        lifecycle: Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                sleep: Some(SleepAction {
+                    seconds: PRE_STOP_SECONDS,
+                }),
+                ..LifecycleHandler::default()
+            }),
+            ..Lifecycle::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".to_owned()]),
+                add: None,
+            }),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
     }
-    if let Some(args) = &overrides.args {
-        container["args"] = json!(args);
-    }
-    container
 }
 
-fn volumes(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
+fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
+    let volume = |name: &str| Volume {
+        name: name.to_owned(),
+        ..Volume::default()
+    };
+    let config_map = |name: &str| {
+        Some(ConfigMapVolumeSource {
+            name: name.to_owned(),
+            ..ConfigMapVolumeSource::default()
+        })
+    };
     let mut volumes = Vec::new();
-    if let Some(config_map) = inputs.config.config_map() {
-        volumes.push(json!({"name": volumes::CONFIG, "configMap": {"name": config_map}}));
+    if let Some(name) = inputs.config.config_map() {
+        volumes.push(Volume {
+            config_map: config_map(name),
+            ..volume(volumes::CONFIG)
+        });
     }
     volumes.push(match stack.storage {
-        Some(_) => {
-            json!({"name": volumes::DATA, "persistentVolumeClaim": {"claimName": pvc_name(stack)}})
-        }
-        None => json!({"name": volumes::DATA, "emptyDir": {}}),
+        Some(_) => Volume {
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: pvc_name(stack),
+                read_only: None,
+            }),
+            ..volume(volumes::DATA)
+        },
+        None => Volume {
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..volume(volumes::DATA)
+        },
     });
     if inputs.ca_bundle.is_some() {
-        volumes.push(
-            json!({"name": volumes::CA_BUNDLE, "configMap": {"name": ca_bundle::ca_bundle_name(stack)}}),
-        );
+        volumes.push(Volume {
+            config_map: config_map(&ca_bundle::ca_bundle_name(stack)),
+            ..volume(volumes::CA_BUNDLE)
+        });
     }
     if let Some(secret) = stack.networking.tls_secret {
-        volumes.push(json!({"name": volumes::TLS, "secret": {"secretName": secret}}));
+        volumes.push(Volume {
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.to_owned()),
+                ..SecretVolumeSource::default()
+            }),
+            ..volume(volumes::TLS)
+        });
     }
     volumes.extend(external::volumes(stack));
     volumes
@@ -283,41 +434,44 @@ fn volumes(stack: &Stack, inputs: &Inputs) -> Vec<Value> {
 /// Non-root for every container. Distribution images may declare root, so outside OpenShift a
 /// fixed non-root UID and group are set (the data volume is group-owned); on OpenShift the
 /// restricted SCC assigns them and a fixed UID would be refused.
-fn pod_security(inputs: &Inputs) -> Value {
-    let mut security = json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}});
-    if !inputs.routes_available {
-        security["runAsUser"] = json!(RUN_AS);
-        security["runAsGroup"] = json!(RUN_AS);
-        security["fsGroup"] = json!(RUN_AS);
+fn pod_security(inputs: &Inputs) -> PodSecurityContext {
+    let fixed = (!inputs.routes_available).then_some(RUN_AS);
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_owned(),
+            localhost_profile: None,
+        }),
+        run_as_user: fixed,
+        run_as_group: fixed,
+        fs_group: fixed,
+        ..PodSecurityContext::default()
     }
-    security
 }
 
-/// The Deployment running the server with the resolved image and the config ConfigMap. (About 80
-/// lines: the Pod template is one JSON object, read as the manifest it becomes.)
-pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildError> {
+/// The user's spread constraints, else, with more than one replica possible, a preference for
+/// different nodes that never blocks scheduling.
+fn spread(stack: &Stack) -> Option<Vec<TopologySpreadConstraint>> {
     let workload = stack.workload;
-    let overrides = stack.overrides;
-    let mut annotations = serde_json::Map::new();
-    if let Some(generated) = inputs.generated {
-        annotations.insert(CONFIG_HASH.to_owned(), json!(generated.hash));
+    let most = workload
+        .autoscaling
+        .as_ref()
+        .map_or(workload.replicas.unwrap_or(1), |a| a.max_replicas);
+    match &workload.topology_spread_constraints {
+        Some(user) => Some(user.clone()),
+        None if most > 1 => Some(vec![TopologySpreadConstraint {
+            max_skew: 1,
+            topology_key: "kubernetes.io/hostname".to_owned(),
+            when_unsatisfiable: "ScheduleAnyway".to_owned(),
+            label_selector: Some(pod_selector(stack)),
+            ..TopologySpreadConstraint::default()
+        }]),
+        None => None,
     }
-    if let Some(hash) = inputs.secrets_hash {
-        annotations.insert(SECRETS_HASH.to_owned(), json!(hash));
-    }
-    if let Some(pem) = inputs.ca_bundle {
-        annotations.insert(
-            CA_BUNDLE_HASH.to_owned(),
-            json!(llama_stack_resolver::digest::sha256_hex(pem.as_bytes())),
-        );
-    }
-    let mut pod = json!({
-        "serviceAccountName": service_account_name(stack),
-        "automountServiceAccountToken": false,
-        "containers": [container(stack, inputs)],
-        "volumes": volumes(stack, inputs),
-        "securityContext": pod_security(inputs),
-    });
+}
+
+/// The server Pod: its container, the external providers' install steps, the user's volumes.
+fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
     let init = external::init_containers(
         stack,
         inputs.image,
@@ -328,26 +482,34 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
             inputs.config.key()
         ),
     );
-    if !init.is_empty() {
-        pod["initContainers"] = json!(init);
-    }
+    let mut pod = PodSpec {
+        service_account_name: Some(service_account_name(stack)),
+        automount_service_account_token: Some(false),
+        containers: vec![container(stack, inputs)],
+        init_containers: Some(init).filter(|init| !init.is_empty()),
+        volumes: Some(pod_volumes(stack, inputs)),
+        security_context: Some(pod_security(inputs)),
+        termination_grace_period_seconds: stack.overrides.termination_grace_period_seconds,
+        topology_spread_constraints: spread(stack),
+        ..PodSpec::default()
+    };
     user_parts::merge_volumes(&mut pod, 0, &user_parts_of(stack));
-    if let Some(seconds) = overrides.termination_grace_period_seconds {
-        pod["terminationGracePeriodSeconds"] = json!(seconds);
+    pod
+}
+
+/// The Deployment running the server with the resolved image and the config ConfigMap.
+pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildError> {
+    let workload = stack.workload;
+    let mut annotations = BTreeMap::new();
+    if let Some(generated) = inputs.generated {
+        annotations.insert(CONFIG_HASH.to_owned(), generated.hash.clone());
     }
-    let replicas = workload.replicas.unwrap_or(1);
-    let spreading = workload
-        .autoscaling
-        .as_ref()
-        .map_or(replicas, |a| a.max_replicas);
-    match &workload.topology_spread_constraints {
-        Some(user) => pod["topologySpreadConstraints"] = json!(user),
-        // More than one replica: prefer different nodes, without ever blocking scheduling.
-        None if spreading > 1 => {
-            pod["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": selector(stack)}}]);
-        }
-        None => {}
+    if let Some(hash) = inputs.secrets_hash {
+        annotations.insert(SECRETS_HASH.to_owned(), hash.to_owned());
+    }
+    if let Some(pem) = inputs.ca_bundle {
+        let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
+        annotations.insert(CA_BUNDLE_HASH.to_owned(), hash);
     }
     let mut pod_labels = common_labels(stack);
     if stack.has_external_providers() {
@@ -358,27 +520,35 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
             for (k, v) in existing {
                 pod_labels.entry(k.clone()).or_insert_with(|| v.clone());
             }
-            json!(existing)
+            match_labels(existing.clone())
         }
-        None => selector(stack),
+        None => pod_selector(stack),
     };
-    let mut spec = json!({
-        "selector": {"matchLabels": selector},
-        "template": {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod},
-    });
-    if workload.autoscaling.is_none() {
-        spec["replicas"] = json!(replicas);
-    }
-    if workload.storage.is_some() {
-        // A ReadWriteOnce volume cannot be attached to the old and the new Pod at once.
-        spec["strategy"] = json!({"type": "Recreate"});
-    }
-    if let Some(seconds) = workload.progress_deadline_seconds {
-        spec["progressDeadlineSeconds"] = json!(seconds);
-    }
-    stamped(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": metadata(stack, stack.name),
-        "spec": spec,
-    }))
+    let template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(pod(stack, inputs)),
+    };
+    stamped(Deployment {
+        metadata: metadata(stack, stack.name),
+        spec: Some(DeploymentSpec {
+            selector,
+            template,
+            replicas: workload
+                .autoscaling
+                .is_none()
+                .then(|| workload.replicas.unwrap_or(1)),
+            // A ReadWriteOnce volume cannot be attached to the old and the new Pod at once.
+            strategy: stack.storage.map(|_| DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                rolling_update: None,
+            }),
+            progress_deadline_seconds: workload.progress_deadline_seconds,
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    })
 }
