@@ -150,16 +150,31 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
         .publish(stack.resource, ctx, deployment.is_some(), ready)
         .await
         .map_err(Error::Status)?;
-    let mut requeue = retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT });
-    if rolled_back {
+    let requeue = next_look(stack, ctx, retry, ready, rolled_back);
+    Ok((Action::requeue(requeue), reason))
+}
+
+/// When to reconcile again: after `retry` when a step was blocked, else at the resync when
+/// Ready and soon during a rollout; at once after a rollback; sooner when the server's own
+/// answers are due again.
+fn next_look(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    retry: Option<Duration>,
+    ready: bool,
+    rolled_back: bool,
+) -> Duration {
+    let requeue = if rolled_back {
         // The rejection is stored; the next reconcile returns the Deployment to the last Ready
         // revision (the status write's watch event usually comes first).
-        requeue = ROLL_BACK;
+        ROLL_BACK
+    } else {
+        retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT })
+    };
+    match ctx.servers.retry_in(stack.uid()).filter(|_| ready) {
+        Some(again) => requeue.min(again),
+        None => requeue,
     }
-    if let Some(again) = ctx.servers.retry_in(stack.uid()).filter(|_| ready) {
-        requeue = requeue.min(again);
-    }
-    Ok((Action::requeue(requeue), reason))
 }
 
 /// Takes the `Ok` of a step, or ends the pipeline with what blocked it.
