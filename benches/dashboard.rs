@@ -19,15 +19,14 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 #[path = "dashboard/prometheus.rs"]
 mod prometheus;
 #[path = "dashboard/render.rs"]
 mod render;
-#[path = "scale/server.rs"]
-mod server;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,9 +39,10 @@ use prometheus::{Prometheus, Series};
 use render::{Line, Mark, Panel};
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_cluster_with_crd};
+use support::kube_objects::create_stack;
+use support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::operator::{OPERATOR_NAMESPACE, spawn_operator};
-use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
-use support::registry::registries::Registries;
+use support::registries::Registries;
 
 const NAMESPACE: &str = "team-a";
 const DASHBOARD: &str = "deploy/components/monitoring/llama-stack-operator-dashboard.json";
@@ -150,7 +150,6 @@ fn apply_policy(plane: &ControlPlane) {
 /// Seven healthy stacks (five of `starter`, two of a custom image), one whose image the
 /// registry does not have, and one whose Deployment the cluster's policy refuses.
 async fn create_stacks(client: &kube::Client, plain: &str, port: u16) {
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
     let mut specs: Vec<(String, Value)> = (0..5)
         .map(|i| (format!("chat-{i}"), json!({"name": "starter"})))
         .collect();
@@ -166,13 +165,8 @@ async fn create_stacks(client: &kube::Client, plain: &str, port: u16) {
     ));
     specs.push(("frozen".into(), json!({"name": "starter"})));
     for (name, distribution) in specs {
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": name},
-            "spec": {"distribution": distribution, "networking": {"port": port}}}))
-        .expect("resource");
-        llsds
-            .create(&PostParams::default(), &cr)
+        let spec = json!({"distribution": distribution, "networking": {"port": port}});
+        create_stack(client, NAMESPACE, &name, spec)
             .await
             .expect("create");
     }
@@ -292,7 +286,8 @@ fn main() {
         serde_json::from_str(&std::fs::read_to_string(root.join(DASHBOARD)).expect("dashboard"))
             .expect("dashboard JSON");
 
-    let shared = server::start().expect("the llama-stack server every stack reaches");
+    let shared =
+        support::shared_server::start().expect("the llama-stack server every stack reaches");
     let registries = Registries::start().expect("registries");
     let plain = registries.plain.host.clone();
     let work = tempfile::Builder::new()

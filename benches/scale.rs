@@ -17,15 +17,14 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 #[path = "scale/debug.rs"]
 mod debug;
 #[path = "scale/plot.rs"]
 mod plot;
-#[path = "scale/server.rs"]
-mod server;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -36,6 +35,7 @@ use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
+use support::kube_objects::{create_namespace, create_stack};
 use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, spawn_operator};
 
 /// Budget per stack from the first create until the operator is quiet (issue 20).
@@ -150,22 +150,13 @@ async fn node_ready(client: &kube::Client) -> bool {
 }
 
 async fn create_stacks(client: &kube::Client, n: usize, port: u16) {
-    let namespace: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("namespace");
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
+    create_namespace(client, NAMESPACE)
         .await
         .expect("create namespace");
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
     for i in 0..n {
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": format!("stack-{i:04}")},
-            "spec": {"distribution": {"name": "starter"}, "resources": {"models": [format!("model-{i}")]},
-                     "networking": {"port": port}}}))
-        .expect("resource");
-        llsds
-            .create(&PostParams::default(), &cr)
+        let spec = json!({"distribution": {"name": "starter"},
+            "resources": {"models": [format!("model-{i}")]}, "networking": {"port": port}});
+        create_stack(client, NAMESPACE, &format!("stack-{i:04}"), spec)
             .await
             .expect("create");
     }
@@ -385,7 +376,8 @@ fn main() {
     };
     // Longer than the server-info probe's period (60 s): its re-reads must not write either.
     let quiet_window = Duration::from_secs(if full { 70 } else { 20 });
-    let shared = server::start().expect("the llama-stack server every stack reaches");
+    let shared =
+        support::shared_server::start().expect("the llama-stack server every stack reaches");
     let mut samples = Vec::new();
     let mut broken = Vec::new();
     for &n in &sizes {

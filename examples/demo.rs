@@ -24,8 +24,9 @@
 
 #[path = "demo/real_node.rs"]
 mod real_node;
-#[path = "../tests/support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

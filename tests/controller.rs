@@ -7,8 +7,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +20,10 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::controller::{Context, reconcile};
-use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
+use llama_stack_resolver::Resolver;
 use serde_json::{Value, json};
 use support::control_plane::start_with_crd;
+use support::kube_objects::{condition, offline_resolver_options};
 
 struct Fixture {
     client: kube::Client,
@@ -29,17 +31,9 @@ struct Fixture {
     ns: String,
 }
 
-/// Resolver options for the test machine, which reaches no public registry: names resolve to
-/// their embedded config, after a short timeout.
-fn offline_options() -> ResolverOptions {
-    let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
-    options.timeout = Duration::from_secs(2);
-    options
-}
-
 impl Fixture {
     fn new(client: &kube::Client, ns: &str) -> Self {
-        let resolver = Arc::new(Resolver::new(offline_options()).unwrap());
+        let resolver = Arc::new(Resolver::new(offline_resolver_options()).unwrap());
         Self {
             client: client.clone(),
             ctx: Arc::new(Context::new(client.clone(), resolver)),
@@ -76,14 +70,7 @@ impl Fixture {
 
     async fn condition(&self, name: &str, type_: &str) -> (String, String, String) {
         let cr = self.llsds().get(name).await.unwrap();
-        let c = cr
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.type_ == type_)
-            .unwrap_or_else(|| panic!("no {type_} condition"));
-        (c.status, c.reason, c.message)
+        condition(&cr, type_).unwrap_or_else(|| panic!("no {type_} condition"))
     }
 }
 
@@ -278,7 +265,7 @@ fn external_providers_are_checked_before_any_pod_then_installed_by_init_containe
         assert!(message.contains("OPERATOR_IMAGE"), "{message}");
         assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("noimage").await.unwrap().is_none());
 
-        let resolver = Arc::new(Resolver::new(offline_options()).unwrap());
+        let resolver = Arc::new(Resolver::new(offline_resolver_options()).unwrap());
         let ctx = Arc::new(Context::new(client.clone(), resolver).with_operator_image(Some("reg/operator:1".into())));
         let reconcile_with_image = |name: &'static str| {
             let ctx = ctx.clone();
@@ -627,7 +614,7 @@ fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
             llsds.create(&PostParams::default(), &cr).await.unwrap();
             let ctx = Arc::new(Context::new(
                 limited,
-                Arc::new(Resolver::new(offline_options()).unwrap()),
+                Arc::new(Resolver::new(offline_resolver_options()).unwrap()),
             ));
             let error = reconcile(Arc::new(llsds.get("hiccup").await.unwrap()), ctx)
                 .await

@@ -7,8 +7,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::sync::Arc;
 
@@ -22,10 +23,10 @@ use llama_stack_resolver::credential_provider::CredentialProviders;
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::json;
 use support::control_plane::start_with_crd;
+use support::credential_plugin;
 use support::images::push_plain;
-use support::registry::credential_plugin;
-use support::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
-use support::registry::registries::{PASSWORD, Registries, USER};
+use support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
+use support::registries::{PASSWORD, Registries, USER};
 use support::wait::eventually;
 
 #[test]
@@ -578,7 +579,7 @@ fn an_upgrade_to_an_image_that_rejects_the_spec_keeps_the_stack() {
 #[test]
 fn a_signature_policy_keeps_a_stack_on_its_signed_image() {
     use k8s_openapi::api::core::v1::ConfigMap;
-    use support::registry::cosign::Cosign;
+    use support::cosign::Cosign;
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();

@@ -14,8 +14,9 @@
 
 #[path = "../examples/olm_bundle/bundle.rs"]
 mod olm;
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 #[path = "deploy/helm.rs"]
 mod helm;

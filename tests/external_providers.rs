@@ -12,8 +12,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,9 +30,9 @@ use llama_stack_operator::controller::external_status::provider_statuses;
 use llama_stack_operator::controller::stack::Stack;
 use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use serde_json::{Value, json};
+use support::harness::{run_suite, table};
 use support::llama_stack::{self, Server, http_post};
 use support::pod_runner::{Image, PodRunner, Step};
-use support::registry::harness::{run_suite, table};
 use support::sealed;
 
 const DISTRIBUTION: &str = "docker.io/llamastack/distribution-starter:0.7.3";

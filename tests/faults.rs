@@ -14,22 +14,24 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::process::ExitCode;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
 use support::control_plane::{ControlPlane, start_with_crd};
+use support::harness::{run_suite, table};
+use support::kube_objects::create_namespace;
 use support::operator::{OperatorProcess, spawn_operator};
-use support::registry::harness::{run_suite, table};
 
 /// The most a recovery may take once the API server answers again.
 const RECOVERY: Duration = Duration::from_secs(30);
@@ -76,15 +78,7 @@ impl Env {
     }
 
     fn namespace(&self, name: &str) -> Result<(), Failed> {
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-        self.rt.block_on(async {
-            let api: Api<Namespace> = Api::all(self.client.clone());
-            match api.create(&PostParams::default(), &ns).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-                Err(e) => Err(Failed::from(e.to_string())),
-            }
-        })
+        Ok(self.rt.block_on(create_namespace(&self.client, name))?)
     }
 
     fn create_stack(&self, ns: &str, name: &str) -> Result<(), Failed> {

@@ -9,8 +9,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use support::llama_stack;
 
@@ -27,7 +28,7 @@ use llama_stack_operator::stack_config::env::EnvSource;
 use llama_stack_operator::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
-use support::registry::harness::{TestFn, run_suite};
+use support::harness::{TestFn, run_suite};
 
 /// An OpenAI-compatible upstream on loopback that records (path, Authorization) per request.
 struct FakeUpstream {

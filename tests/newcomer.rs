@@ -17,8 +17,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
 use support::control_plane::{ApiAccess, ControlPlane, POD_REACHABLE_IP};
+use support::harness::{run_suite, table};
 use support::helm::{CHART, helm, helm_bin};
 use support::kstatus::{kstatus_bin, verdict};
 use support::llama_stack::http_get;
@@ -36,8 +38,7 @@ use support::node_stack::{
     distribution_image, pull_secret_namespace, push, push_pinned, slim_spec,
 };
 use support::operator::{kubectl, kubectl_status};
-use support::registry::harness::{run_suite, table};
-use support::registry::registries::Registries;
+use support::registries::Registries;
 
 /// Where the operator is installed, as the chart's documentation suggests.
 const OPERATOR_NS: &str = "llama-stack-operator-system";

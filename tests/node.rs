@@ -15,8 +15,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 #[path = "node/rollback.rs"]
 mod rollback;
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
+use support::harness::{run_suite, table};
 use support::llama_stack::{self, http_get, http_post};
 use support::node::{RealNode, TrustedRegistry, build_image, operator_image};
 use support::node_stack::{
@@ -39,9 +41,8 @@ use support::operator::{
     OperatorProcess, convert_through, spawn_operator_with_webhooks, webhook_certificates,
 };
 use support::process::free_port;
-use support::registry::harness::{run_suite, table};
-use support::registry::registries::Registries;
-use support::registry::test_ca::TestCa;
+use support::registries::Registries;
+use support::test_ca::TestCa;
 
 /// A config llama-stack 0.7.3 refuses at start-up (`max_tokens` must be an integer).
 const REJECTED_CONFIG: &str = "version: 2\ndistro_name: broken\napis: [inference]\nproviders:\n  inference:\n  - provider_id: vllm-broken\n    provider_type: remote::vllm\n    config:\n      base_url: http://10.88.0.1:9/v1\n      max_tokens: not-a-number\n";
@@ -486,18 +487,8 @@ fn wait_for_reason(
 }
 
 /// Waits for `check` to pass, up to [`READY`]; the error says what it last saw.
-fn eventually(what: &str, mut check: impl FnMut() -> Result<bool, Failed>) -> Result<(), Failed> {
-    let deadline = Instant::now() + READY;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        match check() {
-            Ok(true) => return Ok(()),
-            Ok(false) => {}
-            Err(e) => last = format!("{e:?}"),
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
-    Err(format!("{what} not seen within {READY:?} (last error: {last})").into())
+fn eventually(what: &str, check: impl FnMut() -> Result<bool, Failed>) -> Result<(), Failed> {
+    support::wait::poll_until(READY, Duration::from_secs(1), what, check).map_err(Failed::from)
 }
 
 /// A config change rolls out once, through one new ReplicaSet, and the old Pod serves until the

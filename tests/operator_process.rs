@@ -10,8 +10,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -31,13 +32,13 @@ use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_cluster_with_crd};
+use support::harness::{run_suite, table};
 use support::operator::{
     OPERATOR_NAMESPACE as NS, OperatorProcess, SA_USER, install_operator_rbac, kubectl,
     spawn_operator, spawn_operator_in_pod, spawn_operator_with_webhooks,
 };
 use support::process::free_port;
-use support::registry::harness::{run_suite, table};
-use support::registry::test_ca::TestCa;
+use support::test_ca::TestCa;
 
 const CONVERGE: Duration = Duration::from_secs(90);
 

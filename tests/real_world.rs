@@ -17,8 +17,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,7 +34,7 @@ use support::operator::{
     webhook_certificates,
 };
 use support::process::free_port;
-use support::registry::registries::Registries;
+use support::registries::Registries;
 
 /// How long every admitted stack may take to become Ready (or blocked) on the kwok node.
 const CONVERGE: Duration = Duration::from_secs(180);

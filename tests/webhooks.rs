@@ -6,8 +6,9 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "support/mod.rs"]
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 #[path = "webhooks/differential.rs"]
 mod differential;
@@ -18,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition,
 };
@@ -30,8 +30,9 @@ use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
 use llama_stack_resolver::Catalog;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, committed_crd, install_crd};
-use support::registry::harness::{run_suite, table};
-use support::registry::test_ca::TestCa;
+use support::harness::{run_suite, table};
+use support::kube_objects::create_namespace;
+use support::test_ca::TestCa;
 
 struct Env {
     plane: ControlPlane,
@@ -54,9 +55,7 @@ fn api(env: &Env, ns: &str, version: &str) -> Api<DynamicObject> {
 }
 
 fn namespace(env: &Env, name: &str) -> Result<String, Failed> {
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-    env.rt
-        .block_on(Api::<Namespace>::all(env.client.clone()).create(&PostParams::default(), &ns))?;
+    env.rt.block_on(create_namespace(&env.client, name))?;
     Ok(name.to_owned())
 }
 

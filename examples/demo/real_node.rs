@@ -13,7 +13,7 @@ use crate::support::llama_stack::http_get;
 use crate::support::node::{RealNode, TrustedRegistry, which};
 use crate::support::node_stack::{distribution_image, pull_secret_namespace, push, slim_spec};
 use crate::support::operator::{OperatorProcess, install_operator_rbac, kubectl, spawn_operator};
-use crate::support::registry::registries::Registries;
+use crate::support::registries::Registries;
 
 /// How long a first image pull and a Python server start may take on two cores.
 const READY: Duration = Duration::from_secs(300);

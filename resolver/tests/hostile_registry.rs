@@ -18,6 +18,9 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+// Loopback only, in a network namespace of its own like every suite.
+llama_stack_test_support::seal_network!();
+
 fn digest(bytes: &[u8]) -> String {
     format!(
         "sha256:{}",

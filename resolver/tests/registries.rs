@@ -11,7 +11,9 @@
 mod credential_providers;
 #[path = "registries/signatures.rs"]
 mod signatures;
-mod support;
+use llama_stack_test_support as support;
+
+llama_stack_test_support::seal_network!();
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

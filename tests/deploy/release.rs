@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use base64::Engine as _;
 
 use super::support::control_plane::run_build_script;
-use super::support::registry::registries::{PASSWORD, Registries, USER};
+use super::support::registries::{PASSWORD, Registries, USER};
 
 const VERSION: &str = "0.1.0-test.1";
 

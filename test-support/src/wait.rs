@@ -22,3 +22,27 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// Calls `check` every `interval` until it passes; after `timeout`, an error naming `what` and
+/// the last error `check` gave. For suites that drive the cluster through blocking calls
+/// (`kubectl`, HTTP on the node).
+pub fn poll_until<E: std::fmt::Debug>(
+    timeout: Duration,
+    interval: Duration,
+    what: &str,
+    mut check: impl FnMut() -> Result<bool, E>,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match check() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last = format!("{e:?}"),
+        }
+        std::thread::sleep(interval);
+    }
+    Err(format!(
+        "{what} not seen within {timeout:?} (last error: {last})"
+    ))
+}

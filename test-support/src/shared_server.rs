@@ -11,7 +11,7 @@ use llama_stack_operator::stack_config::env::EnvSource;
 use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use serde_json::json;
 
-use crate::support::llama_stack::{self, Server};
+use crate::llama_stack::{self, Server};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

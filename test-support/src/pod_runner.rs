@@ -13,7 +13,7 @@ use std::process::Command;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use tempfile::TempDir;
 
-use super::control_plane::Error;
+use crate::control_plane::Error;
 
 /// What stands in for an image.
 #[derive(Clone, Debug)]

@@ -1,6 +1,7 @@
 //! Keeps every packet of a test on the machine.
 //!
-//! Each test binary that links this support moves itself, before `main` and before any thread
+//! Each test binary calls [`seal_network!`](crate::seal_network) once at its root: it moves
+//! itself, before `main` and before any thread
 //! exists, into a network namespace of its own with only loopback up. Everything it starts
 //! (etcd, kube-apiserver, kwok, registries, the operator, llama-stack servers) inherits that
 //! namespace: loopback works as before, while a connection to a fake kwok Pod or Service address
@@ -24,13 +25,37 @@ use std::sync::OnceLock;
 /// The network namespace the binary started in, kept open to run registry fetches there.
 static HOST_NETWORK: OnceLock<OwnedFd> = OnceLock::new();
 
-// Runs before `main`, while the process has a single thread, so that unshare applies to the
-// whole process and to every thread and child it makes later.
-#[used]
-#[unsafe(link_section = ".init_array")]
-static SEAL_BEFORE_MAIN: extern "C" fn() = seal_before_main;
+/// Seals the test binary it is called in: expands to a function in the binary's
+/// `.init_array`, which runs before `main`, while the process has a single thread, so that the
+/// new namespace applies to the whole process and to every thread and child it makes later.
+///
+/// A macro, not a static of this crate: the linker keeps a library's object only when the
+/// binary uses one of its symbols, and a static nothing names would be dropped with it.
+#[macro_export]
+macro_rules! seal_network {
+    () => {
+        #[used]
+        #[unsafe(link_section = ".init_array")]
+        static SEAL_BEFORE_MAIN: extern "C" fn() = $crate::sealed::seal_before_main;
+    };
+}
 
-extern "C" fn seal_before_main() {
+/// Whether this process runs in the namespace [`seal_network!`](crate::seal_network) made.
+pub fn is_sealed() -> bool {
+    HOST_NETWORK.get().is_some()
+}
+
+/// Stops a test that would start a server or a client in a binary that was never sealed (one
+/// that forgot [`seal_network!`](crate::seal_network)): it would reach the machine's network.
+pub fn assert_sealed() {
+    assert!(
+        is_sealed(),
+        "this test binary is not sealed off the network: call llama_stack_test_support::seal_network!() at its root"
+    );
+}
+
+/// What [`seal_network!`](crate::seal_network) runs before `main`; exits when sealing fails.
+pub extern "C" fn seal_before_main() {
     if let Err(err) = seal() {
         eprintln!(
             "error: the tests run in a network namespace of their own so that no packet leaves \

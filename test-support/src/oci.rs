@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::registries::Error;
+use crate::registries::Error;
 
 /// Compression of a fixture layer.
 #[derive(Clone, Copy, Debug)]

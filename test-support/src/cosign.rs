@@ -3,12 +3,12 @@
 //! cached; two key pairs (`trusted`, `other`) with empty passwords; no transparency log or
 //! timestamp authority, so that signing stays on the machine.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use base64::Engine;
 
-use super::process::run_script;
+use crate::process::run_script;
 
 /// The cosign releases the tests sign with.
 pub const COSIGN_V2: &str = "v2.6.5";
@@ -24,11 +24,7 @@ pub struct Cosign {
 }
 
 fn build(version: &str) -> Result<PathBuf, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|d| d.join("scripts/build-cosign.sh"))
-        .find(|p| p.exists())
-        .ok_or("scripts/build-cosign.sh not found")?;
+    let script = crate::workspace_root().join("scripts/build-cosign.sh");
     run_script(&script, &[version.to_owned()], &[]).map_err(|e| e.to_string())
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::control_plane::{ControlPlane, Error, run_build_script};
+use crate::control_plane::{ControlPlane, Error, run_build_script};
 
 /// The chart, relative to the repository.
 pub const CHART: &str = "charts/llama-stack-operator";
@@ -25,7 +25,7 @@ pub fn helm(
     let mut command = Command::new(bin);
     command
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(crate::workspace_root())
         .env("HELM_CACHE_HOME", home.join("cache"))
         .env("HELM_CONFIG_HOME", home.join("config"))
         .env("HELM_DATA_HOME", home.join("data"))

@@ -19,9 +19,9 @@ pub const OPERATOR_USER: &str = "llso-operator";
 /// How long etcd plus kube-apiserver may take to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
 
-pub use super::process::Error;
-use super::process::{free_port, spawn_tied as spawn};
-use super::registry::test_ca::TestCa;
+pub use crate::process::Error;
+use crate::process::{free_port, spawn_tied as spawn};
+use crate::test_ca::TestCa;
 
 /// Starts processes from one thread of its own. A test's child dies with the thread that started
 /// it (PR_SET_PDEATHSIG), and a trial's thread ends long before the control plane it restarts a
@@ -101,10 +101,8 @@ pub fn run_build_script(
     args: &[String],
     env: &[(&str, &Path)],
 ) -> Result<PathBuf, Error> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(name);
-    super::registry::process::run_script(&script, args, env)
+    let script = crate::workspace_root().join("scripts").join(name);
+    crate::process::run_script(&script, args, env)
 }
 
 struct Pki {
@@ -376,7 +374,7 @@ impl ControlPlane {
         let d = plane.dir.path().to_owned();
         let kubeconfig = plane.kubeconfig.display().to_string();
         let stages = d.join("kwok-stages.yaml");
-        super::kwok_stages::write(&plane.bin.join("kwok-stages.yaml"), &stages)?;
+        crate::kwok_stages::write(&plane.bin.join("kwok-stages.yaml"), &stages)?;
         let kwok = spawn(
             Command::new(plane.bin.join("kwok"))
                 .arg(format!("--kubeconfig={kubeconfig}"))
@@ -671,8 +669,7 @@ pub fn committed_crd() -> Result<
     k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     Error,
 > {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("crds/llamastackdistributions.llamastack.io.yaml");
+    let path = crate::workspace_root().join("crds/llamastackdistributions.llamastack.io.yaml");
     let text =
         fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(serde_saphyr::from_str(&text)?)

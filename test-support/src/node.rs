@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::control_plane::ControlPlane;
-use super::process::{Error, free_port, spawn_tied as spawn};
+use crate::control_plane::ControlPlane;
+use crate::process::{Error, free_port, spawn_tied as spawn};
 
 /// The node's name in the cluster.
 pub const NODE_NAME: &str = "node-0";
@@ -359,7 +359,7 @@ fn run(cmd: &mut Command) -> Result<(), Error> {
 /// Builds (or reuses) an image with `scripts/build-test-images.sh`; returns its OCI layout.
 /// The build may fetch from Debian's archive and PyPI, so it runs on the host's network.
 pub fn build_image(args: &[String]) -> Result<PathBuf, Error> {
-    super::control_plane::run_build_script("build-test-images.sh", args, &[])
+    crate::control_plane::run_build_script("build-test-images.sh", args, &[])
 }
 
 /// The operator's image built from the repository's `Dockerfile` by
@@ -381,9 +381,9 @@ pub fn operator_image() -> Result<PathBuf, Error> {
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+        .unwrap_or_else(|| crate::workspace_root().join("target"))
         .join("operator-image");
-    super::control_plane::run_build_script(
+    crate::control_plane::run_build_script(
         "build-operator-image.sh",
         &[],
         &[("CARGO_TARGET_DIR", &target)],
@@ -668,7 +668,7 @@ mod tests {
     /// constants must name the same address.
     #[test]
     fn the_api_server_is_advertised_at_the_nodes_address() {
-        let advertised = std::net::Ipv4Addr::from(super::super::control_plane::POD_REACHABLE_IP);
+        let advertised = std::net::Ipv4Addr::from(crate::control_plane::POD_REACHABLE_IP);
         assert_eq!(super::NODE_IP.parse(), Ok(advertised));
     }
 }

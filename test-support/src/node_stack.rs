@@ -10,11 +10,11 @@ use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 
-use super::control_plane::{ControlPlane, Error};
-use super::llama_stack;
-use super::operator::kubectl;
-use super::registry::oci::skopeo_copy;
-use super::registry::registries::{PASSWORD, Registries, USER};
+use crate::control_plane::{ControlPlane, Error};
+use crate::llama_stack;
+use crate::oci::skopeo_copy;
+use crate::operator::kubectl;
+use crate::registries::{PASSWORD, Registries, USER};
 
 /// The provider id of the config baked into the distribution image; stacks use another, so a
 /// server listing theirs runs the operator's config, not the image's.
@@ -161,5 +161,5 @@ pub fn distribution_image(dir: &Path) -> Result<PathBuf, String> {
     let (config, deps) = image_config(dir)?;
     let mut args = vec!["distribution".to_owned(), config.display().to_string()];
     args.extend(deps);
-    super::node::build_image(&args).map_err(|e| e.to_string())
+    crate::node::build_image(&args).map_err(|e| e.to_string())
 }

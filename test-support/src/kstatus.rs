@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use super::control_plane::{ControlPlane, Error, run_build_script};
-use super::operator::kubectl;
+use crate::control_plane::{ControlPlane, Error, run_build_script};
+use crate::operator::kubectl;
 
 /// `kstatus-compute`, built (or reused from the cache) by `scripts/build-kstatus.sh`.
 pub fn kstatus_bin() -> Result<PathBuf, Error> {

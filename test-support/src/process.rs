@@ -19,6 +19,7 @@ const CHILD_PORTS: std::ops::Range<u16> = 20_000..32_000;
 /// A TCP port on 127.0.0.1 that is free now and that this process has not handed out before.
 pub fn free_port() -> Result<u16, Error> {
     use std::sync::atomic::{AtomicU32, Ordering};
+    crate::sealed::assert_sealed();
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
     let span = u32::from(CHILD_PORTS.end - CHILD_PORTS.start);
     // Each process starts at a different place, so test binaries run side by side rarely meet.
@@ -41,6 +42,7 @@ pub fn free_port() -> Result<u16, Error> {
 /// Spawns `cmd` with stdout and stderr in `log`; the child gets SIGKILL when the thread that
 /// spawned it exits (spawn from the harness's main thread), so a failed test leaves nothing behind.
 pub fn spawn_tied(cmd: &mut Command, log: &Path) -> Result<Child, Error> {
+    crate::sealed::assert_sealed();
     let log = fs::File::create(log)?;
     cmd.stdout(log.try_clone()?)
         .stderr(log)
@@ -71,7 +73,7 @@ pub fn run_script(script: &Path, args: &[String], env: &[(&str, &Path)]) -> Resu
     for (key, value) in env {
         command.env(key, value);
     }
-    let out = super::sealed::with_host_network(&mut command)
+    let out = crate::sealed::with_host_network(&mut command)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     if !out.status.success() {
@@ -101,7 +103,7 @@ mod tests {
     fn ports_for_children_are_outside_the_ephemeral_range_and_never_repeat() {
         let ephemeral = ephemeral_range();
         let ports: Vec<u16> = (0..200)
-            .map(|_| super::free_port().expect("free port"))
+            .map(|_| crate::process::free_port().expect("free port"))
             .collect();
         let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
         assert_eq!(

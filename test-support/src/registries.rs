@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-pub use super::process::Error;
-use super::process::{free_port, spawn_tied as spawn};
-use super::test_ca::TestCa;
+pub use crate::process::Error;
+use crate::process::{free_port, spawn_tied as spawn};
+use crate::test_ca::TestCa;
 
 pub const USER: &str = "tester";
 pub const PASSWORD: &str = "s3cret-pass";

@@ -2,7 +2,7 @@
 
 use base64::Engine;
 
-use super::registry::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
+use crate::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 
 /// Pushes a one-layer amd64 image to the plain registry `plain` (no TLS, no auth) as
 /// `<repo>:<tag>`, labelled with `config` as its base config when given (built under `work`);

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::control_plane::{ControlPlane, Error};
-use super::process::{free_port, spawn_tied};
-use super::registry::test_ca::TestCa;
+use crate::control_plane::{ControlPlane, Error};
+use crate::process::{free_port, spawn_tied};
+use crate::test_ca::TestCa;
 
 /// Namespace the operator is installed in.
 pub const OPERATOR_NAMESPACE: &str = "llama-stack-operator-system";
@@ -62,10 +62,8 @@ pub fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Resu
 /// Applies `crds/` with kubectl (server-side: the CRD is too large for client-side apply) and
 /// waits until it is Established.
 pub fn apply_crd(plane: &ControlPlane) -> Result<(), Error> {
-    let crd = format!(
-        "{}/crds/llamastackdistributions.llamastack.io.yaml",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let crd = crate::workspace_root().join("crds/llamastackdistributions.llamastack.io.yaml");
+    let crd = crd.to_string_lossy();
     kubectl(plane, &["apply", "--server-side", "-f", &crd], None)?;
     // `kubectl wait` fails at once ("status.conditions accessor error") when it reads the CRD
     // before the API server has given it any condition: wait again until it is Established.
@@ -93,7 +91,8 @@ pub fn apply_crd(plane: &ControlPlane) -> Result<(), Error> {
 /// the manager Deployment (no container runtime). Returns a kubeconfig holding a token of the
 /// operator's ServiceAccount: a process using it has exactly the rights `deploy/` grants.
 pub fn install_operator_rbac(plane: &ControlPlane) -> Result<PathBuf, Error> {
-    let base = format!("{}/deploy/base", env!("CARGO_MANIFEST_DIR"));
+    let base = crate::workspace_root().join("deploy/base");
+    let base = base.to_string_lossy();
     let rendered = kubectl(plane, &["kustomize", &base], None)?;
     let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered)?;
     let wanted = [

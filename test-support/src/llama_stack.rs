@@ -7,17 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use super::process::Error;
-use super::process::{free_port, spawn_tied};
-use super::sealed;
+pub use crate::process::Error;
+use crate::process::{free_port, spawn_tied};
+use crate::sealed;
 
 /// tiktoken caches a download under the sha1 of its URL; this is cl100k_base's.
 const CL100K_CACHE_NAME: &str = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4";
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(name)
+    crate::workspace_root().join("scripts").join(name)
 }
 
 /// The venv with llama-stack and `extra` packages; built or reused by `scripts/llama-stack-venv.sh`.
