@@ -450,7 +450,47 @@ impl ControlPlane {
             &d.join("kube-scheduler.log"),
         )?;
         plane.children_mut().push(("kube-scheduler", scheduler));
+        // Pods that are never scheduled would only show as stacks that never get Ready.
+        plane.wait_until_healthy("kube-controller-manager", kcm_port)?;
+        plane.wait_until_healthy("kube-scheduler", scheduler_port)?;
         Ok(plane)
+    }
+
+    /// Waits until the component serving on `port` answers `/healthz` with `ok`; an error with
+    /// its log when it exits or does not answer in time.
+    fn wait_until_healthy(&self, component: &str, port: u16) -> Result<(), Error> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let exited = self
+                .children_mut()
+                .iter_mut()
+                .find(|(name, _)| *name == component)
+                .and_then(|(_, child)| child.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                return Err(format!(
+                    "{component} exited during start-up ({status}); last log lines:\n{}",
+                    self.log_tail(component)
+                )
+                .into());
+            }
+            let out = self
+                .kubectl()
+                .arg(format!("--server=https://127.0.0.1:{port}"))
+                .args(["--insecure-skip-tls-verify", "get", "--raw", "/healthz"])
+                .stderr(Stdio::null())
+                .output()?;
+            if out.status.success() && out.stdout.starts_with(b"ok") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{component} was not healthy after {START_TIMEOUT:?}; last log lines:\n{}",
+                    self.log_tail(component)
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Registers a node kwok keeps Ready, with room for many Pods.

@@ -47,6 +47,10 @@ pub mod pod_runner;
 #[cfg(feature = "cluster")]
 pub mod shared_server;
 
+// This crate's own tests start processes and take ports too.
+#[cfg(test)]
+seal_network!();
+
 /// The workspace's root directory (scripts, CRDs, manifests and charts are found from it).
 pub fn workspace_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
