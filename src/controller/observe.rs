@@ -105,12 +105,12 @@ async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
     else {
         return ServerInfo::NotResponding(format!("Service {ns}/{name} has no cluster IP"));
     };
-    let networking = stack.spec.networking.as_ref();
-    let port = networking.map_or(builders::DEFAULT_PORT, |n| n.port);
-    let tls = networking
-        .and_then(|n| n.tls.as_ref())
-        .is_some_and(|t| t.enabled);
-    let scheme = if tls { "https" } else { "http" };
+    let port = stack.networking.port;
+    let scheme = if stack.networking.tls {
+        "https"
+    } else {
+        "http"
+    };
     let host = if ip.contains(':') {
         format!("[{ip}]")
     } else {

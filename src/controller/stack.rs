@@ -9,7 +9,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use llama_stack_resolver::Distribution;
 
-use super::builders::DEFAULT_PORT;
 use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, PvcStorageSpec};
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
@@ -17,6 +16,9 @@ use crate::api::v1alpha2::{
     ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, WorkloadOverrides,
     WorkloadSpec,
 };
+
+/// The server's port when `networking.port` is not set: llama-stack's own default.
+pub const DEFAULT_PORT: i32 = 8321;
 
 /// What an absent `spec.workload` means.
 static NO_WORKLOAD: LazyLock<WorkloadSpec> = LazyLock::new(WorkloadSpec::default);

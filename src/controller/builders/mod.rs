@@ -27,7 +27,7 @@ use crate::controller::stack::Stack;
 pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
 pub use derived::{derived_secret_key, derived_secret_name};
 pub use inputs::{Inputs, ServerConfig};
-pub use names::{CONFIG_DIR, DEFAULT_PORT, PORT_NAME, labels, volumes};
+pub use names::{CONFIG_DIR, PORT_NAME, labels, volumes};
 pub use network::{
     SERVICE_SUFFIX, exposure_warning, ingress_name, network_policy_name, route_resource,
     service_name,

@@ -39,8 +39,6 @@ pub mod volumes {
 
 /// The name of the server's port, used by the probes, the Service and the Ingress.
 pub const PORT_NAME: &str = "http";
-/// The server's port when `networking.port` is not set: llama-stack's own default.
-pub const DEFAULT_PORT: i32 = 8321;
 
 /// Where the config ConfigMap is mounted in the server container (where the upstream operator
 /// mounted it, and where users' own commands name their config).
