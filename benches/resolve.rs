@@ -43,7 +43,7 @@ fn main() -> Result<(), Error> {
     let regs = Registries::start()?;
     let work = tempfile::tempdir()?;
     let plain = regs.plain.host.clone();
-    let starter = include_str!("../../configs/starter/config.yaml");
+    let starter = include_str!("../configs/starter/config.yaml");
     // Returns the pushed image's digest.
     let push = |repo: &str, spec: ImageSpec| -> Result<String, Error> {
         let dir = work.path().join(repo.replace('/', "_"));
