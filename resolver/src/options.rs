@@ -52,21 +52,12 @@ pub const MAX_CA_FILE_BYTES: u64 = 10 << 20;
 /// Reads an extra CA bundle (PEM) from `path` for [`ResolverOptions::extra_ca_pem`], refusing a
 /// file larger than [`MAX_CA_FILE_BYTES`] (the PEM itself is checked when the resolver is made).
 pub fn read_ca_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_CA_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CA_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "larger than {} MiB; a CA bundle is a few hundred KiB",
-                MAX_CA_FILE_BYTES >> 20
-            ),
-        ));
-    }
-    Ok(bytes)
+    crate::limits::read_file_within(path, MAX_CA_FILE_BYTES).map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => {
+            std::io::Error::new(e.kind(), format!("{e}; a CA bundle is a few hundred KiB"))
+        }
+        _ => e,
+    })
 }
 
 impl ResolverOptions {

@@ -209,17 +209,14 @@ fn verify_policy(
 }
 
 /// A key file, read within the bound of a PEM of keys.
-fn read_bounded_file(path: &PathBuf) -> Result<Vec<u8>, ResolveCliError> {
-    use std::io::Read;
+fn read_bounded_file(path: &std::path::Path) -> Result<Vec<u8>, ResolveCliError> {
     let limit = llama_stack_resolver::signature::keys::MAX_KEYS_PEM_BYTES as u64;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
-        .map_err(|source| ResolveCliError::Read {
-            path: path.clone(),
+    llama_stack_resolver::limits::read_file_within(path, limit).map_err(|source| {
+        ResolveCliError::Read {
+            path: path.to_path_buf(),
             source,
-        })?;
-    Ok(bytes)
+        }
+    })
 }
 
 fn read(path: &PathBuf) -> Result<String, ResolveCliError> {

@@ -88,18 +88,17 @@ struct RawEnv {
 
 /// Reads `config` and checks each provider's executable in `bin_dir`.
 pub fn load(config: &Path, bin_dir: &Path) -> Result<Vec<Provider>, ConfigError> {
-    use std::io::Read;
     let err = |detail: String| ConfigError {
         path: config.display().to_string(),
         detail,
     };
-    let mut text = String::new();
-    std::fs::File::open(config)
-        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text))
-        .map_err(|e| err(format!("cannot read it: {e}")))?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(err(format!("larger than {MAX_CONFIG_BYTES} bytes")));
-    }
+    let bytes = crate::limits::read_file_within(config, MAX_CONFIG_BYTES).map_err(|e| {
+        err(match e.kind() {
+            std::io::ErrorKind::FileTooLarge => e.to_string(),
+            _ => format!("cannot read it: {e}"),
+        })
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".to_owned()))?;
     parse(&text, bin_dir).map_err(err)
 }
 
