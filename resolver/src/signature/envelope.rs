@@ -57,6 +57,13 @@ pub enum Rejection {
     },
 }
 
+impl Rejection {
+    /// What makes a [`Rejection::Malformed`] of `form` from the reason.
+    fn malformed(form: &'static str) -> impl Fn(String) -> Self {
+        move |detail| Self::Malformed { form, detail }
+    }
+}
+
 const SIMPLE: &str = "simple-signing";
 const BUNDLE: &str = "sigstore bundle";
 
@@ -67,10 +74,7 @@ pub fn check_simple_signing<'k>(
     digest: &str,
     keys: &'k [PublicKey],
 ) -> Result<&'k PublicKey, Rejection> {
-    let malformed = |detail: String| Rejection::Malformed {
-        form: SIMPLE,
-        detail,
-    };
+    let malformed = Rejection::malformed(SIMPLE);
     let signature = STANDARD
         .decode(signature_b64.trim())
         .map_err(|e| malformed(format!("the signature annotation is not base64: {e}")))?;
@@ -162,10 +166,7 @@ pub fn check_bundle<'k>(
     digest: &str,
     keys: &'k [PublicKey],
 ) -> Result<&'k PublicKey, Rejection> {
-    let malformed = |detail: String| Rejection::Malformed {
-        form: BUNDLE,
-        detail,
-    };
+    let malformed = Rejection::malformed(BUNDLE);
     let bundle: Bundle = serde_json::from_slice(bundle_json)
         .map_err(|e| malformed(format!("not a sigstore bundle: {e}")))?;
     if !bundle.media_type.starts_with(BUNDLE_MEDIA_TYPE_PREFIX) {
