@@ -9,6 +9,7 @@ mod inputs;
 mod names;
 mod network;
 mod object;
+mod pod;
 mod scaling;
 pub(crate) mod user_parts;
 mod workload;
@@ -27,7 +28,10 @@ use crate::controller::stack::Stack;
 pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
 pub use derived::{derived_secret_key, derived_secret_name};
 pub use inputs::{Inputs, ServerConfig};
-pub use names::{CONFIG_DIR, PORT_NAME, labels, volumes};
+pub use names::{
+    CONFIG_DIR, PORT_NAME, config_map_name, generated_config_map_prefix, labels,
+    managed_service_account_name, pvc_name, service_account_name, volumes,
+};
 pub use network::{
     SERVICE_SUFFIX, exposure_warning, ingress_name, network_policy_name, route_resource,
     service_name,
@@ -36,12 +40,9 @@ pub use object::{
     BuildError, CA_BUNDLE_HASH, CONFIG_HASH, DESIRED_HASH, FIELD_MANAGER, SECRETS_HASH,
     owned_by_selector,
 };
+pub use pod::config_dir;
 pub use scaling::{hpa_name, minimum_replicas, pdb_name, pdb_warning};
-pub use workload::{
-    DEFAULT_STORAGE_SIZE, config_dir, config_map, config_map_name, deployment,
-    generated_config_map_prefix, managed_service_account_name, persistent_volume_claim, pvc_name,
-    service_account_name,
-};
+pub use workload::{DEFAULT_STORAGE_SIZE, config_map, deployment, persistent_volume_claim};
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".
 #[derive(Clone, Debug)]

@@ -1,6 +1,8 @@
 //! Names the builders give and other parts look up again (watch selectors, status, pruning).
 //! Each is spelt once here, because a typo in one place would silently break the other.
 
+use crate::controller::stack::Stack;
+
 /// Label keys and values on every owned object.
 pub mod labels {
     /// `app.kubernetes.io/name`: what runs ([`APP`]).
@@ -53,3 +55,36 @@ pub const PRE_STOP_SECONDS: i64 = 5;
 /// `LLAMA_STACK_CONFIG` (Kubernetes expands `$(VAR)` from the container's environment), on the
 /// port in `LLAMA_STACK_PORT`.
 pub const SERVER_COMMAND: [&str; 4] = ["llama", "stack", "run", "$(LLAMA_STACK_CONFIG)"];
+
+/// Name of the generated ConfigMap: `<cr>-config-<first 8 hex of the content hash>`. Hash-named
+/// and immutable, so a rollout's old and new Pods each mount exactly the config they started with.
+pub fn config_map_name(cr: &str, hash: &str) -> String {
+    let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
+    format!(
+        "{}{}",
+        generated_config_map_prefix(cr),
+        &hex[..8.min(hex.len())]
+    )
+}
+
+/// What every generated ConfigMap of `cr` is named with (pruning finds the old ones by it).
+pub fn generated_config_map_prefix(cr: &str) -> String {
+    format!("{cr}-config-")
+}
+
+/// Name of the data PVC.
+pub fn pvc_name(stack: &Stack) -> String {
+    format!("{}-pvc", stack.name)
+}
+
+/// Name of the operator-managed ServiceAccount (made unless the user names their own).
+pub fn managed_service_account_name(stack: &Stack) -> String {
+    format!("{}-sa", stack.name)
+}
+
+/// The ServiceAccount the server Pods run as: the user's, else the operator-managed one.
+pub fn service_account_name(stack: &Stack) -> String {
+    stack
+        .user_service_account()
+        .map_or_else(|| managed_service_account_name(stack), str::to_owned)
+}

@@ -1,0 +1,393 @@
+//! The server Pod: its container (command, env, mounts, probes, resources, security), its
+//! volumes, the external providers' install steps, the user's volumes, and spreading.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
+    EnvVarSource, HTTPGetAction, Lifecycle, LifecycleHandler, PersistentVolumeClaimVolumeSource,
+    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
+    SecretVolumeSource, SecurityContext, SleepAction, TopologySpreadConstraint, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::inputs::{Inputs, ServerConfig};
+use super::names::{
+    CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, pvc_name,
+    service_account_name, volumes,
+};
+use super::object::pod_selector;
+use super::user_parts::{self, UserParts};
+use super::{ca_bundle, derived, external};
+use crate::controller::stack::Stack;
+use crate::stack_config::env::EnvSource;
+use crate::stack_config::generate::TLS_DIR;
+
+const DATA_DIR: &str = "/.llama";
+/// UID and GID of the server outside OpenShift.
+const RUN_AS: i64 = 1001;
+
+/// Where the server keeps its state: `workload.storage.mountPath`, else `/.llama`.
+fn data_dir<'a>(stack: &Stack<'a>) -> &'a str {
+    stack
+        .storage
+        .and_then(|s| s.mount_path.as_deref())
+        .unwrap_or(DATA_DIR)
+}
+
+/// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
+/// their own there and the config is generated (the user's mount wins, the generated config moves
+/// aside). A user's ConfigMap stays at [`CONFIG_DIR`], where its own command may name it.
+pub fn config_dir(stack: &Stack, config: ServerConfig) -> &'static str {
+    let taken = user_parts_of(stack)
+        .mounts
+        .iter()
+        .any(|m| user_parts::normalized(&m.mount_path) == CONFIG_DIR);
+    match config {
+        ServerConfig::Generated(_) if taken => MOVED_CONFIG_DIR,
+        _ => CONFIG_DIR,
+    }
+}
+
+/// What the user adds to the Pod (`workload.overrides`).
+fn user_parts_of<'a>(stack: &Stack<'a>) -> UserParts<'a> {
+    let overrides = stack.overrides;
+    UserParts {
+        volumes: overrides.volumes.as_deref().unwrap_or_default(),
+        mounts: overrides.volume_mounts.as_deref().unwrap_or_default(),
+        env: overrides.env.as_deref().unwrap_or_default(),
+    }
+}
+
+/// A variable with a literal value.
+fn literal(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.into()),
+        value_from: None,
+    }
+}
+
+/// A variable read from a Secret's key.
+fn from_secret(name: &str, secret: String, key: String, optional: Option<bool>) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret,
+                key,
+                optional,
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
+fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
+    let with_external = stack.has_external_providers();
+    let data_dir = data_dir(stack);
+    let mut env = Vec::new();
+    if inputs.config.config_map().is_some() {
+        let config = if with_external {
+            format!("{}/config.yaml", crate::external::MERGED_DIR)
+        } else {
+            format!(
+                "{}/{}",
+                config_dir(stack, inputs.config),
+                inputs.config.key()
+            )
+        };
+        env.push(literal("LLAMA_STACK_CONFIG", config));
+    }
+    env.extend([
+        // `llama stack run` ignores server.port; the port comes from here.
+        literal("LLAMA_STACK_PORT", stack.networking.port.to_string()),
+        literal("LLAMA_STACK_CONFIG_DIR", data_dir),
+        literal("SQLITE_STORE_DIR", format!("{data_dir}/state")),
+        literal("HF_HOME", format!("{data_dir}/huggingface")),
+        // A non-root user may not own the image's home directory.
+        literal("HOME", data_dir),
+    ]);
+    if with_external {
+        env.push(literal("PYTHONPATH", external::PYTHON_PACKAGES));
+    }
+    if inputs.ca_bundle.is_some() {
+        let file = format!("{}/{}", ca_bundle::MOUNT_DIR, ca_bundle::CA_BUNDLE_KEY);
+        env.push(literal("SSL_CERT_FILE", file));
+    }
+    for var in inputs.generated.iter().flat_map(|g| g.env.iter()) {
+        let name = var.name.as_str();
+        env.push(match &var.source {
+            EnvSource::SecretKeyRef(r) => from_secret(name, r.name.clone(), r.key.clone(), None),
+            EnvSource::Value(v) => literal(name, v.clone()),
+            // The reconciler splits URLs into an owned Secret named after the resource. A query
+            // option the URL may not have is an optional key.
+            EnvSource::SecretUrlPart { part, .. } => from_secret(
+                name,
+                derived::derived_secret_name(stack),
+                derived::derived_secret_key(*part),
+                part.optional().then_some(true),
+            ),
+        });
+    }
+    user_parts::merge_env(
+        env,
+        user_parts_of(stack).env,
+        with_external.then_some(external::PYTHON_PACKAGES),
+    )
+}
+
+/// A read-only mount of the volume `name` at `path`.
+fn read_only(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        read_only: Some(true),
+        ..mount(name, path)
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn volume_mounts(stack: &Stack, inputs: &Inputs) -> Vec<VolumeMount> {
+    let mut mounts = Vec::new();
+    if inputs.config.config_map().is_some() {
+        mounts.push(read_only(volumes::CONFIG, config_dir(stack, inputs.config)));
+    }
+    mounts.push(mount(volumes::DATA, data_dir(stack)));
+    if inputs.ca_bundle.is_some() {
+        mounts.push(read_only(volumes::CA_BUNDLE, ca_bundle::MOUNT_DIR));
+    }
+    if stack.networking.tls_secret.is_some() {
+        mounts.push(read_only(volumes::TLS, TLS_DIR));
+    }
+    if stack.has_external_providers() {
+        mounts.push(read_only(
+            volumes::EXTERNAL_PROVIDERS,
+            crate::external::PROVIDERS_DIR,
+        ));
+        mounts.push(read_only(
+            volumes::MERGED_CONFIG,
+            crate::external::MERGED_DIR,
+        ));
+    }
+    mounts
+}
+
+/// The health probe, over HTTPS when the server terminates TLS.
+fn probe(stack: &Stack, period: i32, timeout: Option<i32>, failures: Option<i32>) -> Probe {
+    let scheme = if stack.networking.tls_secret.is_some() {
+        "HTTPS"
+    } else {
+        "HTTP"
+    };
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/v1/health".to_owned()),
+            port: IntOrString::String(PORT_NAME.to_owned()),
+            scheme: Some(scheme.to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        timeout_seconds: timeout,
+        failure_threshold: failures,
+        ..Probe::default()
+    }
+}
+
+/// One worker is one process; requests follow the worker count unless the user sets them.
+fn default_resources(workers: i32) -> ResourceRequirements {
+    let quantity = |q: String| Quantity(q);
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), quantity(format!("{}m", 500 * workers))),
+            ("memory".to_owned(), quantity(format!("{workers}Gi"))),
+        ])),
+        limits: Some(BTreeMap::from([(
+            "memory".to_owned(),
+            quantity(format!("{}Gi", 4 * workers)),
+        )])),
+        claims: None,
+    }
+}
+
+fn container(stack: &Stack, inputs: &Inputs) -> Container {
+    let workload = stack.workload;
+    let overrides = stack.overrides;
+    let workers = workload.workers.unwrap_or(1).max(1);
+    // A mounted config is what must run, whatever the image's own entrypoint would start
+    // (distribution images differ, and some run the config baked into them). Without one, the
+    // image's entrypoint runs its own config.
+    let command = match (&overrides.command, inputs.config) {
+        (Some(command), _) => Some(command.clone()),
+        (None, ServerConfig::Image) => None,
+        (None, _) => Some(SERVER_COMMAND.map(str::to_owned).to_vec()),
+    };
+    Container {
+        name: "llama-stack".to_owned(),
+        image: Some(inputs.image.to_owned()),
+        command,
+        args: overrides.args.clone(),
+        ports: Some(vec![ContainerPort {
+            name: Some(PORT_NAME.to_owned()),
+            container_port: stack.networking.port,
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        }]),
+        env: Some(env_vars(stack, inputs)),
+        volume_mounts: Some(volume_mounts(stack, inputs)),
+        resources: Some(
+            workload
+                .resources
+                .clone()
+                .unwrap_or_else(|| default_resources(workers)),
+        ),
+        startup_probe: Some(probe(stack, 5, None, Some(60))),
+        readiness_probe: Some(probe(stack, 10, None, None)),
+        liveness_probe: Some(probe(stack, 20, Some(5), Some(6))),
+        // A stopping Pod leaves the Service's endpoints at once, but every node's proxy learns it
+        // a moment later: keep serving meanwhile, so that a rollout fails no request.
+        lifecycle: Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                sleep: Some(SleepAction {
+                    seconds: PRE_STOP_SECONDS,
+                }),
+                ..LifecycleHandler::default()
+            }),
+            ..Lifecycle::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".to_owned()]),
+                add: None,
+            }),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
+    }
+}
+
+fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
+    let volume = |name: &str| Volume {
+        name: name.to_owned(),
+        ..Volume::default()
+    };
+    let config_map = |name: &str| {
+        Some(ConfigMapVolumeSource {
+            name: name.to_owned(),
+            ..ConfigMapVolumeSource::default()
+        })
+    };
+    let mut volumes = Vec::new();
+    if let Some(name) = inputs.config.config_map() {
+        volumes.push(Volume {
+            config_map: config_map(name),
+            ..volume(volumes::CONFIG)
+        });
+    }
+    volumes.push(match stack.storage {
+        Some(_) => Volume {
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: pvc_name(stack),
+                read_only: None,
+            }),
+            ..volume(volumes::DATA)
+        },
+        None => Volume {
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..volume(volumes::DATA)
+        },
+    });
+    if inputs.ca_bundle.is_some() {
+        volumes.push(Volume {
+            config_map: config_map(&ca_bundle::ca_bundle_name(stack)),
+            ..volume(volumes::CA_BUNDLE)
+        });
+    }
+    if let Some(secret) = stack.networking.tls_secret {
+        volumes.push(Volume {
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.to_owned()),
+                ..SecretVolumeSource::default()
+            }),
+            ..volume(volumes::TLS)
+        });
+    }
+    volumes.extend(external::volumes(stack));
+    volumes
+}
+
+/// Non-root for every container. Distribution images may declare root, so outside OpenShift a
+/// fixed non-root UID and group are set (the data volume is group-owned); on OpenShift the
+/// restricted SCC assigns them and a fixed UID would be refused.
+fn pod_security(inputs: &Inputs) -> PodSecurityContext {
+    let fixed = (!inputs.routes_available).then_some(RUN_AS);
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_owned(),
+            localhost_profile: None,
+        }),
+        run_as_user: fixed,
+        run_as_group: fixed,
+        fs_group: fixed,
+        ..PodSecurityContext::default()
+    }
+}
+
+/// The user's spread constraints, else, with more than one replica possible, a preference for
+/// different nodes that never blocks scheduling.
+fn spread(stack: &Stack) -> Option<Vec<TopologySpreadConstraint>> {
+    let workload = stack.workload;
+    let most = workload
+        .autoscaling
+        .as_ref()
+        .map_or(workload.replicas.unwrap_or(1), |a| a.max_replicas);
+    match &workload.topology_spread_constraints {
+        Some(user) => Some(user.clone()),
+        None if most > 1 => Some(vec![TopologySpreadConstraint {
+            max_skew: 1,
+            topology_key: "kubernetes.io/hostname".to_owned(),
+            when_unsatisfiable: "ScheduleAnyway".to_owned(),
+            label_selector: Some(pod_selector(stack)),
+            ..TopologySpreadConstraint::default()
+        }]),
+        None => None,
+    }
+}
+
+/// The server Pod: its container, the external providers' install steps, the user's volumes.
+pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
+    let init = external::init_containers(
+        stack,
+        inputs.image,
+        inputs.operator_image,
+        &format!(
+            "{}/{}",
+            config_dir(stack, inputs.config),
+            inputs.config.key()
+        ),
+    );
+    let mut pod = PodSpec {
+        service_account_name: Some(service_account_name(stack)),
+        automount_service_account_token: Some(false),
+        containers: vec![container(stack, inputs)],
+        init_containers: Some(init).filter(|init| !init.is_empty()),
+        volumes: Some(pod_volumes(stack, inputs)),
+        security_context: Some(pod_security(inputs)),
+        termination_grace_period_seconds: stack.overrides.termination_grace_period_seconds,
+        topology_spread_constraints: spread(stack),
+        ..PodSpec::default()
+    };
+    user_parts::merge_volumes(&mut pod, 0, &user_parts_of(stack));
+    pod
+}
