@@ -167,7 +167,9 @@ impl ControlPlane {
         Self::start_with(ApiAccess::Loopback)
     }
 
-    /// [`ControlPlane::start`] with the API server reachable as `access` says.
+    /// [`ControlPlane::start`] with the API server reachable as `access` says. (Over 80 lines:
+    /// certificates, etcd, then kube-apiserver with its flags, one after the other, read as the
+    /// start-up script it is; each flag carries why it is set.)
     pub fn start_with(access: ApiAccess) -> Result<Self, Error> {
         let bin = control_plane_bin()?;
         for name in ["etcd", "kube-apiserver", "kubectl"] {

@@ -139,7 +139,9 @@ impl Registries {
 
     /// [`Registries::start`], the registries also answering at `also_at` when given: they listen
     /// on every address of the test's (sealed) namespace, and their certificate names it. For
-    /// clients in Pods of a real node, which reach the host only at the node's address.
+    /// clients in Pods of a real node, which reach the host only at the node's address. (Over 80
+    /// lines: the certificate, the htpasswd file, the token server and three registries, started
+    /// in order as one script.)
     pub fn start_also_at(also_at: Option<IpAddr>) -> Result<Self, Error> {
         let dir = tempfile::Builder::new()
             .prefix("llso-registries-")
