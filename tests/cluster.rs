@@ -120,7 +120,32 @@ impl Env {
     {
         self.rt
             .block_on(support::wait::eventually(CONVERGE, what, probe))
-            .map_err(Failed::from)
+            .map_err(|e| Failed::from(format!("{e}\n{}", self.what_runs())))
+    }
+
+    /// What the cluster shows when a wait fails: the Pods and Deployments, and the ends of the
+    /// scheduler's, the controller manager's and kwok's logs.
+    fn what_runs(&self) -> String {
+        let kubectl = |args: &[&str]| {
+            self.plane
+                .kubectl()
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        let mut out = format!(
+            "pods:\n{}deployments:\n{}",
+            kubectl(&["get", "pods", "-A", "-o", "wide"]),
+            kubectl(&["get", "deployments", "-A"]),
+        );
+        for component in ["kube-scheduler", "kube-controller-manager", "kwok"] {
+            out.push_str(&format!(
+                "{component} log:\n{}\n",
+                self.plane.log_tail(component)
+            ));
+        }
+        out
     }
 
     /// How many objects of kind `K` in `ns` match `lp` (`None` when the list fails).
@@ -879,8 +904,10 @@ fn kstatus_and_kubectl_wait_agree_with_the_operator(env: &Env) -> Result<(), Fai
         ),
         (
             "unschedulable",
+            // More than the fake node's 4000 cores: exactly 4000 fits an empty node, and a Pod
+            // scheduled there first left no room for any other stack of the suite.
             json!({"distribution": {"name": "starter"},
-                "workload": {"resources": {"requests": {"cpu": "4000"}}}}),
+                "workload": {"resources": {"requests": {"cpu": "5000"}}}}),
             DistributionPhase::Initializing,
             "InProgress",
         ),
