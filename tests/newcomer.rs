@@ -103,6 +103,27 @@ fn prepare() -> Result<Env, String> {
         "the chart's operator Pod was Ready {:.0?} after helm install began",
         started.elapsed()
     );
+    // A Ready Pod is not yet a routed Service: the API server's first calls to the webhooks
+    // can be refused for a moment, which is no finding of the trials.
+    let ready = Instant::now();
+    let probe = stack(
+        "webhook-probe",
+        json!({"distribution": {"name": "starter"}}),
+    );
+    support::wait::poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        "the chart's webhooks answering the API server",
+        || {
+            let args = ["create", "--dry-run=server", "-n", OPERATOR_NS, "-f", "-"];
+            let (_, _, err) = kubectl_status(&plane, &args, Some(&probe));
+            Ok::<bool, String>(!err.contains("failed calling webhook"))
+        },
+    )?;
+    eprintln!(
+        "the webhooks answered {:.0?} after the Pod was Ready",
+        ready.elapsed()
+    );
     Ok(Env {
         plane,
         _registries: registries,
