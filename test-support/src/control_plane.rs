@@ -458,41 +458,10 @@ impl ControlPlane {
         Ok(plane)
     }
 
-    /// Waits until the component serving on `port` answers `/healthz` with `ok`; an error with
-    /// its log when it exits or does not answer in time.
+    /// Waits until kube-controller-manager or kube-scheduler, serving on `port`, answers
+    /// `/healthz` with `ok`.
     fn wait_until_healthy(&self, component: &str, port: u16) -> Result<(), Error> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            let exited = self
-                .children_mut()
-                .iter_mut()
-                .find(|(name, _)| *name == component)
-                .and_then(|(_, child)| child.try_wait().ok().flatten());
-            if let Some(status) = exited {
-                return Err(format!(
-                    "{component} exited during start-up ({status}); last log lines:\n{}",
-                    self.log_tail(component)
-                )
-                .into());
-            }
-            let out = self
-                .kubectl()
-                .arg(format!("--server=https://127.0.0.1:{port}"))
-                .args(["--insecure-skip-tls-verify", "get", "--raw", "/healthz"])
-                .stderr(Stdio::null())
-                .output()?;
-            if out.status.success() && out.stdout.starts_with(b"ok") {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "{component} was not healthy after {START_TIMEOUT:?}; last log lines:\n{}",
-                    self.log_tail(component)
-                )
-                .into());
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        self.wait_until_ok(component, Some(port), "/healthz")
     }
 
     /// Registers a node kwok keeps Ready, with room for many Pods.
@@ -532,6 +501,13 @@ impl ControlPlane {
     }
 
     fn wait_until_ready(&self) -> Result<(), Error> {
+        self.wait_until_ok("kube-apiserver", None, "/readyz")
+    }
+
+    /// Waits until `component` answers `path` with `ok`: the API server itself, or the component
+    /// serving on `port` (its serving certificate is self-signed). An error with the log of
+    /// whichever child exits meanwhile, or of `component` when time runs out.
+    fn wait_until_ok(&self, component: &str, port: Option<u16>, path: &str) -> Result<(), Error> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let mut exited = None;
@@ -547,9 +523,13 @@ impl ControlPlane {
                 )
                 .into());
             }
-            let out = self
-                .kubectl()
-                .args(["get", "--raw", "/readyz"])
+            let mut kubectl = self.kubectl();
+            if let Some(port) = port {
+                kubectl.arg(format!("--server=https://127.0.0.1:{port}"));
+                kubectl.arg("--insecure-skip-tls-verify");
+            }
+            let out = kubectl
+                .args(["get", "--raw", path])
                 .stderr(Stdio::null())
                 .output()?;
             if out.status.success() && out.stdout.starts_with(b"ok") {
@@ -557,8 +537,8 @@ impl ControlPlane {
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "kube-apiserver was not ready after {START_TIMEOUT:?}; last log lines:\n{}",
-                    self.log_tail("kube-apiserver")
+                    "{component} did not answer {path} with ok within {START_TIMEOUT:?}; last log lines:\n{}",
+                    self.log_tail(component)
                 )
                 .into());
             }
