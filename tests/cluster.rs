@@ -35,7 +35,7 @@ use llama_stack_resolver::Resolver;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
 use support::harness::{run_suite, table};
-use support::kube_objects::{condition, create_namespace, offline_resolver_options};
+use support::kube_objects::{condition, create_namespace, create_stack, offline_resolver_options};
 use support::kwok_stages::{
     CRASH_LOOP, CRASH_MESSAGE, IMAGE_PULL, INIT_CRASH_LOOP, INIT_CRASH_MESSAGE,
 };
@@ -88,13 +88,8 @@ impl Env {
     }
 
     fn create_llsd(&self, ns: &str, name: &str, spec: Value) -> Result<(), Failed> {
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": name}, "spec": spec}))?;
-        self.rt.block_on(
-            self.api::<LlamaStackDistribution>(ns)
-                .create(&PostParams::default(), &cr),
-        )?;
+        self.rt
+            .block_on(create_stack(&self.client, ns, name, spec))?;
         Ok(())
     }
 

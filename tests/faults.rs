@@ -24,13 +24,13 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
 use support::control_plane::{ControlPlane, start_with_crd};
 use support::harness::{run_suite, table};
-use support::kube_objects::create_namespace;
+use support::kube_objects::{create_namespace, create_stack};
 use support::operator::{OperatorProcess, spawn_operator};
 
 /// The most a recovery may take once the API server answers again.
@@ -82,18 +82,12 @@ impl Env {
     }
 
     fn create_stack(&self, ns: &str, name: &str) -> Result<(), Failed> {
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"distribution": {"name": "starter"},
-                "providers": {"inference": {"provider": "vllm", "endpoint": "http://127.0.0.1:9/v1"}}}}))?;
-        self.rt.block_on(async {
-            Api::<LlamaStackDistribution>::namespaced(self.client.clone(), ns)
-                .create(&PostParams::default(), &cr)
-                .await
-                .map(|_| ())
-                .map_err(|e| Failed::from(format!("create {ns}/{name}: {e}")))
-        })
+        let spec = json!({"distribution": {"name": "starter"},
+            "providers": {"inference": {"provider": "vllm", "endpoint": "http://127.0.0.1:9/v1"}}});
+        self.rt
+            .block_on(create_stack(&self.client, ns, name, spec))
+            .map(drop)
+            .map_err(|e| Failed::from(format!("create {ns}/{name}: {e}")))
     }
 
     fn set_replicas(&self, ns: &str, name: &str, replicas: i32) -> Result<(), Failed> {
