@@ -3,7 +3,7 @@
 # kubectl, and kwok, which plays the kubelet for Pods on fake nodes) and the real test node's Go
 # parts (kubelet, kube-proxy, and the Pod sandbox `pause` from tests/node/pause) from Go modules,
 # and caches the binaries outside the clone, keyed by version. Rebuilds only when a version (or
-# this recipe) changes.
+# this recipe) changes. Safe to run several times at once (scripts/lib/cache-lock.sh).
 #
 # Usage: scripts/build-control-plane.sh            # prints the bin directory on stdout
 # Env:   KUBE_VERSION (default below), LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator)
@@ -18,20 +18,24 @@ KEY="kube-${KUBE_VERSION}-kwok-${KWOK_VERSION}-r${RECIPE_REV}"
 OUT="$CACHE_ROOT/control-plane/$KEY"
 BIN="$OUT/bin"
 
+source "$REPO/scripts/lib/cache-lock.sh"
+
 log() { echo "[control-plane] $*" >&2; }
+found() { [[ -f "$OUT/.complete" ]] && { log "cached: $BIN"; echo "$BIN"; }; }
 
-if [[ -f "$OUT/.complete" ]]; then
-  log "cached: $BIN"
-  echo "$BIN"
-  exit 0
-fi
-
+found && exit 0
 command -v go >/dev/null || { log "ERROR: go is not installed; it is needed to build the test control plane"; exit 1; }
+# One build per entry; a second caller waits and reuses it (scripts/lib/cache-lock.sh). The
+# binaries are built in a staging directory and published with one rename.
+lock_cache_entry "$OUT" control-plane
+found && exit 0
+STAGE=$(staging_dir "$OUT")
+FINAL_BIN="$BIN"
+BIN="$STAGE/bin"
 
 # staging module version: v1.35.4 -> v0.35.4
 STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
-WORK="$OUT/build"
-rm -rf "$WORK" "$BIN"
+WORK="$STAGE/build"
 mkdir -p "$WORK/kube" "$WORK/etcd" "$BIN"
 export GOFLAGS="-trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
 
@@ -95,8 +99,9 @@ done > "$BIN/kwok-stages.yaml"
 
 "$BIN/kube-apiserver" --version >&2
 "$BIN/etcd" --version >&2
-printf 'kube=%s\netcd=%s\nkwok=%s\n' "$KUBE_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" > "$OUT/versions"
-rm -rf "$WORK"
-touch "$OUT/.complete"
-log "built: $BIN"
-echo "$BIN"
+printf 'kube=%s\netcd=%s\nkwok=%s\n' "$KUBE_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" > "$STAGE/versions"
+cd "$STAGE" && rm -rf "$WORK"
+touch "$STAGE/.complete"
+publish_dir "$STAGE" "$OUT"
+log "built: $FINAL_BIN"
+echo "$FINAL_BIN"

@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
+source scripts/lib/cache-lock.sh
 log() { echo "[operator-image] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -39,6 +40,8 @@ for arch in "${arches[@]}"; do
 done
 key=$( (cat "$0" Dockerfile "${roots[@]}"; printf '%s\n' "${keys[@]}") | sha256sum | cut -c1-16)
 out="$CACHE_ROOT/images/operator-$key"
+# One build per entry; a second caller waits and finds it complete (scripts/lib/cache-lock.sh).
+[[ -f "$out/.complete" ]] || lock_cache_entry "$out" operator-image
 if [[ ! -f "$out/.complete" ]]; then
   rm -rf "$out"; mkdir -p "$out"
   # A private store, so nothing is left in (or read from) the machine's container storage.

@@ -14,19 +14,20 @@ PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 CACHE_ROOT="${LLSO_GO_TOOLS_CACHE_DIR:-${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}}"
 OUT="$CACHE_ROOT/prometheus/$PROMETHEUS_VERSION"
 
-log() { echo "[prometheus] $*" >&2; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache-lock.sh"
 
-if [[ -x "$OUT/prometheus" ]]; then
-  log "cached: $OUT/prometheus"
-  echo "$OUT/prometheus"
-  exit 0
-fi
+log() { echo "[prometheus] $*" >&2; }
+found() { [[ -x "$OUT/prometheus" ]] && { log "cached: $OUT/prometheus"; echo "$OUT/prometheus"; }; }
+
+found && exit 0
 command -v go >/dev/null || { log "ERROR: go is not installed; it is needed to build Prometheus"; exit 1; }
+# One build per entry; a second caller waits and reuses it (scripts/lib/cache-lock.sh).
+lock_cache_entry "$OUT" prometheus
+found && exit 0
 
 log "building github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION (a few minutes on 2 cores)"
-mkdir -p "$OUT"
-GOBIN="$OUT/build" GOFLAGS="-trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local \
+STAGE=$(staging_dir "$OUT")
+GOBIN="$STAGE" GOFLAGS="-trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local \
   go install -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION" >&2
-mv "$OUT/build/prometheus" "$OUT/prometheus"
-rm -rf "$OUT/build"
+publish_dir "$STAGE" "$OUT"
 echo "$OUT/prometheus"

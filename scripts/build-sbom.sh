@@ -13,8 +13,12 @@ CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 log() { echo "[sbom] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 arches=("$@"); ((${#arches[@]})) || arches=(amd64 arm64)
-command -v cargo-cyclonedx >/dev/null || cargo install --locked cargo-cyclonedx@0.5.9 >&2
 out="$CACHE_ROOT/sbom"
+# cargo cyclonedx writes next to Cargo.toml, so two runs at once would take each other's file:
+# one at a time (scripts/lib/cache-lock.sh).
+source scripts/lib/cache-lock.sh
+lock_cache_entry "$out" sbom
+command -v cargo-cyclonedx >/dev/null || cargo install --locked cargo-cyclonedx@0.5.9 >&2
 mkdir -p "$out"
 for arch in "${arches[@]}"; do
   case "$arch" in

@@ -21,7 +21,7 @@
 # Env: LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator), LLAMA_STACK_VERSION (default 0.7.3),
 #      DEBIAN_MIRROR (default http://deb.debian.org/debian).
 # Needs root (mmdebstrap and chroot), umoci, mmdebstrap and buildah (scripts/install-test-deps.sh
-# installs them).
+# installs them). Safe to run several times at once (scripts/lib/cache-lock.sh).
 set -euo pipefail
 # Images are keyed by this script's text and their inputs; the slow root filesystem only by its
 # inputs and this number: bump it when the root filesystem's recipe changes.
@@ -29,7 +29,13 @@ RECIPE_REV=1
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 VERSION="${LLAMA_STACK_VERSION:-0.7.3}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache-lock.sh"
 log() { echo "[test-images] $*" >&2; }
+# Each image is built once even when several callers ask at once: the first takes the entry's
+# lock and builds, the others wait and find it complete (its marker is written last).
+lock_unless_complete() { # <entry> <marker>
+  [[ -f "$2" ]] || lock_cache_entry "$1" test-images
+}
 die() { log "ERROR: $*"; exit 1; }
 
 for tool in umoci mmdebstrap python3; do
@@ -61,6 +67,7 @@ build_pause() { # <pause-binary>
   [[ -x "$binary" ]] || die "pause binary $binary not found (scripts/build-control-plane.sh builds it)"
   local key; key=$( (cat "$0"; sha256sum <"$binary") | sha256sum | cut -c1-16)
   local out="$CACHE_ROOT/images/pause-$key"
+  lock_unless_complete "$out" "$out/.complete"
   if [[ ! -f "$out/.complete" ]]; then
     rm -rf "$out"; mkdir -p "$out"
     local rootfs="$out/rootfs"
@@ -77,6 +84,7 @@ build_pause() { # <pause-binary>
 # Debian trixie with Python, llama-stack and the given packages; cached by its inputs.
 distribution_rootfs() { # <key> <packages...>
   local rootfs="$CACHE_ROOT/images/rootfs-$1"; shift
+  lock_unless_complete "$rootfs" "$rootfs.complete"
   if [[ ! -f "$rootfs.complete" ]]; then
     rm -rf "$rootfs"
     log "debootstrapping trixie into $rootfs"
@@ -108,6 +116,7 @@ build_distribution() { # <config.yaml> <packages...>
   [[ -f "$config" ]] || die "config $config not found"
   local key; key=$( (cat "$0"; echo "$VERSION"; printf '%s\n' "$@" | sort; cat "$config") | sha256sum | cut -c1-16)
   local out="$CACHE_ROOT/images/distribution-$key"
+  lock_unless_complete "$out" "$out/.complete"
   if [[ ! -f "$out/.complete" ]]; then
     rm -rf "$out"; mkdir -p "$out"
     local rootfs_key; rootfs_key=$( (echo "r$RECIPE_REV $VERSION"; printf '%s\n' "$@" | sort) | sha256sum | cut -c1-16)
@@ -146,6 +155,7 @@ build_provider() { # <python>
   local key; key=$( (cat "$0"; "$python" --version; cd "$source" && git ls-files -z . | sort -z | xargs -0 cat) \
     | sha256sum | cut -c1-16)
   local out="$CACHE_ROOT/images/provider-$key"
+  lock_unless_complete "$out" "$out/.complete"
   if [[ ! -f "$out/.complete" ]]; then
     rm -rf "$out"; mkdir -p "$out"
     local work; work=$(mktemp -d "${TMPDIR:-/tmp}/llso-provider-image.XXXXXX")

@@ -34,6 +34,14 @@ find_python() {
   return 1
 }
 
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cache-lock.sh"
+extra_stamp=""
+(($#)) && extra_stamp="$VENV/.extra-$(printf '%s\n' "$@" | sort | sha256sum | cut -c1-16)"
+# A venv cannot move once made (its scripts name their own path), so it is built in place under
+# the entry's lock, and each stamp is written once its packages are in. A second caller waits.
+if [[ ! -f "$VENV/.complete-$BASE_STAMP" || ( -n "$extra_stamp" && ! -f "$extra_stamp" ) ]]; then
+  lock_cache_entry "$VENV" llama-stack-venv
+fi
 if [[ ! -f "$VENV/.complete-$BASE_STAMP" ]]; then
   PY=$(find_python) || { log "ERROR: llama-stack $VERSION needs Python >= 3.12; none found (set LLSO_PYTHON)"; exit 1; }
   log "creating $VENV with $PY"
@@ -43,12 +51,9 @@ if [[ ! -f "$VENV/.complete-$BASE_STAMP" ]]; then
   "$VENV/bin/pip" install --quiet "${BASE_PACKAGES[@]}" >&2
   touch "$VENV/.complete-$BASE_STAMP"
 fi
-if (($#)); then
-  stamp="$VENV/.extra-$(printf '%s\n' "$@" | sort | sha256sum | cut -c1-16)"
-  if [[ ! -f "$stamp" ]]; then
-    log "installing extra packages: $*"
-    "$VENV/bin/pip" install --quiet "$@" "mcp<2" >&2
-    touch "$stamp"
-  fi
+if [[ -n "$extra_stamp" && ! -f "$extra_stamp" ]]; then
+  log "installing extra packages: $*"
+  "$VENV/bin/pip" install --quiet "$@" "mcp<2" >&2
+  touch "$extra_stamp"
 fi
 echo "$VENV"

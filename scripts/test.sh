@@ -1,21 +1,74 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, and the integration tests against a real kube-apiserver + etcd
 # and real OCI registries, and on a real node running the operator's image.
-# Builds (or reuses) the control plane first; a failure to build it fails the run, never skips.
+#
+# 1. Prepares everything the suites use, once and up front, so no test builds in its critical
+#    path and a failed build is reported once, as such: the apt packages, the Go tools (control
+#    plane, helm, cosign 2 and 3, kstatus, the OLM validator, Prometheus), the llama-stack venv,
+#    the operator's image, cargo-cyclonedx, the compiled suites, the real node's images. The Go
+#    builds and the venv run beside the Rust builds. Every build script is safe to run twice at
+#    once (scripts/lib/cache-lock.sh), so a suite asking again just finds the result.
+# 2. Runs every suite, even after one fails (--no-fail-fast), and ends with one line per suite.
+# Arguments go to `cargo test` (e.g. `--test node`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
 
-for tool in cargo go python3; do
+for tool in cargo go python3 flock; do
   command -v "$tool" >/dev/null || { echo "error: $tool is required (see README, 'Requirements')" >&2; exit 1; }
 done
+log() { echo "[test.sh] $*" >&2; }
+logs=$(mktemp -d "${TMPDIR:-/tmp}/llso-test-prepare.XXXXXX")
+# A failed step stops the builds still running beside it.
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 
 scripts/install-test-deps.sh
+
 # A control plane given by the caller (CI builds it once, outside the fresh Python cache) is used as is.
-LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh)}"
-export LLSO_CONTROL_PLANE_BIN
+go_tools() {
+  [[ -n "${LLSO_CONTROL_PLANE_BIN:-}" ]] || scripts/build-control-plane.sh
+  scripts/build-helm.sh
+  scripts/build-cosign.sh v2.6.5
+  scripts/build-cosign.sh v3.1.3
+  scripts/build-kstatus.sh
+  scripts/build-olm-validator.sh
+  scripts/build-prometheus.sh
+}
+# Runs "$@" in the background, its output in $logs/<name>.log; `finish <name>` waits for it.
+declare -A jobs
+begin() { local name=$1; shift; "$@" >"$logs/$name.out" 2>"$logs/$name.log" & jobs[$name]=$!; }
+finish() {
+  local name=$1
+  if ! wait "${jobs[$name]}"; then
+    log "FAILED to prepare: $name; its output:"
+    tail -n 60 "$logs/$name.log" >&2
+    exit 1
+  fi
+  log "prepared: $name"
+}
+prepare_start=$(date +%s)
+begin go-tools go_tools
+begin venv scripts/llama-stack-venv.sh
+
 # The operator's image from the Dockerfile, which the real node runs (a release build of the
-# static binary; built here, before the suites, so no suite waits on a nested cargo build).
+# static binary); cargo-cyclonedx for the release test's SBOM; then the suites themselves.
 LLSO_OPERATOR_IMAGE_LAYOUT="${LLSO_OPERATOR_IMAGE_LAYOUT:-$(scripts/build-operator-image.sh)}"
 export LLSO_OPERATOR_IMAGE_LAYOUT
+command -v cargo-cyclonedx >/dev/null || cargo install --quiet --locked cargo-cyclonedx@0.5.9
+cargo test --workspace --all-targets --no-run "$@"
 
-cargo test --workspace --all-targets "$@"
+finish go-tools
+LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh 2>/dev/null)}"
+export LLSO_CONTROL_PLANE_BIN
+finish venv
+# The real node's images (they need the venv, the control plane's pause and the compiled crate).
+"${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
+  || { log "FAILED to prepare: the real node's images (output above)"; exit 1; }
+log "prepared everything in $(( $(date +%s) - prepare_start ))s"
+
+# Every suite runs; the output is kept to summarise each one at the end.
+status=0
+cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$logs/cargo-test.log" || status=$?
+scripts/lib/summarise-tests.py <"$logs/cargo-test.log" || true
+log "total $(( $(date +%s) - start ))s"
+exit "$status"

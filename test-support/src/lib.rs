@@ -47,6 +47,9 @@ pub mod pod_runner;
 #[cfg(feature = "cluster")]
 pub mod shared_server;
 
+#[cfg(test)]
+mod build_cache_tests;
+
 // This crate's own tests start processes and take ports too.
 #[cfg(test)]
 seal_network!();

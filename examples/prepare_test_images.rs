@@ -1,0 +1,54 @@
+//! Builds (or finds cached) the images the real-node suites run, before any suite starts, so no
+//! test builds one in its critical path: the distribution image for the node suite's stacks, the
+//! example provider's image and the Pod sandbox. `scripts/test.sh` runs it after compiling the
+//! suites. Each build is `scripts/build-test-images.sh`, which is safe to run concurrently, so a
+//! suite asking for the same image later finds it in the cache.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test, bench or example: a failed unwrap is a failed run"
+)]
+
+use std::process::ExitCode;
+
+use llama_stack_test_support as support;
+
+support::seal_network!();
+
+fn prepare() -> Result<Vec<(&'static str, std::path::PathBuf)>, String> {
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let distribution = support::node_stack::distribution_image(work.path())?;
+    let python = support::llama_stack::venv(&[])
+        .map_err(|e| e.to_string())?
+        .join("bin/python3");
+    let provider =
+        support::node::build_image(&["provider".to_owned(), python.display().to_string()])
+            .map_err(|e| e.to_string())?;
+    let plane_bin = support::control_plane::control_plane_bin().map_err(|e| e.to_string())?;
+    let pause = support::node::build_image(&[
+        "pause".to_owned(),
+        plane_bin.join("pause").display().to_string(),
+    ])
+    .map_err(|e| e.to_string())?;
+    Ok(vec![
+        ("distribution", distribution),
+        ("provider", provider),
+        ("pause", pause),
+    ])
+}
+
+fn main() -> ExitCode {
+    match prepare() {
+        Ok(images) => {
+            for (name, layout) in images {
+                println!("{name}: {}", layout.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("error: preparing the test images: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
