@@ -25,8 +25,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 scripts/install-test-deps.sh
 
 # A control plane given by the caller (CI builds it once, outside the fresh Python cache) is used as is.
+control_plane() { [[ -n "${LLSO_CONTROL_PLANE_BIN:-}" ]] || scripts/build-control-plane.sh; }
 go_tools() {
-  [[ -n "${LLSO_CONTROL_PLANE_BIN:-}" ]] || scripts/build-control-plane.sh
   scripts/build-helm.sh
   scripts/build-cosign.sh v2.6.5
   scripts/build-cosign.sh v3.1.3
@@ -34,6 +34,7 @@ go_tools() {
   scripts/build-olm-validator.sh
   scripts/build-prometheus.sh
 }
+control_plane_then_tools() { control_plane; touch "$logs/control-plane.done"; go_tools; }
 # Runs "$@" in the background, its output in $logs/<name>.log; `finish <name>` waits for it.
 declare -A jobs
 begin() { local name=$1; shift; "$@" >"$logs/$name.out" 2>"$logs/$name.log" & jobs[$name]=$!; }
@@ -47,7 +48,9 @@ finish() {
   log "prepared: $name"
 }
 prepare_start=$(date +%s)
-begin go-tools go_tools
+# The control plane first: the real node's images need its `pause`; the other Go tools follow it
+# (one Go build at a time beside the Rust builds).
+begin go control_plane_then_tools
 begin venv scripts/llama-stack-venv.sh
 
 # The operator's image from the Dockerfile, which the real node runs (a release build of the
@@ -56,14 +59,20 @@ LLSO_OPERATOR_IMAGE_LAYOUT="${LLSO_OPERATOR_IMAGE_LAYOUT:-$(scripts/build-operat
 export LLSO_OPERATOR_IMAGE_LAYOUT
 command -v cargo-cyclonedx >/dev/null || cargo install --quiet --locked cargo-cyclonedx@0.5.9
 cargo test --workspace --all-targets --no-run "$@"
+# `cargo test --all-targets` builds examples as test harnesses; this one runs as a program.
+cargo build --example prepare_test_images
 
-finish go-tools
+# The real node's images need the venv, the control plane's pause and the compiled crate; they
+# are built (mostly downloads) while the remaining Go tools compile.
+until [[ -e "$logs/control-plane.done" ]] || ! kill -0 "${jobs[go]}" 2>/dev/null; do sleep 2; done
+[[ -e "$logs/control-plane.done" ]] || finish go
 LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh 2>/dev/null)}"
 export LLSO_CONTROL_PLANE_BIN
 finish venv
-# The real node's images (they need the venv, the control plane's pause and the compiled crate).
 "${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
   || { log "FAILED to prepare: the real node's images (output above)"; exit 1; }
+log "prepared: the real node's images"
+finish go
 log "prepared everything in $(( $(date +%s) - prepare_start ))s"
 
 # Every suite runs; the output is kept to summarise each one at the end.

@@ -74,6 +74,7 @@ pub struct Metrics {
     watches: Arc<WatchHealth>,
     stacks: Family<PhaseLabels, Gauge>,
     stuck: Family<StuckLabels, Gauge>,
+    settings_loaded: Gauge,
     stack_sources: StackSources,
 }
 
@@ -159,6 +160,12 @@ impl Metrics {
             "LlamaStackDistributions whose rollout cannot finish until a person acts, by reason (the previous revision keeps serving)",
             stuck.clone(),
         );
+        let settings_loaded = Gauge::default();
+        registry.register(
+            "settings_loaded",
+            "1 once the leader has read its settings (the operator ConfigMap and the signature key Secrets) and reconciles; 0 while it waits for them and reconciles nothing",
+            settings_loaded.clone(),
+        );
         Self {
             registry: root,
             reconciles,
@@ -168,9 +175,15 @@ impl Metrics {
             rollbacks,
             stacks,
             stuck,
+            settings_loaded,
             stack_sources: StackSources::default(),
             watches: Arc::new(WatchHealth::new(watch_errors, watch_relists)),
         }
+    }
+
+    /// Whether the operator's settings are read (the controllers run only once they are).
+    pub fn settings_loaded(&self, loaded: bool) {
+        self.settings_loaded.set(i64::from(loaded));
     }
 
     /// The health of the controller's watches.

@@ -243,6 +243,32 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
         let rv = secrets.get("db-derived").await.unwrap().metadata.resource_version;
         f.reconcile("db").await;
         assert_eq!(secrets.get("db-derived").await.unwrap().metadata.resource_version, rv);
+
+        // No longer needed (the stack left PostgreSQL): deleted once the rollout has settled.
+        f.llsds().patch("db", &PatchParams::default(), &Patch::Merge(json!({"spec": {"storage": null}}))).await.unwrap();
+        f.reconcile("db").await;
+        assert!(secrets.get_opt("db-derived").await.unwrap().is_some(), "kept while old Pods may still read it");
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let generation = f.deployment("db").await.metadata.generation;
+        deployments.patch_status("db", &PatchParams::default(), &Patch::Merge(json!({"status": {
+            "observedGeneration": generation, "replicas": 1, "updatedReplicas": 1}}))).await.unwrap();
+        f.reconcile("db").await;
+        assert!(secrets.get_opt("db-derived").await.unwrap().is_none(), "the unused derived Secret is deleted");
+
+        // A Secret of that name the stack does not own (a user's) is never overwritten.
+        let theirs: Secret = serde_json::from_value(json!({"metadata": {"name": "db2-derived"}, "stringData": {"mine": "keep"}})).unwrap();
+        secrets.create(&PostParams::default(), &theirs).await.unwrap();
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "db2"}, "spec": {"distribution": {"name": "starter"},
+            "storage": {"sql": {"type": "postgres", "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("db2").await;
+        let (status, _, message) = f.condition("db2", "ConfigGenerated").await;
+        assert_eq!(status, "False");
+        assert!(message.contains("Secret \"db2-derived\" exists and is not this stack's"), "{message}");
+        let kept = secrets.get("db2-derived").await.unwrap();
+        assert_eq!(kept.data.unwrap().keys().collect::<Vec<_>>(), vec!["mine"], "the user's Secret is untouched");
+        assert!(deployments.get_opt("db2").await.unwrap().is_none());
     });
 }
 

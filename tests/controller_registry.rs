@@ -682,3 +682,123 @@ fn a_signature_policy_keeps_a_stack_on_its_signed_image() {
         controller.abort();
     });
 }
+
+/// Stacks that exist before the operator starts are reconciled only on its settings: each is
+/// written once, on the mirror's digest the image-overrides give (never first from the upstream
+/// catalog, then again), and an image a `required` signature rule covers, unsigned, never gets a
+/// Deployment. Restarts, with the registry up and then down, write nothing.
+#[test]
+fn stacks_existing_before_the_operator_starts_are_deployed_once_on_its_settings() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    const STACKS: usize = 12;
+    let mut regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let plain = regs.plain.host.clone();
+    let config =
+        "version: 2\ndistro_name: mirrored\napis: [inference]\nproviders:\n  inference: []\n";
+    let pinned = push_plain(
+        &plain,
+        &work.path().join("a"),
+        "mirror/starter",
+        "v1",
+        Some(config),
+    );
+    push_plain(
+        &plain,
+        &work.path().join("b"),
+        "acme/unsigned",
+        "v1",
+        Some(config),
+    );
+    let key = rcgen::KeyPair::generate().unwrap().public_key_pem();
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let system = "llama-stack-operator-system";
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": system}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "llama-stack-signing"},
+            "stringData": {"cosign.pub": key}})).unwrap();
+        Api::<Secret>::namespaced(client.clone(), system).create(&PostParams::default(), &secret).await.unwrap();
+        let operator_config: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-config"}, "data": {
+            "image-overrides": format!("starter: {plain}/mirror/starter:v1\n"),
+            "insecure-registries": format!("[\"{plain}\"]"),
+            "image-signatures": format!("- name: acme\n  images: [\"{plain}/acme/*\"]\n  mode: required\n  keys: [{{secret: llama-stack-signing, key: cosign.pub}}]\n"),
+        }})).unwrap();
+        Api::<ConfigMap>::namespaced(client.clone(), system).create(&PostParams::default(), &operator_config).await.unwrap();
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let stack = |name: String, distribution: serde_json::Value| -> LlamaStackDistribution {
+            serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": name}, "spec": {"distribution": distribution}})).unwrap()
+        };
+        for i in 0..STACKS {
+            llsds.create(&PostParams::default(), &stack(format!("stack-{i}"), json!({"name": "starter"}))).await.unwrap();
+        }
+        llsds.create(&PostParams::default(), &stack("unsigned".into(), json!({"image": format!("{plain}/acme/unsigned:v1")}))).await.unwrap();
+
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.timeout = std::time::Duration::from_secs(2);
+        // Each start is a new operator: a fresh resolver, caches and watches.
+        let start = || {
+            let ctx = Context::new(client.clone(), Arc::new(Resolver::new(options.clone()).unwrap()))
+                .with_operator_config(system, options.clone());
+            tokio::spawn(llama_stack_operator::controller::run(Arc::new(ctx)))
+        };
+        let controller = start();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let image_of = |d: &Deployment| d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0].image.clone().unwrap_or_default();
+        let sixty = std::time::Duration::from_secs(60);
+        eventually(sixty, "every stack deployed from the mirror", || async {
+            let list = deployments.list(&Default::default()).await.ok()?;
+            let mirrored = list.items.iter().filter(|d| image_of(d) == pinned).count();
+            (mirrored == STACKS).then_some(())
+        })
+        .await
+        .unwrap();
+        let refused = eventually(sixty, "the unsigned image refused", || async {
+            let status = llsds.get("unsigned").await.ok()?.status?;
+            status.conditions?.into_iter().find(|c| c.reason == "SignatureVerificationFailed").map(|c| c.message)
+        })
+        .await
+        .unwrap();
+        assert!(refused.contains("(required)"), "{refused}");
+        for d in deployments.list(&Default::default()).await.unwrap().items {
+            let name = d.metadata.name.clone().unwrap_or_default();
+            assert_ne!(name, "unsigned", "an unsigned image under a required rule was deployed");
+            assert_eq!(image_of(&d), pinned, "{name}");
+            // The API server counts spec changes: 1 is a Deployment created right and never rewritten.
+            assert_eq!(d.metadata.generation, Some(1), "{name} was written more than once");
+        }
+        controller.abort();
+
+        let object_writes = || {
+            plane
+                .audit_writes("admin")
+                .unwrap()
+                .into_iter()
+                .filter(|w| {
+                    !w["objectRef"]["subresource"].is_string()
+                        && w["objectRef"]["resource"] != "events"
+                        && w["objectRef"]["namespace"] == "default"
+                })
+                .count()
+        };
+        // Restarted twice: with the registry up, then down (no last known good result left).
+        for registry in ["up", "down"] {
+            if registry == "down" {
+                regs.plain.stop();
+            }
+            let before = object_writes();
+            let controller = start();
+            // Long enough for every stack's first reconcile (a few seconds with the registry's
+            // timeouts); any write in it would be a redeploy.
+            tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+            controller.abort();
+            let after = object_writes();
+            assert_eq!(after, before, "a restart with the registry {registry} wrote objects");
+        }
+        for d in deployments.list(&Default::default()).await.unwrap().items {
+            assert_eq!(d.metadata.generation, Some(1));
+        }
+    });
+}

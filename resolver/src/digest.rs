@@ -18,13 +18,60 @@ pub fn digest_like(expected: &str, bytes: &[u8]) -> String {
     }
 }
 
+/// Hashes content that arrives in pieces (a streamed layer) in the algorithm of the digest it
+/// must match.
+pub enum ContentHasher {
+    /// `sha256:…`
+    Sha256(Sha256),
+    /// `sha512:…`
+    Sha512(Sha512),
+}
+
+impl ContentHasher {
+    /// A hasher in the algorithm of `expected` (`sha512:…`, else sha256), as [`digest_like`].
+    pub fn like(expected: &str) -> Self {
+        if expected.starts_with("sha512:") {
+            Self::Sha512(Sha512::new())
+        } else {
+            Self::Sha256(Sha256::new())
+        }
+    }
+
+    /// Adds the next piece.
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Self::Sha256(h) => h.update(bytes),
+            Self::Sha512(h) => h.update(bytes),
+        }
+    }
+
+    /// The digest of everything added, as `<algorithm>:<hex>`.
+    pub fn finish(self) -> String {
+        match self {
+            Self::Sha256(h) => format!("sha256:{}", hex(&h.finalize())),
+            Self::Sha512(h) => format!("sha512:{}", hex(&h.finalize())),
+        }
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::digest_like;
+    use super::{ContentHasher, digest_like};
+
+    #[test]
+    fn content_hashed_in_pieces_has_the_digest_of_the_whole() {
+        for expected in ["sha256:00", "sha512:00"] {
+            let mut hasher = ContentHasher::like(expected);
+            hasher.update(b"a");
+            hasher.update(b"");
+            hasher.update(b"bc");
+            assert_eq!(hasher.finish(), digest_like(expected, b"abc"));
+        }
+    }
 
     #[test]
     fn content_is_hashed_in_the_algorithm_of_the_reference() {

@@ -1,4 +1,7 @@
-//! The `io.llamastack.config.*` labels of an image config, and where they say the base config is.
+//! The config labels of an image, and where they say the base config is: the `io.llamastack.config.*`
+//! labels (this project's, and the upstream spec's), or the labels OGX's own image build sets
+//! (`com.ogx.config.<file>`: base64 of each config file the image carries, and
+//! `com.ogx.distribution.default-config`: which file the image runs).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -14,6 +17,12 @@ pub const LABEL_LAYER: &str = "io.llamastack.config.layer";
 pub const LABEL_PATH: &str = "io.llamastack.config.path";
 /// Schema version of the config (e.g. `2`).
 pub const LABEL_VERSION: &str = "io.llamastack.config.version";
+/// OGX images: `com.ogx.config.<file>` holds the base64 of each config file.
+pub const OGX_CONFIG_PREFIX: &str = "com.ogx.config.";
+/// OGX images: the config file the image runs (`config.yaml` when absent).
+pub const OGX_DEFAULT_CONFIG: &str = "com.ogx.distribution.default-config";
+/// The file OGX's build names when it sets no default.
+const OGX_DEFAULT_FILE: &str = "config.yaml";
 
 /// What the image config says about the base config.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,6 +35,9 @@ pub struct ImageConfigInfo {
     pub path: Option<String>,
     /// `io.llamastack.config.version`
     pub version: Option<String>,
+    /// `com.ogx.config.<file>` of the file the image runs (`com.ogx.distribution.default-config`),
+    /// as (label, base64), when the image carries OGX's labels.
+    pub ogx_config: Option<(String, String)>,
     /// `rootfs.diff_ids`, to find a layer a mirror re-compressed.
     pub diff_ids: Vec<String>,
 }
@@ -59,15 +71,30 @@ pub enum LabelError {
         label: &'static str,
     },
     /// Bad base64.
-    #[error("label {LABEL_BASE64} is not valid base64 (standard alphabet, padded)")]
-    BadBase64,
+    #[error("label {label} is not valid base64 (standard alphabet, padded)")]
+    BadBase64 {
+        /// The label.
+        label: String,
+    },
     /// The decoded config is too large.
     #[error(
-        "label {LABEL_BASE64} decodes to more than {limit} bytes; use {LABEL_LAYER} + {LABEL_PATH} for large configs"
+        "label {label} decodes to more than {limit} bytes; use {LABEL_LAYER} + {LABEL_PATH} for large configs"
     )]
     TooLarge {
+        /// The label.
+        label: String,
         /// The limit.
         limit: usize,
+    },
+    /// OGX's default-config label names a file the image has no `com.ogx.config.` label for.
+    #[error(
+        "label {OGX_DEFAULT_CONFIG} names {file:?}, but the image has no label {OGX_CONFIG_PREFIX}{file} (it has: {present})"
+    )]
+    OgxConfigMissing {
+        /// The file the default-config label names.
+        file: String,
+        /// The `com.ogx.config.` labels present.
+        present: String,
     },
     /// Only one of layer and path.
     #[error("labels {LABEL_LAYER} and {LABEL_PATH} must be set together; found only {present}")]
@@ -119,8 +146,65 @@ pub fn read_image_config(blob: &[u8]) -> Result<ImageConfigInfo, LabelError> {
         layer: label(labels, LABEL_LAYER)?,
         path: label(labels, LABEL_PATH)?,
         version: label(labels, LABEL_VERSION)?,
+        ogx_config: ogx_config(labels)?,
         diff_ids,
     })
+}
+
+/// The OGX config label of the file the image runs, when the image carries any OGX config label.
+fn ogx_config(
+    labels: Option<&serde_json::Map<String, Value>>,
+) -> Result<Option<(String, String)>, LabelError> {
+    let Some(labels) = labels else {
+        return Ok(None);
+    };
+    let files: Vec<&str> = labels
+        .keys()
+        .filter_map(|k| k.strip_prefix(OGX_CONFIG_PREFIX))
+        .collect();
+    let named = label(Some(labels), OGX_DEFAULT_CONFIG)?;
+    if files.is_empty() && named.is_none() {
+        return Ok(None);
+    }
+    let file = named.unwrap_or_else(|| OGX_DEFAULT_FILE.to_owned());
+    let key = format!("{OGX_CONFIG_PREFIX}{file}");
+    match labels.get(&key) {
+        Some(Value::String(encoded)) if !encoded.trim().is_empty() => {
+            Ok(Some((key, encoded.clone())))
+        }
+        Some(Value::String(_)) | None | Some(Value::Null) => Err(LabelError::OgxConfigMissing {
+            file,
+            present: if files.is_empty() {
+                "none".to_owned()
+            } else {
+                files.join(", ")
+            },
+        }),
+        Some(_) => Err(LabelError::NotAString {
+            label: OGX_DEFAULT_CONFIG,
+        }),
+    }
+}
+
+/// A base64 label's content, bounded before and after decoding.
+fn decode_label(label: &str, encoded: &str, limits: &Limits) -> Result<Vec<u8>, LabelError> {
+    let too_large = || LabelError::TooLarge {
+        label: label.to_owned(),
+        limit: limits.max_label_config_bytes,
+    };
+    // Decoded size is at most 3/4 of the encoded length: reject before decoding.
+    if encoded.len() / 4 * 3 > limits.max_label_config_bytes + 3 {
+        return Err(too_large());
+    }
+    let decoded = STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| LabelError::BadBase64 {
+            label: label.to_owned(),
+        })?;
+    if decoded.len() > limits.max_label_config_bytes {
+        return Err(too_large());
+    }
+    Ok(decoded)
 }
 
 /// Whether a string is `sha256:` followed by 64 lowercase hex digits.
@@ -134,24 +218,18 @@ pub fn is_sha256_digest(value: &str) -> bool {
 }
 
 impl ImageConfigInfo {
-    /// Where the base config is. The base64 label wins (no layer download needed).
+    /// Where the base config is. The `io.llamastack.config.*` labels win (set by whoever built
+    /// the image for this operator), the base64 one first (no layer download needed); then
+    /// OGX's own label of the file the image runs.
     pub fn locate(&self, limits: &Limits) -> Result<ConfigLocation, LabelError> {
         if let Some(encoded) = &self.base64 {
-            // Decoded size is at most 3/4 of the encoded length: reject before decoding.
-            if encoded.len() / 4 * 3 > limits.max_label_config_bytes + 3 {
-                return Err(LabelError::TooLarge {
-                    limit: limits.max_label_config_bytes,
-                });
-            }
-            let decoded = STANDARD
-                .decode(encoded.trim())
-                .map_err(|_| LabelError::BadBase64)?;
-            if decoded.len() > limits.max_label_config_bytes {
-                return Err(LabelError::TooLarge {
-                    limit: limits.max_label_config_bytes,
-                });
-            }
-            return Ok(ConfigLocation::Inline(decoded));
+            return decode_label(LABEL_BASE64, encoded, limits).map(ConfigLocation::Inline);
+        }
+        if self.layer.is_none()
+            && self.path.is_none()
+            && let Some((label, encoded)) = &self.ogx_config
+        {
+            return decode_label(label, encoded, limits).map(ConfigLocation::Inline);
         }
         match (&self.layer, &self.path) {
             (Some(digest), Some(path)) => {
@@ -173,5 +251,100 @@ impl ImageConfigInfo {
             }),
             (None, None) => Ok(ConfigLocation::Absent),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const STARTER: &str = include_str!("../../tests/fixtures/ogx-1.5.0/starter/config.yaml");
+    const POSTGRES: &str =
+        include_str!("../../tests/fixtures/ogx-1.5.0/starter/run-with-postgres-store.yaml");
+
+    /// An image config labelled as OGX's build labels its images: one base64 label per config
+    /// file, the default file, the list of files, and the distribution's name and version.
+    fn ogx_image_config(extra: serde_json::Value) -> Vec<u8> {
+        let mut labels = json!({
+            "com.ogx.config.config.yaml": STANDARD.encode(STARTER),
+            "com.ogx.config.run-with-postgres-store.yaml": STANDARD.encode(POSTGRES),
+            "com.ogx.distribution.name": "starter",
+            "com.ogx.distribution.version": "1.5.0",
+            "com.ogx.distribution.default-config": "config.yaml",
+            "com.ogx.distribution.configs": "config.yaml,run-with-postgres-store.yaml",
+            "org.opencontainers.image.title": "OGX - starter",
+            "org.opencontainers.image.version": "1.5.0",
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            labels[k] = v.clone();
+        }
+        serde_json::to_vec(&json!({"config": {"Labels": labels}, "rootfs": {"diff_ids": []}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_ogx_image_gives_the_config_it_runs() {
+        let info = read_image_config(&ogx_image_config(json!({}))).unwrap();
+        let located = info.locate(&Limits::default()).unwrap();
+        assert_eq!(located, ConfigLocation::Inline(STARTER.as_bytes().to_vec()));
+        // Another default: that file.
+        let info = read_image_config(&ogx_image_config(
+            json!({"com.ogx.distribution.default-config": "run-with-postgres-store.yaml"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            info.locate(&Limits::default()).unwrap(),
+            ConfigLocation::Inline(POSTGRES.as_bytes().to_vec())
+        );
+    }
+
+    #[test]
+    fn this_projects_labels_win_over_ogx_labels() {
+        let info = read_image_config(&ogx_image_config(
+            json!({LABEL_BASE64: STANDARD.encode("version: 2\ndistro_name: mine\n")}),
+        ))
+        .unwrap();
+        assert_eq!(
+            info.locate(&Limits::default()).unwrap(),
+            ConfigLocation::Inline(b"version: 2\ndistro_name: mine\n".to_vec())
+        );
+    }
+
+    #[test]
+    fn a_default_config_without_its_label_is_named() {
+        let info = read_image_config(&ogx_image_config(
+            json!({"com.ogx.distribution.default-config": "missing.yaml"}),
+        ));
+        let err = info.unwrap_err().to_string();
+        assert!(
+            err.contains("names \"missing.yaml\"")
+                && err.contains("config.yaml, run-with-postgres-store.yaml"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_ogx_label_is_named() {
+        let info = read_image_config(&ogx_image_config(
+            json!({"com.ogx.config.config.yaml": "not base64!"}),
+        ))
+        .unwrap();
+        let err = info.locate(&Limits::default()).unwrap_err().to_string();
+        assert!(
+            err.contains("label com.ogx.config.config.yaml is not valid base64"),
+            "{err}"
+        );
+        let limits = Limits {
+            max_label_config_bytes: 100,
+            ..Limits::default()
+        };
+        let info = read_image_config(&ogx_image_config(json!({}))).unwrap();
+        let err = info.locate(&limits).unwrap_err().to_string();
+        assert!(
+            err.contains("label com.ogx.config.config.yaml decodes to more than 100 bytes"),
+            "{err}"
+        );
     }
 }

@@ -1,9 +1,11 @@
-//! Finding one file in an image layer: a tar stream, uncompressed, gzip or zstd, read only up to
-//! the file and within the byte limits.
+//! Finding one file in an image layer: a tar stream, uncompressed, gzip or zstd, read within the
+//! byte limits. When the image's config names the layer's `diff_id`, the whole uncompressed stream
+//! is read and checked against it before the file is returned; otherwise reading stops at the file.
 
 use std::io::{self, Read};
 use std::path::{Component, Path};
 
+use crate::digest::ContentHasher;
 use crate::limits::Limits;
 
 /// Layer compression, from the descriptor's media type.
@@ -72,6 +74,16 @@ pub enum LayerError {
         what: &'static str,
         /// The limit.
         limit: u64,
+    },
+    /// The uncompressed layer does not hash to the `diff_id` the image's config lists for it.
+    #[error(
+        "the uncompressed layer does not match its diff_id {expected} (got {actual}); refusing the file read from it"
+    )]
+    DigestMismatch {
+        /// The diff_id from the image's config.
+        expected: String,
+        /// The digest of what was read.
+        actual: String,
     },
     /// The stream is not a valid (compressed) tar.
     #[error("the layer is not a valid {compression} tar stream: {source}")]
@@ -176,12 +188,31 @@ fn classify(err: io::Error, compression: &'static str) -> LayerError {
     }
 }
 
-/// Reads `path` out of a layer stream, stopping as soon as it is found.
+/// A reader that hashes what passes through it, when there is a digest to check.
+struct Hashing<R> {
+    inner: R,
+    hasher: Option<ContentHasher>,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
+/// Reads `path` out of a layer stream. With `diff_id` (the uncompressed layer's digest from the
+/// image's config), the rest of the stream is read too and the file is returned only when the
+/// whole uncompressed layer matches it; without, reading stops at the file.
 pub fn extract_file<R: Read>(
     layer: R,
     compression: Compression,
     path: &str,
     limits: &Limits,
+    diff_id: Option<&str>,
 ) -> Result<Vec<u8>, LayerError> {
     let wanted = wanted_path(path)?;
     let raw = capped(
@@ -201,12 +232,39 @@ pub fn extract_file<R: Read>(
             (Box::new(decoder), "zstd")
         }
     };
-    let unpacked = capped(
-        decoder,
-        "the decompressed layer read",
-        limits.max_layer_unpacked_bytes,
-    );
+    let unpacked = Hashing {
+        inner: capped(
+            decoder,
+            "the decompressed layer read",
+            limits.max_layer_unpacked_bytes,
+        ),
+        hasher: diff_id.map(ContentHasher::like),
+    };
     let mut archive = tar::Archive::new(unpacked);
+    let content = find_file(&mut archive, &wanted, path, limits, name)?;
+    let Some(expected) = diff_id else {
+        return Ok(content);
+    };
+    let mut rest = archive.into_inner();
+    io::copy(&mut rest, &mut io::sink()).map_err(|e| classify(e, name))?;
+    let actual = rest.hasher.map(ContentHasher::finish).unwrap_or_default();
+    if actual != expected {
+        return Err(LayerError::DigestMismatch {
+            expected: expected.to_owned(),
+            actual,
+        });
+    }
+    Ok(content)
+}
+
+/// The content of the regular file `wanted` in the tar stream, read no further than its end.
+fn find_file<R: Read>(
+    archive: &mut tar::Archive<R>,
+    wanted: &str,
+    path: &str,
+    limits: &Limits,
+    name: &'static str,
+) -> Result<Vec<u8>, LayerError> {
     let entries = archive.entries().map_err(|e| classify(e, name))?;
     for entry in entries {
         let entry = entry.map_err(|e| classify(e, name))?;
@@ -236,4 +294,97 @@ pub fn extract_file<R: Read>(
     Err(LayerError::NotFound {
         path: path.to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Compression, LayerError, extract_file};
+    use crate::digest::sha256_hex;
+    use crate::limits::Limits;
+
+    /// An uncompressed tar holding `app/config.yaml` and, after it, another file.
+    fn layer(config: &[u8]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (path, content) in [
+            ("app/config.yaml", config),
+            ("app/after.txt", b"read only to verify" as &[u8]),
+        ] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(content.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder.append_data(&mut header, path, content).unwrap();
+        }
+        builder.into_inner().unwrap()
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn a_file_from_a_layer_matching_its_diff_id_is_returned() {
+        let tar = layer(b"version: 2\n");
+        let diff_id = sha256_hex(&tar);
+        for (bytes, compression) in [
+            (tar.clone(), Compression::None),
+            (gzip(&tar), Compression::Gzip),
+        ] {
+            let got = extract_file(
+                bytes.as_slice(),
+                compression,
+                "/app/config.yaml",
+                &Limits::default(),
+                Some(&diff_id),
+            )
+            .unwrap();
+            assert_eq!(got, b"version: 2\n");
+        }
+    }
+
+    #[test]
+    fn a_layer_not_matching_its_diff_id_gives_no_file() {
+        let listed = sha256_hex(&layer(b"version: 2\n"));
+        let served = layer(b"version: 9\n");
+        for (bytes, compression) in [
+            (served.clone(), Compression::None),
+            (gzip(&served), Compression::Gzip),
+        ] {
+            let err = extract_file(
+                bytes.as_slice(),
+                compression,
+                "/app/config.yaml",
+                &Limits::default(),
+                Some(&listed),
+            )
+            .unwrap_err();
+            match err {
+                LayerError::DigestMismatch { expected, actual } => {
+                    assert_eq!(expected, listed);
+                    assert_eq!(actual, sha256_hex(&served));
+                }
+                other => panic!("expected a diff_id mismatch, got {other}"),
+            }
+        }
+    }
+
+    #[test]
+    fn without_a_diff_id_reading_stops_at_the_file() {
+        let mut tar = layer(b"version: 2\n");
+        // Garbage after the file: never read when there is nothing to verify.
+        tar.truncate(1024 + 512);
+        tar.extend_from_slice(&[0xff; 512]);
+        let got = extract_file(
+            tar.as_slice(),
+            Compression::None,
+            "/app/config.yaml",
+            &Limits::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(got, b"version: 2\n");
+    }
 }

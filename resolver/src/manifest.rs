@@ -200,17 +200,16 @@ pub fn select_platform<'a>(
         })
 }
 
-/// The layer holding a labelled digest: by layer digest, or (after a mirror re-compressed the
-/// layer) by the uncompressed `diff_id` at the same position.
+/// The layer holding a labelled digest, with its position: by layer digest, or (after a mirror
+/// re-compressed the layer) by the uncompressed `diff_id` at the same position.
 pub fn find_layer<'a>(
     layers: &'a [Descriptor],
     diff_ids: &[String],
     digest: &str,
-) -> Option<&'a Descriptor> {
-    layers.iter().find(|l| l.digest == digest).or_else(|| {
-        diff_ids
-            .iter()
-            .position(|d| d == digest)
-            .and_then(|i| layers.get(i))
-    })
+) -> Option<(usize, &'a Descriptor)> {
+    layers
+        .iter()
+        .position(|l| l.digest == digest)
+        .or_else(|| diff_ids.iter().position(|d| d == digest))
+        .and_then(|i| Some((i, layers.get(i)?)))
 }

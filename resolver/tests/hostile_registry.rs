@@ -198,3 +198,90 @@ async fn corrupt_layer_is_an_error_not_a_panic() {
         "{err}"
     );
 }
+
+/// A gzip tar layer holding `/app/config.yaml`.
+fn config_layer(yaml: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(yaml.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    builder
+        .append_data(&mut header, "app/config.yaml", yaml.as_bytes())
+        .expect("tar");
+    let tar = builder.into_inner().expect("tar");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).expect("gzip");
+    gz.finish().expect("gzip")
+}
+
+/// An image whose config label names the layer `listed` (with `diff_ids` in its config), the
+/// registry serving `served` for that layer's digest.
+fn image_serving(listed: &[u8], served: Vec<u8>, diff_ids: Vec<String>) -> Routes {
+    let config = serde_json::json!({"config": {"Labels": {
+        "io.llamastack.config.layer": digest(listed), "io.llamastack.config.path": "/app/config.yaml"}},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids}});
+    let config = serde_json::to_vec(&config).expect("json");
+    let manifest = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(&config), "size": config.len()},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest(listed), "size": listed.len()}]});
+    let manifest = serde_json::to_vec(&manifest).expect("json");
+    let mut routes = Routes::new();
+    routes.insert("/v2/x/app/manifests/v1".into(), whole(manifest.clone()));
+    routes.insert(
+        format!("/v2/x/app/manifests/{}", digest(&manifest)),
+        whole(manifest),
+    );
+    routes.insert(
+        format!("/v2/x/app/blobs/{}", digest(&config)),
+        whole(config),
+    );
+    routes.insert(format!("/v2/x/app/blobs/{}", digest(listed)), whole(served));
+    routes
+}
+
+/// A registry that serves other bytes for the labelled layer (a doctored mirror): the config
+/// read from them is refused, though they are a valid layer holding the file. The image's config
+/// lists no diff_id, so only the compressed digest can tell.
+#[tokio::test]
+async fn a_layer_not_matching_its_digest_is_refused() {
+    let listed = config_layer(
+        "version: 2\ndistro_name: signed\napis: [inference]\nproviders:\n  inference: []\n",
+    );
+    let doctored = config_layer(
+        "version: 2\ndistro_name: doctored\napis: [inference]\nproviders:\n  inference: []\n",
+    );
+    let host = serve(image_serving(&listed, doctored, Vec::new())).await;
+    let err = error_of(&host, "x/app:v1", Limits::default()).await;
+    let layer = digest(&listed);
+    assert!(
+        err.contains(&format!(
+            "sent layer {layer} of x/app whose content does not match digest {layer}"
+        )),
+        "{err}"
+    );
+}
+
+/// The layer the registry serves matches the manifest, but not the diff_id the image's config
+/// lists for it: refused too.
+#[tokio::test]
+async fn a_layer_not_matching_its_diff_id_is_refused() {
+    let listed = config_layer(
+        "version: 2\ndistro_name: built\napis: [inference]\nproviders:\n  inference: []\n",
+    );
+    let other_tar_digest = format!("sha256:{}", "d".repeat(64));
+    let host = serve(image_serving(
+        &listed,
+        listed.clone(),
+        vec![other_tar_digest.clone()],
+    ))
+    .await;
+    let err = error_of(&host, "x/app:v1", Limits::default()).await;
+    assert!(
+        err.contains(&format!(
+            "the uncompressed layer does not match its diff_id {other_tar_digest}"
+        )),
+        "{err}"
+    );
+}

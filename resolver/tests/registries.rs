@@ -296,6 +296,109 @@ fn layer_label_uncompressed(env: &Env) -> Result<(), Failed> {
     layer_labels(env, Comp::None, "t/layer-tar")
 }
 
+/// The layers of the single image written at `layout` (an OCI layout of [`write_layout`]).
+fn layout_layers(layout: &std::path::Path) -> Vec<String> {
+    let blob = |digest: &str| -> serde_json::Value {
+        let path = layout
+            .join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"));
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let manifest = blob(index["manifests"][0]["digest"].as_str().unwrap());
+    manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["digest"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A mirror whose storage was altered (a compromised mirror: the real registry serves whatever
+/// its disk holds for a digest) serves other bytes for the layer the label names. The config read
+/// from them is refused, naming the layer, and it poisons nothing: the same image (the same
+/// config blob) from an intact registry then resolves to its own config, through the same
+/// resolver and its config cache.
+fn a_doctored_layer_is_refused_and_poisons_no_other_image(env: &Env) -> Result<(), Failed> {
+    let repo = "t/doctored";
+    let spec = |yaml: &str| {
+        image_with_labels(
+            "amd64",
+            vec![
+                ("io.llamastack.config.layer", "{layer1}".into()),
+                (
+                    "io.llamastack.config.path",
+                    "/opt/app-root/config.yaml".into(),
+                ),
+            ],
+            vec![
+                plain_layer(),
+                config_layer("/opt/app-root/config.yaml", yaml, Comp::Gzip),
+            ],
+        )
+    };
+    let yaml = config_yaml("signed");
+    let mirror = env.regs.start_extra_plain("doctored-mirror")?;
+    env.push(&env.regs.plain.host, repo, "v1", &[spec(&yaml)], false)?;
+    env.push(&mirror.host, repo, "v1", &[spec(&yaml)], false)?;
+    // The doctored layer: the same file, another config, written over the mirror's copy.
+    let doctored = env.layout("doctored-layer");
+    write_layout(&doctored, "v1", &[spec(&config_yaml("doctored"))], false)?;
+    let genuine = layout_layers(&env.layout(&format!("{}-v1", repo.replace('/', "_"))));
+    let altered = layout_layers(&doctored);
+    let hex = genuine[1].trim_start_matches("sha256:");
+    let stored = env
+        .regs
+        .dir
+        .path()
+        .join("data-doctored-mirror/docker/registry/v2/blobs/sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .join("data");
+    std::fs::copy(
+        doctored
+            .join("blobs/sha256")
+            .join(altered[1].trim_start_matches("sha256:")),
+        &stored,
+    )
+    .map_err(|e| format!("cannot alter {}: {e}", stored.display()))?;
+
+    let mut options = env.options();
+    options.insecure_registries.push(mirror.host.clone());
+    let resolver = env.resolver(options)?;
+    let from = |host: &str| image(format!("{host}/{repo}:v1"));
+    for attempt in ["first", "second"] {
+        match env
+            .rt
+            .block_on(resolver.resolve(&from(&mirror.host), &Keyring::default()))
+        {
+            Ok(r) => {
+                return Err(format!(
+                    "{attempt} resolve: the doctored layer was trusted: {}",
+                    r.config.yaml
+                )
+                .into());
+            }
+            Err(e) => {
+                let text = e.to_string();
+                let want = format!(
+                    "sent layer {} of {repo} whose content does not match digest {}",
+                    genuine[1], genuine[1]
+                );
+                if !text.contains(&want) {
+                    return Err(format!("{attempt} resolve: want {want:?} in {text:?}").into());
+                }
+            }
+        }
+    }
+    let intact = env
+        .rt
+        .block_on(resolver.resolve(&from(&env.regs.plain.host), &Keyring::default()))
+        .map_err(|e| e.to_string())?;
+    assert_eq(&*intact.config.yaml, &yaml, "config of the intact image")
+}
+
 fn docker_media_types_and_zstd_mirror(env: &Env) -> Result<(), Failed> {
     let yaml = config_yaml("mirrored");
     let basic = &env.regs.basic.host;
@@ -888,6 +991,10 @@ const TESTS: &[(&str, Test)] = &[
         registry_down_serves_last_known_good,
     ),
     ("no_labels_embedded_or_base_config_required", no_labels),
+    (
+        "a_doctored_layer_is_refused_and_poisons_no_other_image",
+        a_doctored_layer_is_refused_and_poisons_no_other_image,
+    ),
     ("hostile_inputs_are_clear_errors", hostile_inputs),
     (
         "concurrent_resolves_share_one_fetch",

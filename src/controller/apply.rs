@@ -16,8 +16,8 @@ use super::context::Context;
 use super::error::ApiError;
 use super::stack::Stack;
 use super::write::{
-    Change, create_config_map_once, prune_config_maps, sync, sync_derived_secret, sync_from,
-    sync_in, sync_pvc,
+    Change, create_config_map_once, prune_config_maps, remove_derived_secret, sync,
+    sync_derived_secret, sync_from, sync_in, sync_pvc,
 };
 use super::{events, rollout};
 use crate::api::conditions::Reason;
@@ -96,7 +96,8 @@ pub(super) async fn apply(
     let pdb_name = builders::pdb_name(stack);
     sync_in::<PodDisruptionBudget>(client, ns, &pdb_name, pdb.as_ref(), uid).await?;
     if let Some(deployment) = &deployment {
-        prune_when_rollout_settles(stack, ctx, deployment, &mounted_config).await?;
+        let derives = derived_secret.is_some();
+        prune_when_rollout_settles(stack, ctx, deployment, &mounted_config, derives).await?;
     }
     Ok(Applied {
         deployment,
@@ -201,6 +202,7 @@ async fn prune_when_rollout_settles(
     ctx: &Context,
     deployment: &Deployment,
     config_map: &str,
+    derives: bool,
 ) -> Result<(), ApiError> {
     let generation = deployment.metadata.generation.unwrap_or_default();
     let settled = deployment.status.as_ref().is_some_and(|s| {
@@ -215,6 +217,10 @@ async fn prune_when_rollout_settles(
     let last_ready = super::rollback::memory(stack).last_ready;
     let keep = last_ready.as_ref().and_then(|r| r.config_map.as_deref());
     prune_config_maps(&ctx.client, ns, stack.name, config_map, keep).await?;
+    if settled && !derives {
+        let secrets = Api::<Secret>::namespaced(ctx.client.clone(), ns);
+        remove_derived_secret(&secrets, &builders::derived_secret_name(stack), key).await?;
+    }
     ctx.pruned(key, (generation, settled));
     Ok(())
 }

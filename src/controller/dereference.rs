@@ -9,7 +9,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 
-use super::builders::{CA_BUNDLE_KEY, collect_certificates, derived_secret_key};
+use super::builders::{
+    CA_BUNDLE_KEY, collect_certificates, derived_secret_key, derived_secret_name,
+};
 use super::conditions::Blocked;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
@@ -213,6 +215,44 @@ pub(super) fn url_parts(
         );
     }
     Ok(data)
+}
+
+/// Whether the stack may write its derived Secret: the name is free, or the Secret there is this
+/// stack's (controlled by it). A Secret of that name the stack does not control (a user's, or
+/// another tool's) is never overwritten: the stack is blocked and the status says what to do.
+/// Read only when there is something to derive.
+pub(super) async fn derived_secret_free(
+    client: &kube::Client,
+    stack: &Stack<'_>,
+    derived: &BTreeMap<String, ByteString>,
+) -> Result<Result<(), Blocked>, ApiError> {
+    if derived.is_empty() {
+        return Ok(Ok(()));
+    }
+    let name = derived_secret_name(stack);
+    let ns = stack.namespace;
+    let existing = Api::<Secret>::namespaced(client.clone(), ns)
+        .get_metadata_opt(&name)
+        .await
+        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
+    Ok(match existing {
+        Some(secret) if !controlled_by(&secret.metadata, stack.uid()) => Err(Blocked::spec(
+            ConditionType::ConfigGenerated,
+            Reason::ConfigGenerationFailed,
+            format!(
+                "Secret \"{name}\" exists and is not this stack's (no controller reference to it); the operator keeps the parts of spec.storage.sql.connectionString there and will not overwrite it: rename or delete that Secret"
+            ),
+        )),
+        _ => Ok(()),
+    })
+}
+
+/// Whether `meta` names the object with `uid` as its controller.
+pub(super) fn controlled_by(meta: &kube::core::ObjectMeta, uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
 }
 
 #[cfg(test)]

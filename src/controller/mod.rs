@@ -27,6 +27,7 @@ mod rollback;
 mod rollout;
 mod secret_mask;
 mod server_info;
+mod settings;
 pub mod stack;
 mod status;
 pub(crate) mod user_config;

@@ -125,7 +125,18 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
         .as_ref()
         .filter(|_| applied.as_ref().is_some_and(|a| !a.held))
     {
-        match rollback::judge(stack, observed, pods.as_deref().unwrap_or_default()) {
+        // Only the newest revision's Pods are judged (its ReplicaSet is read for that, and only
+        // while Pods were listed: a rollout under way).
+        let newest = match pods.as_deref() {
+            Some(pods) if !pods.is_empty() => {
+                let sets = observe::replica_sets(stack, ctx)
+                    .await
+                    .map_err(Error::Observe)?;
+                rollback::newest_revision_pods(observed, &sets, pods)
+            }
+            _ => Vec::new(),
+        };
+        match rollback::judge(stack, observed, &newest) {
             Verdict::Steady => {}
             Verdict::Ready(revision) => report.revision_ready(revision),
             Verdict::RollBack {
@@ -210,6 +221,11 @@ async fn converge(
     );
     report.secrets_resolved(secrets.count);
     let derived = or_blocked!(dereference::url_parts(&planned.generated, &secrets));
+    or_blocked!(
+        dereference::derived_secret_free(client, stack, &derived)
+            .await
+            .map_err(Error::Dereference)?
+    );
     let ca_bundle = or_blocked!(
         dereference::ca_bundle(client, stack)
             .await

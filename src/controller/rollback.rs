@@ -32,6 +32,9 @@ const CANNOT_START: [Reason; 3] = [
 
 /// The label the Deployment controller adds to each revision's Pod template.
 const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+/// The revision number the Deployment controller writes on the Deployment (its newest revision)
+/// and on each revision's ReplicaSet.
+const REVISION: &str = "deployment.kubernetes.io/revision";
 
 /// What an observed Deployment means for the rollback memory.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,6 +143,11 @@ pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) ->
     let Some(last_ready) = last_ready.filter(|_| due) else {
         return Verdict::Steady;
     };
+    // Past its deadline while a Pod waits for a node is a cluster out of room, not a revision
+    // that cannot start: nothing is rolled back (the status says PodUnschedulable).
+    if rollout::waiting_for_node(pods) {
+        return Verdict::Steady;
+    }
     let cause = rollout::trouble(deployment, pods)
         .filter(|t| CANNOT_START.contains(&t.reason))
         .or_else(|| rollout::stalled(deployment));
@@ -195,6 +203,37 @@ fn describe(revision: &RevisionStatus) -> String {
     }
 }
 
+/// Of `pods`, those of the Deployment's newest revision: the Pods its ReplicaSet of the same
+/// revision number owns. An older revision crash-looping (its database down, say) while a fix
+/// rolls out says nothing about the fix, so only these are judged. None while the Deployment
+/// controller has not yet made the newest ReplicaSet.
+pub(super) fn newest_revision_pods(
+    deployment: &Deployment,
+    replica_sets: &[ReplicaSet],
+    pods: &[Pod],
+) -> Vec<Pod> {
+    let Some(revision) = deployment.annotations().get(REVISION) else {
+        return Vec::new();
+    };
+    let Some(newest) = replica_sets
+        .iter()
+        .find(|rs| rs.annotations().get(REVISION) == Some(revision))
+        .and_then(|rs| rs.metadata.uid.as_deref())
+    else {
+        return Vec::new();
+    };
+    pods.iter()
+        .filter(|pod| {
+            pod.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|owner| owner.uid == newest)
+        })
+        .cloned()
+        .collect()
+}
+
 /// Of a Deployment's ReplicaSets, the one of the revision with `desired_hash`.
 pub(super) fn replica_set_of<'a>(
     replica_sets: &'a [ReplicaSet],
@@ -209,7 +248,7 @@ pub(super) fn replica_set_of<'a>(
 
 fn revision_number(rs: &ReplicaSet) -> i64 {
     rs.annotations()
-        .get("deployment.kubernetes.io/revision")
+        .get(REVISION)
         .and_then(|r| r.parse().ok())
         .unwrap_or(0)
 }

@@ -98,6 +98,15 @@ pub fn stalled(deployment: &Deployment) -> Option<Trouble> {
     })
 }
 
+/// Whether a Pod waits for a node (the scheduler found none with room): the revision has not
+/// failed to start, the cluster lacks capacity, and returning to another revision would not
+/// make room.
+pub fn waiting_for_node(pods: &[Pod]) -> bool {
+    pods.iter()
+        .filter_map(pod_trouble)
+        .any(|t| t.reason == Reason::PodUnschedulable)
+}
+
 fn pod_trouble(pod: &Pod) -> Option<Trouble> {
     let status = pod.status.as_ref()?;
     let unschedulable = status.conditions.iter().flatten().find(|c| {

@@ -1,5 +1,6 @@
 //! What wakes a reconcile: the LlamaStackDistributions themselves, the objects they own, the
-//! Secrets and ConfigMaps they refer to, their server Pods, and the operator ConfigMap.
+//! Secrets and ConfigMaps they refer to, their server Pods, and the operator's settings
+//! (`settings.rs`), which are read before any of them starts.
 //!
 //! Every watch is its own stream with its own backoff (half a second, doubling to five seconds),
 //! and its errors are counted, logged and absorbed here. kube-runtime's `Controller` would
@@ -7,7 +8,6 @@
 //! each watch's expired resource version paused every other watch for up to a minute in turn.
 //! A watch whose resource version expired (410) lists again after its backoff, on its own.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +23,6 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
-use llama_stack_resolver::{Resolver, ResolverOptions};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
@@ -31,10 +30,10 @@ use super::builders::{self, labels};
 use super::context::Context;
 use super::error::Error;
 use super::reconcile;
+use super::settings::Settings;
 use crate::api::object_refs::{self, RefKind};
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::metrics::WatchHealth;
-use crate::operator_config::{self, stream::operator_config_data};
 use crate::watch::resilient;
 
 /// A failed reconcile is retried after this long (watch events usually come first).
@@ -61,6 +60,11 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     } else {
         namespaces.iter().cloned().map(Some).collect()
     };
+    // The operator's settings first: no stack is reconciled on settings not yet read.
+    let settings = match ctx.operator_config.clone() {
+        Some((namespace, base)) => Some(Settings::read(ctx.clone(), namespace, base).await),
+        None => None,
+    };
     let mut triggers = Vec::new();
     let mut controllers = Vec::new();
     for scope in scopes {
@@ -70,10 +74,8 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     }
     // Followed for as long as the controllers run, and dropped with them (never detached).
     let follow = async {
-        match ctx.operator_config.clone() {
-            Some((namespace, base)) => {
-                follow_operator_config(ctx.clone(), namespace, base, triggers).await;
-            }
+        match settings {
+            Some(settings) => settings.follow(triggers).await,
             None => std::future::pending().await,
         }
     };
@@ -309,94 +311,4 @@ impl Referrers {
 fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) -> Action {
     tracing::warn!(error = %crate::error_chain(error), "reconcile failed");
     Action::requeue(RETRY_AFTER_ERROR)
-}
-
-/// How often the Secrets holding the signature policy's keys are read again (a rotated key is
-/// used within this time; the ConfigMap itself is watched).
-const KEY_REFRESH: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Watches the operator ConfigMap; on every change, and when a Secret holding the signature
-/// policy's keys changes, rebuilds the resolver and asks for a reconcile of every
-/// LlamaStackDistribution (a changed image-override rolls image and config together).
-async fn follow_operator_config(
-    ctx: Arc<Context>,
-    namespace: String,
-    base: ResolverOptions,
-    triggers: Vec<mpsc::Sender<()>>,
-) {
-    let embedded = base.catalog.clone();
-    let changes = operator_config_data(
-        &ctx.client,
-        &namespace,
-        "ConfigMap (operator)",
-        ctx.metrics.watches(),
-    );
-    let mut changes = std::pin::pin!(changes);
-    let mut data: Option<BTreeMap<String, String>> = None;
-    let mut secrets = operator_config::KeySecrets::new();
-    let mut refresh = tokio::time::interval(KEY_REFRESH);
-    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        tokio::select! {
-            next = changes.next() => {
-                let Some(changed) = next else { break };
-                secrets = key_secrets(&ctx.client, &namespace, &changed, &secrets).await;
-                data = Some(changed);
-            }
-            _ = refresh.tick() => {
-                let Some(current) = &data else { continue };
-                let fresh = key_secrets(&ctx.client, &namespace, current, &secrets).await;
-                if fresh == secrets {
-                    continue;
-                }
-                secrets = fresh;
-            }
-        }
-        let Some(current) = &data else { continue };
-        let (options, problems) =
-            operator_config::resolver_options(&base, &embedded, current, &secrets);
-        for problem in &problems {
-            tracing::warn!(problem = %problem, "operator ConfigMap");
-        }
-        match Resolver::new(options) {
-            Ok(resolver) => {
-                ctx.replace_resolver(resolver);
-                for trigger in &triggers {
-                    let _ = trigger.try_send(());
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "operator ConfigMap: keeping the previous settings")
-            }
-        }
-    }
-}
-
-/// The data of the Secrets the signature policy in `data` names, read from `namespace`. A read
-/// that fails keeps what `previous` had for that Secret (an API hiccup must not drop a key).
-async fn key_secrets(
-    client: &kube::Client,
-    namespace: &str,
-    data: &BTreeMap<String, String>,
-    previous: &operator_config::KeySecrets,
-) -> operator_config::KeySecrets {
-    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), namespace);
-    let mut secrets = operator_config::KeySecrets::new();
-    for name in operator_config::key_secret_names(data) {
-        let value = match api.get_opt(&name).await {
-            Ok(secret) => secret.map(|s| {
-                s.data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.0))
-                    .collect()
-            }),
-            Err(error) => {
-                tracing::warn!(secret = %name, error = %crate::error_chain(&error), "cannot read a signature key Secret; keeping what was read before");
-                previous.get(&name).cloned().flatten()
-            }
-        };
-        secrets.insert(name, value);
-    }
-    secrets
 }

@@ -186,6 +186,26 @@ pub(super) async fn sync_derived_secret(
     Ok(())
 }
 
+/// Deletes the derived Secret `name` when this stack (`owner_uid`) controls it: once the stack no
+/// longer derives anything (its SQL store changed) and the rollout has settled, no Pod reads it.
+pub(super) async fn remove_derived_secret(
+    api: &Api<Secret>,
+    name: &str,
+    owner_uid: &str,
+) -> Result<(), ApiError> {
+    let existing = api
+        .get_metadata_opt(name)
+        .await
+        .map_err(api_err(format!("read Secret {name}")))?;
+    let ours = existing.is_some_and(|s| super::dereference::controlled_by(&s.metadata, owner_uid));
+    if ours {
+        api.delete(name, &DeleteParams::default())
+            .await
+            .map_err(api_err(format!("delete Secret {name}")))?;
+    }
+    Ok(())
+}
+
 /// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
 /// server refuses it anyway). Returns the claim's phase (`Pending` right after creation).
 pub(super) async fn sync_pvc(

@@ -7,6 +7,7 @@
 
 pub(crate) mod cause;
 pub(crate) mod documents;
+mod metadata;
 pub(crate) mod rules;
 pub(crate) mod schema;
 
@@ -196,11 +197,11 @@ impl Validator {
         Err(Verdict::invalid(Stage::Decode, causes))
     }
 
-    /// The name, the structural schema and then the CEL rules of `stored` (already defaulted).
-    /// As in the API server, the rules are not evaluated after a blocking error, the name's
-    /// included; a cause at [`RULES_NOT_CHECKED_FIELD`] says so.
+    /// The metadata (name, labels, annotations), the structural schema and then the CEL rules of
+    /// `stored` (already defaulted). As in the API server, the rules are not evaluated after a
+    /// blocking error, the metadata's included; a cause at [`RULES_NOT_CHECKED_FIELD`] says so.
     fn schema_causes(&self, schema: &JSONSchemaProps, stored: &Value) -> Vec<Cause> {
-        let mut causes = metadata_causes(stored);
+        let mut causes = metadata::causes(stored);
         let spec_schema = schema.properties.as_ref().and_then(|p| p.get("spec"));
         let spec = stored.get("spec");
         match (spec_schema, spec) {
@@ -226,42 +227,6 @@ impl Validator {
         }
         causes
     }
-}
-
-/// `metadata.name` as the API server checks a custom resource's: present, and a DNS subdomain.
-fn metadata_causes(object: &Value) -> Vec<Cause> {
-    let name = object.pointer("/metadata/name").and_then(Value::as_str);
-    let generate_name = object
-        .pointer("/metadata/generateName")
-        .and_then(Value::as_str);
-    match (name, generate_name) {
-        (None | Some(""), None | Some("")) => vec![Cause::new(
-            CauseType::Required,
-            "metadata.name",
-            "Required value: name or generateName is required".to_owned(),
-        )],
-        (Some(name), _) if !name.is_empty() && !is_dns_subdomain(name) => vec![Cause::new(
-            CauseType::Invalid,
-            "metadata.name",
-            format!(
-                "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
-        )],
-        _ => Vec::new(),
-    }
-}
-
-fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            let bytes = label.as_bytes();
-            !bytes.is_empty()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-                && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-                && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        })
 }
 
 #[cfg(test)]

@@ -335,13 +335,18 @@ fn check_string(schema: &JSONSchemaProps, text: &str, path: &str, out: &mut Vec<
         ));
     }
     if let Some(pattern) = &schema.pattern {
-        let matches = regex::Regex::new(pattern).map(|re| re.is_match(text));
-        if matches == Ok(false) {
-            out.push(Cause::new(
-                CauseType::Invalid,
-                path,
-                format!("Invalid value: \"{text}\": {path} in body should match '{pattern}'"),
-            ));
+        // A pattern that does not compile here admits nothing: the check fails closed.
+        let refusal = match regex::Regex::new(pattern) {
+            Ok(re) if re.is_match(text) => None,
+            Ok(_) => Some(format!(
+                "Invalid value: \"{text}\": {path} in body should match '{pattern}'"
+            )),
+            Err(error) => Some(format!(
+                "Invalid value: \"{text}\": the schema's pattern '{pattern}' for {path} cannot be checked here ({error}); the value is refused rather than admitted unchecked"
+            )),
+        };
+        if let Some(message) = refusal {
+            out.push(Cause::new(CauseType::Invalid, path, message));
         }
     }
 }
@@ -453,5 +458,57 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn string_with_pattern(pattern: &str) -> JSONSchemaProps {
+        JSONSchemaProps {
+            type_: Some("string".to_owned()),
+            pattern: Some(pattern.to_owned()),
+            ..JSONSchemaProps::default()
+        }
+    }
+
+    #[test]
+    fn a_pattern_is_checked_and_one_that_does_not_compile_admits_nothing() {
+        let mut out = Vec::new();
+        check(
+            &string_with_pattern("^[a-z]+$"),
+            &json!("abc"),
+            "spec.x",
+            &mut out,
+        );
+        assert!(out.is_empty(), "{out:?}");
+        check(
+            &string_with_pattern("^[a-z]+$"),
+            &json!("ABC"),
+            "spec.x",
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        out.clear();
+        check(
+            &string_with_pattern("(unclosed"),
+            &json!("abc"),
+            "spec.x",
+            &mut out,
+        );
+        assert_eq!(
+            out.len(),
+            1,
+            "an uncompilable pattern must refuse, not admit"
+        );
+        assert_eq!(out[0].field, "spec.x");
+        assert!(
+            out[0].message.contains("cannot be checked here"),
+            "{}",
+            out[0].message
+        );
     }
 }

@@ -179,6 +179,21 @@ fn mutations(label: &str, seed: &Value) -> Vec<Case> {
     let mut malformed = seed.clone();
     malformed["metadata"]["name"] = json!("Bad_Name");
     push("with a malformed name".to_owned(), malformed);
+    for (what, labels) in [
+        ("a label key with a space", json!({"bad key": "v"})),
+        ("a malformed label value", json!({"tier": "not valid!"})),
+        (
+            "a 64-character label value",
+            json!({"tier": "v".repeat(64)}),
+        ),
+    ] {
+        let mut labelled = seed.clone();
+        labelled["metadata"]["labels"] = labels;
+        push(format!("with {what}"), labelled);
+    }
+    let mut annotated = seed.clone();
+    annotated["metadata"]["annotations"] = json!({"Bad Key": "v"});
+    push("with a malformed annotation key".to_owned(), annotated);
     let mut meta_typo = seed.clone();
     meta_typo["metadata"]["labls"] = json!({"a": "b"});
     push("with a misspelt metadata field".to_owned(), meta_typo);
@@ -324,6 +339,30 @@ fn rule_cases() -> Vec<Case> {
         (
             "a version that does not exist",
             json!({"apiVersion": "llamastack.io/v1alpha3", "kind": "LlamaStackDistribution", "metadata": {"name": "future"}, "spec": {"distribution": starter}}),
+        ),
+        (
+            "labels and annotations the API server admits",
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                   "metadata": {"name": "meta", "labels": {"app.kubernetes.io/name": "x", "empty": "", "a_b.c": "V1.0"},
+                                "annotations": {"Example.com/Mixed_Case": "any text: ✓"}},
+                   "spec": {"distribution": starter}}),
+        ),
+        (
+            "a label key with an upper-case prefix",
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                   "metadata": {"name": "meta", "labels": {"Example.com/x": "v"}}, "spec": {"distribution": starter}}),
+        ),
+        (
+            "annotations over 256 KiB in all",
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                   "metadata": {"name": "meta", "annotations": {"a": "x".repeat(140_000), "b": "x".repeat(140_000)}},
+                   "spec": {"distribution": starter}}),
+        ),
+        (
+            "annotations over 256 KiB with a rule broken",
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                   "metadata": {"name": "meta", "annotations": {"a": "x".repeat(270_000)}},
+                   "spec": {"distribution": {"name": "starter", "image": "r/i:1"}}}),
         ),
         (
             "no name",

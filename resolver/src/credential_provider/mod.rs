@@ -30,8 +30,15 @@ use crate::keyring::{Credential, CredentialSource, Keyring, urls_match};
 const PLUGIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest answer read from a plugin.
 const MAX_RESPONSE_BYTES: u64 = 1 << 20;
-/// The part of a failing plugin's stderr kept for the message.
+/// The part of a failing plugin's stderr read for the message; the rest is drained unread, so a
+/// chatty plugin never blocks on a full pipe.
 const MAX_STDERR_BYTES: u64 = 2 << 10;
+/// The part of that stderr the failure message carries (its first line, at most this many
+/// characters): enough to say why, little enough for a status.
+const MAX_STDERR_SHOWN: usize = 200;
+/// How long a plugin's failure is remembered for an image: every reconcile of the images it
+/// matches would otherwise run it again (up to its 60 s timeout each, one run at a time).
+const FAILURE_TTL: Duration = Duration::from_secs(10);
 
 /// A plugin that gave no credentials, and why (shown with a registry refusal).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -44,7 +51,8 @@ pub struct ProviderFailure {
 }
 
 struct Cached {
-    keyring: Keyring,
+    /// The credentials, or why the plugin gave none (kept for [`FAILURE_TTL`]).
+    answer: Result<Keyring, String>,
     expires: Instant,
 }
 
@@ -163,21 +171,37 @@ impl Plugin {
         cache.retain(|_, c| c.expires > now);
         for key in [image, registry_of(image), "global"] {
             if let Some(hit) = cache.get(key) {
-                return Ok(hit.keyring.clone());
+                return hit.answer.clone();
             }
         }
-        let response = self.run(image).await?;
-        let (keyring, key, duration) = self.read(image, &response)?;
-        if !duration.is_zero() {
-            cache.insert(
-                key,
-                Cached {
-                    keyring: keyring.clone(),
-                    expires: now + duration,
-                },
-            );
+        let answer = match self.run(image).await {
+            Ok(response) => self.read(image, &response),
+            Err(detail) => Err(detail),
+        };
+        match answer {
+            Ok((keyring, key, duration)) => {
+                if !duration.is_zero() {
+                    cache.insert(
+                        key,
+                        Cached {
+                            answer: Ok(keyring.clone()),
+                            expires: now + duration,
+                        },
+                    );
+                }
+                Ok(keyring)
+            }
+            Err(detail) => {
+                cache.insert(
+                    image.to_owned(),
+                    Cached {
+                        answer: Err(detail.clone()),
+                        expires: Instant::now() + FAILURE_TTL,
+                    },
+                );
+                Err(detail)
+            }
         }
-        Ok(keyring)
     }
 
     /// Runs the executable with the request on stdin; its stdout, or why there is none.
@@ -211,10 +235,15 @@ impl Plugin {
             let mut out = Vec::new();
             let mut err = Vec::new();
             let mut limited_out = (&mut stdout).take(MAX_RESPONSE_BYTES + 1);
-            let mut limited_err = (&mut stderr).take(MAX_STDERR_BYTES);
             let read_out = limited_out.read_to_end(&mut out);
-            let read_err = limited_err.read_to_end(&mut err);
-            let (_, out_result, _) = tokio::join!(write, read_out, read_err);
+            let read_err = async {
+                let _ = (&mut stderr)
+                    .take(MAX_STDERR_BYTES)
+                    .read_to_end(&mut err)
+                    .await;
+                let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+            };
+            let (_, out_result, ()) = tokio::join!(write, read_out, read_err);
             out_result.map_err(|e| format!("reading its answer failed: {e}"))?;
             let status = child
                 .wait()
@@ -226,8 +255,7 @@ impl Plugin {
             .await
             .map_err(|_| format!("no answer within {}s", PLUGIN_TIMEOUT.as_secs()))??;
         if !status.success() {
-            let stderr = String::from_utf8_lossy(&err);
-            return Err(format!("{status}: {}", stderr.trim()));
+            return Err(format!("{status}: {}", shown_stderr(&err)));
         }
         if out.len() as u64 > MAX_RESPONSE_BYTES {
             return Err(format!(
@@ -277,6 +305,20 @@ impl Plugin {
             }
         }
         Ok((keyring, key, duration))
+    }
+}
+
+/// What a failure message says of a plugin's stderr: its first non-empty line, bounded.
+fn shown_stderr(err: &[u8]) -> String {
+    let text = String::from_utf8_lossy(err);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    match line.char_indices().nth(MAX_STDERR_SHOWN) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line.to_owned(),
     }
 }
 
@@ -404,5 +446,41 @@ printf '{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialP
                 "{wanted:?} not in {text}"
             );
         }
+    }
+
+    /// A failing plugin runs once per image within the failure's time, not on every resolve.
+    #[tokio::test]
+    async fn a_failure_is_remembered_briefly() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = "#!/bin/sh\necho run >> \"$(dirname \"$0\")/requests\"\necho 'token service down' >&2\nexit 1\n";
+        let providers = plugin(script, dir.path());
+        for _ in 0..3 {
+            let (_, failures) = providers.keyring_for("a.corp/x").await;
+            assert_eq!(failures.len(), 1);
+            assert!(
+                failures[0].detail.contains("token service down"),
+                "{failures:?}"
+            );
+        }
+        assert_eq!(requests(dir.path()).len(), 1, "ran once, then remembered");
+    }
+
+    /// A plugin writing far more than the pipe holds to stderr before failing is not left hanging
+    /// to the timeout, and only its first line, bounded, reaches the message.
+    #[tokio::test]
+    async fn a_chatty_plugin_is_drained_and_its_stderr_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = "#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' x >&2\necho >&2\necho second line >&2\nexit 2\n";
+        let providers = plugin(script, dir.path());
+        // Undrained, it would block on the full pipe until the 60 s timeout ("no answer").
+        let (_, failures) = providers.keyring_for("a.corp/x").await;
+        let detail = &failures[0].detail;
+        assert!(detail.starts_with("exit status: 2: xxx"), "{detail}");
+        assert!(!detail.contains("second line"));
+        assert!(
+            detail.chars().count() < MAX_STDERR_SHOWN + 40,
+            "{} characters",
+            detail.len()
+        );
     }
 }

@@ -1,13 +1,16 @@
 //! Reading the config file a label names from an image layer: streamed from the registry into a
-//! blocking tar reader that stops at the file, or searched for in every layer when a mirror
-//! re-compressed them.
+//! blocking tar reader, or searched for in every layer when a mirror re-compressed them. Every
+//! byte read is checked: the compressed stream against the layer's digest in the manifest (read to
+//! its end for that), and, where the image's config lists one, the uncompressed stream against its
+//! `diff_id`. A file is returned only from a layer that matched.
 
 use super::Resolver;
+use crate::digest::ContentHasher;
 use crate::error::ResolveError;
 use crate::image_ref::ImageRef;
 use crate::layer::{Compression, LayerError, extract_file};
 use crate::manifest::Descriptor;
-use crate::registry::RegistryClient;
+use crate::registry::{RegistryClient, RegistryError};
 
 impl Resolver {
     /// The labelled digest is not in the image: a mirror re-compressed the layers and the label
@@ -18,11 +21,16 @@ impl Resolver {
         client: &RegistryClient,
         image: &ImageRef,
         layers: &[Descriptor],
+        diff_ids: &[String],
         digest: &str,
         path: &str,
     ) -> Result<Vec<u8>, ResolveError> {
-        for layer in layers.iter().rev() {
-            match self.read_layer_file(client, image, layer, path).await {
+        for (index, layer) in layers.iter().enumerate().rev() {
+            let diff_id = diff_ids.get(index).map(String::as_str);
+            match self
+                .read_layer_file(client, image, layer, diff_id, path)
+                .await
+            {
                 Err(ResolveError::Layer {
                     source: LayerError::NotFound { .. },
                     ..
@@ -37,12 +45,14 @@ impl Resolver {
         })
     }
 
-    /// Streams one layer into a blocking tar reader that stops at the file.
+    /// Streams one layer into a blocking tar reader; `diff_id` is the layer's uncompressed digest
+    /// from the image's config, where it lists one.
     pub(super) async fn read_layer_file(
         &self,
         client: &RegistryClient,
         image: &ImageRef,
         layer: &Descriptor,
+        diff_id: Option<&str>,
         path: &str,
     ) -> Result<Vec<u8>, ResolveError> {
         let shown = image.to_string();
@@ -63,6 +73,7 @@ impl Resolver {
         let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(8);
         let limits = self.options.limits;
         let path_owned = path.to_owned();
+        let diff_id_owned = diff_id.map(str::to_owned);
         let extraction = tokio::task::spawn_blocking(move || {
             extract_file(
                 ChannelReader {
@@ -73,30 +84,81 @@ impl Resolver {
                 compression,
                 &path_owned,
                 &limits,
+                diff_id_owned.as_deref(),
             )
         });
+        let mut hasher = ContentHasher::like(&layer.digest);
+        let mut read: u64 = 0;
+        let mut reader_open = true;
+        let mut transfer_error = None;
         loop {
             let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => Ok(chunk.to_vec()),
+                Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
-                Err(e) => Err(std::io::Error::other(format!(
-                    "reading the layer failed: {e}"
-                ))),
+                Err(e) => {
+                    let message = format!("reading the layer failed: {e}");
+                    if reader_open {
+                        let _ = tx.send(Err(std::io::Error::other(message.clone()))).await;
+                    }
+                    transfer_error = Some(message);
+                    break;
+                }
             };
-            let failed = chunk.is_err();
-            // The reader hangs up once it has the file: stop downloading.
-            if tx.send(chunk).await.is_err() || failed {
+            read += chunk.len() as u64;
+            if read > limits.max_layer_read_bytes {
+                // The reader's own cap says so when it is still reading; a drain past the file
+                // stops here.
+                if reader_open {
+                    let _ = tx.send(Ok(chunk.to_vec())).await;
+                }
+                transfer_error = Some(format!(
+                    "the layer is larger than the limit of {} bytes",
+                    limits.max_layer_read_bytes
+                ));
                 break;
+            }
+            hasher.update(&chunk);
+            // Once the reader has what it needs, the rest is read only to finish the digest.
+            if reader_open && tx.send(Ok(chunk.to_vec())).await.is_err() {
+                reader_open = false;
             }
         }
         drop(tx);
         let result = extraction
             .await
             .map_err(|e| ResolveError::Setup(format!("layer extraction task failed: {e}")))?;
-        result.map_err(|source| ResolveError::Layer {
-            image: shown,
+        let layer_error = |source| ResolveError::Layer {
+            image: shown.clone(),
             source,
-        })
+        };
+        // What the reader found is only as good as the bytes it read: an incomplete or altered
+        // layer is refused whatever the reader made of it.
+        if let Some(detail) = transfer_error {
+            return Err(result.err().map_or_else(
+                || ResolveError::Registry {
+                    image: shown.clone(),
+                    source: RegistryError::Transport {
+                        registry: client.registry().to_owned(),
+                        what: format!("layer {} of {}", layer.digest, image.repository),
+                        detail,
+                    },
+                },
+                layer_error,
+            ));
+        }
+        let actual = hasher.finish();
+        if actual != layer.digest {
+            return Err(ResolveError::Registry {
+                image: shown.clone(),
+                source: RegistryError::DigestMismatch {
+                    registry: client.registry().to_owned(),
+                    what: format!("layer {} of {}", layer.digest, image.repository),
+                    expected: layer.digest.clone(),
+                    actual,
+                },
+            });
+        }
+        result.map_err(layer_error)
     }
 }
 

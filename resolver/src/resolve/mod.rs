@@ -509,10 +509,21 @@ impl Resolver {
             ConfigLocation::Inline(bytes) => bytes,
             ConfigLocation::Layer { digest, path } => {
                 match find_layer(&pinned.layers, &info.diff_ids, &digest) {
-                    Some(layer) => self.read_layer_file(client, image, layer, &path).await?,
-                    None => {
-                        self.scan_layers(client, image, &pinned.layers, &digest, &path)
+                    Some((index, layer)) => {
+                        let diff_id = info.diff_ids.get(index).map(String::as_str);
+                        self.read_layer_file(client, image, layer, diff_id, &path)
                             .await?
+                    }
+                    None => {
+                        self.scan_layers(
+                            client,
+                            image,
+                            &pinned.layers,
+                            &info.diff_ids,
+                            &digest,
+                            &path,
+                        )
+                        .await?
                     }
                 }
             }

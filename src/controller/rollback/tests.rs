@@ -311,3 +311,67 @@ fn messages_name_both_revisions() {
         }
     }
 }
+
+/// A Pod owned by the ReplicaSet `owner` (uid).
+fn owned_by(mut pod: Pod, owner: &str) -> Pod {
+    pod.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "name": owner, "uid": owner, "controller": true}))
+        .unwrap(),
+    ]);
+    pod
+}
+
+fn replica_set(uid: &str, revision: &str) -> ReplicaSet {
+    serde_json::from_value(json!({"metadata": {"name": uid, "uid": uid,
+        "annotations": {REVISION: revision}}}))
+    .unwrap()
+}
+
+/// An older revision crash-looping (its database down) while a fix rolls out: the fix's own Pod
+/// is only pulling its image, so nothing is rolled back; the old revision's trouble is not the
+/// fix's.
+#[test]
+fn only_the_newest_revisions_pods_are_judged() {
+    let cr = remembering(json!({}));
+    let mut rolling_out = deployment(BAD, 1, rolling(0));
+    rolling_out
+        .annotations_mut()
+        .insert(REVISION.to_owned(), "7".to_owned());
+    let sets = [replica_set("rs-6", "6"), replica_set("rs-7", "7")];
+    let pods = [
+        owned_by(crash_looping(), "rs-6"),
+        owned_by(pulling(), "rs-7"),
+    ];
+    let judged = newest_revision_pods(&rolling_out, &sets, &pods);
+    assert_eq!(judged.len(), 1);
+    assert_eq!(judged[0], pods[1]);
+    assert_eq!(judge(&view(&cr), &rolling_out, &judged), Verdict::Steady);
+    // The same crash loop in the newest revision's own Pod is judged, and rolled back from.
+    let own = [owned_by(crash_looping(), "rs-7")];
+    let judged = newest_revision_pods(&rolling_out, &sets, &own);
+    assert_eq!(
+        rejected_reason(judge(&view(&cr), &rolling_out, &judged)),
+        "ServerCrashLooping"
+    );
+    // Before the Deployment controller made the newest ReplicaSet, no Pod is its.
+    assert!(newest_revision_pods(&rolling_out, &sets[..1], &pods).is_empty());
+}
+
+/// Past the progress deadline because the new Pod waits for a node: the cluster lacks room, the
+/// revision has not failed; nothing is rolled back.
+#[test]
+fn a_pod_waiting_for_a_node_is_not_rolled_back_from() {
+    let cr = remembering(json!({}));
+    let mut stalled = rolling(0);
+    stalled["conditions"] = json!([{"type": "Progressing", "status": "False",
+        "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"s-1\" has timed out progressing."}]);
+    let waiting: Pod = serde_json::from_value(json!({"metadata": {"name": "s-new"}, "status": {
+        "phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+        "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."}]}}))
+    .unwrap();
+    assert_eq!(
+        judge(&view(&cr), &deployment(BAD, 1, stalled), &[waiting]),
+        Verdict::Steady
+    );
+}
