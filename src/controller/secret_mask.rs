@@ -445,7 +445,7 @@ mod tests {
     #[test]
     fn large_or_non_object_configs_stay_out_of_the_status() {
         assert!(masked_config(&json!("text")).is_none());
-        let big = json!({"blob": "x".repeat(MAX_CONFIG_BYTES)});
+        let big = json!({"url": "x".repeat(MAX_CONFIG_BYTES)});
         assert!(masked_config(&big).is_none());
     }
 }
