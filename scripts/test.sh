@@ -20,7 +20,7 @@ done
 log() { echo "[test.sh] $*" >&2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/llso-test-prepare.XXXXXX")
 # A failed step stops the builds still running beside it.
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
 
 scripts/install-test-deps.sh
 
