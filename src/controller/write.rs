@@ -118,11 +118,9 @@ where
             Ok((Change::Applied, Some(written)))
         }
         None => {
-            let controlled = existing.as_ref().is_some_and(|o| {
-                o.owner_references()
-                    .iter()
-                    .any(|r| r.controller == Some(true) && r.uid == owner_uid)
-            });
+            let controlled = existing
+                .as_ref()
+                .is_some_and(|o| super::dereference::controlled_by(o.meta(), owner_uid));
             if !controlled {
                 return Ok((Change::Unchanged, None));
             }
