@@ -294,7 +294,7 @@ fn main() {
         .prefix("llso-dashboard-")
         .tempdir()
         .expect("work dir");
-    let starter = llama_stack_resolver::embedded::embedded_config("starter").expect("starter");
+    let starter = support::llama_stack::STARTER_CONFIG;
     push_labelled(&plain, work.path(), "dashboard/starter", starter);
     push_labelled(&plain, work.path(), "dashboard/custom", starter);
 

@@ -24,7 +24,7 @@ fn measure(name: &str, spec: &LlamaStackDistributionSpec, iterations: usize) {
     let base = llama_stack_resolver::embedded::embedded_base_config("starter")
         .expect("starter config")
         .expect("valid starter config");
-    let table = ProviderTable::embedded();
+    let table = ProviderTable::for_server(base.server.as_ref());
     let mut times: Vec<Duration> = Vec::with_capacity(iterations);
     let mut size = 0;
     for _ in 0..iterations {

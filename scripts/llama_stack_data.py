@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Exports the llama-stack data the operator embeds, from an installed llama-stack.
+"""Exports the llama-stack data the operator embeds, from an installed llama-stack (or OGX).
 
   python llama_stack_data.py export OUT_DIR     # inside a venv with llama-stack installed
       writes OUT_DIR/configs/<distribution>/config.yaml and OUT_DIR/providers.json
+  python llama_stack_data.py export-ogx OUT_DIR # inside a venv with ogx (llama-stack's new name)
+      writes OUT_DIR/configs-ogx/<distribution>/config.yaml for the distributions OGX publishes
+      images of (OGX_DISTRIBUTIONS) and OUT_DIR/providers-ogx.json: the same format, with
+      "server": "ogx" next to the version (still under the key llamaStackVersion)
   python llama_stack_data.py table REGISTRY.json VERSION
       prints providers.json derived from a registry dump (the format `export` dumps too)
 
@@ -24,6 +28,8 @@ from pathlib import Path
 
 URL_FIELDS = ["base_url", "url", "uri", "orchestrator_url"]
 SECRET_FIELDS = ["api_token", "api_key", "access_token", "token", "password"]
+# The only distributions ogx-ai/ogx publishes as images (docker.io/ogxai/distribution-<name>).
+OGX_DISTRIBUTIONS = ["postgres-demo", "starter"]
 
 
 def derive(entry):
@@ -45,7 +51,7 @@ def derive(entry):
     return out
 
 
-def table(registry, version):
+def table(registry, version, server=None):
     providers = {}
     for api in sorted(registry):
         providers[api] = {}
@@ -58,11 +64,15 @@ def table(registry, version):
             elif entry.get("deprecation_warning"):
                 row["deprecationWarning"] = entry["deprecation_warning"]
             providers[api][provider_type] = row
-    return {"llamaStackVersion": version, "providers": providers}
+    out = {"llamaStackVersion": version, "providers": providers}
+    if server:
+        out["server"] = server
+    return out
 
 
-def dump_registry():
-    from llama_stack.core.distribution import get_provider_registry
+def dump_registry(package="llama_stack"):
+    # llama_stack and ogx lay the registry out identically; only the top-level module differs.
+    get_provider_registry = importlib.import_module(f"{package}.core.distribution").get_provider_registry
 
     registry = {}
     for api, specs in get_provider_registry().items():
@@ -102,9 +112,31 @@ def export(out_dir):
     (out / "providers.json").write_text(json.dumps(table(registry, version), indent=1, sort_keys=True) + "\n")
 
 
+def export_ogx(out_dir):
+    import ogx
+    from importlib.metadata import version as dist_version
+
+    version = dist_version("ogx")
+    out = Path(out_dir)
+    distributions = Path(ogx.__file__).parent / "distributions"
+    for name in OGX_DISTRIBUTIONS:
+        config = distributions / name / "config.yaml"
+        if not config.is_file():
+            sys.exit(f"ogx {version} ships no {config}")
+        target = out / "configs-ogx" / name / "config.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(config, target)
+    registry = dump_registry("ogx")
+    (out / "providers-ogx.json").write_text(
+        json.dumps(table(registry, version, server="ogx"), indent=1, sort_keys=True) + "\n"
+    )
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["export"]:
         export(sys.argv[2])
+    elif sys.argv[1:2] == ["export-ogx"]:
+        export_ogx(sys.argv[2])
     elif sys.argv[1:2] == ["table"]:
         registry = json.loads(Path(sys.argv[2]).read_text())
         print(json.dumps(table(registry, sys.argv[3]), indent=1, sort_keys=True))

@@ -84,12 +84,13 @@ fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
         );
         let cr: LlamaStackDistribution =
             serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let base = llama_stack_resolver::embedded::embedded_base_config("starter")
+            .unwrap()
+            .unwrap();
         let expected = generate(
             &cr.spec,
-            &llama_stack_resolver::embedded::embedded_base_config("starter")
-                .unwrap()
-                .unwrap(),
-            ProviderTable::embedded(),
+            &base,
+            ProviderTable::for_server(base.server.as_ref()),
         )
         .unwrap();
         let hex = expected.hash.trim_start_matches("sha256:");
@@ -143,7 +144,7 @@ fn errors_name_the_field_and_the_fix() {
     let cases = [
         (
             write("a.yaml", "  distribution: {name: ollama}\n"),
-            "spec.distribution.name: distribution \"ollama\" no longer exists in llama-stack 0.7",
+            "distribution \"ollama\" has no published image any more",
         ),
         (
             write(
@@ -278,8 +279,8 @@ fn lists_several_documents_stdin_and_v1alpha1_render() {
 }
 
 /// Every real manifest of `tests/fixtures/real-world` (written outside this project) renders
-/// offline, as the cluster would run it; the two the API server refuses are refused by render
-/// too, naming the same field. The Open Data Hub build's name comes from image-overrides, as
+/// offline, as the cluster would run it; those the API server refuses, or the controller stops
+/// for an unpublished distribution, are refused by render, naming why. The Open Data Hub build's name comes from image-overrides, as
 /// its platform team would map it.
 #[test]
 fn every_real_manifest_renders_or_is_refused_as_the_api_server_refuses_it() {
@@ -292,9 +293,23 @@ fn every_real_manifest_renders_or_is_refused_as_the_api_server_refuses_it() {
             "10-v1alpha2-vllm-postgres.yaml",
             "spec.storage.sql.connectionString.key: unknown field",
         ),
+        // Names no published image carries: the cluster admits them with a warning and runs
+        // nothing; render cannot show what would run.
+        (
+            "04-upstream-ca-bundle-remote-vllm.yaml",
+            "distribution \"remote-vllm\" has no published image any more",
+        ),
+        (
+            "05-upstream-multiple-ca-keys.yaml",
+            "distribution \"remote-vllm\" has no published image any more",
+        ),
         (
             "25-yagohar-ollama.yaml",
-            "distribution \"ollama\" no longer exists",
+            "distribution \"ollama\" has no published image any more",
+        ),
+        (
+            "32-genaiops-helm-remote-vllm.yaml",
+            "distribution \"remote-vllm\" has no published image any more",
         ),
     ];
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -168,15 +168,55 @@ fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
     let huge = env.dir.path().join("huge.pem");
     std::fs::File::create(&huge)?.set_len(11 << 20)?;
     let cases: Vec<(Vec<String>, String)> = vec![
-        (vec![format!("{host}/cli/app:v1"), "--ca-file".into(), huge.display().to_string()], "larger than 10 MiB".into()),
-        (vec![format!("{host}/cli/app:v1"), "--pull-secret".into(), wrong, "--ca-file".into(), ca.into()],
-         format!("error: registry {host} rejected every pull secret that matches {host}/cli/app:v1 (tried, in kubelet's order: team/wrong)")),
-        (vec![format!("{host}/cli/app:v1"), "--ca-file".into(), ca.into()], "no pull secret matches this registry".into()),
-        (vec!["startr".into()], "error: unknown distribution \"startr\"; known distributions: nvidia, oci, open-benchmark, postgres-demo, starter, watsonx".into()),
-        (vec!["ollama".into()], "distribution \"ollama\" no longer exists in llama-stack 0.7".into()),
-        (vec!["starter".into(), "--pull-secret".into(), opaque.display().to_string()], "type Opaque is not a pull secret".into()),
-        (vec!["starter".into(), "--mirror".into(), "quay.io".into()], "must be FROM=TO".into()),
-        (vec!["starter".into(), "--platform".into(), "amd64".into()], "must be OS/ARCH".into()),
+        (
+            vec![
+                format!("{host}/cli/app:v1"),
+                "--ca-file".into(),
+                huge.display().to_string(),
+            ],
+            "larger than 10 MiB".into(),
+        ),
+        (
+            vec![
+                format!("{host}/cli/app:v1"),
+                "--pull-secret".into(),
+                wrong,
+                "--ca-file".into(),
+                ca.into(),
+            ],
+            format!(
+                "error: registry {host} rejected every pull secret that matches {host}/cli/app:v1 (tried, in kubelet's order: team/wrong)"
+            ),
+        ),
+        (
+            vec![format!("{host}/cli/app:v1"), "--ca-file".into(), ca.into()],
+            "no pull secret matches this registry".into(),
+        ),
+        (
+            vec!["startr".into()],
+            "error: unknown distribution \"startr\"; known distributions: postgres-demo, starter"
+                .into(),
+        ),
+        (
+            vec!["ollama".into()],
+            "distribution \"ollama\" no longer exists in llama-stack 0.7".into(),
+        ),
+        (
+            vec![
+                "starter".into(),
+                "--pull-secret".into(),
+                opaque.display().to_string(),
+            ],
+            "type Opaque is not a pull secret".into(),
+        ),
+        (
+            vec!["starter".into(), "--mirror".into(), "quay.io".into()],
+            "must be FROM=TO".into(),
+        ),
+        (
+            vec!["starter".into(), "--platform".into(), "amd64".into()],
+            "must be OS/ARCH".into(),
+        ),
     ];
     for (args, needle) in cases {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -237,27 +277,24 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
             &["--preserve-digests", "--dest-tls-verify=false"],
         )?;
     }
-    // Signed at the source, as a vendor signs: starter with cosign 2 (simple signing), nvidia
-    // with cosign 3 (a sigstore bundle, kept by this registry under the referrers fallback tag).
+    // Signed at the source, as a vendor signs: starter with cosign 2 (simple signing),
+    // postgres-demo with cosign 3 (a sigstore bundle, kept by this registry under the referrers fallback tag).
     let cosign = Cosign::start(basic, USER, PASSWORD, &env.regs.ca_pem())?;
     for (v3, repository) in [
         (false, "distribution-starter"),
-        (true, "distribution-nvidia"),
+        (true, "distribution-postgres-demo"),
     ] {
         cosign.sign(
             v3,
             "trusted",
-            &format!("{plain}/llamastack/{repository}@{}", env.digest),
+            &format!("{plain}/ogxai/{repository}@{}", env.digest),
             None,
             true,
         )?;
     }
     let out = Command::new(root.join("image-overrides/mirror.sh"))
-        .args(["--to", &format!("{basic}/llamastack")])
-        .args([
-            "--from",
-            &format!("docker.io/llamastack={plain}/llamastack"),
-        ])
+        .args(["--to", &format!("{basic}/ogxai")])
+        .args(["--from", &format!("docker.io/ogxai={plain}/ogxai")])
         .arg("--src-tls-verify=false")
         .args(["--dest-creds", &format!("{USER}:{PASSWORD}")])
         .args([
@@ -288,7 +325,7 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
     for (name, image) in &catalog {
         let repository = image.rsplit('/').next().unwrap_or_default();
         let repository = repository.split(':').next().unwrap_or_default();
-        let mirrored = format!("{basic}/llamastack/{repository}@{}", env.digest);
+        let mirrored = format!("{basic}/ogxai/{repository}@{}", env.digest);
         assert_eq!(overrides[name], mirrored, "{name}: the index digest, kept");
         let out = resolved_image(
             env,
@@ -327,7 +364,10 @@ fn verify_keys_on_the_mirror(env: &Env, cosign: &Cosign, overrides: &Path) -> Re
     let overrides = overrides.to_str().unwrap_or_default();
     let trusted = cosign.public_key("trusted");
     let trusted = trusted.to_str().unwrap_or_default();
-    for (name, form) in [("starter", "simple-signing"), ("nvidia", "sigstore bundle")] {
+    for (name, form) in [
+        ("starter", "simple-signing"),
+        ("postgres-demo", "sigstore bundle"),
+    ] {
         let out = resolved_image(
             env,
             &[name, "--overrides", overrides, "--verify-key", trusted],
@@ -435,11 +475,7 @@ type Test = fn(&Env) -> Result<(), Failed>;
 /// resolves to the embedded fallback (marked stale), with it the command fails after printing
 /// that answer; a live registry passes `--strict`.
 fn strict_fails_on_a_dead_mirror_and_passes_a_live_one(env: &Env) -> Result<(), Failed> {
-    let dead = [
-        "starter",
-        "--mirror",
-        "docker.io/llamastack=127.0.0.1:9/llamastack",
-    ];
+    let dead = ["starter", "--mirror", "docker.io/ogxai=127.0.0.1:9/ogxai"];
     let (code, stdout, stderr) = run(&dead);
     let answer: Value = serde_json::from_str(&stdout)?;
     if code != 0 || answer["stale"] != json!(true) || answer["configSource"] != "embedded" {

@@ -331,11 +331,13 @@ fn external_providers_are_checked_before_any_pod_then_installed_by_init_containe
         let pod = f.deployment("ok").await.spec.unwrap().template.spec.unwrap();
         let init: Vec<(String, String)> = pod.init_containers.unwrap().into_iter().map(|c| (c.name, c.image.unwrap_or_default())).collect();
         assert_eq!(init, [("copy-tools".into(), "reg/operator:1".into()), ("install-provider-second".into(), "reg/s:1".into()),
-            ("install-provider-first".into(), "reg/f:1".into()), ("install-packages".into(), "docker.io/llamastack/distribution-starter:0.7.3".into()),
-            ("merge-config".into(), "docker.io/llamastack/distribution-starter:0.7.3".into()), ("preflight".into(), "docker.io/llamastack/distribution-starter:0.7.3".into())],
+            ("install-provider-first".into(), "reg/f:1".into()), ("install-packages".into(), "docker.io/ogxai/distribution-starter:1.3.0".into()),
+            ("merge-config".into(), "docker.io/ogxai/distribution-starter:1.3.0".into()), ("preflight".into(), "docker.io/ogxai/distribution-starter:1.3.0".into())],
             "CRD order: the API sections in the schema's order (inference before safety), then list order");
         let env = serde_json::to_value(&pod.containers[0].env).unwrap();
-        assert!(env.as_array().unwrap().contains(&json!({"name": "LLAMA_STACK_CONFIG", "value": "/opt/llama-stack/config/config.yaml"})));
+        // The catalog's OGX image runs its entrypoint on the merged config.
+        assert!(env.as_array().unwrap().contains(&json!({"name": "RUN_CONFIG_PATH", "value": "/opt/llama-stack/config/config.yaml"})));
+        assert!(env.as_array().unwrap().contains(&json!({"name": "OGX_CONFIG", "value": "/opt/llama-stack/config/config.yaml"})));
         let status = f.llsds().get("ok").await.unwrap().status.unwrap();
         let phases: Vec<_> = status.external_providers.unwrap().into_iter().map(|p| (p.provider_id, p.phase)).collect();
         use llama_stack_operator::api::common::ExternalProviderPhase::Pending;
@@ -363,7 +365,7 @@ fn workload_storage_gets_a_pvc_that_is_never_shrunk() {
         let pod = spec.template.spec.unwrap();
         assert_eq!(pod.volumes.unwrap()[1].persistent_volume_claim.as_ref().unwrap().claim_name, "kept-pvc");
         let env = serde_json::to_value(&pod.containers[0].env).unwrap();
-        assert!(env.as_array().unwrap().contains(&json!({"name": "LLAMA_STACK_CONFIG_DIR", "value": "/data"})));
+        assert!(env.as_array().unwrap().contains(&json!({"name": "OGX_CONFIG_DIR", "value": "/data"})));
         f.llsds().patch("kept", &PatchParams::default(), &Patch::Merge(json!({"spec": {"workload": {"storage": {"size": "2Gi"}}}}))).await.unwrap();
         f.reconcile("kept").await;
         assert_eq!(size(&pvcs.get("kept-pvc").await.unwrap()), "5Gi", "a PVC is never shrunk");
@@ -404,11 +406,16 @@ fn the_running_controller_converges_from_watches() {
             .get(&cm_name)
             .await
             .unwrap();
-        assert_eq!(
-            cm.data.unwrap()["config.yaml"],
+        // Distribution defaults: the embedded config (the catalog's OGX release), told only that
+        // it may serve plain HTTP.
+        let mut expected: serde_json::Value = serde_saphyr::from_str(
             llama_stack_resolver::embedded::embedded_config("starter").unwrap(),
-            "distribution defaults: the embedded config unchanged"
-        );
+        )
+        .unwrap();
+        expected["server"]["insecure"] = serde_json::Value::Bool(true);
+        let written: serde_json::Value =
+            serde_saphyr::from_str(&cm.data.unwrap()["config.yaml"]).unwrap();
+        assert_eq!(written, expected);
         // A Secret created later triggers a reconcile through the Secret watch (the requeue after a
         // missing Secret is 15 s; this must happen well before).
         let late: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",

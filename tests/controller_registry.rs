@@ -311,8 +311,8 @@ fn a_restart_during_a_registry_outage_keeps_the_pinned_deployment() {
 /// An image without config labels, as in-house and provider images are, deploys as the upstream
 /// operator deployed it, pinned by digest: with nothing to generate it runs its own entrypoint and
 /// config; with the user's ConfigMap (`overrideConfig`) that ConfigMap, mounted whole, whatever
-/// its key; an upstream catalog name (`remote-vllm`) remapped by `image-overrides` runs the same
-/// way, with a warning. Only a resource asking for a generated config needs a base config.
+/// its key; an upstream catalog name (`remote-vllm`, no longer published) remapped by
+/// `image-overrides` to an image a mirror still has runs the same way. Only a resource asking for a generated config needs a base config.
 #[test]
 fn unlabelled_images_run_their_own_config_or_the_users_config_map() {
     let regs = Registries::start().expect("registries");
@@ -373,7 +373,6 @@ fn unlabelled_images_run_their_own_config_or_the_users_config_map() {
             assert!(server.env.iter().flatten().all(|e| e.name != "LLAMA_STACK_CONFIG"));
         }
         let legacy = condition(&llsds.get("legacy").await.unwrap().status.unwrap()).message;
-        assert!(legacy.contains("\"remote-vllm\" comes from the upstream operator's catalog") && legacy.contains("starter"), "{legacy}");
         assert!(legacy.contains("workload.workers (2) has no effect"), "{legacy}");
 
         for (name, config_map, key) in [("custom", "mine", "config.yaml"), ("run-yaml", "chart-run", "run.yaml")] {

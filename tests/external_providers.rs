@@ -67,8 +67,7 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
         "metadata": {"name": "ext", "namespace": "default", "uid": "u-1"}, "spec": spec}))?;
-    let base =
-        llama_stack_resolver::embedded::embedded_config("starter").ok_or("no starter config")?;
+    let base = support::llama_stack::STARTER_CONFIG;
     let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())?;
     let config_map = format!("ext-config-{}", &generated.hash[7..15]);
     let inputs = Inputs {

@@ -26,7 +26,6 @@ use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::stack_config::env::EnvSource;
 use llama_stack_operator::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
-use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 use support::harness::{TestFn, run_suite};
 
@@ -207,10 +206,9 @@ fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
     spec["distribution"] = json!({"name": "starter"});
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": case.name}, "spec": spec}))?;
-    let base = embedded_config("starter").ok_or("no embedded starter config")?;
     Ok(generate_from_yaml(
         &cr.spec,
-        base,
+        support::llama_stack::STARTER_CONFIG,
         ProviderTable::embedded(),
     )?)
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::digest::sha256_hex;
+use crate::server_line::ServerRelease;
 
 /// Config schema versions this operator generates from: current first, then previous (the one before is still accepted, so
 /// images built for the previous llama-stack release keep working).
@@ -74,6 +75,8 @@ pub struct BaseConfig {
     pub version: u64,
     /// Where it came from.
     pub source: ConfigSource,
+    /// The server the image runs, when its labels (or, for an embedded config, the catalog) say.
+    pub server: Option<ServerRelease>,
 }
 
 /// A base config that cannot be used.
@@ -153,5 +156,6 @@ pub fn parse_base_config(
         hash: sha256_hex(bytes),
         version: file_version,
         source,
+        server: None,
     })
 }

@@ -4,49 +4,55 @@ use std::collections::BTreeMap;
 
 use crate::image_ref::ImageRef;
 
-/// `distributions.json` as shipped in the binary: the distributions of the pinned llama-stack
-/// release, each pinned to that release's tag.
+/// `distributions.json` as shipped in the binary: the distributions OGX publishes as images
+/// (`docker.io/ogxai/distribution-*`), each pinned to the tag of the release the embedded configs
+/// come from ([`ServerRelease::CATALOG`](crate::server_line::ServerRelease::CATALOG)).
 pub const EMBEDDED_DISTRIBUTIONS_JSON: &str = include_str!("../../distributions.json");
 
-/// Names of the upstream operator's catalog (its `distributions.json` at its last commit) that
-/// llama-stack 0.7 no longer builds: they still resolve to the upstream operator's images (pinned
-/// by digest like any other), run with the image's own config, and `image-overrides` can remap
-/// them. Each with what replaces it in v1alpha2.
-const LEGACY: &[(&str, &str, &str)] = &[
+/// Names no published image carries any more, with what to write instead. llama-stack 0.7's
+/// other distributions and the upstream operator's own names were published only under
+/// `docker.io/llamastack`, an organisation Docker Hub no longer has (June 2026); OGX publishes
+/// `starter` and `postgres-demo` alone. None of them maps to another image: each ran a config of
+/// its own that no published image reproduces. A stack already pinned to one of those images
+/// keeps its pin (see the controller's plan).
+const REMOVED: &[(&str, &str)] = &[
+    (
+        "nvidia",
+        "use distribution name \"starter\" with an nvidia inference provider (providers.inference: {provider: nvidia, endpoint: ...}), or distribution.image with an image you build",
+    ),
+    (
+        "oci",
+        "use distribution name \"starter\" with an oci inference provider (providers.inference: {provider: oci, settings: ...}), or distribution.image with an image you build",
+    ),
+    (
+        "watsonx",
+        "use distribution name \"starter\" with a watsonx inference provider (providers.inference: {provider: watsonx, endpoint: ...}), or distribution.image with an image you build",
+    ),
+    (
+        "open-benchmark",
+        "use distribution name \"starter\" with the inference providers to compare, or distribution.image with an image you build",
+    ),
     (
         "remote-vllm",
-        "docker.io/llamastack/distribution-remote-vllm:latest",
         "use distribution name \"starter\" with a vllm inference provider (providers.inference: {provider: vllm, endpoint: ...})",
     ),
     (
         "meta-reference-gpu",
-        "docker.io/llamastack/distribution-meta-reference-gpu:latest",
-        "use distribution name \"starter\" with a remote inference provider, or an image built for local GPU inference via distribution.image",
+        "use distribution name \"starter\" with a remote inference provider, or distribution.image with an image built for local GPU inference",
+    ),
+    (
+        "ollama",
+        "use distribution name \"starter\" with an ollama inference provider (providers.inference: {provider: ollama, endpoint: ...})",
     ),
 ];
 
-/// What replaces a name of the upstream operator's catalog that llama-stack no longer builds.
-pub fn legacy_replacement(name: &str) -> Option<&'static str> {
-    LEGACY
+/// What replaces a distribution name no published image carries any more.
+pub fn removed_replacement(name: &str) -> Option<&'static str> {
+    REMOVED
         .iter()
-        .find(|(legacy, _, _)| *legacy == name)
-        .map(|(_, _, instead)| *instead)
+        .find(|(removed, _)| *removed == name)
+        .map(|(_, instead)| *instead)
 }
-
-/// The warning for a [legacy name](legacy_replacement), for admission and the status alike.
-pub fn legacy_warning(name: &str) -> Option<String> {
-    let instead = legacy_replacement(name)?;
-    Some(format!(
-        "distribution {name:?} comes from the upstream operator's catalog and is no longer built by llama-stack; in v1alpha2, {instead}"
-    ))
-}
-
-/// Names that older llama-stack releases used, that neither llama-stack 0.7 nor the upstream
-/// operator's last catalog has, with what to use instead.
-const REMOVED: &[(&str, &str)] = &[(
-    "ollama",
-    "use distribution name \"starter\" with an ollama inference provider (providers.inference: {provider: ollama, endpoint: ...})",
-)];
 
 /// Errors reading a catalog.
 #[derive(Debug, thiserror::Error)]
@@ -65,8 +71,10 @@ pub enum CatalogError {
 /// Errors looking up a distribution name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
-    /// The name existed in older llama-stack releases.
-    #[error("distribution {name:?} no longer exists in llama-stack 0.7: {instead}")]
+    /// The name's image is no longer published.
+    #[error(
+        "distribution {name:?} has no published image any more (only \"starter\" and \"postgres-demo\" are published, as docker.io/ogxai/distribution-*): {instead}"
+    )]
     Removed {
         /// The requested name.
         name: String,
@@ -176,16 +184,13 @@ impl Catalog {
         Self::parse(EMBEDDED_DISTRIBUTIONS_JSON)
     }
 
-    /// The image of a distribution name: the catalog's (with `image-overrides`), else the
-    /// upstream operator's image of a [legacy name](legacy_replacement).
+    /// The image of a distribution name: the catalog's, with `image-overrides` (which may also
+    /// give an image to a [removed name](removed_replacement): a mirror that still has it).
     pub fn image(&self, name: &str) -> Result<&str, LookupError> {
         if let Some(image) = self.entries.get(name) {
             return Ok(image);
         }
-        if let Some((_, image, _)) = LEGACY.iter().find(|(legacy, _, _)| *legacy == name) {
-            return Ok(image);
-        }
-        if let Some((_, instead)) = REMOVED.iter().find(|(removed, _)| *removed == name) {
+        if let Some(instead) = removed_replacement(name) {
             return Err(LookupError::Removed {
                 name: name.to_owned(),
                 instead,
@@ -204,19 +209,14 @@ impl Catalog {
         Self { entries }
     }
 
-    /// Known names, sorted (without the upstream operator's legacy names).
+    /// Known names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
     }
 
-    /// Every name that resolves, legacy names included, with its image.
+    /// Every name that resolves, with its image.
     pub fn available(&self) -> BTreeMap<String, String> {
-        let mut all: BTreeMap<String, String> = LEGACY
-            .iter()
-            .map(|(name, image, _)| ((*name).to_owned(), (*image).to_owned()))
-            .collect();
-        all.extend(self.entries.clone());
-        all
+        self.entries.clone()
     }
 }
 
@@ -224,61 +224,50 @@ impl Catalog {
 mod tests {
     use super::*;
 
+    /// ogx-ai/ogx's release workflow publishes exactly these two distributions, tagged with the
+    /// release; the OGX operator's v0.14 catalog pins both at 1.3.0.
     #[test]
-    fn embedded_catalog_has_the_llama_stack_0_7_3_distributions_pinned_to_the_release() {
+    fn embedded_catalog_names_only_published_ogx_images_pinned_to_the_release() {
         let catalog = Catalog::embedded().unwrap();
         let names: Vec<&str> = catalog.names().collect();
-        assert_eq!(
-            names,
-            [
-                "nvidia",
-                "oci",
-                "open-benchmark",
-                "postgres-demo",
-                "starter",
-                "watsonx"
-            ]
-        );
+        assert_eq!(names, ["postgres-demo", "starter"]);
         for name in names {
             let image = catalog.image(name).unwrap();
-            assert!(
-                image.ends_with(":0.7.3"),
-                "{name} -> {image} is not pinned to the release tag"
-            );
+            assert_eq!(image, format!("docker.io/ogxai/distribution-{name}:1.3.0"));
         }
-    }
-
-    #[test]
-    fn removed_names_say_what_to_use_instead() {
-        let catalog = Catalog::embedded().unwrap();
-        let err = catalog.image("ollama").unwrap_err();
-        assert!(matches!(err, LookupError::Removed { .. }), "{err:?}");
-        let text = err.to_string();
         assert!(
-            text.contains("no longer exists in llama-stack 0.7"),
-            "{text}"
+            catalog
+                .available()
+                .values()
+                .all(|image| !image.contains("/llamastack/")),
+            "the deleted organisation is named nowhere: {:?}",
+            catalog.available()
         );
-        assert!(text.contains("starter"), "{text}");
     }
 
-    /// The upstream operator's last catalog (llamastack/llama-stack-k8s-operator,
-    /// distributions.json): its names resolve to its images, and overrides remap them.
+    /// llama-stack 0.7's other distributions and the upstream operator's last catalog
+    /// (llamastack/llama-stack-k8s-operator, distributions.json: remote-vllm,
+    /// meta-reference-gpu) are refused with what to write instead; a mirror that still has one
+    /// can give it back by image-overrides.
     #[test]
-    fn the_upstream_catalog_names_resolve_to_its_images_and_can_be_remapped() {
+    fn unpublished_names_say_what_to_write_instead_and_overrides_can_restore_them() {
         let catalog = Catalog::embedded().unwrap();
-        for name in ["remote-vllm", "meta-reference-gpu"] {
-            let image = catalog.image(name).unwrap();
-            assert_eq!(
-                image,
-                format!("docker.io/llamastack/distribution-{name}:latest")
-            );
-            assert!(legacy_replacement(name).unwrap().contains("starter"));
-            assert_eq!(
-                catalog.available().get(name).map(String::as_str),
-                Some(image)
-            );
+        for name in [
+            "nvidia",
+            "oci",
+            "watsonx",
+            "open-benchmark",
+            "remote-vllm",
+            "meta-reference-gpu",
+            "ollama",
+        ] {
+            let err = catalog.image(name).unwrap_err();
+            assert!(matches!(err, LookupError::Removed { .. }), "{err:?}");
+            let text = err.to_string();
+            assert!(text.contains("has no published image"), "{text}");
+            assert!(text.contains("use distribution name \"starter\""), "{text}");
         }
-        assert_eq!(legacy_replacement("starter"), None);
+        assert_eq!(removed_replacement("starter"), None);
         let mirror = BTreeMap::from([(
             "remote-vllm".to_owned(),
             "mirror.corp/llamastack/remote-vllm:0.2.23".to_owned(),
@@ -299,7 +288,7 @@ mod tests {
         let err = Catalog::embedded().unwrap().image("startr").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown distribution \"startr\"; known distributions: nvidia, oci, open-benchmark, postgres-demo, starter, watsonx"
+            "unknown distribution \"startr\"; known distributions: postgres-demo, starter"
         );
     }
 
@@ -327,7 +316,7 @@ mod tests {
                 .starts_with("mirror.corp/")
         );
         assert_eq!(catalog.image("rh-dev").unwrap(), "quay.io/rh/dev:1");
-        assert!(catalog.image("nvidia").unwrap().ends_with(":0.7.3"));
+        assert!(catalog.image("postgres-demo").unwrap().ends_with(":1.3.0"));
         let (_, problems) = parse_image_overrides("- a\n- b\n");
         assert_eq!(problems[0].key, "<document>");
     }

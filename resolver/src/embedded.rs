@@ -1,24 +1,22 @@
-//! Base configs embedded in the binary, one per catalog distribution, matching the pinned
-//! llama-stack release (`configs/<name>/config.yaml`).
+//! Base configs embedded in the binary, one per catalog distribution, of the release the
+//! catalog pins ([`ServerRelease::CATALOG`], `configs-ogx/<name>/config.yaml`, exported from
+//! that release's wheel by `scripts/update-ogx-data.sh`).
 
 use std::sync::{Arc, OnceLock};
 
 use crate::base_config::{BaseConfig, BaseConfigError, ConfigSource, parse_base_config};
+use crate::server_line::ServerRelease;
 
 /// (distribution name, config.yaml).
 pub const EMBEDDED_CONFIGS: &[(&str, &str)] = &[
-    ("nvidia", include_str!("../../configs/nvidia/config.yaml")),
-    ("oci", include_str!("../../configs/oci/config.yaml")),
-    (
-        "open-benchmark",
-        include_str!("../../configs/open-benchmark/config.yaml"),
-    ),
     (
         "postgres-demo",
-        include_str!("../../configs/postgres-demo/config.yaml"),
+        include_str!("../../configs-ogx/postgres-demo/config.yaml"),
     ),
-    ("starter", include_str!("../../configs/starter/config.yaml")),
-    ("watsonx", include_str!("../../configs/watsonx/config.yaml")),
+    (
+        "starter",
+        include_str!("../../configs-ogx/starter/config.yaml"),
+    ),
 ];
 
 /// A base config parsed from the embedded text, or why it cannot be used.
@@ -31,7 +29,12 @@ pub fn embedded_base_config(name: &str) -> Option<Parsed> {
         EMBEDDED_CONFIGS
             .iter()
             .map(|(name, yaml)| {
-                let config = parse_base_config(yaml.as_bytes(), None, ConfigSource::Embedded);
+                let config = parse_base_config(yaml.as_bytes(), None, ConfigSource::Embedded).map(
+                    |config| BaseConfig {
+                        server: Some(ServerRelease::CATALOG),
+                        ..config
+                    },
+                );
                 (*name, config.map(Arc::new))
             })
             .collect()

@@ -8,6 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use crate::limits::Limits;
+use crate::server_line::{self, ServerRelease};
 
 /// Base64 of the whole config.yaml (for configs under ~50 KB).
 pub const LABEL_BASE64: &str = "io.llamastack.config.base64";
@@ -40,6 +41,8 @@ pub struct ImageConfigInfo {
     pub ogx_config: Option<(String, String)>,
     /// `rootfs.diff_ids`, to find a layer a mirror re-compressed.
     pub diff_ids: Vec<String>,
+    /// The server the labels say the image runs, if they say.
+    pub server: Option<ServerRelease>,
 }
 
 /// Where the base config is.
@@ -148,6 +151,7 @@ pub fn read_image_config(blob: &[u8]) -> Result<ImageConfigInfo, LabelError> {
         version: label(labels, LABEL_VERSION)?,
         ogx_config: ogx_config(labels)?,
         diff_ids,
+        server: server_line::from_labels(labels),
     })
 }
 

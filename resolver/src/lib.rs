@@ -22,6 +22,7 @@ pub mod pull_secret;
 pub mod registry;
 pub mod resolution;
 pub mod resolve;
+pub mod server_line;
 pub mod signature;
 pub mod stats;
 

@@ -521,6 +521,17 @@ pub struct ResolvedDistributionStatus {
     /// The value of the `llamastack.io/repin` annotation that was last honoured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repin_request: Option<String>,
+    /// The server line the image runs: `ogx` (OGX 0.8 and 1.x) or `llama-stack` (0.x), told
+    /// from the image's labels, else the catalog; an image that says nothing is taken for
+    /// `llama-stack`. It decides how the server is started and which config it is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_line: Option<String>,
+    /// The server version the image's labels (or the catalog) give, when they give one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// What told the server line (`label com.ogx.distribution.version`, `catalog`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_line_source: Option<String>,
 }
 
 /// The last generated config.

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use llama_stack_resolver::embedded::embedded_config;
+use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::server_line::ServerRelease;
 use llama_stack_resolver::{Catalog, LookupError};
 use serde_json::Value;
 
@@ -19,7 +20,7 @@ use crate::controller::builders;
 use crate::controller::plan::generation_asked;
 use crate::controller::stack::{Invalid, Stack};
 use crate::controller::user_config::{as_generated, user_config};
-use crate::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
+use crate::stack_config::{GeneratedConfig, ProviderTable, generate, parse_base};
 use crate::validate::documents::{ReadError, read_inputs};
 use crate::validate::{SetupError, Validator, Verdict};
 
@@ -116,6 +117,10 @@ enum Config {
 /// What the server of one stack runs.
 struct ServerRun {
     config: Config,
+    /// The server the image runs, as far as render knows offline: a named distribution's is the
+    /// catalog's release; another image is taken for the llama-stack line (its labels are not
+    /// read offline).
+    server: ServerRelease,
     /// The generated config, or the user's when their ConfigMap is among the inputs; else why
     /// `--config`/`--env` have nothing to show.
     generated: Result<GeneratedConfig, String>,
@@ -137,6 +142,7 @@ fn objects(stack: &Stack<'_>, image: &str, server: &ServerRun) -> Result<String,
     };
     let inputs = builders::Inputs {
         image,
+        server: server.server,
         generated: server.generated.as_ref().ok(),
         config,
         ..Default::default()
@@ -181,6 +187,14 @@ fn server_run(
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
 ) -> Result<ServerRun, RenderError> {
+    let server = stack
+        .spec
+        .distribution
+        .name
+        .as_deref()
+        .and_then(embedded_base_config)
+        .and_then(|base| base.ok()?.server)
+        .unwrap_or_default();
     if let Some(o) = &stack.spec.override_config {
         let name = &o.config_map_name;
         let Some(cm) = config_maps.get(name) else {
@@ -193,6 +207,7 @@ fn server_run(
             };
             let why = format!("the config is in ConfigMap {name:?}, which is not among the inputs");
             return Ok(ServerRun {
+                server,
                 config,
                 generated: Err(why),
             });
@@ -204,13 +219,18 @@ fn server_run(
             key: user.key.to_owned(),
         };
         return Ok(ServerRun {
+            server,
             config,
             generated: Ok(generated),
         });
     }
+    // A named distribution's embedded config knows its server (the catalog's release); a file
+    // given with --base-config is taken for the llama-stack line, as an unlabelled image is.
     let base = match (&args.base_config, &stack.spec.distribution.name) {
-        (Some(path), _) => Some(read(path)?),
-        (None, Some(name)) => embedded_config(name).map(ToOwned::to_owned),
+        (Some(path), _) => Some(std::sync::Arc::new(parse_base(&read(path)?)?)),
+        (None, Some(name)) => embedded_base_config(name)
+            .transpose()
+            .map_err(|e| RenderError::NoBase(e.to_string()))?,
         (None, None) => None,
     };
     let Some(base) = base else {
@@ -223,15 +243,21 @@ fn server_run(
             "the server runs the config inside {image} (`llama-stack-operator resolve {image} --show-config` prints it, if the image is labelled with it)"
         );
         return Ok(ServerRun {
+            server,
             config: Config::Image,
             generated: Err(why),
         });
     };
-    let generated = generate_from_yaml(stack.spec, &base, ProviderTable::embedded())?;
+    let generated = generate(
+        stack.spec,
+        &base,
+        ProviderTable::for_server(base.server.as_ref()),
+    )?;
     for warning in &generated.warnings {
         eprintln!("warning: {warning}");
     }
     Ok(ServerRun {
+        server: base.server.unwrap_or_default(),
         config: Config::Generated,
         generated: Ok(generated),
     })

@@ -5,6 +5,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::ResourceExt;
 use kube::api::Api;
 use llama_stack_resolver::keyring::Keyring;
+use llama_stack_resolver::server_line::ServerRelease;
 use llama_stack_resolver::{FailureKind, Resolver};
 
 use super::builders::{self, config_map_name};
@@ -61,6 +62,8 @@ pub(super) struct Planned {
     /// The config the Pods run.
     pub(super) mount: Mount,
     pub(super) image: String,
+    /// The server the image runs.
+    pub(super) server: ServerRelease,
     pub(super) source: ConfigSource,
     pub(super) base_hash: String,
     pub(super) generated: crate::stack_config::GeneratedConfig,
@@ -219,18 +222,19 @@ pub(super) async fn plan(
     let planned = match &stack.spec.override_config {
         Some(over) => {
             // The user's config needs no base config: the image is only pinned, labels optional.
-            let (image, stale) = match &resolved {
+            let (image, server, stale) = match &resolved {
                 Ok(resolution) => {
                     keep_pinned_over_fallback(running, resolution)?;
                     let stale = resolution.stale.as_ref().map(ToString::to_string);
-                    (resolution.image.clone(), stale)
+                    let server = resolution.config.server.unwrap_or_default();
+                    (resolution.image.clone(), server, stale)
                 }
                 Err(e) => match e.pinned_without_config() {
-                    Some(pinned) => (pinned.to_owned(), None),
+                    Some(pinned) => (pinned.to_owned(), ServerRelease::ASSUMED, None),
                     None => return Err(resolve_failure(e).into()),
                 },
             };
-            override_config(stack, ctx, &over.config_map_name, image, stale).await?
+            override_config(stack, ctx, &over.config_map_name, image, server, stale).await?
         }
         None => match resolved {
             Ok(resolution) => {
@@ -265,14 +269,6 @@ pub(super) async fn plan(
 /// What the user should know about the spec before anything is resolved.
 fn spec_warnings(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<String>, Failure> {
     let mut warnings = check_external_providers(stack, ctx)?;
-    warnings.extend(
-        stack
-            .spec
-            .distribution
-            .name
-            .as_deref()
-            .and_then(llama_stack_resolver::catalog::legacy_warning),
-    );
     warnings.extend(builders::pdb_warning(stack));
     warnings.extend(builders::exposure_warning(stack, ctx.routes_available()));
     Ok(warnings)
@@ -315,6 +311,7 @@ fn image_own_config(image: String) -> Planned {
     Planned {
         mount: Mount::Image,
         image,
+        server: ServerRelease::ASSUMED,
         source: ConfigSource::Image,
         base_hash: String::new(),
         generated: crate::stack_config::GeneratedConfig {
@@ -389,26 +386,27 @@ fn generate_from(
     stack: &Stack<'_>,
     resolution: &llama_stack_resolver::Resolution,
 ) -> Result<Planned, Failure> {
-    let generated =
-        generate(stack.spec, &resolution.config, ProviderTable::embedded()).map_err(|e| {
-            let (reason, message) = match e {
-                GenerateError::UnsupportedVersion(inner) => {
-                    (Reason::UnsupportedConfigVersion, inner.to_string())
-                }
-                other => (
-                    Reason::ConfigGenerationFailed,
-                    format!("Failed to generate config.yaml: {other}"),
-                ),
-            };
-            Failure {
-                reason,
-                message,
-                image: Some(resolution.image.clone()),
+    let table = ProviderTable::for_server(resolution.config.server.as_ref());
+    let generated = generate(stack.spec, &resolution.config, table).map_err(|e| {
+        let (reason, message) = match e {
+            GenerateError::UnsupportedVersion(inner) => {
+                (Reason::UnsupportedConfigVersion, inner.to_string())
             }
-        })?;
+            other => (
+                Reason::ConfigGenerationFailed,
+                format!("Failed to generate config.yaml: {other}"),
+            ),
+        };
+        Failure {
+            reason,
+            message,
+            image: Some(resolution.image.clone()),
+        }
+    })?;
     Ok(Planned {
         mount: Mount::Generated(config_map_name(stack.name, &generated.hash)),
         image: resolution.image.clone(),
+        server: resolution.config.server.unwrap_or_default(),
         source: match resolution.config.source {
             llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
             llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
@@ -487,6 +485,7 @@ async fn override_config(
     ctx: &Context,
     name: &str,
     image: String,
+    server: ServerRelease,
     stale: Option<String>,
 ) -> Result<Planned, PlanError> {
     let ns = stack.namespace;
@@ -508,6 +507,7 @@ async fn override_config(
             key: user.key.to_owned(),
         },
         image,
+        server,
         source: ConfigSource::OverrideConfig,
         base_hash: user.hash.clone(),
         generated,

@@ -233,6 +233,7 @@ async fn converge(
     );
     let inputs = Inputs {
         image: &planned.image,
+        server: planned.server,
         generated: Some(&planned.generated).filter(|_| planned.mount != plan::Mount::Image),
         config: planned.mount.server_config(),
         ca_bundle: ca_bundle.as_deref(),

@@ -186,6 +186,9 @@ impl Report {
             reference: Some(planned.pin.reference.clone()).filter(|r| !r.is_empty()),
             pinned_at: Some(pinned_at),
             repin_request: planned.pin.request.clone(),
+            server_line: Some(planned.server.line.as_str().to_owned()),
+            server_version: planned.server.version.map(|v| v.to_string()),
+            server_line_source: Some(planned.server.evidence.as_str().to_owned()),
         });
     }
 

@@ -1,4 +1,6 @@
-//! v1alpha2 spec + base config -> the llama-stack 0.7.3 `config.yaml` (pure, deterministic).
+//! v1alpha2 spec + base config -> the server's `config.yaml` (pure, deterministic), for the
+//! server line the base config belongs to (llama-stack 0.7.3 or OGX 1.x: the provider table, the
+//! APIs it has, where its state goes, and whether it must be told it may serve plain HTTP).
 //!
 //! Pipeline: providers (replace per API) -> resources (additive) -> storage (per subsection)
 //! -> disabled (subtractive) -> repair of references the changes left dangling -> serialize ->
@@ -140,16 +142,24 @@ fn base_provider_ids(config: &Map<String, Value>) -> BTreeMap<String, String> {
 /// Where the serving certificate Secret is mounted (`kubernetes.io/tls` keys).
 pub const TLS_DIR: &str = "/etc/llama-stack-tls";
 
-/// `networking.tls` and `workload.workers` in the server section; returns whether anything was
-/// set. (`llama stack run` ignores `server.port`; the port is passed in the environment.)
-fn server(spec: &LlamaStackDistributionSpec, config: &mut Map<String, Value>) -> bool {
+/// `networking.tls` and `workload.workers` in the server section, and, for a server that refuses
+/// plain HTTP unless told (OGX from 1.2), `insecure: true` when the operator serves no TLS (the
+/// key is ignored by the servers before it, and only images built after ogx-ai/ogx#6288 pass
+/// `--insecure` themselves). Returns whether anything was set. (The port is passed in the
+/// environment: `llama stack run` ignores `server.port`.)
+fn server(
+    spec: &LlamaStackDistributionSpec,
+    base: &BaseConfig,
+    config: &mut Map<String, Value>,
+) -> bool {
     let tls = spec
         .networking
         .as_ref()
         .and_then(|n| n.tls.as_ref())
         .is_some_and(|t| t.enabled && t.secret_name.is_some());
     let workers = spec.workload.as_ref().and_then(|w| w.workers);
-    if !tls && workers.is_none() {
+    let insecure = !tls && base.server.is_some_and(|s| s.requires_tls_opt_out());
+    if !tls && workers.is_none() && !insecure {
         return false;
     }
     let server = config
@@ -164,6 +174,9 @@ fn server(spec: &LlamaStackDistributionSpec, config: &mut Map<String, Value>) ->
     }
     if let Some(workers) = workers {
         server["workers"] = Value::from(workers);
+    }
+    if insecure {
+        server["insecure"] = Value::Bool(true);
     }
     true
 }
@@ -231,8 +244,8 @@ fn resolve_type<'t>(
         ctx.error(
             format!("{path}.provider"),
             format!(
-                "{provider:?} is not a {api} provider of llama-stack {}; available: {}",
-                table.llama_stack_version,
+                "{provider:?} is not a {api} provider of {}; available: {}",
+                table.server_name(),
                 table.types(api).join(", ")
             ),
         );
@@ -304,7 +317,12 @@ impl ProviderDraft<'_> {
         if !self.info.host_port {
             ctx.error(
                 path,
-                format!("{} has no URL setting in llama-stack {}; configure it with settings (its keys: {})", self.provider_type, ctx.table.llama_stack_version, self.info.config_keys.join(", ")),
+                format!(
+                    "{} has no URL setting in {}; configure it with settings (its keys: {})",
+                    self.provider_type,
+                    ctx.table.server_name(),
+                    self.info.config_keys.join(", ")
+                ),
             );
             return;
         }
@@ -342,7 +360,7 @@ impl ProviderDraft<'_> {
             }
             None => ctx.error(
                 format!("{}.apiKey", self.path),
-                format!("{} takes no API key in llama-stack {} (the server would ignore it and run without authentication); remove apiKey", self.provider_type, ctx.table.llama_stack_version),
+                format!("{} takes no API key in {} (the server would ignore it and run without authentication); remove apiKey", self.provider_type, ctx.table.server_name()),
             ),
         }
     }
@@ -360,9 +378,9 @@ impl ProviderDraft<'_> {
             }
             if !self.takes(key) {
                 ctx.warnings.push(format!(
-                    "{path}: {} has no setting {key:?} in llama-stack {}; the server would ignore it (known: {})",
+                    "{path}: {} has no setting {key:?} in {}; the server would ignore it (known: {})",
                     self.provider_type,
-                    ctx.table.llama_stack_version,
+                    ctx.table.server_name(),
                     self.info.config_keys.join(", ")
                 ));
             }
@@ -453,6 +471,16 @@ const USER_APIS: &[(&str, &str)] = &[
     ("toolRuntime", "tool_runtime"),
 ];
 
+/// Why a spec section has no target on this server: its API does not exist there (the
+/// `safety` API on OGX 1.x), with the APIs the server does have.
+fn absent_api(table: &ProviderTable, api: &str) -> String {
+    format!(
+        "the image runs {}, which has no {api} API (OGX removed safety, eval, datasetio and scoring in 1.0); its APIs: {}. Remove this section, or run an image of a release that has it",
+        table.server_name(),
+        table.apis().collect::<Vec<_>>().join(", ")
+    )
+}
+
 /// `ids`: provider id → the spec field that gave it, across every section (telemetry too).
 fn providers(
     ctx: &mut Ctx<'_>,
@@ -472,6 +500,11 @@ fn providers(
     ];
     for ((spec_api, api), field) in USER_APIS.iter().zip(fields) {
         let Some(field) = field else { continue };
+        if !ctx.table.providers.contains_key(*api) {
+            let message = absent_api(ctx.table, api);
+            ctx.error(format!("spec.providers.{spec_api}"), message);
+            continue;
+        }
         let base: Vec<Value> = config
             .get("providers")
             .and_then(|p| p.get(*api))
@@ -767,6 +800,14 @@ fn model_entry(
 fn shields(ctx: &mut Ctx<'_>, shields: &[String], config: &mut Map<String, Value>) -> usize {
     let safety_ids = ids_of(config, "safety");
     let mut count = 0;
+    if !shields.is_empty() && !ctx.table.providers.contains_key("safety") {
+        let message = format!(
+            "{}; shields are served by a safety provider",
+            absent_api(ctx.table, "safety")
+        );
+        ctx.error("spec.resources.shields", message);
+        return 0;
+    }
     for (i, shield) in shields.iter().enumerate() {
         let Some(provider) = safety_ids.first().cloned() else {
             ctx.error(
@@ -816,7 +857,12 @@ fn storage(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec, config: &mut Ma
         .and_then(Value::as_str)
         .unwrap_or("llama-stack")
         .to_owned();
-    let sqlite_dir = format!("${{env.SQLITE_STORE_DIR:=~/.llama/distributions/{distro}}}");
+    let home = if ctx.table.server.as_deref() == Some("ogx") {
+        "~/.ogx"
+    } else {
+        "~/.llama"
+    };
+    let sqlite_dir = format!("${{env.SQLITE_STORE_DIR:={home}/distributions/{distro}}}");
     let mut backends: Vec<(&str, Value)> = Vec::new();
     if let Some(kv) = &storage.kv
         && let Some(backend) = kv_backend(ctx, kv, &sqlite_dir)
@@ -924,7 +970,7 @@ fn disabled(
         let path = format!("spec.disabled[{i}]");
         if let Some(why) = apis::removed(name) {
             ctx.warnings.push(format!(
-                "{path}: {name:?} does not exist in llama-stack 0.7 ({why}); nothing to disable"
+                "{path}: {name:?} does not exist in llama-stack 0.7 or OGX ({why}); nothing to disable"
             ));
             continue;
         }
@@ -932,6 +978,13 @@ fn disabled(
             ctx.error(path, format!("unknown API {name:?}"));
             continue;
         };
+        if !ctx.table.providers.contains_key(api) {
+            ctx.warnings.push(format!(
+                "{path}: {name:?} does not exist in {}; nothing to disable",
+                ctx.table.server_name()
+            ));
+            continue;
+        }
         if configured.contains(api) {
             ctx.error(path, format!("{name} is both configured under spec.providers and disabled; remove one of them"));
             continue;
@@ -1161,7 +1214,7 @@ fn ensure_apis(config: &mut Map<String, Value>, configured: &BTreeSet<String>) {
 }
 
 /// A base config from YAML text, when it is one this operator generates from.
-fn parse_base(base_yaml: &str) -> Result<BaseConfig, GenerateError> {
+pub fn parse_base(base_yaml: &str) -> Result<BaseConfig, GenerateError> {
     parse_base_config(base_yaml.as_bytes(), None, ConfigSource::Embedded).map_err(|e| match e {
         BaseConfigError::UnsupportedVersion { .. } => GenerateError::UnsupportedVersion(e),
         other => GenerateError::BaseConfig(other.to_string()),
@@ -1208,7 +1261,7 @@ pub fn generate(
     repair_references(&mut ctx, &mut config, &before);
     let resource_count = resources(&mut ctx, spec, &mut config);
     storage(&mut ctx, spec, &mut config);
-    let serving = server(spec, &mut config);
+    let serving = server(spec, base, &mut config);
 
     if !ctx.errors.is_empty() {
         return Err(GenerateError::Invalid(ctx.errors));

@@ -6,7 +6,9 @@ pub(crate) mod generate;
 pub(crate) mod merge;
 pub(crate) mod table;
 
-pub use generate::{FieldError, GenerateError, GeneratedConfig, generate, generate_from_yaml};
+pub use generate::{
+    FieldError, GenerateError, GeneratedConfig, generate, generate_from_yaml, parse_base,
+};
 pub use table::ProviderTable;
 
 #[cfg(test)]

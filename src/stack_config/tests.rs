@@ -482,3 +482,100 @@ fn no_two_fields_share_a_secrets_variable() {
         Some("vllm")
     );
 }
+
+/// The catalog's OGX release: its own starter config (`configs-ogx/`, from the 1.3.0 wheel) and
+/// provider table. What OGX removed is refused with the line named, what it still has is
+/// generated, and the server is told it may serve plain HTTP (from 1.2 it refuses to start
+/// otherwise, measured: `TLS required: ...`, exit 1).
+mod ogx_line {
+    use llama_stack_resolver::embedded::embedded_base_config;
+
+    use super::*;
+    use crate::stack_config::generate;
+
+    fn on_ogx(v: Value) -> Result<GeneratedConfig, GenerateError> {
+        let base = embedded_base_config("starter").unwrap().unwrap();
+        let table = ProviderTable::for_server(base.server.as_ref());
+        generate(&spec(v), &base, table)
+    }
+
+    fn field_errors(v: Value) -> Vec<String> {
+        match on_ogx(v) {
+            Err(GenerateError::Invalid(errors)) => errors.iter().map(ToString::to_string).collect(),
+            other => panic!("expected field errors, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_embedded_starter_is_the_ogx_release_and_is_told_to_serve_plain_http() {
+        let g = on_ogx(json!({})).unwrap();
+        let c = config(&g);
+        assert_eq!(c["server"]["insecure"], json!(true));
+        assert!(c["apis"].as_array().unwrap().iter().all(|a| a != "safety"));
+        let tls = on_ogx(json!({"networking": {"tls": {"enabled": true, "secretName": "cert"}}}))
+            .unwrap();
+        let tls = config(&tls);
+        assert!(tls["server"].get("insecure").is_none(), "{}", tls["server"]);
+        assert!(tls["server"]["tls_certfile"].is_string());
+    }
+
+    #[test]
+    fn what_ogx_removed_is_refused_naming_the_release_and_what_it_has() {
+        let errors = field_errors(json!({"providers": {"safety": {"provider": "llama-guard"}},
+            "resources": {"shields": ["llama-guard"]}}));
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with(
+                "spec.providers.safety: the image runs OGX 1.3.0, which has no safety API"
+            ),
+            "{errors:?}"
+        );
+        assert!(
+            errors[0].contains("inference") && errors[0].contains("vector_io"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("spec.resources.shields:"),
+            "{errors:?}"
+        );
+        let errors =
+            field_errors(json!({"providers": {"inference": {"provider": "transformers"}}}));
+        assert!(
+            errors[0].contains("is not a inference provider of OGX 1.3.0"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn a_vllm_provider_and_sqlite_storage_follow_the_ogx_table_and_home() {
+        let g = on_ogx(json!({"providers": {"inference": {"provider": "vllm", "endpoint": "http://vllm:8000/v1",
+            "apiKey": {"secretKeyRef": {"name": "v", "key": "token"}}}},
+            "storage": {"kv": {"type": "sqlite"}}, "disabled": ["eval", "scoring"]}))
+        .unwrap();
+        let c = config(&g);
+        let vllm = provider(&c, "inference", "vllm");
+        assert_eq!(vllm["provider_type"], "remote::vllm");
+        assert_eq!(vllm["config"]["base_url"], "http://vllm:8000/v1");
+        assert!(
+            vllm["config"]["api_token"]
+                .as_str()
+                .unwrap()
+                .starts_with("${env.")
+        );
+        assert!(
+            c["storage"]["backends"]["kv_default"]["db_path"]
+                .as_str()
+                .unwrap()
+                .contains("~/.ogx/distributions/starter"),
+            "{}",
+            c["storage"]
+        );
+        assert!(
+            g.warnings
+                .iter()
+                .any(|w| w.contains("\"eval\" does not exist in OGX 1.3.0")),
+            "{:?}",
+            g.warnings
+        );
+    }
+}

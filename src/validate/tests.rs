@@ -70,7 +70,8 @@ fn every_sample_is_admitted() {
 }
 
 /// The real manifests of `tests/fixtures/real-world` (written outside this project): those the
-/// API server admits are admitted offline; the two it refuses are refused at the same field.
+/// API server admits are admitted offline (a distribution name no published image carries, such
+/// as 25-yagohar-ollama's, with a warning); those it refuses are refused at the same field.
 #[test]
 fn real_manifests_get_the_api_servers_verdict() {
     let validator = validator();
@@ -87,9 +88,6 @@ fn real_manifests_get_the_api_servers_verdict() {
                 fields.contains(&"spec.storage.sql.connectionString.key".to_owned()),
                 "{location}: {fields:?}"
             );
-        } else if location.contains("25-yagohar-ollama") {
-            let (stage, fields) = found.unwrap_or_else(|| panic!("{location} admitted"));
-            assert_eq!((stage, fields.len()), (Stage::Admission, 1), "{location}");
         } else {
             assert_eq!(found, None, "{location}");
         }

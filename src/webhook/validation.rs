@@ -10,9 +10,9 @@ use crate::api::v1alpha2::LlamaStackDistributionSpec;
 use crate::controller::builders::CONFIG_DIR;
 use crate::controller::builders::user_parts::normalized;
 use crate::stack_config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
-use llama_stack_resolver::Catalog;
-use llama_stack_resolver::catalog::legacy_warning;
 use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::server_line::ServerLine;
+use llama_stack_resolver::{Catalog, LookupError};
 
 /// What admission says.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -191,9 +191,6 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
             return verdict;
         }
     };
-    verdict
-        .warnings
-        .extend(spec.distribution.name.as_deref().and_then(legacy_warning));
     match crate::external::ids::check_ids(&spec) {
         Ok(warnings) => verdict.warnings.extend(warnings),
         Err(message) => err(&mut verdict.errors, "spec.externalProviders", message),
@@ -210,6 +207,12 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
     }
     let (base, spec_only) = match &spec.distribution.name {
         Some(name) => match catalog.image(name) {
+            // A stack pinned to such an image keeps running it, and GitOps re-applies its
+            // manifest: admitted with a warning; the controller refuses a new deployment.
+            Err(e @ LookupError::Removed { .. }) => {
+                verdict.warnings.push(e.to_string());
+                (None, true)
+            }
             Err(e) => {
                 err(&mut verdict.errors, "spec.distribution.name", e.to_string());
                 return verdict;
@@ -222,8 +225,12 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
         None => (None, true),
     };
     let generated = match base {
-        Some(base) => generate(&spec, &base, ProviderTable::embedded()),
-        None => generate_from_yaml(&spec, EMPTY_BASE, ProviderTable::embedded()),
+        Some(base) => generate(
+            &spec,
+            &base,
+            ProviderTable::for_server(base.server.as_ref()),
+        ),
+        None => spec_only_generation(&spec),
     };
     match generated {
         Ok(generated) => verdict.warnings.extend(generated.warnings),
@@ -245,6 +252,26 @@ pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
     verdict
 }
 
+/// Generation for an image whose labels admission does not read, so whose server line it cannot
+/// know: a spec rule is decisive only when the spec fails it on every line (a `safety` provider
+/// is fine for a llama-stack image and refused later, with the line named, for an OGX one).
+fn spec_only_generation(
+    spec: &LlamaStackDistributionSpec,
+) -> Result<crate::stack_config::GeneratedConfig, GenerateError> {
+    let on = |line| generate_from_yaml(spec, EMPTY_BASE, ProviderTable::for_line(line));
+    match (on(ServerLine::LlamaStack), on(ServerLine::Ogx)) {
+        (Err(GenerateError::Invalid(llama)), Err(GenerateError::Invalid(ogx))) => {
+            let refused: Vec<FieldError> = llama
+                .into_iter()
+                .filter(|e| ogx.iter().any(|o| o.path == e.path))
+                .collect();
+            Err(GenerateError::Invalid(refused))
+        }
+        (Ok(generated), _) | (_, Ok(generated)) => Ok(generated),
+        (Err(e), _) => Err(e),
+    }
+}
+
 /// Validates a v1alpha1 object: the distribution name must be known.
 pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
     let mut verdict = Verdict::default();
@@ -252,16 +279,15 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
     let name = object
         .pointer("/spec/server/distribution/name")
         .and_then(Value::as_str);
-    if let Some(name) = name
-        && let Err(e) = catalog.image(name)
-    {
-        err(
+    match name.map(|name| catalog.image(name)) {
+        Some(Err(e @ LookupError::Removed { .. })) => verdict.warnings.push(e.to_string()),
+        Some(Err(e)) => err(
             &mut verdict.errors,
             "spec.server.distribution.name",
             e.to_string(),
-        );
+        ),
+        _ => {}
     }
-    verdict.warnings.extend(name.and_then(legacy_warning));
     let converted = crate::convert::convert(object, "llamastack.io/v1alpha2").ok();
     let spec = converted
         .and_then(|c| c.get("spec").cloned())
@@ -445,28 +471,29 @@ mod tests {
 
     #[test]
     fn names_models_and_warnings() {
-        let v = check(json!({"distribution": {"name": "ollama"}}));
-        assert!(
-            paths(&v)[0]
-                .starts_with("spec.distribution.name: distribution \"ollama\" no longer exists"),
-            "{:?}",
-            paths(&v)
-        );
-        for legacy in ["remote-vllm", "meta-reference-gpu"] {
-            let v = check(json!({"distribution": {"name": legacy}}));
+        // Names no published image carries: admitted with what to write instead (a stack pinned
+        // to such an image keeps running); unknown names are refused.
+        for removed in ["ollama", "remote-vllm", "meta-reference-gpu", "nvidia"] {
+            let v = check(json!({"distribution": {"name": removed}}));
             assert!(v.errors.is_empty(), "{:?}", paths(&v));
             assert!(
-                v.warnings[0].contains("upstream operator's catalog")
+                v.warnings[0].contains("has no published image")
                     && v.warnings[0].contains("starter"),
                 "{:?}",
                 v.warnings
             );
             let v1 = validate_v1alpha1(
-                &json!({"spec": {"server": {"distribution": {"name": legacy}}}}),
+                &json!({"spec": {"server": {"distribution": {"name": removed}}}}),
                 &Catalog::embedded().unwrap(),
             );
             assert!(v1.errors.is_empty() && v1.warnings.len() == 1, "{v1:?}");
         }
+        let v = check(json!({"distribution": {"name": "startr"}}));
+        assert!(
+            paths(&v)[0].contains("unknown distribution"),
+            "{:?}",
+            paths(&v)
+        );
         let v = check(
             json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": {"max_tokenz": 1}}},
             "resources": {"models": [{"name": "m", "provider": "nope"}]}}),

@@ -11,6 +11,10 @@ pub use crate::process::Error;
 use crate::process::{free_port, spawn_tied};
 use crate::sealed;
 
+/// llama-stack 0.7.3's starter config (`configs/starter`, exported from its wheel), the base the
+/// suites that run this server generate from (the catalog's embedded configs are OGX's now).
+pub const STARTER_CONFIG: &str = include_str!("../../configs/starter/config.yaml");
+
 /// tiktoken caches a download under the sha1 of its URL; this is cl100k_base's.
 const CL100K_CACHE_NAME: &str = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4";
 

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
-use llama_stack_resolver::embedded::embedded_config;
 use serde_json::{Value, json};
 
 use crate::control_plane::{ControlPlane, Error};
@@ -70,7 +69,7 @@ pub fn image_config(dir: &Path) -> Result<(PathBuf, Vec<String>), String> {
             "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "base"}, "spec": spec}))
         .map_err(|e| e.to_string())?;
-        let base = embedded_config("starter").ok_or("no embedded starter config")?;
+        let base = llama_stack::STARTER_CONFIG;
         let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
             .map_err(|e| format!("{e:?}"))?;
         let path = dir.join(file);

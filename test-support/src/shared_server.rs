@@ -34,7 +34,7 @@ pub fn start() -> Result<SharedServer, Error> {
         "providers": {"inference": {"provider": "vllm", "endpoint": "http://127.0.0.1:9/v1"}},
         "disabled": ["eval", "scoring", "postTraining"],
     }))?;
-    let base = llama_stack_resolver::embedded::embedded_config("starter").ok_or("no starter")?;
+    let base = crate::llama_stack::STARTER_CONFIG;
     let generated = generate_from_yaml(&spec, base, ProviderTable::embedded())?;
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, &generated.yaml)?;

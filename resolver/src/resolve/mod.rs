@@ -528,11 +528,12 @@ impl Resolver {
                 }
             }
         };
-        let config = parse_base_config(&bytes, info.version.as_deref(), ConfigSource::OciLabel)
+        let mut config = parse_base_config(&bytes, info.version.as_deref(), ConfigSource::OciLabel)
             .map_err(|source| ResolveError::BaseConfig {
                 image: shown,
                 source,
             })?;
+        config.server = info.server;
         Ok(Arc::new(ConfigOutcome::Labelled(Arc::new(config))))
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
+use llama_stack_resolver::server_line::ServerRelease;
 
 use crate::stack_config::GeneratedConfig;
 
@@ -11,6 +12,8 @@ use crate::stack_config::GeneratedConfig;
 pub struct Inputs<'a> {
     /// Digest-pinned (or catalog) image of the server.
     pub image: &'a str,
+    /// The server that image runs (how it is started, its variables, its state directory).
+    pub server: ServerRelease,
     /// The generated config (or the user's, for `overrideConfig`).
     pub generated: Option<&'a GeneratedConfig>,
     /// Which config the server runs and how it reaches the container.

@@ -24,17 +24,62 @@ use super::{ca_bundle, derived, external};
 use crate::controller::stack::Stack;
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::TLS_DIR;
+use llama_stack_resolver::server_line::{ServerLine, ServerRelease};
 
-const DATA_DIR: &str = "/.llama";
 /// UID and GID of the server outside OpenShift.
 const RUN_AS: i64 = 1001;
 
-/// Where the server keeps its state: `workload.storage.mountPath`, else `/.llama`.
-fn data_dir<'a>(stack: &Stack<'a>) -> &'a str {
+/// How a server line is started and configured.
+struct Launch {
+    /// The state directory the image prepares (the data volume's default mount).
+    data_dir: &'static str,
+    /// The variable naming the config file for the server itself.
+    config_var: &'static str,
+    /// The variable the server reads its port from.
+    port_var: &'static str,
+    /// The variable naming the state directory.
+    state_var: &'static str,
+    /// The command that runs a mounted config, or `None` for the image's entrypoint, which runs
+    /// the file `RUN_CONFIG_PATH` names (and its own distribution when that names no file).
+    command: Option<&'static [&'static str]>,
+}
+
+/// llama-stack 0.x: `llama stack run` on `LLAMA_STACK_CONFIG` (the upstream operator's command,
+/// which users' manifests rely on).
+const LLAMA_STACK: Launch = Launch {
+    data_dir: "/.llama",
+    config_var: "LLAMA_STACK_CONFIG",
+    port_var: "LLAMA_STACK_PORT",
+    state_var: "LLAMA_STACK_CONFIG_DIR",
+    command: Some(&SERVER_COMMAND),
+};
+
+/// OGX: the image's own entrypoint (`ogx-entrypoint.sh`: `ogx stack run "$RUN_CONFIG_PATH"`,
+/// the contract every ogxai image keeps), with `OGX_*` variables; there is no `llama` command.
+const OGX: Launch = Launch {
+    data_dir: "/.ogx",
+    config_var: "OGX_CONFIG",
+    port_var: "OGX_PORT",
+    state_var: "OGX_CONFIG_DIR",
+    command: None,
+};
+
+/// The variable the image entrypoints of both lines read the config path from.
+const ENTRYPOINT_CONFIG_VAR: &str = "RUN_CONFIG_PATH";
+
+fn launch(server: ServerRelease) -> &'static Launch {
+    match server.line {
+        ServerLine::LlamaStack => &LLAMA_STACK,
+        ServerLine::Ogx => &OGX,
+    }
+}
+
+/// Where the server keeps its state: `workload.storage.mountPath`, else the line's directory.
+fn data_dir<'a>(stack: &Stack<'a>, server: ServerRelease) -> &'a str {
     stack
         .storage
         .and_then(|s| s.mount_path.as_deref())
-        .unwrap_or(DATA_DIR)
+        .unwrap_or(launch(server).data_dir)
 }
 
 /// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
@@ -88,7 +133,8 @@ fn from_secret(name: &str, secret: String, key: String, optional: Option<bool>) 
 
 fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
     let with_external = stack.has_external_providers();
-    let data_dir = data_dir(stack);
+    let data_dir = data_dir(stack, inputs.server);
+    let launch = launch(inputs.server);
     let mut env = Vec::new();
     if inputs.config.config_map().is_some() {
         let config = if with_external {
@@ -100,17 +146,26 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
                 inputs.config.key()
             )
         };
-        env.push(literal("LLAMA_STACK_CONFIG", config));
+        if launch.command.is_none() {
+            env.push(literal(ENTRYPOINT_CONFIG_VAR, config.clone()));
+        }
+        env.push(literal(launch.config_var, config));
     }
     env.extend([
         // `llama stack run` ignores server.port; the port comes from here.
-        literal("LLAMA_STACK_PORT", stack.networking.port.to_string()),
-        literal("LLAMA_STACK_CONFIG_DIR", data_dir),
+        literal(launch.port_var, stack.networking.port.to_string()),
+        literal(launch.state_var, data_dir),
         literal("SQLITE_STORE_DIR", format!("{data_dir}/state")),
         literal("HF_HOME", format!("{data_dir}/huggingface")),
         // A non-root user may not own the image's home directory.
         literal("HOME", data_dir),
     ]);
+    if inputs.server.line == ServerLine::Ogx
+        && let Some(workers) = stack.workload.workers
+    {
+        // OGX 1.2+ reads it; it also covers a config the operator did not write.
+        env.push(literal("OGX_WORKERS", workers.to_string()));
+    }
     if with_external {
         env.push(literal("PYTHONPATH", external::PYTHON_PACKAGES));
     }
@@ -161,7 +216,7 @@ fn volume_mounts(stack: &Stack, inputs: &Inputs) -> Vec<VolumeMount> {
     if inputs.config.config_map().is_some() {
         mounts.push(read_only(volumes::CONFIG, config_dir(stack, inputs.config)));
     }
-    mounts.push(mount(volumes::DATA, data_dir(stack)));
+    mounts.push(mount(volumes::DATA, data_dir(stack, inputs.server)));
     if inputs.ca_bundle.is_some() {
         mounts.push(read_only(volumes::CA_BUNDLE, ca_bundle::MOUNT_DIR));
     }
@@ -202,6 +257,28 @@ fn probe(stack: &Stack, period: i32, timeout: Option<i32>, failures: Option<i32>
     }
 }
 
+/// The user's arguments, and `--insecure` for a server that refuses plain HTTP unless told and
+/// runs a config the operator did not write (the image's own, or the user's): the image's
+/// entrypoint appends them to its command. A generated config says `server.insecure` itself.
+fn args(stack: &Stack, inputs: &Inputs) -> Option<Vec<String>> {
+    let overrides = stack.overrides;
+    let user = overrides.args.clone();
+    let tell = inputs.server.takes_insecure_flag()
+        && overrides.command.is_none()
+        && stack.networking.tls_secret.is_none()
+        && !matches!(inputs.config, ServerConfig::Generated(_))
+        && !user.iter().flatten().any(|a| a == INSECURE_FLAG);
+    if !tell {
+        return user;
+    }
+    let mut args = user.unwrap_or_default();
+    args.push(INSECURE_FLAG.to_owned());
+    Some(args)
+}
+
+/// The flag OGX 1.2+ takes to serve plain HTTP.
+const INSECURE_FLAG: &str = "--insecure";
+
 /// One worker is one process; requests follow the worker count unless the user sets them.
 fn default_resources(workers: i32) -> ResourceRequirements {
     let quantity = |q: String| Quantity(q);
@@ -225,16 +302,19 @@ fn container(stack: &Stack, inputs: &Inputs) -> Container {
     // A mounted config is what must run, whatever the image's own entrypoint would start
     // (distribution images differ, and some run the config baked into them). Without one, the
     // image's entrypoint runs its own config.
+    let launch_command = launch(inputs.server)
+        .command
+        .map(|c| c.iter().map(|part| (*part).to_owned()).collect::<Vec<_>>());
     let command = match (&overrides.command, inputs.config) {
         (Some(command), _) => Some(command.clone()),
         (None, ServerConfig::Image) => None,
-        (None, _) => Some(SERVER_COMMAND.map(str::to_owned).to_vec()),
+        (None, _) => launch_command,
     };
     Container {
         name: "llama-stack".to_owned(),
         image: Some(inputs.image.to_owned()),
+        args: args(stack, inputs),
         command,
-        args: overrides.args.clone(),
         ports: Some(vec![ContainerPort {
             name: Some(PORT_NAME.to_owned()),
             container_port: stack.networking.port,

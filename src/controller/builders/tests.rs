@@ -855,3 +855,99 @@ mod by_construction {
         }
     }
 }
+
+/// OGX images run through their own entrypoint (`ogx-entrypoint.sh` runs `ogx stack run
+/// "$RUN_CONFIG_PATH"`): no `llama` command exists in them, and they read `OGX_*` variables only.
+#[test]
+fn an_ogx_image_runs_its_entrypoint_on_the_mounted_config_with_ogx_variables() {
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
+    let ogx = |version| ServerRelease {
+        line: ServerLine::Ogx,
+        version: Some(version),
+        evidence: Evidence::OgxVersionLabel,
+    };
+    let v1_3 = ogx(ServerVersion::new(1, 3, 0));
+    let server_of = |spec: Value, tweak: &dyn Fn(&mut Inputs)| {
+        let d = build(spec, |inputs| tweak(inputs));
+        pod_of(&d)["containers"][0].clone()
+    };
+    let starter = json!({"distribution": {"name": "starter"}, "workload": {"workers": 3}});
+    let generated = server_of(starter.clone(), &|i| i.server = v1_3);
+    assert!(generated.get("command").is_none(), "{generated}");
+    assert!(
+        generated["args"].is_null(),
+        "a generated config says server.insecure itself"
+    );
+    for (name, value) in [
+        ("RUN_CONFIG_PATH", "/etc/llama-stack/config.yaml"),
+        ("OGX_CONFIG", "/etc/llama-stack/config.yaml"),
+        ("OGX_PORT", "8321"),
+        ("OGX_CONFIG_DIR", "/.ogx"),
+        ("OGX_WORKERS", "3"),
+        ("HOME", "/.ogx"),
+    ] {
+        assert_eq!(
+            env_value(&generated, name).map(|e| e["value"].clone()),
+            Some(json!(value)),
+            "{name}"
+        );
+    }
+    assert!(
+        generated["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["name"].as_str().unwrap().starts_with("LLAMA_STACK_")),
+        "{generated}"
+    );
+    assert_eq!(generated["volumeMounts"][1]["mountPath"], "/.ogx");
+
+    // A config the operator did not write: OGX 1.2+ is told it may serve plain HTTP, after the
+    // user's own arguments; 1.0 would stop at the unknown flag; TLS needs no flag.
+    let image_config = |i: &mut Inputs| {
+        i.server = v1_3;
+        i.generated = None;
+        i.config = ServerConfig::Image;
+    };
+    let own = server_of(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"args": ["--enable-ui"]}}}),
+        &image_config,
+    );
+    assert_eq!(own["args"], json!(["--enable-ui", "--insecure"]));
+    assert!(env_value(&own, "RUN_CONFIG_PATH").is_none());
+    let users = server_of(json!({"distribution": {"name": "starter"}}), &|i| {
+        i.server = v1_3;
+        i.config = ServerConfig::User {
+            config_map: "mine",
+            key: "run.yaml",
+        };
+    });
+    assert_eq!(users["args"], json!(["--insecure"]));
+    assert_eq!(
+        env_value(&users, "RUN_CONFIG_PATH").unwrap()["value"],
+        "/etc/llama-stack/run.yaml"
+    );
+    let old = server_of(json!({"distribution": {"name": "starter"}}), &|i| {
+        image_config(i);
+        i.server = ogx(ServerVersion::new(1, 0, 4));
+    });
+    assert!(old["args"].is_null(), "{old}");
+    let commanded = server_of(
+        json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"command": ["/start.sh"]}}}),
+        &image_config,
+    );
+    assert!(
+        commanded["args"].is_null(),
+        "the user's command takes no flag of ours"
+    );
+
+    // The llama-stack line is unchanged: `llama stack run` on LLAMA_STACK_CONFIG.
+    let llama = server_of(starter, &|_| {});
+    assert_eq!(
+        llama["command"],
+        json!(["llama", "stack", "run", "$(LLAMA_STACK_CONFIG)"])
+    );
+    assert!(env_value(&llama, "RUN_CONFIG_PATH").is_none());
+    assert!(env_value(&llama, "OGX_WORKERS").is_none());
+    assert_eq!(env_value(&llama, "HOME").unwrap()["value"], "/.llama");
+}
