@@ -199,7 +199,7 @@ fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
         ),
         (
             vec!["ollama".into()],
-            "distribution \"ollama\" no longer exists in llama-stack 0.7".into(),
+            "distribution \"ollama\" has no published image any more".into(),
         ),
         (
             vec![
@@ -361,6 +361,27 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
 /// `resolve --verify-key` on the mirror `mirror.sh` filled: the signatures it copied verify in
 /// both forms; an unsigned image and a key that signed nothing are refused, naming the digest.
 fn verify_keys_on_the_mirror(env: &Env, cosign: &Cosign, overrides: &Path) -> Result<(), Failed> {
+    // Every catalog image is signed at the source; an unsigned one is the same image copied to a
+    // repository of the mirror that holds no signature.
+    let (basic, plain) = (&env.regs.basic.host, &env.regs.plain.host);
+    skopeo_copy(
+        &format!("docker://{plain}/ogxai/distribution-starter@{}", env.digest),
+        &format!("docker://{basic}/ogxai/unsigned:v1"),
+        &[
+            "--preserve-digests",
+            "--src-tls-verify=false",
+            "--dest-creds",
+            &format!("{USER}:{PASSWORD}"),
+            "--dest-cert-dir",
+            env.regs.cert_dir().to_str().unwrap_or_default(),
+        ],
+    )?;
+    let mut text = std::fs::read_to_string(overrides)?;
+    text.push_str(&format!(
+        "unsigned: {basic}/ogxai/unsigned@{}\n",
+        env.digest
+    ));
+    std::fs::write(overrides, text)?;
     let overrides = overrides.to_str().unwrap_or_default();
     let trusted = cosign.public_key("trusted");
     let trusted = trusted.to_str().unwrap_or_default();
@@ -387,7 +408,7 @@ fn verify_keys_on_the_mirror(env: &Env, cosign: &Cosign, overrides: &Path) -> Re
     let ca = env.regs.dir.path().join("ca.pem");
     let other = cosign.public_key("other");
     let refusals = [
-        ("oci", trusted, "has no signature"),
+        ("unsigned", trusted, "has no signature"),
         (
             "starter",
             other.to_str().unwrap_or_default(),

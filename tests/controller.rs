@@ -125,7 +125,7 @@ fn reconcile_creates_updates_and_preserves() {
         let d = f.deployment("s1").await;
         let env = container_env(&d);
         assert!(env.contains(&json!({"name": "LLSD_VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-creds", "key": "token"}}})));
-        assert!(env.contains(&json!({"name": "LLAMA_STACK_PORT", "value": "8321"})));
+        assert!(env.contains(&json!({"name": "OGX_PORT", "value": "8321"})), "the catalog's OGX image");
         let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
         assert_eq!(pod.volumes.as_ref().unwrap()[0].config_map.as_ref().unwrap().name, cm.metadata.name.clone().unwrap());
         assert_eq!(pod.containers[0].image.as_deref(), Some("docker.io/llamastack/distribution-starter:0.7.3"));

@@ -158,7 +158,7 @@ fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
         let first = first.expect("the Deployment is created");
-        assert_eq!(image_of(&first), "docker.io/llamastack/distribution-starter:0.7.3", "no registry reachable: the catalog tag, unpinned");
+        assert_eq!(image_of(&first), "docker.io/ogxai/distribution-starter:1.3.0", "no registry reachable: the catalog tag, unpinned");
 
         let operator_config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-config"},
             "data": {"image-overrides": format!("starter: {plain}/mirror/starter:v1\n"), "insecure-registries": format!("[\"{plain}\"]")}})).unwrap();

@@ -167,7 +167,10 @@ fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> O
         .resolved_distribution
         .as_ref()?;
     let image = resolved.image.as_deref().filter(|i| is_pinned(i))?;
-    if resolved.reference.as_deref() != Some(reference) {
+    let pinned_from = resolved.reference.as_deref();
+    if pinned_from != Some(reference)
+        && !pinned_from.is_some_and(|from| pinned_in_deleted_organisation(stack, from))
+    {
         return None;
     }
     let requested = stack.resource.annotations().get(REPIN_ANNOTATION);
@@ -182,6 +185,43 @@ fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> O
         }
     }
     Some(image)
+}
+
+/// The organisation Docker Hub no longer has (June 2026), where every llama-stack distribution
+/// image and the upstream operator's catalog lived.
+const DELETED_ORGANISATION: &str = "docker.io/llamastack/";
+
+/// Whether a named stack runs a pin taken from its name's image in [`DELETED_ORGANISATION`]
+/// (`docker.io/llamastack/distribution-<name>:…`). The catalog now names the OGX image of that
+/// name, a major server release later: the running pin stands (a cluster whose nodes or mirror
+/// still hold it keeps running what it ran) until the user asks with [`REPIN_ANNOTATION`] or the
+/// operator's `repin-interval` passes.
+fn pinned_in_deleted_organisation(stack: &Stack<'_>, pinned_from: &str) -> bool {
+    let llama_stack_resolver::Distribution::Name(name) = &stack.distribution else {
+        return false;
+    };
+    pinned_from
+        .strip_prefix(DELETED_ORGANISATION)
+        .and_then(|rest| rest.split([':', '@']).next())
+        .is_some_and(|repository| repository == format!("distribution-{name}"))
+}
+
+/// What a stack kept on a pin from [`DELETED_ORGANISATION`] should know.
+fn deleted_organisation_warning(stack: &Stack<'_>, now: &str) -> Option<String> {
+    let resolved = stack
+        .resource
+        .status
+        .as_ref()?
+        .resolved_distribution
+        .as_ref()?;
+    let from = resolved.reference.as_deref()?;
+    let requested = stack.resource.annotations().get(REPIN_ANNOTATION);
+    let repin_asked = requested.is_some() && requested != resolved.repin_request.as_ref();
+    (!repin_asked && from != now && pinned_in_deleted_organisation(stack, from)).then(|| {
+        format!(
+            "keeps running {from} (pinned), from docker.io/llamastack, which Docker Hub no longer has; the catalog now names {now}, an OGX release: annotate {REPIN_ANNOTATION}=<any new value> to move to it"
+        )
+    })
 }
 
 /// Whether an image reference is pinned by digest (`repo@sha256:…`), as the status records it.
@@ -218,6 +258,7 @@ pub(super) async fn plan(
     let mut warnings = spec_warnings(stack, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(stack, ctx).await?;
     let (resolved, pin) = resolve(stack, ctx, &keyring).await;
+    warnings.extend(deleted_organisation_warning(stack, &pin.reference));
     warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
     let planned = match &stack.spec.override_config {
         Some(over) => {
@@ -534,4 +575,63 @@ fn check_external_providers(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<Stri
         return Err(fail("spec.externalProviders: the operator does not know its own image, which runs the provider install steps; set OPERATOR_IMAGE (or --operator-image) on the operator Deployment".to_owned()));
     }
     crate::external::ids::check_ids(stack.spec).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use llama_stack_resolver::{Catalog, ResolverOptions};
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::v1alpha2::LlamaStackDistribution;
+
+    const OLD: &str = "docker.io/llamastack/distribution-starter:0.7.3";
+    const PINNED: &str = "docker.io/llamastack/distribution-starter@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
+    fn stack_resource(name: &str, annotations: serde_json::Value) -> LlamaStackDistribution {
+        serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s", "namespace": "ns", "annotations": annotations},
+            "spec": {"distribution": {"name": name}},
+            "status": {"resolvedDistribution": {"image": PINNED, "reference": OLD, "repinRequest": "1"}}}))
+        .unwrap()
+    }
+
+    /// A stack pinned from the deleted organisation keeps its pin when the catalog moves its name
+    /// to the OGX image; a renamed distribution or a repin request moves it.
+    #[test]
+    fn a_pin_from_the_deleted_organisation_stands_until_the_user_asks() {
+        let resolver = Resolver::new(ResolverOptions::new(Catalog::embedded().unwrap())).unwrap();
+        let now = "docker.io/ogxai/distribution-starter:1.3.0";
+        let kept = stack_resource("starter", json!({}));
+        let stack = Stack::validate(&kept).unwrap();
+        assert_eq!(pin_to_keep(&stack, &resolver, now), Some(PINNED));
+        let warning = deleted_organisation_warning(&stack, now).unwrap();
+        assert!(
+            warning.contains(OLD) && warning.contains(now) && warning.contains(REPIN_ANNOTATION),
+            "{warning}"
+        );
+
+        let renamed = stack_resource("postgres-demo", json!({}));
+        let stack = Stack::validate(&renamed).unwrap();
+        assert_eq!(
+            pin_to_keep(
+                &stack,
+                &resolver,
+                "docker.io/ogxai/distribution-postgres-demo:1.3.0"
+            ),
+            None
+        );
+        assert_eq!(deleted_organisation_warning(&stack, now), None);
+
+        let asked = stack_resource("starter", json!({REPIN_ANNOTATION: "2"}));
+        let stack = Stack::validate(&asked).unwrap();
+        assert_eq!(pin_to_keep(&stack, &resolver, now), None);
+        assert_eq!(deleted_organisation_warning(&stack, now), None);
+
+        let elsewhere = "mirror.corp/llamastack/distribution-starter:0.7.3";
+        assert!(!pinned_in_deleted_organisation(
+            &Stack::validate(&kept).unwrap(),
+            elsewhere
+        ));
+    }
 }

@@ -512,6 +512,10 @@ mod ogx_line {
         let c = config(&g);
         assert_eq!(c["server"]["insecure"], json!(true));
         assert!(c["apis"].as_array().unwrap().iter().all(|a| a != "safety"));
+        // `provider_id: all` is OGX's "any provider that lists it", never a dangling reference.
+        let models = c["registered_resources"]["models"].as_array().unwrap();
+        assert_eq!(models.len(), 3, "{models:?}");
+        assert!(models.iter().all(|m| m["provider_id"] == "all"));
         let tls = on_ogx(json!({"networking": {"tls": {"enabled": true, "secretName": "cert"}}}))
             .unwrap();
         let tls = config(&tls);
