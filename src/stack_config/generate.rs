@@ -1070,7 +1070,7 @@ fn repair_references(
     let now = base_provider_ids(config);
     // OGX resolves `provider_id: all` at start-up to whichever provider lists the model.
     let wildcard = ctx.table.server.as_deref() == Some("ogx");
-    let gone = |id: &str| !(wildcard && id == "all") && !now.contains_key(effective_id(id));
+    let gone = |id: &str| !(now.contains_key(effective_id(id)) || (wildcard && id == "all"));
     // (what was removed, the provider it referred to)
     let mut notes: Vec<(String, String)> = Vec::new();
     if let Some(Value::Object(vs)) = config.get_mut("vector_stores") {
