@@ -128,7 +128,7 @@ fn reconcile_creates_updates_and_preserves() {
         assert!(env.contains(&json!({"name": "OGX_PORT", "value": "8321"})), "the catalog's OGX image");
         let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
         assert_eq!(pod.volumes.as_ref().unwrap()[0].config_map.as_ref().unwrap().name, cm.metadata.name.clone().unwrap());
-        assert_eq!(pod.containers[0].image.as_deref(), Some("docker.io/llamastack/distribution-starter:0.7.3"));
+        assert_eq!(pod.containers[0].image.as_deref(), Some("docker.io/ogxai/distribution-starter:1.3.0"));
         assert_eq!(d.metadata.owner_references.as_ref().unwrap()[0].controller, Some(true));
         Api::<Service>::namespaced(client.clone(), "stacks").get("s1-service").await.unwrap();
         assert_eq!(f.condition("s1", "ConfigGenerated").await.0, "True");
