@@ -121,6 +121,14 @@ fn sample(file: &str) -> Value {
     cr["spec"].clone()
 }
 
+/// What the us3 sample adds on a llama-stack 0.7 image, as its header says: the safety API
+/// (removed in OGX, whose catalog image the sample names) and a shield.
+fn with_safety(mut spec: Value) -> Value {
+    spec["providers"]["safety"] = json!({"provider": "llama-guard"});
+    spec["resources"]["shields"] = json!(["llama-guard"]);
+    spec
+}
+
 fn with_endpoints(mut spec: Value, endpoints: &[(&str, usize, &str)]) -> Value {
     for (api, index, placeholder) in endpoints {
         let slot = &mut spec["providers"][*api];
@@ -168,7 +176,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "us3_resources",
             spec: with_endpoints(
-                sample("v1alpha2_us3_resources.yaml"),
+                with_safety(sample("v1alpha2_us3_resources.yaml")),
                 &[("inference", 0, "{A}"), ("inference", 1, "{B}")],
             ),
             providers: &[
