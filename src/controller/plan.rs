@@ -83,6 +83,16 @@ pub(super) struct Pin {
     pub(super) reference: String,
     /// The `llamastack.io/repin` annotation this plan honoured.
     pub(super) request: Option<String>,
+    /// The reference the distribution resolves from now, when the pin kept was taken from
+    /// another one ([`pinned_in_deleted_organisation`]).
+    pub(super) superseded_by: Option<String>,
+}
+
+/// A pin that stands, and the reference it was taken from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Kept<'a> {
+    image: &'a str,
+    from: &'a str,
 }
 
 /// Annotation a user sets (to any new value, e.g. a timestamp) to have the tags of a stack
@@ -158,8 +168,9 @@ fn resolve_failure(error: &llama_stack_resolver::ResolveError) -> Failure {
 /// distribution still resolves from the same reference, no re-pin was asked for with
 /// [`REPIN_ANNOTATION`], and the operator's `repin-interval` (default: never) has not passed
 /// since the image last changed.
-/// So a tag pushed again upstream rolls nothing until the user says so.
-fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> Option<&'a str> {
+/// So a tag pushed again upstream rolls nothing until the user says so. A pin from
+/// [`DELETED_ORGANISATION`] also stands when the catalog moved its name elsewhere.
+fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> Option<Kept<'a>> {
     let resolved = stack
         .resource
         .status
@@ -167,10 +178,8 @@ fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> O
         .resolved_distribution
         .as_ref()?;
     let image = resolved.image.as_deref().filter(|i| is_pinned(i))?;
-    let pinned_from = resolved.reference.as_deref();
-    if pinned_from != Some(reference)
-        && !pinned_from.is_some_and(|from| pinned_in_deleted_organisation(stack, from))
-    {
+    let from = resolved.reference.as_deref()?;
+    if from != reference && !pinned_in_deleted_organisation(stack, from) {
         return None;
     }
     let requested = stack.resource.annotations().get(REPIN_ANNOTATION);
@@ -184,7 +193,7 @@ fn pin_to_keep<'a>(stack: &Stack<'a>, resolver: &Resolver, reference: &str) -> O
             return None;
         }
     }
-    Some(image)
+    Some(Kept { image, from })
 }
 
 /// The organisation Docker Hub no longer has (June 2026), where every llama-stack distribution
@@ -207,21 +216,12 @@ fn pinned_in_deleted_organisation(stack: &Stack<'_>, pinned_from: &str) -> bool 
 }
 
 /// What a stack kept on a pin from [`DELETED_ORGANISATION`] should know.
-fn deleted_organisation_warning(stack: &Stack<'_>, now: &str) -> Option<String> {
-    let resolved = stack
-        .resource
-        .status
-        .as_ref()?
-        .resolved_distribution
-        .as_ref()?;
-    let from = resolved.reference.as_deref()?;
-    let requested = stack.resource.annotations().get(REPIN_ANNOTATION);
-    let repin_asked = requested.is_some() && requested != resolved.repin_request.as_ref();
-    (!repin_asked && from != now && pinned_in_deleted_organisation(stack, from)).then(|| {
-        format!(
-            "keeps running {from} (pinned), from docker.io/llamastack, which Docker Hub no longer has; the catalog now names {now}, an OGX release: annotate {REPIN_ANNOTATION}=<any new value> to move to it"
-        )
-    })
+fn superseded_warning(pin: &Pin) -> Option<String> {
+    let now = pin.superseded_by.as_deref()?;
+    let from = &pin.reference;
+    Some(format!(
+        "keeps running {from} (pinned), from docker.io/llamastack, which Docker Hub no longer has; the catalog now names {now}, an OGX release: annotate {REPIN_ANNOTATION}=<any new value> to move to it"
+    ))
 }
 
 /// Whether an image reference is pinned by digest (`repo@sha256:…`), as the status records it.
@@ -258,7 +258,7 @@ pub(super) async fn plan(
     let mut warnings = spec_warnings(stack, ctx)?;
     let (keyring, pull_secrets) = pull_keyring(stack, ctx).await?;
     let (resolved, pin) = resolve(stack, ctx, &keyring).await;
-    warnings.extend(deleted_organisation_warning(stack, &pin.reference));
+    warnings.extend(superseded_warning(&pin));
     warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
     let planned = match &stack.spec.override_config {
         Some(over) => {
@@ -412,14 +412,28 @@ async fn resolve(
         .filter(|r| !r.is_empty())
         .and_then(|r| pin_to_keep(stack, &resolver, r));
     let resolved = match kept {
-        Some(pinned) => resolver.resolve_pinned(distribution, pinned, keyring).await,
+        Some(kept) => {
+            resolver
+                .resolve_pinned(distribution, kept.image, keyring)
+                .await
+        }
         None => resolver.resolve(distribution, keyring).await,
     };
-    let pin = Pin {
+    (resolved, recorded_pin(stack, kept, reference))
+}
+
+/// What the status records of the pin: a kept pin keeps the reference it came from (so that it
+/// goes on standing on the next reconcile), with the one the distribution resolves from now.
+fn recorded_pin(stack: &Stack<'_>, kept: Option<Kept<'_>>, reference: String) -> Pin {
+    let (reference, superseded_by) = match kept {
+        Some(kept) if kept.from != reference => (kept.from.to_owned(), Some(reference)),
+        _ => (reference, None),
+    };
+    Pin {
         reference,
         request: stack.resource.annotations().get(REPIN_ANNOTATION).cloned(),
-    };
-    (resolved, pin)
+        superseded_by,
+    }
 }
 
 /// The config generated from the resolved image's base config.
@@ -604,34 +618,59 @@ mod tests {
         let now = "docker.io/ogxai/distribution-starter:1.3.0";
         let kept = stack_resource("starter", json!({}));
         let stack = Stack::validate(&kept).unwrap();
-        assert_eq!(pin_to_keep(&stack, &resolver, now), Some(PINNED));
-        let warning = deleted_organisation_warning(&stack, now).unwrap();
-        assert!(
-            warning.contains(OLD) && warning.contains(now) && warning.contains(REPIN_ANNOTATION),
-            "{warning}"
+        let kept_pin = pin_to_keep(&stack, &resolver, now);
+        assert_eq!(
+            kept_pin,
+            Some(Kept {
+                image: PINNED,
+                from: OLD
+            })
+        );
+        // The status goes on naming the old reference, so the pin stands on the next reconcile.
+        let recorded = recorded_pin(&stack, kept_pin, now.to_owned());
+        assert_eq!(recorded.reference, OLD);
+        assert_eq!(recorded.superseded_by.as_deref(), Some(now));
+        let same = Kept {
+            image: PINNED,
+            from: now,
+        };
+        let recorded = recorded_pin(&stack, Some(same), now.to_owned());
+        assert_eq!(
+            (recorded.reference.as_str(), recorded.superseded_by),
+            (now, None)
         );
 
         let renamed = stack_resource("postgres-demo", json!({}));
         let stack = Stack::validate(&renamed).unwrap();
-        assert_eq!(
-            pin_to_keep(
-                &stack,
-                &resolver,
-                "docker.io/ogxai/distribution-postgres-demo:1.3.0"
-            ),
-            None
-        );
-        assert_eq!(deleted_organisation_warning(&stack, now), None);
+        let moved = "docker.io/ogxai/distribution-postgres-demo:1.3.0";
+        assert_eq!(pin_to_keep(&stack, &resolver, moved), None);
 
         let asked = stack_resource("starter", json!({REPIN_ANNOTATION: "2"}));
         let stack = Stack::validate(&asked).unwrap();
         assert_eq!(pin_to_keep(&stack, &resolver, now), None);
-        assert_eq!(deleted_organisation_warning(&stack, now), None);
 
         let elsewhere = "mirror.corp/llamastack/distribution-starter:0.7.3";
         assert!(!pinned_in_deleted_organisation(
             &Stack::validate(&kept).unwrap(),
             elsewhere
         ));
+    }
+
+    /// The warning names the pin kept and where the catalog points now; a pin that merely stands
+    /// (same reference) warns of nothing.
+    #[test]
+    fn only_a_superseded_pin_warns() {
+        let pin = |superseded_by: Option<&str>| Pin {
+            reference: OLD.to_owned(),
+            request: None,
+            superseded_by: superseded_by.map(str::to_owned),
+        };
+        let now = "docker.io/ogxai/distribution-starter:1.3.0";
+        let warning = superseded_warning(&pin(Some(now))).unwrap();
+        assert!(
+            warning.contains(OLD) && warning.contains(now) && warning.contains(REPIN_ANNOTATION),
+            "{warning}"
+        );
+        assert_eq!(superseded_warning(&pin(None)), None);
     }
 }
