@@ -256,26 +256,31 @@ fn assert_eq<T: PartialEq + std::fmt::Debug + ?Sized>(
     }
 }
 
+/// An amd64 image whose labels name its second layer and the config file in it.
+fn config_in_layer_image(yaml: &str, comp: Comp) -> ImageSpec {
+    image_with_labels(
+        "amd64",
+        vec![
+            ("io.llamastack.config.layer", "{layer1}".into()),
+            (
+                "io.llamastack.config.path",
+                "/opt/app-root/config.yaml".into(),
+            ),
+        ],
+        vec![
+            plain_layer(),
+            config_layer("/opt/app-root/config.yaml", yaml, comp),
+        ],
+    )
+}
+
 fn layer_labels(env: &Env, comp: Comp, repo: &str) -> Result<(), Failed> {
     let yaml = config_yaml(repo);
     env.push(
         &env.regs.plain.host,
         repo,
         "v1",
-        &[image_with_labels(
-            "amd64",
-            vec![
-                ("io.llamastack.config.layer", "{layer1}".into()),
-                (
-                    "io.llamastack.config.path",
-                    "/opt/app-root/config.yaml".into(),
-                ),
-            ],
-            vec![
-                plain_layer(),
-                config_layer("/opt/app-root/config.yaml", &yaml, comp),
-            ],
-        )],
+        &[config_in_layer_image(&yaml, comp)],
         false,
     )?;
     let r = env
@@ -322,22 +327,7 @@ fn layout_layers(layout: &std::path::Path) -> Vec<String> {
 /// resolver and its config cache.
 fn a_doctored_layer_is_refused_and_poisons_no_other_image(env: &Env) -> Result<(), Failed> {
     let repo = "t/doctored";
-    let spec = |yaml: &str| {
-        image_with_labels(
-            "amd64",
-            vec![
-                ("io.llamastack.config.layer", "{layer1}".into()),
-                (
-                    "io.llamastack.config.path",
-                    "/opt/app-root/config.yaml".into(),
-                ),
-            ],
-            vec![
-                plain_layer(),
-                config_layer("/opt/app-root/config.yaml", yaml, Comp::Gzip),
-            ],
-        )
-    };
+    let spec = |yaml: &str| config_in_layer_image(yaml, Comp::Gzip);
     let yaml = config_yaml("signed");
     let mirror = env.regs.start_extra_plain("doctored-mirror")?;
     env.push(&env.regs.plain.host, repo, "v1", &[spec(&yaml)], false)?;
