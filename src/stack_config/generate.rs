@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use llama_stack_resolver::base_config::{
     BaseConfig, BaseConfigError, ConfigSource, parse_base_config,
 };
+use llama_stack_resolver::server_line::ServerLine;
 use serde_json::{Map, Value, json};
 
 use super::env::{EnvSource, EnvVarSpec, UrlPart, env_name, env_ref};
@@ -857,7 +858,7 @@ fn storage(ctx: &mut Ctx<'_>, spec: &LlamaStackDistributionSpec, config: &mut Ma
         .and_then(Value::as_str)
         .unwrap_or("llama-stack")
         .to_owned();
-    let home = if ctx.table.server.as_deref() == Some("ogx") {
+    let home = if ctx.table.line() == ServerLine::Ogx {
         "~/.ogx"
     } else {
         "~/.llama"
@@ -1069,7 +1070,7 @@ fn repair_references(
 ) {
     let now = base_provider_ids(config);
     // OGX resolves `provider_id: all` at start-up to whichever provider lists the model.
-    let wildcard = ctx.table.server.as_deref() == Some("ogx");
+    let wildcard = ctx.table.line() == ServerLine::Ogx;
     let gone = |id: &str| !(now.contains_key(effective_id(id)) || (wildcard && id == "all"));
     // (what was removed, the provider it referred to)
     let mut notes: Vec<(String, String)> = Vec::new();

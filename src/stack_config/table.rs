@@ -95,13 +95,21 @@ impl ProviderTable {
         Self::for_line(server.map_or(ServerLine::LlamaStack, |s| s.line))
     }
 
+    /// The line of the server the table describes.
+    pub fn line(&self) -> ServerLine {
+        self.server
+            .as_deref()
+            .and_then(ServerLine::parse)
+            .unwrap_or(ServerLine::LlamaStack)
+    }
+
     /// The server the table describes, for messages: `llama-stack 0.7.3`, `OGX 1.3.0`.
     pub fn server_name(&self) -> String {
-        let line = match self.server.as_deref() {
-            Some("ogx") => ServerLine::Ogx,
-            _ => ServerLine::LlamaStack,
-        };
-        format!("{} {}", line.display_name(), self.llama_stack_version)
+        format!(
+            "{} {}",
+            self.line().display_name(),
+            self.llama_stack_version
+        )
     }
 
     /// The provider-hosting APIs of the table's server.
@@ -120,5 +128,19 @@ impl ProviderTable {
             .get(api)
             .map(|m| m.keys().map(String::as_str).collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_embedded_table_names_its_own_line_and_release() {
+        assert_eq!(ProviderTable::embedded().line(), ServerLine::LlamaStack);
+        assert_eq!(ProviderTable::embedded().server_name(), "llama-stack 0.7.3");
+        assert_eq!(ProviderTable::ogx().line(), ServerLine::Ogx);
+        assert_eq!(ProviderTable::ogx().server_name(), "OGX 1.3.0");
+        assert!(ProviderTable::ogx().apis().all(|api| api != "safety"));
     }
 }
