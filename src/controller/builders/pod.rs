@@ -39,6 +39,9 @@ struct Launch {
     port_var: &'static str,
     /// The variable naming the state directory.
     state_var: &'static str,
+    /// The variable the server reads its worker count from, if any (it also covers a config the
+    /// operator did not write).
+    workers_var: Option<&'static str>,
     /// The command that runs a mounted config, or `None` for the image's entrypoint, which runs
     /// the file `RUN_CONFIG_PATH` names (and its own distribution when that names no file).
     command: Option<&'static [&'static str]>,
@@ -51,6 +54,7 @@ const LLAMA_STACK: Launch = Launch {
     config_var: "LLAMA_STACK_CONFIG",
     port_var: "LLAMA_STACK_PORT",
     state_var: "LLAMA_STACK_CONFIG_DIR",
+    workers_var: None,
     command: Some(&SERVER_COMMAND),
 };
 
@@ -61,6 +65,8 @@ const OGX: Launch = Launch {
     config_var: "OGX_CONFIG",
     port_var: "OGX_PORT",
     state_var: "OGX_CONFIG_DIR",
+    // Read from 1.2 on; earlier releases take `server.workers` from the config alone.
+    workers_var: Some("OGX_WORKERS"),
     command: None,
 };
 
@@ -160,11 +166,8 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
         // A non-root user may not own the image's home directory.
         literal("HOME", data_dir),
     ]);
-    if inputs.server.line == ServerLine::Ogx
-        && let Some(workers) = stack.workload.workers
-    {
-        // OGX 1.2+ reads it; it also covers a config the operator did not write.
-        env.push(literal("OGX_WORKERS", workers.to_string()));
+    if let (Some(var), Some(workers)) = (launch.workers_var, stack.workload.workers) {
+        env.push(literal(var, workers.to_string()));
     }
     if with_external {
         env.push(literal("PYTHONPATH", external::PYTHON_PACKAGES));
