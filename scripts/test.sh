@@ -4,8 +4,8 @@
 #
 # 1. Prepares everything the suites use, once and up front, so no test builds in its critical
 #    path and a failed build is reported once, as such: the apt packages, the Go tools (control
-#    plane, helm, cosign 2 and 3, kstatus, the OLM validator, Prometheus), the llama-stack venv,
-#    the operator's image, cargo-cyclonedx, the compiled suites, the real node's images. The Go
+#    plane, helm, cosign 2 and 3, kstatus, the OLM validator, Prometheus), the llama-stack and
+#    OGX venvs, the operator's image, cargo-cyclonedx, the compiled suites, the real node's images. The Go
 #    builds and the venv run beside the Rust builds. Every build script is safe to run twice at
 #    once (scripts/lib/cache-lock.sh), so a suite asking again just finds the result.
 # 2. Runs every suite, even after one fails (--no-fail-fast), and ends with one line per suite.
@@ -52,6 +52,7 @@ prepare_start=$(date +%s)
 # (one Go build at a time beside the Rust builds).
 begin go control_plane_then_tools
 begin venv scripts/llama-stack-venv.sh
+begin ogxvenv scripts/ogx-venv.sh
 
 # The operator's image from the Dockerfile, which the real node runs (a release build of the
 # static binary); cargo-cyclonedx for the release test's SBOM; then the suites themselves.
@@ -69,6 +70,7 @@ until [[ -e "$logs/control-plane.done" ]] || ! kill -0 "${jobs[go]}" 2>/dev/null
 LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh 2>/dev/null)}"
 export LLSO_CONTROL_PLANE_BIN
 finish venv
+finish ogxvenv
 "${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
   || { log "FAILED to prepare: the real node's images (output above)"; exit 1; }
 log "prepared: the real node's images"

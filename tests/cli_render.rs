@@ -116,6 +116,35 @@ fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
     }
 }
 
+/// Each warning once, with the file it is about: admission and generation find the same ones.
+#[test]
+fn each_warning_is_printed_once_with_its_file() {
+    let file = sample("v1alpha2_us1_minimal_inference.yaml");
+    let (code, _, stderr) = render(&["-f", &file, "--config"]);
+    assert_eq!(code, 0, "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("default_embedding_model")),
+        "replacing the starter's inference providers drops its embedding model default: {stderr}"
+    );
+    for warning in &warnings {
+        assert!(
+            warning.starts_with(&format!("warning: {file}: ")),
+            "{warning}"
+        );
+        assert_eq!(
+            warnings.iter().filter(|w| *w == warning).count(),
+            1,
+            "printed more than once: {warning}\n{stderr}"
+        );
+    }
+}
+
 #[test]
 fn env_output_names_secrets_but_never_holds_values() {
     let (code, stdout, _) = render(&[

@@ -1,5 +1,6 @@
-//! Generated configs on the real llama-stack 0.7.3 server: each case renders a spec, starts
-//! `llama stack run` on it, and checks `/v1/providers` and `/v1/models` against what the user
+//! Generated configs on the real servers of both lines, llama-stack 0.7.3 and OGX 1.3.0: each
+//! case renders a spec over the line's starter config, starts the line's own `stack run` on it,
+//! and checks `/v1/providers` and `/v1/models` against what the user
 //! meant. A fake OpenAI-compatible upstream records the Authorization headers it receives, which
 //! proves that each API key reaches its provider under the key the provider really reads.
 
@@ -13,7 +14,7 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-use support::llama_stack;
+use support::llama_stack::{self, Line};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
@@ -98,6 +99,8 @@ impl FakeUpstream {
 
 struct Case {
     name: &'static str,
+    /// The server line whose starter config the spec is generated over and whose server runs it.
+    line: Line,
     /// The spec; `{A}` and `{B}` in strings become the two fake upstream URLs.
     spec: Value,
     /// Providers the user configured, as the server must list them: (api, id, type).
@@ -143,9 +146,15 @@ fn with_endpoints(mut spec: Value, endpoints: &[(&str, usize, &str)]) -> Value {
 }
 
 fn cases() -> Vec<Case> {
-    vec![
-        Case {
-            name: "us1_minimal_inference",
+    let mut all = Vec::new();
+    for line in [Line::LlamaStack, Line::Ogx] {
+        let on = |name: &'static str, ogx_name: &'static str| match line {
+            Line::LlamaStack => name,
+            Line::Ogx => ogx_name,
+        };
+        all.push(Case {
+            name: on("us1_minimal_inference", "ogx_us1_minimal_inference"),
+            line,
             spec: with_endpoints(
                 sample("v1alpha2_us1_minimal_inference.yaml"),
                 &[("inference", 0, "{A}")],
@@ -155,9 +164,13 @@ fn cases() -> Vec<Case> {
             models: &["vllm/fake-model"],
             auth_a: Some("Bearer tok-vllm-credentials-token"),
             auth_b: None,
-        },
-        Case {
-            name: "us2_multiple_providers_and_key_mapping",
+        });
+        all.push(Case {
+            name: on(
+                "us2_multiple_providers_and_key_mapping",
+                "ogx_us2_multiple_providers_and_key_mapping",
+            ),
+            line,
             spec: with_endpoints(
                 json!({"providers": {"inference": [
                     {"id": "vllm-primary", "provider": "vllm", "apiKey": {"secretKeyRef": {"name": "vllm-creds", "key": "token"}}},
@@ -172,19 +185,33 @@ fn cases() -> Vec<Case> {
             models: &["vllm-primary/fake-model", "openai-fallback/fake-model"],
             auth_a: Some("Bearer tok-vllm-creds-token"),
             auth_b: Some("Bearer tok-openai-creds-key"),
-        },
-        Case {
-            name: "us3_resources",
-            spec: with_endpoints(
-                with_safety(sample("v1alpha2_us3_resources.yaml")),
-                &[("inference", 0, "{A}"), ("inference", 1, "{B}")],
+        });
+        // The sample as written runs on OGX; on llama-stack 0.7 it adds what its header says.
+        let us3 = sample("v1alpha2_us3_resources.yaml");
+        let (us3, us3_providers): (Value, &'static [(&str, &str, &str)]) = match line {
+            Line::Ogx => (
+                us3,
+                &[
+                    ("inference", "vllm-primary", "remote::vllm"),
+                    ("inference", "vllm-large", "remote::vllm"),
+                    ("tool_runtime", "brave-search", "remote::brave-search"),
+                ],
             ),
-            providers: &[
-                ("inference", "vllm-primary", "remote::vllm"),
-                ("inference", "vllm-large", "remote::vllm"),
-                ("safety", "llama-guard", "inline::llama-guard"),
-                ("tool_runtime", "brave-search", "remote::brave-search"),
-            ],
+            Line::LlamaStack => (
+                with_safety(us3),
+                &[
+                    ("inference", "vllm-primary", "remote::vllm"),
+                    ("inference", "vllm-large", "remote::vllm"),
+                    ("safety", "llama-guard", "inline::llama-guard"),
+                    ("tool_runtime", "brave-search", "remote::brave-search"),
+                ],
+            ),
+        };
+        all.push(Case {
+            name: on("us3_resources", "ogx_us3_resources"),
+            line,
+            spec: with_endpoints(us3, &[("inference", 0, "{A}"), ("inference", 1, "{B}")]),
+            providers: us3_providers,
             absent_apis: &[],
             models: &[
                 "vllm-primary/meta-llama/Llama-3.2-3B-Instruct",
@@ -192,20 +219,36 @@ fn cases() -> Vec<Case> {
             ],
             auth_a: None,
             auth_b: None,
-        },
-        Case {
-            name: "disabled_apis_are_not_served",
+        });
+        // Each line turns off APIs it has (OGX has no eval or scoring to turn off).
+        let (disabled, absent): (Value, &'static [&str]) = match line {
+            Line::LlamaStack => (
+                json!(["eval", "scoring", "postTraining"]),
+                &["eval", "scoring"],
+            ),
+            Line::Ogx => (
+                json!(["batches", "toolRuntime"]),
+                &["batches", "tool_runtime"],
+            ),
+        };
+        all.push(Case {
+            name: on(
+                "disabled_apis_are_not_served",
+                "ogx_disabled_apis_are_not_served",
+            ),
+            line,
             spec: with_endpoints(
-                json!({"providers": {"inference": {"provider": "vllm"}}, "disabled": ["eval", "scoring", "postTraining"]}),
+                json!({"providers": {"inference": {"provider": "vllm"}}, "disabled": disabled}),
                 &[("inference", 0, "{A}")],
             ),
             providers: &[("inference", "vllm", "remote::vllm")],
-            absent_apis: &["eval", "scoring"],
+            absent_apis: absent,
             models: &[],
             auth_a: None,
             auth_b: None,
-        },
-    ]
+        });
+    }
+    all
 }
 
 fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
@@ -214,10 +257,14 @@ fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
     spec["distribution"] = json!({"name": "starter"});
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": case.name}, "spec": spec}))?;
+    let table = match case.line {
+        Line::LlamaStack => ProviderTable::embedded(),
+        Line::Ogx => ProviderTable::ogx(),
+    };
     Ok(generate_from_yaml(
         &cr.spec,
-        support::llama_stack::STARTER_CONFIG,
-        ProviderTable::embedded(),
+        case.line.starter_config(),
+        table,
     )?)
 }
 
@@ -247,7 +294,8 @@ fn expected_providers(
 }
 
 struct Env {
-    venv: PathBuf,
+    /// The venv of each line, with what its cases' configs need.
+    venvs: BTreeMap<&'static str, PathBuf>,
     configs: Vec<(Case, GeneratedConfig, FakeUpstream, FakeUpstream)>,
 }
 
@@ -269,7 +317,7 @@ fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
         })
         .collect();
     let server = llama_stack::Server::start(
-        &env.venv,
+        &env.venvs[line_key(case.line)],
         &config_path,
         &vars.clone().into_iter().collect::<Vec<_>>(),
         dir.path(),
@@ -339,22 +387,40 @@ fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
     Ok(())
 }
 
+fn line_key(line: Line) -> &'static str {
+    match line {
+        Line::LlamaStack => "llama-stack",
+        Line::Ogx => "ogx",
+    }
+}
+
 fn prepare() -> Result<Env, llama_stack::Error> {
-    let base = llama_stack::venv(&[])?;
     let mut configs = Vec::new();
-    let mut deps = BTreeSet::new();
+    let mut deps: BTreeMap<&'static str, BTreeSet<String>> = BTreeMap::new();
+    let mut bases = BTreeMap::new();
     let scratch = tempfile::tempdir()?;
     for case in cases() {
+        let key = line_key(case.line);
+        if !bases.contains_key(key) {
+            bases.insert(key, llama_stack::venv_of(case.line, &[])?);
+        }
         let (a, b) = (FakeUpstream::start()?, FakeUpstream::start()?);
         let generated = render(&case, &a.url, &b.url)
             .map_err(|e| format!("{}: {}", case.name, e.message().unwrap_or_default()))?;
         let path = scratch.path().join(format!("{}.yaml", case.name));
         std::fs::write(&path, &generated.yaml)?;
-        deps.extend(llama_stack::list_deps(&base, &path)?);
+        deps.entry(key)
+            .or_default()
+            .extend(llama_stack::list_deps(&bases[key], &path)?);
         configs.push((case, generated, a, b));
     }
-    let venv = llama_stack::venv(&deps.into_iter().collect::<Vec<_>>())?;
-    Ok(Env { venv, configs })
+    let mut venvs = BTreeMap::new();
+    for line in [Line::LlamaStack, Line::Ogx] {
+        let key = line_key(line);
+        let extra: Vec<String> = deps.remove(key).unwrap_or_default().into_iter().collect();
+        venvs.insert(key, llama_stack::venv_of(line, &extra)?);
+    }
+    Ok(Env { venvs, configs })
 }
 
 fn main() -> ExitCode {
@@ -370,7 +436,7 @@ fn main() -> ExitCode {
         .collect();
     run_suite(
         tests,
-        "llama-stack",
+        "llama-stack and OGX",
         || prepare().map_err(|e| e.to_string()),
         None,
     )

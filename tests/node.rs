@@ -8,6 +8,10 @@
 //! (`io.llamastack.config.base64`, and a layer holding the file). The operator's image is built
 //! from the repository's `Dockerfile` (`scripts/build-operator-image.sh`) and the example
 //! provider's from its `Containerfile`; both are pulled by digest from the same registry.
+//!
+//! Beside it, an OGX 1.3.0 image (the line llama-stack became), labelled as OGX's own build labels
+//! real images (`com.ogx.*`), which the operator ConfigMap's `image-overrides` names for
+//! `starter`, as an air-gapped mirror of the catalog's `docker.io/ogxai/distribution-starter`.
 
 #![allow(
     clippy::unwrap_used,
@@ -34,8 +38,8 @@ use support::harness::{run_suite, table};
 use support::llama_stack::{self, http_get, http_post};
 use support::node::{RealNode, TrustedRegistry, build_image, operator_image};
 use support::node_stack::{
-    BAKED_PROVIDER, distribution_image, external_spec, pull_secret_namespace, push, push_pinned,
-    push_to, slim_spec,
+    BAKED_PROVIDER, copy_to_registry, distribution_image, external_spec, ogx_distribution_image,
+    ogx_slim_spec, pull_secret_namespace, push, push_pinned, push_to, slim_spec,
 };
 use support::operator::{
     OperatorProcess, convert_through, spawn_operator_with_webhooks, webhook_certificates,
@@ -62,6 +66,8 @@ struct Images {
     /// The operator's image and the example provider's, pinned by digest.
     operator: String,
     acme: String,
+    /// The OGX image, pinned by digest; `image-overrides` names its tag for `starter`.
+    ogx: String,
 }
 
 struct Env {
@@ -99,6 +105,7 @@ fn start_operator(
 fn prepare() -> Result<Env, String> {
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let layout = distribution_image(work.path())?;
+    let (ogx_layout, _) = ogx_distribution_image(work.path())?;
 
     let operator_layout = operator_image().map_err(|e| e.to_string())?;
     let python = llama_stack::venv(&[])
@@ -115,8 +122,29 @@ fn prepare() -> Result<Env, String> {
         untrusted: push_to(&layout, "base64", &regs.token.host, &regs)?,
         operator: push_pinned(&operator_layout, "llama-stack-operator", &regs)?,
         acme: push_pinned(&acme_layout, "acme-words", &regs)?,
+        ogx: push_pinned(&ogx_layout, "ogx-distribution", &regs)?,
     };
     let (plane, _rt, _client) = start_controllers_with_crd().map_err(|e| e.to_string())?;
+    // The mirror of the catalog's starter image, as an air-gapped cluster configures it; the
+    // operator reads it before its first reconcile.
+    let mirror = copy_to_registry(
+        &ogx_layout,
+        "latest",
+        &format!(
+            "{}/mirror/ogxai/distribution-starter:1.3.0",
+            regs.basic.host
+        ),
+        &regs,
+    )?;
+    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "llama-stack-operator-config", "namespace": support::operator::OPERATOR_NAMESPACE},
+        "data": {"image-overrides": format!("starter: {mirror}\n")}});
+    support::operator::kubectl(
+        &plane,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&settings.to_string()),
+    )
+    .map_err(|e| e.to_string())?;
     let ca_file = regs.dir.path().join("ca.pem");
     let node = RealNode::start(
         &plane,
@@ -703,6 +731,114 @@ fn unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them(
     Ok(())
 }
 
+/// GETs `/v1/version` through the stack's Service and returns the version the server reports.
+fn served_version(env: &Env, ns: &str, name: &str) -> Result<String, Failed> {
+    let address = service_address(env, ns, name)?;
+    let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
+    if code != 200 {
+        return Err(format!("{ns}/{name}: GET /v1/version: {code} {body}").into());
+    }
+    let version: Value = serde_json::from_str(&body)?;
+    Ok(version["version"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Checks that stack `name` runs OGX 1.3.0 as the image's labels say: the status names the line,
+/// its version and the label that told, and the server answers with that version.
+fn runs_ogx(env: &Env, ns: &str, name: &str, llsd: &Value) -> Result<(), Failed> {
+    let resolved = &llsd["status"]["resolvedDistribution"];
+    assert_eq!(
+        (
+            resolved["serverLine"].as_str(),
+            resolved["serverVersion"].as_str(),
+            resolved["serverLineSource"].as_str(),
+            resolved["configSource"].as_str(),
+        ),
+        (
+            Some("ogx"),
+            Some("1.3.0"),
+            Some("label com.ogx.distribution.version"),
+            Some("oci-label"),
+        ),
+        "{name}: {resolved}"
+    );
+    assert_eq!(served_version(env, ns, name)?, "1.3.0", "{name}");
+    // The image's entrypoint starts the server (OGX has no `llama` command), told where the
+    // config is and on which port.
+    let deployment = env.json(&["get", "deployment", name, "-n", ns])?;
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert!(container["command"].is_null(), "{name}: {container}");
+    let env_names: Vec<&str> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    for wanted in ["RUN_CONFIG_PATH", "OGX_CONFIG", "OGX_PORT"] {
+        assert!(
+            env_names.contains(&wanted),
+            "{name}: {wanted} in {env_names:?}"
+        );
+    }
+    Ok(())
+}
+
+/// On OGX 1.3.0, as real users name it: `distribution: {name: starter}` (which image-overrides
+/// maps to the mirror) and a v1alpha1 resource naming the image by digest both run the config
+/// the image's `com.ogx.config.config.yaml` label carries, and a v1alpha2 stack with providers
+/// runs the config the operator generated for OGX from it.
+fn ogx_stacks_run_named_direct_and_generated(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-ogx";
+    env.namespace(ns, registry_host(&env.images.ogx))?;
+    let requests = json!({"requests": {"cpu": "100m", "memory": "256Mi"}});
+    env.create_v1alpha2(
+        ns,
+        "named",
+        json!({"distribution": {"name": "starter"}, "workload": {"resources": requests}}),
+    )?;
+    let upstream = json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "upstream", "namespace": ns},
+        "spec": {"server": {"distribution": {"image": env.images.ogx},
+            "containerSpec": {"port": 8321, "resources": requests}}}});
+    env.kubectl(&["create", "-f", "-"], Some(&upstream.to_string()))?;
+    env.create_v1alpha2(ns, "generated", ogx_slim_spec(&env.images.ogx, "vllm-e2e"))?;
+    for (name, providers) in [
+        ("named", [BAKED_PROVIDER]),
+        ("upstream", [BAKED_PROVIDER]),
+        ("generated", ["vllm-e2e"]),
+    ] {
+        let llsd = env.wait_ready(ns, name)?;
+        runs_ogx(env, ns, name, &llsd)?;
+        let inference: Vec<String> = inference_provider_ids(&service_address(env, ns, name)?)?;
+        assert_eq!(inference, providers, "{name}: the config it runs");
+    }
+    let named = env.json(&["get", "llsd", "named", "-n", ns])?;
+    let image = named["status"]["resolvedDistribution"]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        image.contains("/mirror/ogxai/distribution-starter@sha256:"),
+        "the name resolved through image-overrides to the mirror, pinned: {image}"
+    );
+    Ok(())
+}
+
+/// The inference provider ids the server behind `address` lists (OGX also lists the builtin
+/// interactions and messages providers its config keeps).
+fn inference_provider_ids(address: &str) -> Result<Vec<String>, Failed> {
+    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
+    if code != 200 {
+        return Err(format!("GET /v1/providers: {code} {body}").into());
+    }
+    let providers: Value = serde_json::from_str(&body)?;
+    Ok(providers["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["api"] == "inference")
+        .filter_map(|p| p["provider_id"].as_str().map(str::to_owned))
+        .collect())
+}
+
 /// An image the operator resolves but the node cannot pull: the status names the pull failure
 /// and the phase fails.
 fn an_image_the_node_cannot_pull_is_named_in_the_status(env: &Env) -> Result<(), Failed> {
@@ -952,6 +1088,10 @@ fn main() -> ExitCode {
             (
                 "an_external_provider_runs_in_real_init_containers",
                 an_external_provider_runs_in_real_init_containers,
+            ),
+            (
+                "ogx_stacks_run_named_direct_and_generated",
+                ogx_stacks_run_named_direct_and_generated,
             ),
         ]),
         "the real node",

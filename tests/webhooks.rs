@@ -183,9 +183,9 @@ fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
         ),
         (
             v2(
-                json!({"distribution": {"name": "starter"}, "providers": {"inference": {"id": "x", "provider": "vllm", "endpoint": "http://v"}, "safety": {"id": "x", "provider": "llama-guard"}}}),
+                json!({"distribution": {"name": "starter"}, "providers": {"inference": {"id": "x", "provider": "vllm", "endpoint": "http://v"}, "toolRuntime": {"id": "x", "provider": "brave-search"}}}),
             ),
-            "spec.providers.safety.id",
+            "spec.providers.toolRuntime.id",
             "provider ids must be unique across all APIs",
         ),
         (
@@ -203,14 +203,14 @@ fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
             "available: vllm",
         ),
         (
-            v2(json!({"distribution": {"name": "ollama"}})),
+            v2(json!({"distribution": {"name": "startr"}})),
             "spec.distribution.name",
-            "no longer exists in llama-stack 0.7",
+            "known distributions: postgres-demo, starter",
         ),
         (
             json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution", "metadata": {"name": "bad"}, "spec": {"server": {"distribution": {"name": "startr"}}}}),
             "spec.server.distribution.name",
-            "known distributions: nvidia",
+            "known distributions: postgres-demo, starter",
         ),
         (
             json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "n".repeat(56)}, "spec": {"distribution": {"name": "starter"}}}),
@@ -240,32 +240,65 @@ fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
-fn unknown_settings_are_warnings(env: &Env) -> Result<(), Failed> {
-    let ns = namespace(env, "warnings")?;
-    let manifest = "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: w}\nspec:\n  distribution: {name: starter}\n  providers:\n    inference: {provider: vllm, endpoint: 'http://v', settings: {max_tokenz: 10}}\n";
+/// `kubectl apply --server-side` of `manifest` in `ns`: whether it succeeded, and its stderr
+/// (where kubectl prints the admission warnings).
+fn apply_manifest(env: &Env, ns: &str, manifest: &str) -> Result<(bool, String), Failed> {
     let mut child = env
         .plane
         .kubectl()
-        .args(["apply", "--server-side", "-n", &ns, "-f", "-"])
+        .args(["apply", "--server-side", "-n", ns, "-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
     std::io::Write::write_all(&mut child.stdin.take().ok_or("stdin")?, manifest.as_bytes())?;
     let out = child.wait_with_output()?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success()
-        || !stderr.contains(
-            "Warning: spec.providers.inference.settings.max_tokenz: remote::vllm has no setting",
-        )
-    {
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// Fails unless `manifest` is admitted with every one of `wanted` among kubectl's warnings.
+fn admitted_with_warnings(
+    env: &Env,
+    ns: &str,
+    manifest: &str,
+    wanted: &[&str],
+) -> Result<(), Failed> {
+    let (admitted, stderr) = apply_manifest(env, ns, manifest)?;
+    if !admitted || !wanted.iter().all(|w| stderr.contains(w)) {
         return Err(format!(
-            "expected success with a warning, got {:?}: {stderr}",
-            out.status
+            "expected admission with the warnings {wanted:?}, got admitted={admitted}: {stderr}"
         )
         .into());
     }
     Ok(())
+}
+
+fn unknown_settings_are_warnings(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "warnings")?;
+    let manifest = "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: w}\nspec:\n  distribution: {name: starter}\n  providers:\n    inference: {provider: vllm, endpoint: 'http://v', settings: {max_tokenz: 10}}\n";
+    admitted_with_warnings(
+        env,
+        &ns,
+        manifest,
+        &["Warning: spec.providers.inference.settings.max_tokenz: remote::vllm has no setting"],
+    )
+}
+
+/// A name whose image is no longer published is admitted with a warning that says what to
+/// write instead, in both versions: GitOps re-applies the manifests of stacks still running it.
+fn unpublished_names_are_warnings_not_denials(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "unpublished")?;
+    let wanted = [
+        "distribution \"ollama\" has no published image any more",
+        "use distribution name \"starter\" with an ollama inference provider",
+    ];
+    let v2 = "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: o2}\nspec:\n  distribution: {name: ollama}\n";
+    admitted_with_warnings(env, &ns, v2, &wanted)?;
+    let v1 = "apiVersion: llamastack.io/v1alpha1\nkind: LlamaStackDistribution\nmetadata: {name: o1}\nspec:\n  server:\n    distribution: {name: ollama}\n";
+    admitted_with_warnings(env, &ns, v1, &wanted)
 }
 
 fn missing_references_are_warnings_not_denials(env: &Env) -> Result<(), Failed> {
@@ -278,29 +311,15 @@ fn missing_references_are_warnings_not_denials(env: &Env) -> Result<(), Failed> 
             .create(&PostParams::default(), &secret),
     )?;
     let manifest = "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: refs}\nspec:\n  distribution: {name: starter}\n  providers:\n    inference:\n    - {id: a, provider: vllm, endpoint: 'http://v', apiKey: {secretKeyRef: {name: missing, key: token}}}\n    - {id: b, provider: openai, apiKey: {secretKeyRef: {name: present, key: token}}}\n";
-    let mut child = env
-        .plane
-        .kubectl()
-        .args(["apply", "--server-side", "-n", &ns, "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    std::io::Write::write_all(&mut child.stdin.take().ok_or("stdin")?, manifest.as_bytes())?;
-    let out = child.wait_with_output()?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let wanted = [
-        "Warning: spec.providers.inference[0].apiKey.secretKeyRef.name: Secret \"missing\" not found in namespace \"references\"",
-        "Warning: spec.providers.inference[1].apiKey.secretKeyRef: key \"token\" not found in Secret \"present\" (namespace \"references\"); available keys: other",
-    ];
-    if !out.status.success() || !wanted.iter().all(|w| stderr.contains(w)) {
-        return Err(format!(
-            "expected success with both warnings, got {:?}: {stderr}",
-            out.status
-        )
-        .into());
-    }
-    Ok(())
+    admitted_with_warnings(
+        env,
+        &ns,
+        manifest,
+        &[
+            "Warning: spec.providers.inference[0].apiKey.secretKeyRef.name: Secret \"missing\" not found in namespace \"references\"",
+            "Warning: spec.providers.inference[1].apiKey.secretKeyRef: key \"token\" not found in Secret \"present\" (namespace \"references\"); available keys: other",
+        ],
+    )
 }
 
 fn certificate_rotation_without_failed_requests(env: &Env) -> Result<(), Failed> {
@@ -372,6 +391,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "unknown_settings_are_warnings",
         unknown_settings_are_warnings,
+    ),
+    (
+        "unpublished_names_are_warnings_not_denials",
+        unpublished_names_are_warnings_not_denials,
     ),
     (
         "missing_references_are_warnings_not_denials",

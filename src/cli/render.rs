@@ -253,9 +253,6 @@ fn server_run(
         &base,
         ProviderTable::for_server(base.server.as_ref()),
     )?;
-    for warning in &generated.warnings {
-        eprintln!("warning: {warning}");
-    }
     Ok(ServerRun {
         server: base.server.unwrap_or_default(),
         config: Config::Generated,
@@ -263,12 +260,14 @@ fn server_run(
     })
 }
 
-/// The output for one admitted stack.
+/// The output for one admitted stack. Generation's warnings are printed with `location`, except
+/// those admission gave already (`admission_warnings`, printed by the caller).
 fn render_one(
     cr: &LlamaStackDistribution,
     args: &Args,
     catalog: &Catalog,
     config_maps: &BTreeMap<String, ConfigMap>,
+    (location, admission_warnings): (&str, &[String]),
 ) -> Result<String, RenderError> {
     // Offline: the catalog's (or the manifest's) reference, not pinned to a digest.
     let image = match &cr.spec.distribution.name {
@@ -277,6 +276,16 @@ fn render_one(
     };
     let stack = Stack::validate(cr)?;
     let server = server_run(&stack, args, &image, config_maps)?;
+    if let Ok(generated) = &server.generated {
+        for warning in &generated.warnings {
+            if !admission_warnings
+                .iter()
+                .any(|w| w.contains(warning.as_str()))
+            {
+                eprintln!("warning: {location}: {warning}");
+            }
+        }
+    }
     if args.config || args.env {
         let generated = server
             .generated
@@ -311,18 +320,19 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
     for document in &documents {
         let (verdict, stored) = validator.validate(&document.object);
         let location = &document.location;
-        match verdict {
+        let admission_warnings = match verdict {
             Verdict::Skipped { .. } => continue,
             Verdict::Invalid { causes, .. } => {
                 refused.extend(causes.iter().map(|c| format!("{location}: {c}")));
                 continue;
             }
             Verdict::Valid { warnings } => {
-                for warning in warnings {
+                for warning in &warnings {
                     eprintln!("warning: {location}: {warning}");
                 }
+                warnings
             }
-        }
+        };
         let manifest = |detail: String| RenderError::Manifest {
             location: location.clone(),
             detail,
@@ -336,7 +346,13 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
         };
         let cr: LlamaStackDistribution =
             serde_json::from_value(v1alpha2).map_err(|e| manifest(e.to_string()))?;
-        outputs.push(render_one(&cr, args, &catalog, &config_maps)?);
+        outputs.push(render_one(
+            &cr,
+            args,
+            &catalog,
+            &config_maps,
+            (location, &admission_warnings),
+        )?);
     }
     if !refused.is_empty() {
         return Err(RenderError::Refused(refused.join("\n")));

@@ -1,6 +1,6 @@
-//! The real llama-stack server for tests: a cached Python venv with the pinned llama-stack and
-//! the dependencies a config needs (`llama stack list-deps`), tiktoken's encoding pre-cached for
-//! offline start-up, and `llama stack run` on loopback.
+//! The real servers for tests, on both lines: a cached Python venv with the pinned llama-stack
+//! 0.7.3 or OGX release and the dependencies a config needs (`llama|ogx stack list-deps`),
+//! tiktoken's encoding pre-cached for offline start-up, and `llama|ogx stack run` on loopback.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,10 @@ use crate::sealed;
 /// suites that run this server generate from (the catalog's embedded configs are OGX's now).
 pub const STARTER_CONFIG: &str = include_str!("../../configs/starter/config.yaml");
 
+/// OGX 1.3.0's starter config (`configs-ogx/starter`, exported from its wheel), the catalog's
+/// embedded config for `starter`.
+pub const OGX_STARTER_CONFIG: &str = include_str!("../../configs-ogx/starter/config.yaml");
+
 /// tiktoken caches a download under the sha1 of its URL; this is cl100k_base's.
 const CL100K_CACHE_NAME: &str = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4";
 
@@ -22,15 +26,72 @@ fn script(name: &str) -> PathBuf {
     crate::workspace_root().join("scripts").join(name)
 }
 
+/// The two server lines the tests run for real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// llama-stack 0.7.3 (`scripts/llama-stack-venv.sh`).
+    LlamaStack,
+    /// OGX 1.3.0, the catalog's release (`scripts/ogx-venv.sh`).
+    Ogx,
+}
+
+impl Line {
+    fn venv_script(self) -> &'static str {
+        match self {
+            Self::LlamaStack => "llama-stack-venv.sh",
+            Self::Ogx => "ogx-venv.sh",
+        }
+    }
+
+    /// The server's command in its venv.
+    fn cli(self) -> &'static str {
+        match self {
+            Self::LlamaStack => "llama",
+            Self::Ogx => "ogx",
+        }
+    }
+
+    /// The variable naming the server's state directory.
+    fn state_var(self) -> &'static str {
+        match self {
+            Self::LlamaStack => "LLAMA_STACK_CONFIG_DIR",
+            Self::Ogx => "OGX_CONFIG_DIR",
+        }
+    }
+
+    /// The starter config of the line's pinned release.
+    pub fn starter_config(self) -> &'static str {
+        match self {
+            Self::LlamaStack => STARTER_CONFIG,
+            Self::Ogx => OGX_STARTER_CONFIG,
+        }
+    }
+
+    /// The line a venv built by [`venv_of`] holds.
+    fn of_venv(venv: &Path) -> Self {
+        if venv.join("bin/ogx").exists() {
+            Self::Ogx
+        } else {
+            Self::LlamaStack
+        }
+    }
+}
+
 /// The venv with llama-stack and `extra` packages; built or reused by `scripts/llama-stack-venv.sh`.
 pub fn venv(extra: &[String]) -> Result<PathBuf, Error> {
-    let out = sealed::with_host_network(&mut Command::new(script("llama-stack-venv.sh")))
+    venv_of(Line::LlamaStack, extra)
+}
+
+/// The venv of `line` with `extra` packages; built or reused by its script.
+pub fn venv_of(line: Line, extra: &[String]) -> Result<PathBuf, Error> {
+    let script_name = line.venv_script();
+    let out = sealed::with_host_network(&mut Command::new(script(script_name)))
         .args(extra)
         .stderr(Stdio::inherit())
         .output()?;
     if !out.status.success() {
         return Err(format!(
-            "scripts/llama-stack-venv.sh failed ({}); see its output above",
+            "scripts/{script_name} failed ({}); see its output above",
             out.status
         )
         .into());
@@ -38,15 +99,16 @@ pub fn venv(extra: &[String]) -> Result<PathBuf, Error> {
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
-/// The pip packages a config needs, as `llama stack list-deps` prints them.
+/// The pip packages a config needs, as the venv's `llama|ogx stack list-deps` prints them.
 pub fn list_deps(venv: &Path, config: &Path) -> Result<Vec<String>, Error> {
-    let out = Command::new(venv.join("bin/llama"))
+    let cli = Line::of_venv(venv).cli();
+    let out = Command::new(venv.join("bin").join(cli))
         .args(["stack", "list-deps"])
         .arg(config)
         .output()?;
     if !out.status.success() {
         return Err(format!(
-            "llama stack list-deps {} failed: {}",
+            "{cli} stack list-deps {} failed: {}",
             config.display(),
             String::from_utf8_lossy(&out.stderr)
         )
@@ -89,7 +151,7 @@ fn walk(dir: &Path, name: &str) -> Option<PathBuf> {
     None
 }
 
-/// A running `llama stack run`.
+/// A running `llama stack run` or `ogx stack run`.
 pub struct Server {
     child: Child,
     /// `http://127.0.0.1:<port>`
@@ -98,7 +160,7 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts the server on `config` with `env` and waits for `/v1/health`.
+    /// Starts the venv's server on `config` with `env` and waits for `/v1/health`.
     pub fn start(
         venv: &Path,
         config: &Path,
@@ -109,11 +171,12 @@ impl Server {
         let log = dir.join("server.log");
         let state = dir.join("state");
         fs::create_dir_all(&state)?;
-        let mut cmd = Command::new(venv.join("bin/llama"));
+        let line = Line::of_venv(venv);
+        let mut cmd = Command::new(venv.join("bin").join(line.cli()));
         cmd.args(["stack", "run"])
             .arg(config)
             .args(["--port", &port.to_string()])
-            .env("LLAMA_STACK_CONFIG_DIR", &state)
+            .env(line.state_var(), &state)
             .env("SQLITE_STORE_DIR", &state)
             .env("FILES_STORAGE_DIR", state.join("files"))
             .env("TIKTOKEN_CACHE_DIR", tiktoken_cache(venv, dir)?)
@@ -129,7 +192,8 @@ impl Server {
         loop {
             if let Some(status) = server.child.try_wait()? {
                 return Err(format!(
-                    "llama stack run exited ({status}):\n{}",
+                    "{} stack run exited ({status}):\n{}",
+                    line.cli(),
                     server.log_tail(40)
                 )
                 .into());

@@ -1,6 +1,6 @@
 //! What a stack on the real node needs: the slim spec the node suite and the demo run, the
-//! distribution image built for it (`scripts/build-test-images.sh`), pushed to the test
-//! registries, and a namespace with the pull secret.
+//! distribution images built for it on both server lines (`scripts/build-test-images.sh`),
+//! pushed to the test registries, and a namespace with the pull secret.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +10,7 @@ use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use serde_json::{Value, json};
 
 use crate::control_plane::{ControlPlane, Error};
-use crate::llama_stack;
+use crate::llama_stack::{self, Line};
 use crate::oci::skopeo_copy;
 use crate::operator::kubectl;
 use crate::registries::{PASSWORD, Registries, USER};
@@ -51,6 +51,43 @@ pub fn external_spec(image: &str, acme: &str) -> Value {
     spec
 }
 
+/// [`slim_spec`] for an OGX image: vLLM inference only, with the APIs OGX 1.x has turned off
+/// (the builtin interactions and messages providers need nothing more).
+pub fn ogx_slim_spec(image: &str, provider_id: &str) -> Value {
+    let mut spec = slim_spec(image, provider_id);
+    spec["disabled"] = json!([
+        "batches",
+        "fileProcessors",
+        "files",
+        "responses",
+        "toolRuntime",
+        "vectorIo"
+    ]);
+    spec
+}
+
+/// Writes what the operator generates for `spec` over `line`'s starter config to `path`, and
+/// returns the packages the line's `stack list-deps` names for it.
+fn generated_base(
+    line: Line,
+    venv: &Path,
+    spec: Value,
+    path: &Path,
+) -> Result<Vec<String>, String> {
+    let cr: LlamaStackDistribution = serde_json::from_value(json!({
+        "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "base"}, "spec": spec}))
+    .map_err(|e| e.to_string())?;
+    let table = match line {
+        Line::LlamaStack => ProviderTable::embedded(),
+        Line::Ogx => ProviderTable::ogx(),
+    };
+    let generated =
+        generate_from_yaml(&cr.spec, line.starter_config(), table).map_err(|e| format!("{e:?}"))?;
+    std::fs::write(path, &generated.yaml).map_err(|e| e.to_string())?;
+    llama_stack::list_deps(venv, path).map_err(|e| e.to_string())
+}
+
 /// The image's base config: what the operator generates for [`slim_spec`] from the starter
 /// distribution; and the packages `llama stack list-deps` names for it and for
 /// [`external_spec`]'s config (so that one image serves both).
@@ -65,16 +102,8 @@ pub fn image_config(dir: &Path) -> Result<(PathBuf, Vec<String>), String> {
         ),
         ("external-config.yaml", external_spec("unused", "unused")),
     ] {
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": "base"}, "spec": spec}))
-        .map_err(|e| e.to_string())?;
-        let base = llama_stack::STARTER_CONFIG;
-        let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())
-            .map_err(|e| format!("{e:?}"))?;
         let path = dir.join(file);
-        std::fs::write(&path, &generated.yaml).map_err(|e| e.to_string())?;
-        deps.extend(llama_stack::list_deps(&venv, &path).map_err(|e| e.to_string())?);
+        deps.extend(generated_base(Line::LlamaStack, &venv, spec, &path)?);
         paths.push(path);
     }
     deps.sort();
@@ -152,6 +181,25 @@ pub fn pull_secret_namespace(plane: &ControlPlane, ns: &str, host: &str) -> Resu
         Some(&objects.to_string()),
     )?;
     Ok(())
+}
+
+/// Builds (or reuses) the OGX distribution image: OGX 1.3.0 with, as its base config, what the
+/// operator generates for [`ogx_slim_spec`] over OGX's starter (provider [`BAKED_PROVIDER`]),
+/// labelled as OGX's build labels real images (`com.ogx.*`); returns its OCI layout (tag
+/// `latest`) and the config's path in `dir` (`ogx-distribution-config.yaml`).
+pub fn ogx_distribution_image(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let venv = llama_stack::venv_of(Line::Ogx, &[]).map_err(|e| e.to_string())?;
+    let config = dir.join("ogx-distribution-config.yaml");
+    let deps = generated_base(
+        Line::Ogx,
+        &venv,
+        ogx_slim_spec("unused", BAKED_PROVIDER),
+        &config,
+    )?;
+    let mut args = vec!["ogx-distribution".to_owned(), config.display().to_string()];
+    args.extend(deps);
+    let layout = crate::node::build_image(&args).map_err(|e| e.to_string())?;
+    Ok((layout, config))
 }
 
 /// Builds (or reuses) the distribution image for [`image_config`]; returns its OCI layout
