@@ -226,6 +226,88 @@ fn errors_name_the_field_and_the_fix() {
     }
 }
 
+/// An in-house image whose labels do not name its server runs as `distribution.serverVersion`
+/// declares: OGX 1.3.0 through the image's entrypoint with `OGX_*` variables and a config that
+/// lets it serve plain HTTP, and generation follows OGX's provider table; without the field the
+/// image is taken for llama-stack 0.x, as before.
+#[test]
+fn a_declared_server_version_decides_how_an_unlabelled_image_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs-ogx/starter/config.yaml");
+    let manifest = |version: &str, extra: &str| {
+        let path = tmp.path().join(format!("inhouse-{version}.yaml"));
+        let version = if version.is_empty() {
+            String::new()
+        } else {
+            format!(", serverVersion: '{version}'")
+        };
+        std::fs::write(&path, format!("apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {{name: inhouse}}\nspec:\n  distribution: {{image: registry.example/inhouse:1{version}}}\n  providers:\n    inference: {{provider: vllm, endpoint: 'http://vllm:8000/v1'}}\n{extra}")).unwrap();
+        path.display().to_string()
+    };
+    let server_of = |file: &str| {
+        let (code, stdout, stderr) =
+            render(&["-f", file, "--base-config", &base.display().to_string()]);
+        assert_eq!(code, 0, "{stderr}");
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+        let deployment = docs
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .unwrap()
+            .clone();
+        let (_, config, _) = render(&[
+            "-f",
+            file,
+            "--base-config",
+            &base.display().to_string(),
+            "--config",
+        ]);
+        let config: Value = serde_saphyr::from_str(&config).unwrap();
+        (
+            deployment["spec"]["template"]["spec"]["containers"][0].clone(),
+            config,
+        )
+    };
+    let env_names = |container: &Value| -> Vec<String> {
+        container["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+
+    let (ogx, config) = server_of(&manifest("1.3.0", ""));
+    assert!(
+        ogx.get("command").is_none(),
+        "the image's entrypoint runs: {ogx}"
+    );
+    assert!(env_names(&ogx).contains(&"OGX_PORT".to_owned()), "{ogx}");
+    assert_eq!(
+        config["server"]["insecure"], true,
+        "OGX 1.3.0 needs leave to serve plain HTTP: {config}"
+    );
+
+    let (llama, config) = server_of(&manifest("", ""));
+    assert_eq!(
+        llama["command"][0], "llama",
+        "taken for llama-stack: {llama}"
+    );
+    assert!(
+        env_names(&llama).contains(&"LLAMA_STACK_PORT".to_owned()),
+        "{llama}"
+    );
+    assert!(config["server"].get("insecure").is_none(), "{config}");
+
+    // Under spec.providers, beside inference.
+    let safety = manifest("1.3.0", "    safety: {provider: llama-guard}\n");
+    let (code, _, stderr) = render(&["-f", &safety, "--base-config", &base.display().to_string()]);
+    assert_ne!(code, 0, "OGX 1.3.0 has no safety API");
+    assert!(
+        stderr.contains("OGX 1.3.0") && stderr.contains("safety"),
+        "{stderr}"
+    );
+}
+
 /// What the cluster would run when render cannot generate: an image's own config (nothing
 /// mounted, its own entrypoint), and a user's ConfigMap mounted whole, its key found in the
 /// ConfigMap when it is among the inputs.

@@ -38,6 +38,8 @@ pub enum DistributionPhase {
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[x_kube(validation = kube::core::Rule::new("!(has(self.name) && has(self.image))").message("set only one of name or image: name selects a distribution from the operator's catalog, image runs the given image"))]
 #[x_kube(validation = kube::core::Rule::new("has(self.name) || has(self.image)").message("set name (a distribution such as starter) or image (a container image reference)").reason(kube::core::Reason::FieldValueRequired))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.serverVersion) || has(self.image)").message("serverVersion describes an image: a catalog name's release comes from the catalog").field_path(".serverVersion"))]
+#[serde(rename_all = "camelCase")]
 pub struct DistributionType {
     /// Distribution name from the operator's catalog (e.g. `starter`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,6 +49,19 @@ pub struct DistributionType {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 1024))]
     pub image: Option<String>,
+    /// The server release `image` runs, for in-house images whose labels do not say: an OGX
+    /// release (0.8 and later, e.g. `1.3.0`) or a llama-stack one (e.g. `0.7.3`). It decides how
+    /// the server is started (OGX: the image's entrypoint with `OGX_*` variables; llama-stack:
+    /// `llama stack run`), which provider table a generated config follows, and whether the
+    /// server must be told it may serve plain HTTP (OGX from 1.2.0). Labels that name the release
+    /// (`com.ogx.distribution.version`, `com.ogx.config.*`, `io.llamastack.config.*`) win; with
+    /// neither, the image is taken for llama-stack 0.x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 3, max = 32),
+        regex(pattern = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$")
+    )]
+    pub server_version: Option<String>,
 }
 
 /// Custom CA certificates read from a ConfigMap and trusted by the server.

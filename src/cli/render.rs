@@ -187,14 +187,15 @@ fn server_run(
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
 ) -> Result<ServerRun, RenderError> {
-    let server = stack
-        .spec
-        .distribution
-        .name
-        .as_deref()
-        .and_then(embedded_base_config)
-        .and_then(|base| base.ok()?.server)
-        .unwrap_or_default();
+    let server = stack.server(
+        stack
+            .spec
+            .distribution
+            .name
+            .as_deref()
+            .and_then(embedded_base_config)
+            .and_then(|base| base.ok()?.server),
+    );
     if let Some(o) = &stack.spec.override_config {
         let name = &o.config_map_name;
         let Some(cm) = config_maps.get(name) else {
@@ -225,7 +226,8 @@ fn server_run(
         });
     }
     // A named distribution's embedded config knows its server (the catalog's release); a file
-    // given with --base-config is taken for the llama-stack line, as an unlabelled image is.
+    // given with --base-config runs on the release `serverVersion` declares, else it is taken
+    // for the llama-stack line, as an unlabelled image is.
     let base = match (&args.base_config, &stack.spec.distribution.name) {
         (Some(path), _) => Some(std::sync::Arc::new(parse_base(&read(path)?)?)),
         (None, Some(name)) => embedded_base_config(name)
@@ -248,13 +250,14 @@ fn server_run(
             generated: Err(why),
         });
     };
+    let base = stack.base_for_server(&base);
     let generated = generate(
         stack.spec,
         &base,
         ProviderTable::for_server(base.server.as_ref()),
     )?;
     Ok(ServerRun {
-        server: base.server.unwrap_or_default(),
+        server: stack.server(base.server),
         config: Config::Generated,
         generated: Ok(generated),
     })

@@ -267,11 +267,11 @@ pub(super) async fn plan(
                 Ok(resolution) => {
                     keep_pinned_over_fallback(running, resolution)?;
                     let stale = resolution.stale.as_ref().map(ToString::to_string);
-                    let server = resolution.config.server.unwrap_or_default();
+                    let server = stack.server(resolution.config.server);
                     (resolution.image.clone(), server, stale)
                 }
                 Err(e) => match e.pinned_without_config() {
-                    Some(pinned) => (pinned.to_owned(), ServerRelease::ASSUMED, None),
+                    Some(pinned) => (pinned.to_owned(), stack.server(None), None),
                     None => return Err(resolve_failure(e).into()),
                 },
             };
@@ -285,7 +285,7 @@ pub(super) async fn plan(
             Err(e) => match (e.pinned_without_config(), generation_asked(stack)) {
                 (Some(pinned), None) => {
                     warnings.extend(image_config_warnings(stack));
-                    image_own_config(pinned.to_owned())
+                    image_own_config(pinned.to_owned(), stack.server(None))
                 }
                 (Some(pinned), Some(field)) => {
                     return Err(Failure {
@@ -348,11 +348,11 @@ fn base_config_required(image: &str, field: &str) -> String {
 
 /// The image's own config and entrypoint, as the upstream operator ran an image: nothing is
 /// generated or mounted.
-fn image_own_config(image: String) -> Planned {
+fn image_own_config(image: String, server: ServerRelease) -> Planned {
     Planned {
         mount: Mount::Image,
         image,
-        server: ServerRelease::ASSUMED,
+        server,
         source: ConfigSource::Image,
         base_hash: String::new(),
         generated: crate::stack_config::GeneratedConfig {
@@ -441,8 +441,9 @@ fn generate_from(
     stack: &Stack<'_>,
     resolution: &llama_stack_resolver::Resolution,
 ) -> Result<Planned, Failure> {
-    let table = ProviderTable::for_server(resolution.config.server.as_ref());
-    let generated = generate(stack.spec, &resolution.config, table).map_err(|e| {
+    let base = stack.base_for_server(&resolution.config);
+    let table = ProviderTable::for_server(base.server.as_ref());
+    let generated = generate(stack.spec, &base, table).map_err(|e| {
         let (reason, message) = match e {
             GenerateError::UnsupportedVersion(inner) => {
                 (Reason::UnsupportedConfigVersion, inner.to_string())
@@ -461,7 +462,7 @@ fn generate_from(
     Ok(Planned {
         mount: Mount::Generated(config_map_name(stack.name, &generated.hash)),
         image: resolution.image.clone(),
-        server: resolution.config.server.unwrap_or_default(),
+        server: stack.server(base.server),
         source: match resolution.config.source {
             llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
             llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,

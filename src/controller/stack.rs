@@ -8,6 +8,8 @@ use std::sync::LazyLock;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use llama_stack_resolver::Distribution;
+use llama_stack_resolver::base_config::BaseConfig;
+use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
 use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, PvcStorageSpec};
 use crate::api::object_refs::{self, Reference};
@@ -67,6 +69,9 @@ pub struct Stack<'a> {
     pub networking: Networking<'a>,
     /// The Secrets and ConfigMaps the spec names, with the field naming each.
     pub references: Vec<Reference>,
+    /// The release `spec.distribution.serverVersion` declares for an image whose labels do not
+    /// say.
+    pub declared_server: Option<ServerRelease>,
 }
 
 /// `spec.networking`, with its defaults.
@@ -116,7 +121,32 @@ impl<'a> Stack<'a> {
             storage: workload.storage.as_ref(),
             networking: Networking::of(spec),
             references: object_refs::of(resource),
+            declared_server: spec
+                .distribution
+                .server_version
+                .as_deref()
+                .and_then(declared_release),
         })
+    }
+
+    /// The server the stack's image runs: what its labels or the catalog told (`told`), else
+    /// what the spec declares, else the llama-stack line (how every image before OGX ran).
+    pub fn server(&self, told: Option<ServerRelease>) -> ServerRelease {
+        told.or(self.declared_server)
+            .unwrap_or(ServerRelease::ASSUMED)
+    }
+
+    /// `base` as the stack's server reads it: when its labels said nothing of the server and the
+    /// spec declares one, a copy that carries the declared release (the resolver's cached config
+    /// is shared and stays as the image said).
+    pub fn base_for_server(&self, base: &std::sync::Arc<BaseConfig>) -> std::sync::Arc<BaseConfig> {
+        match (base.server, self.declared_server) {
+            (None, Some(declared)) => std::sync::Arc::new(BaseConfig {
+                server: Some(declared),
+                ..BaseConfig::clone(base)
+            }),
+            _ => base.clone(),
+        }
     }
 
     /// The ServiceAccount the user names for the server Pods, if any.
@@ -133,6 +163,16 @@ impl<'a> Stack<'a> {
     pub fn uid(&self) -> &'a str {
         self.resource.metadata.uid.as_deref().unwrap_or_default()
     }
+}
+
+/// The release a `serverVersion` names (the schema admits only versions this parses).
+fn declared_release(text: &str) -> Option<ServerRelease> {
+    let version = ServerVersion::parse(text)?;
+    Some(ServerRelease {
+        line: ServerLine::of_version(version),
+        version: Some(version),
+        evidence: Evidence::Spec,
+    })
 }
 
 impl<'a> Networking<'a> {
@@ -199,6 +239,61 @@ mod tests {
         assert!(!stack.networking.tls && stack.networking.expose.is_none());
         assert!(stack.storage.is_none() && !stack.has_external_providers());
         assert_eq!(stack.owner.unwrap().uid, "u-1");
+    }
+
+    #[test]
+    fn the_images_labels_win_over_the_declared_release_which_wins_over_the_assumption() {
+        let stack_with = |distribution: serde_json::Value| {
+            resource(json!({"name": "s"}), json!({"distribution": distribution}))
+        };
+        let declared = stack_with(json!({"image": "reg/i:1", "serverVersion": "1.3.0"}));
+        let declared = Stack::validate(&declared).unwrap();
+        let ogx_1_3 = ServerRelease {
+            line: ServerLine::Ogx,
+            version: Some(ServerVersion::new(1, 3, 0)),
+            evidence: Evidence::Spec,
+        };
+        assert_eq!(declared.server(None), ogx_1_3);
+        let labelled = ServerRelease {
+            line: ServerLine::LlamaStack,
+            version: Some(ServerVersion::new(0, 7, 3)),
+            evidence: Evidence::LlamaStackLabels,
+        };
+        assert_eq!(declared.server(Some(labelled)), labelled);
+
+        let old = stack_with(json!({"image": "reg/i:1", "serverVersion": "v0.6"}));
+        let old = Stack::validate(&old).unwrap();
+        assert_eq!(
+            (old.server(None).line, old.server(None).version),
+            (ServerLine::LlamaStack, Some(ServerVersion::new(0, 6, 0)))
+        );
+        let silent = stack_with(json!({"image": "reg/i:1"}));
+        assert_eq!(
+            Stack::validate(&silent).unwrap().server(None),
+            ServerRelease::ASSUMED
+        );
+
+        let unlabelled = std::sync::Arc::new(
+            llama_stack_resolver::base_config::parse_base_config(
+                b"version: 2\nproviders: {}\n",
+                None,
+                llama_stack_resolver::base_config::ConfigSource::OciLabel,
+            )
+            .unwrap(),
+        );
+        assert_eq!(declared.base_for_server(&unlabelled).server, Some(ogx_1_3));
+        assert_eq!(
+            unlabelled.server, None,
+            "the shared config stays as the image said"
+        );
+        let told = std::sync::Arc::new(BaseConfig {
+            server: Some(labelled),
+            ..BaseConfig::clone(&unlabelled)
+        });
+        assert!(std::sync::Arc::ptr_eq(
+            &declared.base_for_server(&told),
+            &told
+        ));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use llama_stack_resolver::base_config::{
     BaseConfig, BaseConfigError, ConfigSource, parse_base_config,
 };
-use llama_stack_resolver::server_line::ServerLine;
+use llama_stack_resolver::server_line::{ServerLine, ServerRelease};
 use serde_json::{Map, Value, json};
 
 use super::env::{EnvSource, EnvVarSpec, UrlPart, env_name, env_ref};
@@ -150,7 +150,7 @@ pub const TLS_DIR: &str = "/etc/llama-stack-tls";
 /// environment: `llama stack run` ignores `server.port`.)
 fn server(
     spec: &LlamaStackDistributionSpec,
-    base: &BaseConfig,
+    release: ServerRelease,
     config: &mut Map<String, Value>,
 ) -> bool {
     let tls = spec
@@ -159,7 +159,7 @@ fn server(
         .and_then(|n| n.tls.as_ref())
         .is_some_and(|t| t.enabled && t.secret_name.is_some());
     let workers = spec.workload.as_ref().and_then(|w| w.workers);
-    let insecure = !tls && base.server.is_some_and(|s| s.requires_tls_opt_out());
+    let insecure = !tls && release.requires_tls_opt_out();
     if !tls && workers.is_none() && !insecure {
         return false;
     }
@@ -1264,7 +1264,11 @@ pub fn generate(
     repair_references(&mut ctx, &mut config, &before);
     let resource_count = resources(&mut ctx, spec, &mut config);
     storage(&mut ctx, spec, &mut config);
-    let serving = server(spec, base, &mut config);
+    let serving = server(
+        spec,
+        base.server.unwrap_or_else(|| table.release()),
+        &mut config,
+    );
 
     if !ctx.errors.is_empty() {
         return Err(GenerateError::Invalid(ctx.errors));

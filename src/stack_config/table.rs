@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use llama_stack_resolver::server_line::{ServerLine, ServerRelease};
+use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 use serde::Deserialize;
 
 /// One provider type of one API.
@@ -101,6 +101,16 @@ impl ProviderTable {
             .as_deref()
             .and_then(ServerLine::parse)
             .unwrap_or(ServerLine::LlamaStack)
+    }
+
+    /// The release the table was exported from, for a base config that does not say which
+    /// server reads it (a file given to `render --base-config`, a test's config).
+    pub fn release(&self) -> ServerRelease {
+        ServerRelease {
+            line: self.line(),
+            version: ServerVersion::parse(&self.llama_stack_version),
+            evidence: Evidence::Catalog,
+        }
     }
 
     /// The server the table describes, for messages: `llama-stack 0.7.3`, `OGX 1.3.0`.

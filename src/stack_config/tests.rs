@@ -523,6 +523,29 @@ mod ogx_line {
         assert!(tls["server"]["tls_certfile"].is_string());
     }
 
+    /// A base config that does not say which server reads it (a file, a test's config) is read
+    /// as the release of the table it is generated with: OGX 1.3.0 must still be told to serve
+    /// plain HTTP, or it exits at start-up ("TLS required").
+    #[test]
+    fn an_unlabelled_base_generated_for_ogx_is_told_to_serve_plain_http() {
+        let base = embedded_base_config("starter").unwrap().unwrap();
+        let g = crate::stack_config::generate_from_yaml(
+            &spec(json!({})),
+            &base.yaml,
+            ProviderTable::ogx(),
+        )
+        .unwrap();
+        assert_eq!(config(&g)["server"]["insecure"], json!(true));
+        let llama = crate::stack_config::generate_from_yaml(
+            &spec(json!({})),
+            &base.yaml,
+            ProviderTable::embedded(),
+        );
+        if let Ok(llama) = llama {
+            assert!(config(&llama)["server"].get("insecure").is_none());
+        }
+    }
+
     #[test]
     fn what_ogx_removed_is_refused_naming_the_release_and_what_it_has() {
         let errors = field_errors(json!({"providers": {"safety": {"provider": "llama-guard"}},

@@ -225,6 +225,22 @@ fn rule_cases() -> Vec<Case> {
             v2(json!({"distribution": {"image": "r/i:1"}})),
         ),
         (
+            "v1alpha2 image with its server version",
+            v2(json!({"distribution": {"image": "r/i:1", "serverVersion": "1.3.0"}})),
+        ),
+        (
+            "v1alpha2 name with a server version",
+            v2(json!({"distribution": {"name": "starter", "serverVersion": "1.3.0"}})),
+        ),
+        (
+            "v1alpha2 server version that is no version",
+            v2(json!({"distribution": {"image": "r/i:1", "serverVersion": "latest"}})),
+        ),
+        (
+            "v1alpha1 image with its server version",
+            v1(json!({"server": {"distribution": {"image": "r/i:1", "serverVersion": "v1.2"}}})),
+        ),
+        (
             "v1alpha1 name and image",
             v1(json!({"server": {"distribution": {"name": "starter", "image": "r/i:1"}}})),
         ),
