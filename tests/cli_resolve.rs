@@ -91,6 +91,8 @@ fn pinned_with_pull_secret(env: &Env) -> Result<(), Failed> {
         "configSource": "oci-label",
         "configHash": sha256(env.config.as_bytes()),
         "configVersion": 2,
+        "serverLine": "llama-stack",
+        "serverLineSource": "labels io.llamastack.config.*",
         "stale": false,
     });
     if out != want {

@@ -136,9 +136,11 @@ fn prepare() -> Result<Env, String> {
         ),
         &regs,
     )?;
-    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "llama-stack-operator-config", "namespace": support::operator::OPERATOR_NAMESPACE},
-        "data": {"image-overrides": format!("starter: {mirror}\n")}});
+    let settings = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": support::operator::OPERATOR_NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "llama-stack-operator-config", "namespace": support::operator::OPERATOR_NAMESPACE},
+         "data": {"image-overrides": format!("starter: {mirror}\n")}}]});
     support::operator::kubectl(
         &plane,
         &["apply", "--server-side", "-f", "-"],

@@ -1,7 +1,8 @@
-//! The demo's second part: a real llama-stack server on a real node. kubelet, containerd, runc,
-//! the CNI bridge and kube-proxy run in this process's sealed network namespace; the
-//! distribution image (Debian trixie with llama-stack 0.7.3, built offline and cached) is pulled
-//! by digest from a local registry with a private CA and a pull secret, as in a cluster.
+//! The demo's second part: a real OGX server (the line llama-stack became) on a real node.
+//! kubelet, containerd, runc, the CNI bridge and kube-proxy run in this process's sealed network
+//! namespace; the distribution image (Debian trixie with OGX 1.3.0, built offline and cached,
+//! labelled `com.ogx.*` as OGX's build labels real images) is pulled by digest from a local
+//! registry with a private CA and a pull secret, as in a cluster.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,7 +12,9 @@ use serde_json::json;
 use crate::support::control_plane::{ControlPlane, Error, start_controllers_with_crd};
 use crate::support::llama_stack::http_get;
 use crate::support::node::{RealNode, TrustedRegistry, which};
-use crate::support::node_stack::{distribution_image, pull_secret_namespace, push, slim_spec};
+use crate::support::node_stack::{
+    ogx_distribution_image, ogx_slim_spec, pull_secret_namespace, push_pinned,
+};
 use crate::support::operator::{OperatorProcess, install_operator_rbac, kubectl, spawn_operator};
 use crate::support::registries::Registries;
 
@@ -60,12 +63,14 @@ pub fn run(bin: &Path) -> Result<Option<RealNodeDemo>, Error> {
         .prefix("llso-demo-node-")
         .tempdir()?;
     println!(
-        "==> building the distribution image: Debian trixie + llama-stack 0.7.3, offline from Debian's archive and PyPI (cached after the first run)"
+        "==> building the distribution image: Debian trixie + OGX 1.3.0, offline from Debian's archive and PyPI (cached after the first run)"
     );
-    let layout = distribution_image(work.path())?;
+    let (layout, _) = ogx_distribution_image(work.path())?;
     let registries = Registries::start()?;
-    let image = push(&layout, "base64", &registries)?;
-    println!("    pushed {image} (htpasswd auth, private CA), labelled with its base config");
+    let image = push_pinned(&layout, "ogx-distribution", &registries)?;
+    println!(
+        "    pushed {image} (htpasswd auth, private CA), labelled com.ogx.* with its base config"
+    );
     println!(
         "==> a second cluster with a real node: kubelet, containerd, runc, CNI bridge, kube-proxy"
     );
@@ -89,7 +94,7 @@ pub fn run(bin: &Path) -> Result<Option<RealNodeDemo>, Error> {
     let operator = spawn_operator(&plane, bin, "demo-node", &kubeconfig, &[&ca_flag])?;
     pull_secret_namespace(&plane, "demo", &registries.basic.host)?;
     let cr = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-        "metadata": {"name": "hello", "namespace": "demo"}, "spec": slim_spec(&image, "vllm")});
+        "metadata": {"name": "hello", "namespace": "demo"}, "spec": ogx_slim_spec(&image, "vllm")});
     println!("==> creating demo/hello: vLLM inference only, from that image");
     kubectl(&plane, &["create", "-f", "-"], Some(&cr.to_string()))?;
     wait_ready(&plane)?;
@@ -155,6 +160,13 @@ fn show_server(plane: &ControlPlane) -> Result<(), Error> {
     if code != 200 {
         return Err(format!("the server answered {code}: {body}").into());
     }
+    let line = get(
+        plane,
+        "llsd",
+        "hello",
+        "jsonpath={.status.resolvedDistribution.serverLine} {.status.resolvedDistribution.serverVersion} (told by the {.status.resolvedDistribution.serverLineSource})",
+    )?;
+    println!("    the server line the operator read from the image: {line}");
     // The operator reads the server once its revision is Ready; give that read a moment.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use llama_stack_resolver::server_line::ServerLine;
 use serde_json::{Map, Value};
 
 use crate::external::report::{ProviderReport, bounded};
@@ -49,6 +50,15 @@ pub struct StageArgs {
     /// Where Kubernetes reads the termination message.
     #[arg(long, default_value = TERMINATION_LOG)]
     termination_log: PathBuf,
+    /// The line of the server that will load the provider: `ogx` or `llama-stack` (the default,
+    /// so Pods written before OGX keep their arguments).
+    #[arg(long, default_value = "llama-stack", value_parser = parse_line)]
+    server_line: ServerLine,
+}
+
+fn parse_line(text: &str) -> Result<ServerLine, String> {
+    ServerLine::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a server line (ogx, llama-stack)"))
 }
 
 /// Errors of the provider steps.
@@ -100,6 +110,7 @@ pub(super) fn stage_provider(args: &StageArgs) -> Result<(), StepError> {
         source: args.source.clone(),
         dest: args.dest.clone(),
         init_container: args.init_container.clone(),
+        server_line: args.server_line,
     };
     match stage(&options) {
         Ok(staged) => {

@@ -151,6 +151,12 @@ struct Output<'a> {
     config_source: &'a str,
     config_hash: &'a str,
     config_version: u64,
+    /// The server line the image runs (`ogx`, `llama-stack`), as the controller decides it.
+    server_line: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_version: Option<String>,
+    /// What told the line: a label, the catalog, or nothing.
+    server_line_source: &'static str,
     stale: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stale_reason: Option<String>,
@@ -303,12 +309,16 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
     let resolution = runtime
         .block_on(resolver.resolve(&distribution, &keyring))
         .map_err(ResolveCliError::Resolve)?;
+    let server = resolution.config.server.unwrap_or_default();
     let output = Output {
         image: &resolution.image,
         pinned: resolution.pinned,
         config_source: resolution.config.source.as_str(),
         config_hash: &resolution.config.hash,
         config_version: resolution.config.version,
+        server_line: server.line.as_str(),
+        server_version: server.version.map(|v| v.to_string()),
+        server_line_source: server.evidence.as_str(),
         stale: resolution.stale.is_some(),
         stale_reason: resolution.stale.as_ref().map(ToString::to_string),
         signature: resolution.signature.as_deref().map(signature_output),

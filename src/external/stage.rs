@@ -9,6 +9,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use llama_stack_resolver::server_line::ServerLine;
+
 use super::report::ProviderReport;
 use crate::api::apis;
 use crate::stack_config::merge::{ProviderPackage, metadata_api, parse_provider_package};
@@ -37,6 +39,8 @@ pub struct StageOptions {
     pub dest: PathBuf,
     /// This init container's name.
     pub init_container: String,
+    /// The line of the server that will load the provider.
+    pub server_line: ServerLine,
 }
 
 /// What was staged.
@@ -123,6 +127,7 @@ pub fn stage(o: &StageOptions) -> Result<Staged, Box<ProviderReport>> {
         )
     })?;
     let declared = check_placement(o, &package)?;
+    check_line(o, &package)?;
     let packages = o.source.join("packages");
     check_wheels(o, &package, &packages)?;
     let metadata_dir = o.dest.join("metadata").join(&o.provider_id);
@@ -158,6 +163,42 @@ fn check_placement(
             o.provider_id, o.image, package.spec.api, o.section
         ),
         &format!("Move the provider to externalProviders.{declared_section} section in the LLSD spec."),
+    ))
+}
+
+/// The provider was written for the server line that will load it: a provider importing
+/// `llama_stack_api` cannot load on OGX (and the reverse), and without this check the server
+/// would fail on the import with a message that names neither.
+fn check_line(o: &StageOptions, package: &ProviderPackage) -> Result<(), Box<ProviderReport>> {
+    let built_for = package.spec.built_for();
+    if built_for == o.server_line {
+        return Ok(());
+    }
+    let module = |line: ServerLine| match line {
+        ServerLine::Ogx => "ogx_api",
+        ServerLine::LlamaStack => "llama_stack_api",
+    };
+    let said = match &package.spec.server_line {
+        Some(line) => format!("declares spec.serverLine: {line}"),
+        None => "declares no spec.serverLine, so it is taken for llama-stack".to_owned(),
+    };
+    Err(o.report(
+        "Provider built for another server line",
+        format!(
+            "Provider '{}' (image: {})\n{said} in lls-provider-spec.yaml (it imports {})\nbut the distribution image runs {}, whose API package is {}",
+            o.provider_id,
+            o.image,
+            module(built_for),
+            o.server_line.display_name(),
+            module(o.server_line),
+        ),
+        &format!(
+            "Use a build of the provider written for {} (importing {}, with spec.serverLine: {} in its metadata), or run it with a {} distribution image.",
+            o.server_line.display_name(),
+            module(o.server_line),
+            o.server_line.as_str(),
+            built_for.display_name(),
+        ),
     ))
 }
 
@@ -245,8 +286,82 @@ fn write_metadata(
 
 #[cfg(test)]
 mod tests {
-    use super::wheel_relative;
-    use std::path::PathBuf;
+    use super::*;
+
+    fn staging(line: ServerLine, dir: &Path) -> StageOptions {
+        StageOptions {
+            provider_id: "words".to_owned(),
+            section: "inference".to_owned(),
+            image: "reg/words:1".to_owned(),
+            order: 0,
+            config: None,
+            source: dir.join("lls-provider"),
+            dest: dir.join("shared"),
+            init_container: "install-provider-words".to_owned(),
+            server_line: line,
+        }
+    }
+
+    /// The metadata of a provider image, with `extra` lines in its spec; no wheels.
+    fn provider_image(dir: &Path, extra: &str) {
+        let root = dir.join("lls-provider");
+        fs::create_dir_all(root.join("packages")).unwrap();
+        fs::write(
+            root.join("lls-provider-spec.yaml"),
+            format!("apiVersion: llamastack.io/v1alpha1\nkind: ProviderPackage\nmetadata: {{name: words, version: 0.1.0, vendor: acme}}\nspec:\n  packageName: words\n  providerType: remote::words\n  api: inference\n  wheelPath: /lls-provider/packages/words-0.1.0-py3-none-any.whl\n{extra}"),
+        )
+        .unwrap();
+    }
+
+    fn headline(result: Result<Staged, Box<ProviderReport>>) -> String {
+        result.err().map(|r| r.headline).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_provider_for_another_line_is_refused_before_anything_is_staged() {
+        let dir = tempfile::tempdir().unwrap();
+        provider_image(dir.path(), "");
+        let report = stage(&staging(ServerLine::Ogx, dir.path())).unwrap_err();
+        assert_eq!(report.headline, "Provider built for another server line");
+        assert!(
+            report.detail.contains("taken for llama-stack")
+                && report.detail.contains("llama_stack_api")
+                && report
+                    .detail
+                    .contains("runs OGX, whose API package is ogx_api"),
+            "{}",
+            report.detail
+        );
+        assert!(
+            report.resolution.contains("spec.serverLine: ogx"),
+            "{}",
+            report.resolution
+        );
+        assert!(!dir.path().join("shared").exists(), "nothing staged");
+        // Without a line of its own it is the llama-stack provider it always was.
+        let llama = headline(stage(&staging(ServerLine::LlamaStack, dir.path())));
+        assert_ne!(llama, "Provider built for another server line");
+
+        provider_image(dir.path(), "  serverLine: ogx\n");
+        let ogx = headline(stage(&staging(ServerLine::Ogx, dir.path())));
+        assert_ne!(
+            ogx, "Provider built for another server line",
+            "past the line check"
+        );
+        assert_eq!(
+            headline(stage(&staging(ServerLine::LlamaStack, dir.path()))),
+            "Provider built for another server line"
+        );
+
+        provider_image(dir.path(), "  serverLine: ogx-1\n");
+        let report = stage(&staging(ServerLine::Ogx, dir.path())).unwrap_err();
+        assert_eq!(report.headline, "Invalid provider metadata");
+        assert!(
+            report.detail.contains("spec.serverLine"),
+            "{}",
+            report.detail
+        );
+    }
 
     #[test]
     fn wheel_paths_stay_under_packages() {

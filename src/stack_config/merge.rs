@@ -7,6 +7,7 @@
 //! - Entries carry `provider_id`, `provider_type`, `module` (the import package llama-stack
 //!   loads `<module>.provider` from) and `config`; every other key of the base config survives.
 
+use llama_stack_resolver::server_line::ServerLine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -59,6 +60,22 @@ pub struct PackageSpec {
     /// Further wheels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency_wheels: Option<Vec<String>>,
+    /// The server line the provider was written for: `ogx` (it imports `ogx_api`) or
+    /// `llama-stack` (it imports `llama_stack_api`), the default, since every provider written
+    /// before OGX is one. The other line cannot load it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_line: Option<String>,
+}
+
+impl PackageSpec {
+    /// The line the provider was written for ([`server_line`](Self::server_line), checked by
+    /// [`parse_provider_package`]).
+    pub fn built_for(&self) -> ServerLine {
+        self.server_line
+            .as_deref()
+            .and_then(ServerLine::parse)
+            .unwrap_or(ServerLine::LlamaStack)
+    }
 }
 
 /// A provider's metadata file that cannot be used, with what to fix.
@@ -139,6 +156,13 @@ pub fn parse_provider_package(yaml: &str, image: &str) -> Result<ProviderPackage
         return Err(err(format!(
             "spec.providerType {:?} must match (remote|inline)::[a-z0-9-]+",
             package.spec.provider_type
+        )));
+    }
+    if let Some(line) = &package.spec.server_line
+        && ServerLine::parse(line).is_none()
+    {
+        return Err(err(format!(
+            "spec.serverLine {line:?} must be ogx (a provider importing ogx_api) or llama-stack (importing llama_stack_api)"
         )));
     }
     if metadata_api(&package.spec.api).is_none() {

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
     SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use llama_stack_resolver::server_line::ServerLine;
 use serde_json::Value;
 
 use crate::api::common::{ExternalProviderRef, PullPolicy};
@@ -104,7 +105,7 @@ fn tool(name: &str) -> String {
 /// (distribution image).
 pub fn init_containers(
     stack: &Stack,
-    image: &str,
+    (image, server): (&str, ServerLine),
     operator_image: &str,
     config: &str,
 ) -> Vec<Container> {
@@ -116,7 +117,7 @@ pub fn init_containers(
     let mounts = Mounts::new(config_dir);
     let mut containers = vec![copy_tools(operator_image, &mounts)];
     for (order, (section, provider)) in providers.iter().enumerate() {
-        containers.push(stage_provider(order, section, provider, &mounts));
+        containers.push(stage_provider(order, (section, provider), server, &mounts));
     }
     containers.push(install_packages(image, &mounts));
     containers.push(merge_config(image, config, &mounts));
@@ -146,8 +147,8 @@ fn copy_tools(operator_image: &str, mounts: &Mounts) -> Container {
 /// Validates one provider image's metadata and stages its wheels (runs in that image).
 fn stage_provider(
     order: usize,
-    section: &str,
-    provider: &ExternalProviderRef,
+    (section, provider): (&str, &ExternalProviderRef),
+    server: ServerLine,
     mounts: &Mounts,
 ) -> Container {
     let name = install_container_name(&provider.provider_id);
@@ -165,6 +166,10 @@ fn stage_provider(
     ];
     if let Some(config) = &provider.config {
         command.push(format!("--config-json={}", Value::Object(config.clone())));
+    }
+    // Only when it is not the default: the Pods of llama-stack stacks keep their template.
+    if server != ServerLine::LlamaStack {
+        command.push(format!("--server-line={}", server.as_str()));
     }
     let volume_mounts = vec![mounts.tools.clone(), mounts.shared.clone()];
     let mut container = step(

@@ -452,7 +452,7 @@ fn spread(stack: &Stack) -> Option<Vec<TopologySpreadConstraint>> {
 pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
     let init = external::init_containers(
         stack,
-        inputs.image,
+        (inputs.image, inputs.server.line),
         inputs.operator_image,
         &format!(
             "{}/{}",

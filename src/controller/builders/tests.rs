@@ -374,6 +374,41 @@ fn a_new_provider_image_rolls_the_deployment() {
     );
 }
 
+/// The provider's init container is told the server's line, so it can refuse a provider written
+/// for the other one; llama-stack, the default, adds nothing, so those Pods keep their template.
+#[test]
+fn the_provider_step_is_told_the_server_line_only_when_it_is_not_the_default() {
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease};
+    let spec = json!({"distribution": {"name": "starter"},
+        "externalProviders": {"inference": [{"providerId": "p", "image": "reg/p:1"}]}});
+    let command_on = |line| {
+        let built = build(spec.clone(), |i| {
+            i.server = ServerRelease {
+                line,
+                version: None,
+                evidence: Evidence::Catalog,
+            }
+        });
+        let pod = value(&built.deployment.spec)["template"]["spec"].clone();
+        pod["initContainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "install-provider-p")
+            .unwrap()["command"]
+            .clone()
+    };
+    let ogx = command_on(ServerLine::Ogx);
+    assert!(
+        ogx.as_array()
+            .unwrap()
+            .contains(&json!("--server-line=ogx")),
+        "{ogx}"
+    );
+    let llama = command_on(ServerLine::LlamaStack);
+    assert!(!llama.to_string().contains("--server-line"), "{llama}");
+}
+
 #[test]
 fn pods_run_as_a_fixed_non_root_user_except_where_openshift_assigns_one() {
     let spec = json!({"distribution": {"name": "starter"}});

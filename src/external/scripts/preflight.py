@@ -31,6 +31,14 @@ def import_cause(error, module):
                 return (f"Python package '{module}' is not installed.",
                         "Check spec.packageName in lls-provider-spec.yaml: it must be the top-level import package of "
                         "the provider's wheel (not the PyPI name), and the wheel must contain it.")
+            # The other server line's API package: the metadata's spec.serverLine is wrong.
+            line_of = {"llama_stack_api": "llama-stack", "llama_stack": "llama-stack", "ogx_api": "ogx", "ogx": "ogx"}
+            if missing.split(".")[0] in line_of:
+                built_for = line_of[missing.split(".")[0]]
+                return (f"'{module}.provider' imports '{missing}', the API package of the {built_for} server line, "
+                        "which this distribution image does not run.",
+                        f"Use a build of the provider written for this image's server line, and set spec.serverLine "
+                        f"in its lls-provider-spec.yaml to the line it is written for ({built_for} for this one).")
             if missing == module + ".provider":
                 return (f"Package '{module}' has no 'provider' module; llama-stack imports '{module}.provider' "
                         "and calls its get_provider_spec().",
