@@ -51,8 +51,19 @@ prepare_start=$(date +%s)
 # The control plane first: the real node's images need its `pause`; the other Go tools follow it
 # (one Go build at a time beside the Rust builds).
 begin go control_plane_then_tools
-begin venv scripts/llama-stack-venv.sh
-begin ogxvenv scripts/ogx-venv.sh
+# Each server's venv with what its starter config needs (`stack list-deps`), which covers what the
+# suites' generated configs ask for, so their own calls find it installed instead of spending
+# minutes of pip in a suite's critical path. Less the local embedding provider: it pulls torch
+# (its own line names an index this machine cannot reach), and the suites replace it.
+with_starter_deps() { # <venv script> <cli> <starter config>
+  local venv deps=(); venv=$("$1") || return 1
+  mapfile -t deps < <("$venv/bin/$2" stack list-deps "$3" | head -n 1 | tr ' ' '\n' \
+    | grep -v -e '^$' -e '^sentence-transformers' -e '^torch')
+  ((${#deps[@]})) || { echo "$2 stack list-deps $3 named nothing" >&2; return 1; }
+  "$1" "${deps[@]}"
+}
+begin venv with_starter_deps scripts/llama-stack-venv.sh llama configs/starter/config.yaml
+begin ogxvenv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/config.yaml
 
 # The operator's image from the Dockerfile, which the real node runs (a release build of the
 # static binary); cargo-cyclonedx for the release test's SBOM; then the suites themselves.
