@@ -1022,6 +1022,10 @@ const TESTS: &[(&str, Test)] = &[
         "credential_provider_a_failing_plugin_is_named",
         credential_providers::a_failing_plugin_is_named,
     ),
+    (
+        "credential_provider_a_remembered_answer_runs_no_plugin",
+        credential_providers::a_remembered_answer_runs_no_plugin,
+    ),
 ];
 
 fn main() -> ExitCode {

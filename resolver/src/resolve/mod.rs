@@ -210,14 +210,15 @@ impl Resolver {
         keyring: &Keyring,
     ) -> Result<Resolution, Arc<ResolveError>> {
         let name = image.name();
-        let (node, provider_failures) = self.node_credentials(&name).await;
-        let creds = in_kubelet_order(keyring, &node, &name);
+        // Keyed by the Pod's credentials only, and looked up before any credential plugin runs:
+        // the plugins are the node's, the same for every stack, so they tell two requests apart
+        // no better than the pull secrets do, and a slow or failing plugin then costs only the
+        // requests that really go to a registry.
         let key = format!(
             "{distribution}|{image}|{}|{}",
-            fingerprint(&creds),
+            fingerprint(&in_kubelet_order(keyring, &Keyring::default(), &name)),
             self.options.platform
         );
-
         if let Some(hit) = self.memo.get(&key) {
             self.options.stats.lookup(CacheKind::Manifest, false);
             self.options.stats.lookup(CacheKind::Config, false);
@@ -226,6 +227,8 @@ impl Resolver {
         if let Some(err) = self.failures.get(&key).await {
             return self.fallback(&key, distribution, &image, err).await;
         }
+        let (node, provider_failures) = self.node_credentials(&name).await;
+        let creds = in_kubelet_order(keyring, &node, &name);
         match self
             .resolve_image(distribution, &image, &creds, keyring)
             .await

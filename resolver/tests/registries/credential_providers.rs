@@ -142,3 +142,37 @@ pub fn a_failing_plugin_is_named(env: &Env) -> Result<(), Failed> {
     }
     Ok(())
 }
+
+/// The resolver's memo and its failure cache are looked up before any plugin runs: repeated
+/// resolves of one image with the same pull secrets ask the plugin once, even one whose answers
+/// are never cached (`0s`) or one that fails, so a slow or failing plugin does not slow every
+/// reconcile that matches it.
+pub fn a_remembered_answer_runs_no_plugin(env: &Env) -> Result<(), Failed> {
+    push_private(env, "t/plugin-memo")?;
+    let distribution = Distribution::Image(format!("{}/t/plugin-memo:v1", env.regs.basic.host));
+    let (uncached, log) = providers(env, "memo", "answer", "0s")?;
+    let resolver = env.resolver(options_with(env, &uncached))?;
+    for _ in 0..3 {
+        env.rt
+            .block_on(resolver.resolve(&distribution, &Keyring::default()))
+            .map_err(|e| e.to_string())?;
+    }
+    super::assert_eq(&log.requests(), &1, "asked for the first resolve only")?;
+
+    let (failing, log) = providers(env, "memo-failing", "fail", "5m")?;
+    let resolver = env.resolver(options_with(env, &failing))?;
+    for _ in 0..3 {
+        let refused = env
+            .rt
+            .block_on(resolver.resolve(&distribution, &Keyring::default()));
+        if refused.is_ok() {
+            return Err("resolved without credentials".into());
+        }
+    }
+    super::assert_eq(
+        &log.requests(),
+        &1,
+        "a failure is remembered for the failure TTL, with the plugin's part in it",
+    )?;
+    Ok(())
+}

@@ -1,0 +1,61 @@
+"""Checks a config.yaml the way the server itself reads it at start-up, without starting it:
+the environment substituted (`replace_env_vars`), the whole file parsed by the server's own
+`StackConfig`, every name in `apis` one of the server's APIs, and each provider's `config`
+parsed by the config class its provider spec names (what `instantiate_provider` does). Works for
+both lines: the package is `llama_stack` (0.x) or `ogx` (1.x).
+
+Usage: python3 validate_config.py <llama_stack|ogx> <config.yaml>
+Exit 0 and no output when the server would accept the file; else exit 1 and one line per problem.
+Written for llama-stack-operator's tests."""
+
+import importlib
+import sys
+
+import yaml
+
+
+def main():
+    package, path = sys.argv[1], sys.argv[2]
+    core = lambda module: importlib.import_module(f"{package}.core.{module}")
+    api_type = importlib.import_module(f"{package}_api").Api if package == "ogx" else None
+    if api_type is None:
+        api_type = importlib.import_module("llama_stack_api").Api
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    problems = []
+    try:
+        substituted = core("stack").replace_env_vars(raw)
+        config = core("datatypes").StackConfig(**substituted)
+    except Exception as e:  # the server stops here with this error
+        print(f"{path}: {type(e).__name__}: {e}")
+        sys.exit(1)
+    known = {api.value for api in api_type}
+    for api in raw.get("apis") or []:
+        if api not in known:
+            problems.append(f"apis: {api!r} is not an API of this server ({', '.join(sorted(known))})")
+    registry = core("distribution").get_provider_registry(config)
+    instantiate = core("utils.dynamic").instantiate_class_type
+    for api, providers in (config.providers or {}).items():
+        try:
+            specs = registry[api_type(api)]
+        except (ValueError, KeyError):
+            problems.append(f"providers.{api}: not an API of this server")
+            continue
+        for provider in providers:
+            if provider.provider_id in (None, "", "__disabled__"):
+                continue
+            spec = specs.get(provider.provider_type)
+            if spec is None:
+                problems.append(f"providers.{api}.{provider.provider_id}: no provider type {provider.provider_type}")
+                continue
+            try:
+                instantiate(spec.config_class)(**(provider.config or {}))
+            except Exception as e:
+                problems.append(f"providers.{api}.{provider.provider_id} ({provider.provider_type}): {type(e).__name__}: {e}")
+    for problem in problems:
+        print(f"{path}: {problem}")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
