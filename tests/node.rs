@@ -821,6 +821,42 @@ fn ogx_stacks_run_named_direct_and_generated(env: &Env) -> Result<(), Failed> {
         image.contains("/mirror/ogxai/distribution-starter@sha256:"),
         "the name resolved through image-overrides to the mirror, pinned: {image}"
     );
+    a_rejected_ogx_config_crash_loops_behind_the_ready_pod(env, ns)
+}
+
+/// OGX 1.3.0 refusing its config at start-up (it exits 0 when start-up fails) is a crash loop
+/// all the same: kubelet restarts it, and the Ready revision keeps serving behind the Service.
+fn a_rejected_ogx_config_crash_loops_behind_the_ready_pod(
+    env: &Env,
+    ns: &str,
+) -> Result<(), Failed> {
+    env.create_rejected_config(ns, "broken")?;
+    env.patch_llsd(
+        ns,
+        "generated",
+        &json!({"spec": {"providers": null, "disabled": null,
+            "overrideConfig": {"configMapName": "broken"}}}),
+    )?;
+    let seen = wait_for_reason(
+        env,
+        ns,
+        "generated",
+        "DeploymentReady",
+        "ServerCrashLooping",
+    )?;
+    assert_eq!(seen["phase"], "Failed", "{seen}");
+    assert_eq!(
+        condition(&seen, "Available")["status"],
+        "True",
+        "the Ready Pod still serves: {seen}"
+    );
+    let address = service_address(env, ns, "generated")?;
+    assert_eq!(
+        inference_provider_ids(&address)?,
+        ["vllm-e2e"],
+        "the Service still reaches the Ready revision"
+    );
+    assert_eq!(served_version(env, ns, "generated")?, "1.3.0");
     Ok(())
 }
 
