@@ -195,6 +195,26 @@ mod tests {
         assert_eq!(words.len(), Reason::ALL.len());
     }
 
+    /// The status's schema lists the condition types (the CRD and the API reference carry it):
+    /// a new type must be added there too.
+    #[test]
+    fn the_crd_lists_every_condition_type() {
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(crate::api::v1alpha2::LlamaStackDistribution::crd())
+            .unwrap_or_default();
+        let description = crd
+            .pointer("/spec/versions/0/schema/openAPIV3Schema/properties/status/properties/conditions/description")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        for condition in ConditionType::ALL {
+            assert!(
+                description.contains(condition.as_str()),
+                "{condition} missing from the conditions' description: {description:?}"
+            );
+        }
+    }
+
     /// Users look reasons up in the troubleshooting guide: each one must be there.
     #[test]
     fn every_type_and_reason_is_documented() {

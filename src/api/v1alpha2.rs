@@ -565,7 +565,10 @@ pub struct LlamaStackDistributionStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Conditions: ConfigGenerated, DeploymentUpdated, Available, SecretsResolved.
+    /// Conditions. Summaries kstatus and `kubectl wait` read: Ready, Reconciling, Stalled. Steps:
+    /// ConfigGenerated, SecretsResolved, DeploymentUpdated, Available, DeploymentReady,
+    /// HealthCheck, ServiceReady, StorageReady, ExternalProvidersReady, ServerResponding
+    /// (docs/troubleshooting.md explains each type and reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The resolved distribution image and base config.

@@ -1,12 +1,15 @@
 //! The resolver: a distribution name or image reference, plus the pull credentials of the
 //! workload, to a digest-pinned image and the base config that belongs to exactly that image.
 //!
-//! Caches (moka): tag -> pinned image with a TTL; digest -> pinned image (immutable); image
-//! config digest -> parsed base config, bounded by bytes. Keys that come from a registry include
-//! a fingerprint of the credentials used, so a namespace never gets a result its own pull
-//! secrets could not fetch. Concurrent requests for one key share one fetch. Failures are
-//! remembered briefly; when the registry fails, the last known good result is returned, marked
-//! stale, with the error.
+//! Caches (moka, each bounded), eight of them: `memo` (a whole request -> its resolution, looked
+//! up first, before any credential plugin runs; see `crate::memo`); `tags` (tag -> pinned image, with
+//! a TTL); `digests` (digest -> pinned image, immutable); `configs` (image config digest -> parsed
+//! base config, bounded by bytes); `failures` (request -> error, for a short TTL); `last_good`
+//! (request -> the last resolution that succeeded, returned marked stale while the registry
+//! fails); `verified` (signature checks that passed, by rule and digest); `clients` (registry
+//! host -> HTTP client). Keys that come from a registry include a fingerprint of the credentials
+//! used, so a namespace never gets a result its own pull secrets could not fetch. Concurrent
+//! requests for one key share one fetch.
 
 mod credentials;
 mod layers;
