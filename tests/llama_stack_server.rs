@@ -14,7 +14,7 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-use support::llama_stack::{self, Line};
+use support::llama_stack::{self, ServerLine};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::Failed;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::stack_config::GeneratedConfig;
 use llama_stack_operator::stack_config::env::EnvSource;
-use llama_stack_operator::stack_config::{GeneratedConfig, ProviderTable, generate_from_yaml};
 use serde_json::{Value, json};
 use support::harness::{TestFn, run_suite};
 
@@ -100,7 +100,7 @@ impl FakeUpstream {
 struct Case {
     name: &'static str,
     /// The server line whose starter config the spec is generated over and whose server runs it.
-    line: Line,
+    line: ServerLine,
     /// The spec; `{A}` and `{B}` in strings become the two fake upstream URLs.
     spec: Value,
     /// Providers the user configured, as the server must list them: (api, id, type).
@@ -147,10 +147,10 @@ fn with_endpoints(mut spec: Value, endpoints: &[(&str, usize, &str)]) -> Value {
 
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
-    for line in [Line::LlamaStack, Line::Ogx] {
+    for line in [ServerLine::LlamaStack, ServerLine::Ogx] {
         let on = |name: &'static str, ogx_name: &'static str| match line {
-            Line::LlamaStack => name,
-            Line::Ogx => ogx_name,
+            ServerLine::LlamaStack => name,
+            ServerLine::Ogx => ogx_name,
         };
         all.push(Case {
             name: on("us1_minimal_inference", "ogx_us1_minimal_inference"),
@@ -189,7 +189,7 @@ fn cases() -> Vec<Case> {
         // The sample as written runs on OGX; on llama-stack 0.7 it adds what its header says.
         let us3 = sample("v1alpha2_us3_resources.yaml");
         let (us3, us3_providers): (Value, &'static [(&str, &str, &str)]) = match line {
-            Line::Ogx => (
+            ServerLine::Ogx => (
                 us3,
                 &[
                     ("inference", "vllm-primary", "remote::vllm"),
@@ -197,7 +197,7 @@ fn cases() -> Vec<Case> {
                     ("tool_runtime", "brave-search", "remote::brave-search"),
                 ],
             ),
-            Line::LlamaStack => (
+            ServerLine::LlamaStack => (
                 with_safety(us3),
                 &[
                     ("inference", "vllm-primary", "remote::vllm"),
@@ -222,11 +222,11 @@ fn cases() -> Vec<Case> {
         });
         // Each line turns off APIs it has (OGX has no eval or scoring to turn off).
         let (disabled, absent): (Value, &'static [&str]) = match line {
-            Line::LlamaStack => (
+            ServerLine::LlamaStack => (
                 json!(["eval", "scoring", "postTraining"]),
                 &["eval", "scoring"],
             ),
-            Line::Ogx => (
+            ServerLine::Ogx => (
                 json!(["batches", "toolRuntime"]),
                 &["batches", "tool_runtime"],
             ),
@@ -257,15 +257,7 @@ fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
     spec["distribution"] = json!({"name": "starter"});
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": case.name}, "spec": spec}))?;
-    let table = match case.line {
-        Line::LlamaStack => ProviderTable::embedded(),
-        Line::Ogx => ProviderTable::ogx(),
-    };
-    Ok(generate_from_yaml(
-        &cr.spec,
-        case.line.starter_config(),
-        table,
-    )?)
+    Ok(llama_stack::generate_over_starter(case.line, &cr.spec)?)
 }
 
 /// Providers the config declares that the server must list: literal ids, and conditional
@@ -295,7 +287,7 @@ fn expected_providers(
 
 struct Env {
     /// The venv of each line, with what its cases' configs need.
-    venvs: BTreeMap<&'static str, PathBuf>,
+    venvs: BTreeMap<ServerLine, PathBuf>,
     configs: Vec<(Case, GeneratedConfig, FakeUpstream, FakeUpstream)>,
 }
 
@@ -317,7 +309,7 @@ fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
         })
         .collect();
     let server = llama_stack::Server::start(
-        &env.venvs[line_key(case.line)],
+        &env.venvs[&case.line],
         &config_path,
         &vars.clone().into_iter().collect::<Vec<_>>(),
         dir.path(),
@@ -416,22 +408,18 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
             .file_stem()
             .and_then(|n| n.to_str())
             .unwrap_or_default();
-        for line in [Line::LlamaStack, Line::Ogx] {
-            let table = match line {
-                Line::LlamaStack => ProviderTable::embedded(),
-                Line::Ogx => ProviderTable::ogx(),
-            };
-            let generated = generate_from_yaml(&cr.spec, line.starter_config(), table)
+        for line in [ServerLine::LlamaStack, ServerLine::Ogx] {
+            let generated = llama_stack::generate_over_starter(line, &cr.spec)
                 .map_err(|e| format!("{name} on {line:?}: {e}"))?;
             let path = scratch
                 .path()
-                .join(format!("{name}-{}.yaml", line_key(line)));
+                .join(format!("{name}-{}.yaml", line.as_str()));
             std::fs::write(&path, &generated.yaml)?;
             let package = match line {
-                Line::LlamaStack => "llama_stack",
-                Line::Ogx => "ogx",
+                ServerLine::LlamaStack => "llama_stack",
+                ServerLine::Ogx => "ogx",
             };
-            let out = std::process::Command::new(env.venvs[line_key(line)].join("bin/python3"))
+            let out = std::process::Command::new(env.venvs[&line].join("bin/python3"))
                 .arg(&script)
                 .args([package, &path.display().to_string()])
                 .envs(
@@ -462,38 +450,30 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
     Ok(())
 }
 
-fn line_key(line: Line) -> &'static str {
-    match line {
-        Line::LlamaStack => "llama-stack",
-        Line::Ogx => "ogx",
-    }
-}
-
 fn prepare() -> Result<Env, llama_stack::Error> {
     let mut configs = Vec::new();
-    let mut deps: BTreeMap<&'static str, BTreeSet<String>> = BTreeMap::new();
+    let mut deps: BTreeMap<ServerLine, BTreeSet<String>> = BTreeMap::new();
     let mut bases = BTreeMap::new();
+    for line in [ServerLine::LlamaStack, ServerLine::Ogx] {
+        bases.insert(line, llama_stack::venv_of(line, &[])?);
+    }
     let scratch = tempfile::tempdir()?;
     for case in cases() {
-        let key = line_key(case.line);
-        if !bases.contains_key(key) {
-            bases.insert(key, llama_stack::venv_of(case.line, &[])?);
-        }
+        let line = case.line;
         let (a, b) = (FakeUpstream::start()?, FakeUpstream::start()?);
         let generated = render(&case, &a.url, &b.url)
             .map_err(|e| format!("{}: {}", case.name, e.message().unwrap_or_default()))?;
         let path = scratch.path().join(format!("{}.yaml", case.name));
         std::fs::write(&path, &generated.yaml)?;
-        deps.entry(key)
+        deps.entry(line)
             .or_default()
-            .extend(llama_stack::list_deps(&bases[key], &path)?);
+            .extend(llama_stack::list_deps(&bases[&line], &path)?);
         configs.push((case, generated, a, b));
     }
     let mut venvs = BTreeMap::new();
-    for line in [Line::LlamaStack, Line::Ogx] {
-        let key = line_key(line);
-        let extra: Vec<String> = deps.remove(key).unwrap_or_default().into_iter().collect();
-        venvs.insert(key, llama_stack::venv_of(line, &extra)?);
+    for line in [ServerLine::LlamaStack, ServerLine::Ogx] {
+        let extra: Vec<String> = deps.remove(&line).unwrap_or_default().into_iter().collect();
+        venvs.insert(line, llama_stack::venv_of(line, &extra)?);
     }
     Ok(Env { venvs, configs })
 }

@@ -380,22 +380,11 @@ fn labelled_private_image_serves_through_its_service(env: &Env) -> Result<(), Fa
     kubelet_ran_the_pinned_digest(env, ns, "slim", &llsd)?;
 
     let address = service_address(env, ns, "slim")?;
-    let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
-    assert_eq!(code, 200, "GET /v1/version through the Service: {body}");
-    let version: Value = serde_json::from_str(&body)?;
-    assert_eq!(version["version"], "0.7.3", "{body}");
+    assert_eq!(served_version(&address)?, "0.7.3");
 
-    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
-    assert_eq!(code, 200, "GET /v1/providers through the Service: {body}");
-    let providers: Value = serde_json::from_str(&body)?;
-    let ids: Vec<&str> = providers["data"]
-        .as_array()
-        .ok_or("no provider list")?
-        .iter()
-        .filter_map(|p| p["provider_id"].as_str())
-        .collect();
+    let ids = provider_ids(&address)?;
     assert!(
-        ids.contains(&"vllm-e2e") && !ids.contains(&BAKED_PROVIDER),
+        ids.iter().any(|id| id == "vllm-e2e") && !ids.iter().any(|id| id == BAKED_PROVIDER),
         "the server runs the operator's config, not the image's: {ids:?}"
     );
 
@@ -428,19 +417,51 @@ fn service_address(env: &Env, ns: &str, name: &str) -> Result<String, Failed> {
     Ok(format!("{ip}:{}", service["spec"]["ports"][0]["port"]))
 }
 
-/// The provider ids the server behind `address` lists.
-fn provider_ids(address: &str) -> Result<Vec<String>, Failed> {
+/// The providers the server behind `address` lists (`/v1/providers`).
+fn listed_providers(address: &str) -> Result<Vec<Value>, Failed> {
     let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
     if code != 200 {
         return Err(format!("GET /v1/providers: {code} {body}").into());
     }
-    let providers: Value = serde_json::from_str(&body)?;
-    Ok(providers["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let mut providers: Value = serde_json::from_str(&body)?;
+    match providers["data"].take() {
+        Value::Array(list) => Ok(list),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The ids of `providers` (as [`listed_providers`] returns them).
+fn ids(providers: &[Value]) -> Vec<String> {
+    providers
+        .iter()
         .filter_map(|p| p["provider_id"].as_str().map(str::to_owned))
-        .collect())
+        .collect()
+}
+
+/// The provider ids the server behind `address` lists.
+fn provider_ids(address: &str) -> Result<Vec<String>, Failed> {
+    Ok(ids(&listed_providers(address)?))
+}
+
+/// The inference provider ids the server behind `address` lists (OGX also lists the builtin
+/// interactions and messages providers its config keeps).
+fn inference_provider_ids(address: &str) -> Result<Vec<String>, Failed> {
+    let listed = listed_providers(address)?;
+    let inference: Vec<Value> = listed
+        .into_iter()
+        .filter(|p| p["api"] == "inference")
+        .collect();
+    Ok(ids(&inference))
+}
+
+/// The version the server behind `address` reports (`/v1/version`).
+fn served_version(address: &str) -> Result<String, Failed> {
+    let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
+    if code != 200 {
+        return Err(format!("GET /v1/version: {code} {body}").into());
+    }
+    let version: Value = serde_json::from_str(&body)?;
+    Ok(version["version"].as_str().unwrap_or_default().to_owned())
 }
 
 /// Probes `/v1/health` through the Service every 200 ms from a thread until dropped; counts
@@ -725,23 +746,9 @@ fn unlabelled_image_and_run_yaml_config_map_serve_as_upstream_ran_them(
             [provider],
             "{name} runs its config"
         );
-        let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
-        assert_eq!(code, 200, "{name}: GET /v1/version: {body}");
-        let version: Value = serde_json::from_str(&body)?;
-        assert_eq!(version["version"], "0.7.3", "{name}: {version}");
+        assert_eq!(served_version(&address)?, "0.7.3", "{name}");
     }
     Ok(())
-}
-
-/// GETs `/v1/version` through the stack's Service and returns the version the server reports.
-fn served_version(env: &Env, ns: &str, name: &str) -> Result<String, Failed> {
-    let address = service_address(env, ns, name)?;
-    let (code, body) = http_get(&format!("http://{address}/v1/version"))?;
-    if code != 200 {
-        return Err(format!("{ns}/{name}: GET /v1/version: {code} {body}").into());
-    }
-    let version: Value = serde_json::from_str(&body)?;
-    Ok(version["version"].as_str().unwrap_or_default().to_owned())
 }
 
 /// Checks that stack `name` runs OGX 1.3.0 as the image's labels say: the status names the line,
@@ -763,7 +770,11 @@ fn runs_ogx(env: &Env, ns: &str, name: &str, llsd: &Value) -> Result<(), Failed>
         ),
         "{name}: {resolved}"
     );
-    assert_eq!(served_version(env, ns, name)?, "1.3.0", "{name}");
+    assert_eq!(
+        served_version(&service_address(env, ns, name)?)?,
+        "1.3.0",
+        "{name}"
+    );
     // The image's entrypoint starts the server (OGX has no `llama` command), told where the
     // config is and on which port.
     let deployment = env.json(&["get", "deployment", name, "-n", ns])?;
@@ -856,25 +867,8 @@ fn a_rejected_ogx_config_crash_loops_behind_the_ready_pod(
         ["vllm-e2e"],
         "the Service still reaches the Ready revision"
     );
-    assert_eq!(served_version(env, ns, "generated")?, "1.3.0");
+    assert_eq!(served_version(&address)?, "1.3.0");
     Ok(())
-}
-
-/// The inference provider ids the server behind `address` lists (OGX also lists the builtin
-/// interactions and messages providers its config keeps).
-fn inference_provider_ids(address: &str) -> Result<Vec<String>, Failed> {
-    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
-    if code != 200 {
-        return Err(format!("GET /v1/providers: {code} {body}").into());
-    }
-    let providers: Value = serde_json::from_str(&body)?;
-    Ok(providers["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["api"] == "inference")
-        .filter_map(|p| p["provider_id"].as_str().map(str::to_owned))
-        .collect())
 }
 
 /// An image the operator resolves but the node cannot pull: the status names the pull failure
@@ -1061,13 +1055,11 @@ fn an_external_provider_runs_in_real_init_containers(env: &Env) -> Result<(), Fa
     );
 
     let address = service_address(env, ns, "acme")?;
-    let (code, body) = http_get(&format!("http://{address}/v1/providers"))?;
-    assert_eq!(code, 200, "{body}");
-    let providers: Value = serde_json::from_str(&body)?;
-    let acme = providers["data"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["provider_id"] == "acme"))
-        .ok_or_else(|| format!("acme not listed: {body}"))?;
+    let providers = listed_providers(&address)?;
+    let acme = providers
+        .iter()
+        .find(|p| p["provider_id"] == "acme")
+        .ok_or_else(|| format!("acme not listed: {providers:?}"))?;
     assert_eq!(
         (acme["api"].as_str(), acme["provider_type"].as_str()),
         (Some("safety"), Some("remote::acme-words"))

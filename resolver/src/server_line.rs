@@ -284,22 +284,19 @@ mod tests {
 
     #[test]
     fn versions_parse_as_releases_are_tagged() {
-        assert_eq!(
-            ServerVersion::parse("1.3.0"),
-            Some(ServerVersion::new(1, 3, 0))
-        );
-        assert_eq!(
-            ServerVersion::parse("v0.7.3"),
-            Some(ServerVersion::new(0, 7, 3))
-        );
-        assert_eq!(
-            ServerVersion::parse("1.3.2rc1"),
-            Some(ServerVersion::new(1, 3, 2))
-        );
-        assert_eq!(
-            ServerVersion::parse("1.10"),
-            Some(ServerVersion::new(1, 10, 0))
-        );
+        for (text, version) in [
+            ("1.3.0", (1, 3, 0)),
+            ("v0.7.3", (0, 7, 3)),
+            ("1.3.2rc1", (1, 3, 2)),
+            ("1.10", (1, 10, 0)),
+        ] {
+            let (major, minor, patch) = version;
+            assert_eq!(
+                ServerVersion::parse(text),
+                Some(ServerVersion::new(major, minor, patch)),
+                "{text:?}"
+            );
+        }
         for bad in ["", "latest", "1", "1.x.0", "3.12-slim-bookworm", "1.2.3.4"] {
             assert_eq!(ServerVersion::parse(bad), None, "{bad:?}");
         }

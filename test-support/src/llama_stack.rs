@@ -8,6 +8,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use crate::process::Error;
+use llama_stack_operator::api::v1alpha2::LlamaStackDistributionSpec;
+use llama_stack_operator::stack_config::{
+    GenerateError, GeneratedConfig, ProviderTable, generate_from_yaml,
+};
+pub use llama_stack_resolver::server_line::ServerLine;
+
 use crate::process::{free_port, spawn_tied};
 use crate::sealed;
 
@@ -26,65 +32,71 @@ fn script(name: &str) -> PathBuf {
     crate::workspace_root().join("scripts").join(name)
 }
 
-/// The two server lines the tests run for real.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Line {
-    /// llama-stack 0.7.3 (`scripts/llama-stack-venv.sh`).
-    LlamaStack,
-    /// OGX 1.3.0, the catalog's release (`scripts/ogx-venv.sh`).
-    Ogx,
+/// The script that builds `line`'s venv.
+fn venv_script(line: ServerLine) -> &'static str {
+    match line {
+        ServerLine::LlamaStack => "llama-stack-venv.sh",
+        ServerLine::Ogx => "ogx-venv.sh",
+    }
 }
 
-impl Line {
-    fn venv_script(self) -> &'static str {
-        match self {
-            Self::LlamaStack => "llama-stack-venv.sh",
-            Self::Ogx => "ogx-venv.sh",
-        }
+/// The server's command in `line`'s venv.
+fn cli(line: ServerLine) -> &'static str {
+    match line {
+        ServerLine::LlamaStack => "llama",
+        ServerLine::Ogx => "ogx",
     }
+}
 
-    /// The server's command in its venv.
-    fn cli(self) -> &'static str {
-        match self {
-            Self::LlamaStack => "llama",
-            Self::Ogx => "ogx",
-        }
+/// The variable naming the server's state directory.
+fn state_var(line: ServerLine) -> &'static str {
+    match line {
+        ServerLine::LlamaStack => "LLAMA_STACK_CONFIG_DIR",
+        ServerLine::Ogx => "OGX_CONFIG_DIR",
     }
+}
 
-    /// The variable naming the server's state directory.
-    fn state_var(self) -> &'static str {
-        match self {
-            Self::LlamaStack => "LLAMA_STACK_CONFIG_DIR",
-            Self::Ogx => "OGX_CONFIG_DIR",
-        }
+/// The server's Python package (`llama_stack`, `ogx`).
+pub fn python_package(line: ServerLine) -> &'static str {
+    match line {
+        ServerLine::LlamaStack => "llama_stack",
+        ServerLine::Ogx => "ogx",
     }
+}
 
-    /// The starter config of the line's pinned release.
-    pub fn starter_config(self) -> &'static str {
-        match self {
-            Self::LlamaStack => STARTER_CONFIG,
-            Self::Ogx => OGX_STARTER_CONFIG,
-        }
+/// The starter config of `line`'s pinned release.
+pub fn starter_config(line: ServerLine) -> &'static str {
+    match line {
+        ServerLine::LlamaStack => STARTER_CONFIG,
+        ServerLine::Ogx => OGX_STARTER_CONFIG,
     }
+}
 
-    /// The line a venv built by [`venv_of`] holds.
-    fn of_venv(venv: &Path) -> Self {
-        if venv.join("bin/ogx").exists() {
-            Self::Ogx
-        } else {
-            Self::LlamaStack
-        }
+/// What the operator generates for `spec` over `line`'s starter config, with `line`'s table.
+pub fn generate_over_starter(
+    line: ServerLine,
+    spec: &LlamaStackDistributionSpec,
+) -> Result<GeneratedConfig, GenerateError> {
+    generate_from_yaml(spec, starter_config(line), ProviderTable::for_line(line))
+}
+
+/// The line a venv built by [`venv_of`] holds.
+fn line_of_venv(venv: &Path) -> ServerLine {
+    if venv.join("bin/ogx").exists() {
+        ServerLine::Ogx
+    } else {
+        ServerLine::LlamaStack
     }
 }
 
 /// The venv with llama-stack and `extra` packages; built or reused by `scripts/llama-stack-venv.sh`.
 pub fn venv(extra: &[String]) -> Result<PathBuf, Error> {
-    venv_of(Line::LlamaStack, extra)
+    venv_of(ServerLine::LlamaStack, extra)
 }
 
 /// The venv of `line` with `extra` packages; built or reused by its script.
-pub fn venv_of(line: Line, extra: &[String]) -> Result<PathBuf, Error> {
-    let script_name = line.venv_script();
+pub fn venv_of(line: ServerLine, extra: &[String]) -> Result<PathBuf, Error> {
+    let script_name = venv_script(line);
     let out = sealed::with_host_network(&mut Command::new(script(script_name)))
         .args(extra)
         .stderr(Stdio::inherit())
@@ -101,14 +113,14 @@ pub fn venv_of(line: Line, extra: &[String]) -> Result<PathBuf, Error> {
 
 /// The pip packages a config needs, as the venv's `llama|ogx stack list-deps` prints them.
 pub fn list_deps(venv: &Path, config: &Path) -> Result<Vec<String>, Error> {
-    let cli = Line::of_venv(venv).cli();
-    let out = Command::new(venv.join("bin").join(cli))
+    let command = cli(line_of_venv(venv));
+    let out = Command::new(venv.join("bin").join(command))
         .args(["stack", "list-deps"])
         .arg(config)
         .output()?;
     if !out.status.success() {
         return Err(format!(
-            "{cli} stack list-deps {} failed: {}",
+            "{command} stack list-deps {} failed: {}",
             config.display(),
             String::from_utf8_lossy(&out.stderr)
         )
@@ -171,12 +183,12 @@ impl Server {
         let log = dir.join("server.log");
         let state = dir.join("state");
         fs::create_dir_all(&state)?;
-        let line = Line::of_venv(venv);
-        let mut cmd = Command::new(venv.join("bin").join(line.cli()));
+        let line = line_of_venv(venv);
+        let mut cmd = Command::new(venv.join("bin").join(cli(line)));
         cmd.args(["stack", "run"])
             .arg(config)
             .args(["--port", &port.to_string()])
-            .env(line.state_var(), &state)
+            .env(state_var(line), &state)
             .env("SQLITE_STORE_DIR", &state)
             .env("FILES_STORAGE_DIR", state.join("files"))
             .env("TIKTOKEN_CACHE_DIR", tiktoken_cache(venv, dir)?)
@@ -193,7 +205,7 @@ impl Server {
             if let Some(status) = server.child.try_wait()? {
                 return Err(format!(
                     "{} stack run exited ({status}):\n{}",
-                    line.cli(),
+                    cli(line),
                     server.log_tail(40)
                 )
                 .into());

@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
-use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
 use serde_json::{Value, json};
 
 use crate::control_plane::{ControlPlane, Error};
-use crate::llama_stack::{self, Line};
+use crate::llama_stack::{self, ServerLine};
 use crate::oci::skopeo_copy;
 use crate::operator::kubectl;
 use crate::registries::{PASSWORD, Registries, USER};
@@ -69,7 +68,7 @@ pub fn ogx_slim_spec(image: &str, provider_id: &str) -> Value {
 /// Writes what the operator generates for `spec` over `line`'s starter config to `path`, and
 /// returns the packages the line's `stack list-deps` names for it.
 fn generated_base(
-    line: Line,
+    line: ServerLine,
     venv: &Path,
     spec: Value,
     path: &Path,
@@ -78,12 +77,8 @@ fn generated_base(
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
         "metadata": {"name": "base"}, "spec": spec}))
     .map_err(|e| e.to_string())?;
-    let table = match line {
-        Line::LlamaStack => ProviderTable::embedded(),
-        Line::Ogx => ProviderTable::ogx(),
-    };
     let generated =
-        generate_from_yaml(&cr.spec, line.starter_config(), table).map_err(|e| format!("{e:?}"))?;
+        llama_stack::generate_over_starter(line, &cr.spec).map_err(|e| format!("{e:?}"))?;
     std::fs::write(path, &generated.yaml).map_err(|e| e.to_string())?;
     llama_stack::list_deps(venv, path).map_err(|e| e.to_string())
 }
@@ -103,7 +98,7 @@ pub fn image_config(dir: &Path) -> Result<(PathBuf, Vec<String>), String> {
         ("external-config.yaml", external_spec("unused", "unused")),
     ] {
         let path = dir.join(file);
-        deps.extend(generated_base(Line::LlamaStack, &venv, spec, &path)?);
+        deps.extend(generated_base(ServerLine::LlamaStack, &venv, spec, &path)?);
         paths.push(path);
     }
     deps.sort();
@@ -188,10 +183,10 @@ pub fn pull_secret_namespace(plane: &ControlPlane, ns: &str, host: &str) -> Resu
 /// labelled as OGX's build labels real images (`com.ogx.*`); returns its OCI layout (tag
 /// `latest`) and the config's path in `dir` (`ogx-distribution-config.yaml`).
 pub fn ogx_distribution_image(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
-    let venv = llama_stack::venv_of(Line::Ogx, &[]).map_err(|e| e.to_string())?;
+    let venv = llama_stack::venv_of(ServerLine::Ogx, &[]).map_err(|e| e.to_string())?;
     let config = dir.join("ogx-distribution-config.yaml");
     let deps = generated_base(
-        Line::Ogx,
+        ServerLine::Ogx,
         &venv,
         ogx_slim_spec("unused", BAKED_PROVIDER),
         &config,
