@@ -524,7 +524,100 @@ fn strict_fails_on_a_dead_mirror_and_passes_a_live_one(env: &Env) -> Result<(), 
     Ok(())
 }
 
+/// An image labelled as OGX's own build labels the ogxai images (two config files, the one it
+/// runs named): `resolve` reads the one it runs, lists the others, reads the one
+/// `--image-config` names, and refuses a file the image lacks in one line naming those it has.
+fn image_config_picks_one_of_an_ogx_images_configs(env: &Env) -> Result<(), Failed> {
+    let plain = &env.regs.plain.host;
+    let (runs, other) = (
+        "version: 2\ndistro_name: starter\nproviders: {}\n",
+        "version: 2\ndistro_name: starter-postgres\nproviders: {}\n",
+    );
+    let layout = env.dir.path().join("ogx-layout");
+    write_layout(
+        &layout,
+        "1.3.0",
+        &[ImageSpec {
+            arch: "amd64",
+            labels: vec![
+                ("com.ogx.config.config.yaml", STANDARD.encode(runs)),
+                (
+                    "com.ogx.config.run-with-postgres-store.yaml",
+                    STANDARD.encode(other),
+                ),
+                ("com.ogx.distribution.default-config", "config.yaml".into()),
+                (
+                    "com.ogx.distribution.configs",
+                    "config.yaml,run-with-postgres-store.yaml".into(),
+                ),
+                ("com.ogx.distribution.version", "1.3.0".into()),
+            ],
+            layers: vec![Layer {
+                entries: vec![Entry::File("/etc/os-release", b"ID=test\n".to_vec())],
+                comp: Comp::Gzip,
+            }],
+        }],
+        false,
+    )?;
+    skopeo_copy(
+        &format!("oci:{}:1.3.0", layout.display()),
+        &format!("docker://{plain}/cli/ogx:1.3.0"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )?;
+    let image = format!("{plain}/cli/ogx:1.3.0");
+    let base = [
+        image.as_str(),
+        "--insecure-registry",
+        plain,
+        "--show-config",
+    ];
+    let (code, stdout, stderr) = run(&base);
+    if code != 0 {
+        return Err(format!("exit {code}: {stderr}").into());
+    }
+    let out: Value = serde_json::from_str(&stdout)?;
+    let want = json!(["config.yaml", "run-with-postgres-store.yaml"]);
+    if out["imageConfig"] != json!("config.yaml")
+        || out["imageConfigs"] != want
+        || out["config"] != json!(runs)
+        || out["serverLine"] != json!("ogx")
+    {
+        return Err(format!("the file the image runs, and the list: {out}").into());
+    }
+    let chosen = [
+        &base[..],
+        &["--image-config", "run-with-postgres-store.yaml"],
+    ]
+    .concat();
+    let (code, stdout, stderr) = run(&chosen);
+    if code != 0 {
+        return Err(format!("exit {code}: {stderr}").into());
+    }
+    let out: Value = serde_json::from_str(&stdout)?;
+    if out["imageConfig"] != json!("run-with-postgres-store.yaml") || out["config"] != json!(other)
+    {
+        return Err(format!("the file asked for: {out}").into());
+    }
+    let missing = [&base[..], &["--image-config", "gpu.yaml"]].concat();
+    let (code, stdout, stderr) = run(&missing);
+    let line = stderr.trim();
+    if code != 1
+        || !stdout.is_empty()
+        || line.lines().count() != 1
+        || !line.ends_with(
+            "distribution.imageConfig names \"gpu.yaml\", but the image has no label com.ogx.config.gpu.yaml; its configs: config.yaml, run-with-postgres-store.yaml",
+        )
+    {
+        return Err(format!("exit {code}, stdout {stdout:?}, stderr {stderr:?}").into());
+    }
+    Ok(())
+}
+
 const TESTS: &[(&str, Test)] = &[
+    (
+        "image_config_picks_one_of_an_ogx_images_configs",
+        image_config_picks_one_of_an_ogx_images_configs,
+    ),
     (
         "strict_fails_on_a_dead_mirror_and_passes_a_live_one",
         strict_fails_on_a_dead_mirror_and_passes_a_live_one,

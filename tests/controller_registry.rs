@@ -407,6 +407,136 @@ fn unlabelled_images_run_their_own_config_or_the_users_config_map() {
     });
 }
 
+/// `distribution.imageConfig` picks which of an OGX image's config files the generated config
+/// starts from (an image labelled as OGX's own build labels the ogxai images, with OGX 1.3.0's
+/// starter and postgres-demo configs as its two files); a file the image lacks is refused
+/// naming those it has, and nothing is deployed for it.
+#[test]
+fn image_config_picks_which_of_the_images_configs_is_the_base() {
+    use support::llama_stack::OGX_STARTER_CONFIG;
+    const POSTGRES: &str = include_str!("../configs-ogx/postgres-demo/config.yaml");
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let plain = regs.plain.host.clone();
+    let b64 = |c: &str| base64::engine::general_purpose::STANDARD.encode(c);
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: vec![
+            ("com.ogx.config.config.yaml", b64(OGX_STARTER_CONFIG)),
+            ("com.ogx.config.run-with-postgres-store.yaml", b64(POSTGRES)),
+            ("com.ogx.distribution.default-config", "config.yaml".into()),
+            (
+                "com.ogx.distribution.configs",
+                "config.yaml,run-with-postgres-store.yaml".into(),
+            ),
+            ("com.ogx.distribution.version", "1.3.0".into()),
+        ],
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    write_layout(&work.path().join("layout"), "1.3.0", &[image], false).unwrap();
+    skopeo_copy(
+        &format!("oci:{}:1.3.0", work.path().join("layout").display()),
+        &format!("docker://{plain}/ogxai/distribution-starter:1.3.0"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.insecure_registries = vec![plain.clone()];
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            Arc::new(Resolver::new(options).unwrap()),
+        ));
+        let image = format!("{plain}/ogxai/distribution-starter:1.3.0");
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let cases = [
+            ("runs", json!({"image": image})),
+            (
+                "postgres",
+                json!({"image": image, "imageConfig": "run-with-postgres-store.yaml"}),
+            ),
+            (
+                "missing",
+                json!({"image": image, "imageConfig": "gpu.yaml"}),
+            ),
+        ];
+        for (name, distribution) in cases {
+            let cr: LlamaStackDistribution = serde_json::from_value(
+                json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": name}, "spec": {"distribution": distribution}}),
+            )
+            .unwrap();
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+            reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone())
+                .await
+                .unwrap();
+        }
+        let config_maps =
+            Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default");
+        for (name, file, base, backend) in [
+            ("runs", "config.yaml", OGX_STARTER_CONFIG, "kv_sqlite"),
+            (
+                "postgres",
+                "run-with-postgres-store.yaml",
+                POSTGRES,
+                "kv_postgres",
+            ),
+        ] {
+            let status = llsds.get(name).await.unwrap().status.unwrap();
+            let resolved = status.resolved_distribution.unwrap();
+            assert_eq!(resolved.image_config.as_deref(), Some(file), "{name}");
+            assert_eq!(
+                resolved.config_hash,
+                Some(llama_stack_resolver::digest::sha256_hex(base.as_bytes())),
+                "{name}: the base is that file"
+            );
+            assert_eq!(resolved.server_line.as_deref(), Some("ogx"));
+            let generated = status.config_generation.unwrap().config_map_name.unwrap();
+            let yaml =
+                config_maps.get(&generated).await.unwrap().data.unwrap()["config.yaml"].clone();
+            let config: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+            assert_eq!(
+                config["storage"]["backends"]["kv_default"]["type"],
+                json!(backend),
+                "{name}: generated from its file"
+            );
+        }
+        let status = llsds.get("missing").await.unwrap().status.unwrap();
+        let stalled = status
+            .conditions
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "ConfigGenerated")
+            .unwrap();
+        assert_eq!(
+            (stalled.status.as_str(), stalled.reason.as_str()),
+            ("False", "InvalidBaseConfig"),
+            "{}",
+            stalled.message
+        );
+        assert!(
+            stalled
+                .message
+                .contains("its configs: config.yaml, run-with-postgres-store.yaml"),
+            "{}",
+            stalled.message
+        );
+        assert!(
+            Api::<Deployment>::namespaced(client.clone(), "default")
+                .get_opt("missing")
+                .await
+                .unwrap()
+                .is_none(),
+            "nothing deployed"
+        );
+    });
+}
+
 /// A tag pushed again upstream rolls nothing by itself: the deployed pin stands until the user
 /// asks (`llamastack.io/repin`), or the operator's `repin-interval` has passed.
 #[test]

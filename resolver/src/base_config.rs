@@ -77,6 +77,12 @@ pub struct BaseConfig {
     pub source: ConfigSource,
     /// The server the image runs, when its labels (or, for an embedded config, the catalog) say.
     pub server: Option<ServerRelease>,
+    /// The image's config file this was read from (`com.ogx.config.<file>`), on an image
+    /// labelled by OGX's build.
+    pub file: Option<String>,
+    /// The config files the image carries (`com.ogx.distribution.configs`), any of which
+    /// `distribution.imageConfig` can name.
+    pub configs: Vec<String>,
 }
 
 /// A base config that cannot be used.
@@ -157,5 +163,7 @@ pub fn parse_base_config(
         version: file_version,
         source,
         server: None,
+        file: None,
+        configs: Vec::new(),
     })
 }

@@ -22,6 +22,8 @@ pub const LABEL_VERSION: &str = "io.llamastack.config.version";
 pub const OGX_CONFIG_PREFIX: &str = "com.ogx.config.";
 /// OGX images: the config file the image runs (`config.yaml` when absent).
 pub const OGX_DEFAULT_CONFIG: &str = "com.ogx.distribution.default-config";
+/// OGX images: the config files the image carries (a comma list).
+pub const OGX_CONFIGS: &str = "com.ogx.distribution.configs";
 /// The file OGX's build names when it sets no default.
 const OGX_DEFAULT_FILE: &str = "config.yaml";
 
@@ -36,9 +38,16 @@ pub struct ImageConfigInfo {
     pub path: Option<String>,
     /// `io.llamastack.config.version`
     pub version: Option<String>,
-    /// `com.ogx.config.<file>` of the file the image runs (`com.ogx.distribution.default-config`),
-    /// as (label, base64), when the image carries OGX's labels.
+    /// `com.ogx.config.<file>` of the file asked for, else of the file the image runs
+    /// (`com.ogx.distribution.default-config`), as (label, base64), when the image carries
+    /// OGX's labels.
     pub ogx_config: Option<(String, String)>,
+    /// The config file asked for by name (one of the image's `com.ogx.config.<file>`), which
+    /// then wins over every other label.
+    pub chosen: Option<String>,
+    /// The config files the image carries: `com.ogx.distribution.configs`, else the files of
+    /// its `com.ogx.config.` labels.
+    pub configs: Vec<String>,
     /// `rootfs.diff_ids`, to find a layer a mirror re-compressed.
     pub diff_ids: Vec<String>,
     /// The server the labels say the image runs, if they say.
@@ -71,7 +80,7 @@ pub enum LabelError {
     #[error("label {label} must be a string")]
     NotAString {
         /// The label.
-        label: &'static str,
+        label: String,
     },
     /// Bad base64.
     #[error("label {label} is not valid base64 (standard alphabet, padded)")]
@@ -99,6 +108,16 @@ pub enum LabelError {
         /// The `com.ogx.config.` labels present.
         present: String,
     },
+    /// The config file asked for is not one the image carries.
+    #[error(
+        "distribution.imageConfig names {file:?}, but the image has no label {OGX_CONFIG_PREFIX}{file}; its configs: {present}"
+    )]
+    ChosenConfigMissing {
+        /// The file asked for.
+        file: String,
+        /// The config files the image carries (`none` when it carries no OGX config label).
+        present: String,
+    },
     /// Only one of layer and path.
     #[error("labels {LABEL_LAYER} and {LABEL_PATH} must be set together; found only {present}")]
     Incomplete {
@@ -121,12 +140,15 @@ fn label(
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(LabelError::NotAString { label: name }),
+        Some(_) => Err(LabelError::NotAString {
+            label: name.to_owned(),
+        }),
     }
 }
 
-/// Reads the labels and `rootfs.diff_ids` from an image config blob.
-pub fn read_image_config(blob: &[u8]) -> Result<ImageConfigInfo, LabelError> {
+/// Reads the labels and `rootfs.diff_ids` from an image config blob. `chosen`: the config file
+/// asked for by name (`distribution.imageConfig`), else the one the image runs.
+pub fn read_image_config(blob: &[u8], chosen: Option<&str>) -> Result<ImageConfigInfo, LabelError> {
     let config: Value =
         serde_json::from_slice(blob).map_err(|e| LabelError::BadImageConfig(e.to_string()))?;
     let labels = config
@@ -149,44 +171,82 @@ pub fn read_image_config(blob: &[u8]) -> Result<ImageConfigInfo, LabelError> {
         layer: label(labels, LABEL_LAYER)?,
         path: label(labels, LABEL_PATH)?,
         version: label(labels, LABEL_VERSION)?,
-        ogx_config: ogx_config(labels)?,
+        ogx_config: ogx_config(labels, chosen)?,
+        chosen: chosen.map(str::to_owned),
+        configs: ogx_configs(labels),
         diff_ids,
         server: server_line::from_labels(labels),
     })
 }
 
-/// The OGX config label of the file the image runs, when the image carries any OGX config label.
-fn ogx_config(
-    labels: Option<&serde_json::Map<String, Value>>,
-) -> Result<Option<(String, String)>, LabelError> {
+/// The config files an OGX image carries: its `configs` label, else its `com.ogx.config.` labels.
+fn ogx_configs(labels: Option<&serde_json::Map<String, Value>>) -> Vec<String> {
     let Some(labels) = labels else {
-        return Ok(None);
+        return Vec::new();
     };
-    let files: Vec<&str> = labels
+    if let Some(Value::String(listed)) = labels.get(OGX_CONFIGS) {
+        let listed: Vec<String> = listed
+            .split(',')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !listed.is_empty() {
+            return listed;
+        }
+    }
+    labels
         .keys()
         .filter_map(|k| k.strip_prefix(OGX_CONFIG_PREFIX))
-        .collect();
-    let named = label(Some(labels), OGX_DEFAULT_CONFIG)?;
-    if files.is_empty() && named.is_none() {
-        return Ok(None);
-    }
-    let file = named.unwrap_or_else(|| OGX_DEFAULT_FILE.to_owned());
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The OGX config label of the file asked for (`chosen`), else of the file the image runs, when
+/// the image carries any OGX config label. A file asked for by name must be there.
+fn ogx_config(
+    labels: Option<&serde_json::Map<String, Value>>,
+    chosen: Option<&str>,
+) -> Result<Option<(String, String)>, LabelError> {
+    let present = || {
+        let files: Vec<&str> = labels
+            .into_iter()
+            .flat_map(|l| l.keys())
+            .filter_map(|k| k.strip_prefix(OGX_CONFIG_PREFIX))
+            .collect();
+        if files.is_empty() {
+            "none".to_owned()
+        } else {
+            files.join(", ")
+        }
+    };
+    let has_any = labels.is_some_and(|l| l.keys().any(|k| k.starts_with(OGX_CONFIG_PREFIX)));
+    let file = match chosen {
+        Some(file) => file.to_owned(),
+        None => {
+            let named = label(labels, OGX_DEFAULT_CONFIG)?;
+            if !has_any && named.is_none() {
+                return Ok(None);
+            }
+            named.unwrap_or_else(|| OGX_DEFAULT_FILE.to_owned())
+        }
+    };
     let key = format!("{OGX_CONFIG_PREFIX}{file}");
-    match labels.get(&key) {
+    match labels.and_then(|l| l.get(&key)) {
         Some(Value::String(encoded)) if !encoded.trim().is_empty() => {
             Ok(Some((key, encoded.clone())))
         }
-        Some(Value::String(_)) | None | Some(Value::Null) => Err(LabelError::OgxConfigMissing {
-            file,
-            present: if files.is_empty() {
-                "none".to_owned()
-            } else {
-                files.join(", ")
+        Some(Value::String(_)) | None | Some(Value::Null) => Err(match chosen {
+            Some(_) => LabelError::ChosenConfigMissing {
+                file,
+                present: present(),
+            },
+            None => LabelError::OgxConfigMissing {
+                file,
+                present: present(),
             },
         }),
-        Some(_) => Err(LabelError::NotAString {
-            label: OGX_DEFAULT_CONFIG,
-        }),
+        Some(_) => Err(LabelError::NotAString { label: key }),
     }
 }
 
@@ -222,18 +282,28 @@ pub fn is_sha256_digest(value: &str) -> bool {
 }
 
 impl ImageConfigInfo {
+    /// The OGX config file [`ImageConfigInfo::locate`] reads: the one asked for, else the one the
+    /// image runs when no `io.llamastack.config.*` label names another.
+    pub fn ogx_file(&self) -> Option<&str> {
+        let (label, _) = self.ogx_config.as_ref()?;
+        let ours = self.base64.is_some() || self.layer.is_some() || self.path.is_some();
+        if ours && self.chosen.is_none() {
+            return None;
+        }
+        label.strip_prefix(OGX_CONFIG_PREFIX)
+    }
+
     /// Where the base config is. The `io.llamastack.config.*` labels win (set by whoever built
     /// the image for this operator), the base64 one first (no layer download needed); then
-    /// OGX's own label of the file the image runs.
+    /// OGX's own label of the file the image runs. A file asked for by name wins over all.
     pub fn locate(&self, limits: &Limits) -> Result<ConfigLocation, LabelError> {
-        if let Some(encoded) = &self.base64 {
-            return decode_label(LABEL_BASE64, encoded, limits).map(ConfigLocation::Inline);
-        }
-        if self.layer.is_none()
-            && self.path.is_none()
+        if self.ogx_file().is_some()
             && let Some((label, encoded)) = &self.ogx_config
         {
             return decode_label(label, encoded, limits).map(ConfigLocation::Inline);
+        }
+        if let Some(encoded) = &self.base64 {
+            return decode_label(LABEL_BASE64, encoded, limits).map(ConfigLocation::Inline);
         }
         match (&self.layer, &self.path) {
             (Some(digest), Some(path)) => {
@@ -290,13 +360,16 @@ mod tests {
 
     #[test]
     fn an_ogx_image_gives_the_config_it_runs() {
-        let info = read_image_config(&ogx_image_config(json!({}))).unwrap();
+        let info = read_image_config(&ogx_image_config(json!({})), None).unwrap();
         let located = info.locate(&Limits::default()).unwrap();
         assert_eq!(located, ConfigLocation::Inline(STARTER.as_bytes().to_vec()));
         // Another default: that file.
-        let info = read_image_config(&ogx_image_config(
-            json!({"com.ogx.distribution.default-config": "run-with-postgres-store.yaml"}),
-        ))
+        let info = read_image_config(
+            &ogx_image_config(
+                json!({"com.ogx.distribution.default-config": "run-with-postgres-store.yaml"}),
+            ),
+            None,
+        )
         .unwrap();
         assert_eq!(
             info.locate(&Limits::default()).unwrap(),
@@ -305,10 +378,68 @@ mod tests {
     }
 
     #[test]
+    fn a_config_asked_for_by_name_is_read_and_wins_over_every_label() {
+        let postgres = "run-with-postgres-store.yaml";
+        let info = read_image_config(&ogx_image_config(json!({})), Some(postgres)).unwrap();
+        assert_eq!(
+            info.locate(&Limits::default()).unwrap(),
+            ConfigLocation::Inline(POSTGRES.as_bytes().to_vec())
+        );
+        assert_eq!(info.configs, ["config.yaml", postgres]);
+        // Asked for by name, it wins over this project's labels too: the user named it.
+        let info = read_image_config(
+            &ogx_image_config(json!({LABEL_BASE64: STANDARD.encode("version: 2\n")})),
+            Some(postgres),
+        )
+        .unwrap();
+        assert_eq!(
+            info.locate(&Limits::default()).unwrap(),
+            ConfigLocation::Inline(POSTGRES.as_bytes().to_vec())
+        );
+    }
+
+    #[test]
+    fn a_config_the_image_lacks_is_refused_naming_what_it_has() {
+        let err = read_image_config(&ogx_image_config(json!({})), Some("gpu.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "distribution.imageConfig names \"gpu.yaml\", but the image has no label com.ogx.config.gpu.yaml; its configs: config.yaml, run-with-postgres-store.yaml"
+        );
+        // An image without OGX labels has no configs to choose from: never silently its own.
+        let plain =
+            serde_json::to_vec(&json!({"config": {"Labels": {LABEL_BASE64: "dmVyc2lvbjogMgo="}}}))
+                .unwrap();
+        let err = read_image_config(&plain, Some("config.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("its configs: none"), "{err}");
+    }
+
+    #[test]
+    fn the_configs_label_lists_the_files_else_the_config_labels_do() {
+        let info = read_image_config(
+            &ogx_image_config(json!({OGX_CONFIGS: " a.yaml, ,b.yaml "})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(info.configs, ["a.yaml", "b.yaml"]);
+        let info = read_image_config(&ogx_image_config(json!({OGX_CONFIGS: null})), None).unwrap();
+        assert_eq!(
+            info.configs,
+            ["config.yaml", "run-with-postgres-store.yaml"]
+        );
+    }
+
+    #[test]
     fn this_projects_labels_win_over_ogx_labels() {
-        let info = read_image_config(&ogx_image_config(
-            json!({LABEL_BASE64: STANDARD.encode("version: 2\ndistro_name: mine\n")}),
-        ))
+        let info = read_image_config(
+            &ogx_image_config(
+                json!({LABEL_BASE64: STANDARD.encode("version: 2\ndistro_name: mine\n")}),
+            ),
+            None,
+        )
         .unwrap();
         assert_eq!(
             info.locate(&Limits::default()).unwrap(),
@@ -318,9 +449,10 @@ mod tests {
 
     #[test]
     fn a_default_config_without_its_label_is_named() {
-        let info = read_image_config(&ogx_image_config(
-            json!({"com.ogx.distribution.default-config": "missing.yaml"}),
-        ));
+        let info = read_image_config(
+            &ogx_image_config(json!({"com.ogx.distribution.default-config": "missing.yaml"})),
+            None,
+        );
         let err = info.unwrap_err().to_string();
         assert!(
             err.contains("names \"missing.yaml\"")
@@ -331,9 +463,10 @@ mod tests {
 
     #[test]
     fn a_bad_ogx_label_is_named() {
-        let info = read_image_config(&ogx_image_config(
-            json!({"com.ogx.config.config.yaml": "not base64!"}),
-        ))
+        let info = read_image_config(
+            &ogx_image_config(json!({"com.ogx.config.config.yaml": "not base64!"})),
+            None,
+        )
         .unwrap();
         let err = info.locate(&Limits::default()).unwrap_err().to_string();
         assert!(
@@ -344,7 +477,7 @@ mod tests {
             max_label_config_bytes: 100,
             ..Limits::default()
         };
-        let info = read_image_config(&ogx_image_config(json!({}))).unwrap();
+        let info = read_image_config(&ogx_image_config(json!({})), None).unwrap();
         let err = info.locate(&limits).unwrap_err().to_string();
         assert!(
             err.contains("label com.ogx.config.config.yaml decodes to more than 100 bytes"),

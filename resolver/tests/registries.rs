@@ -712,7 +712,115 @@ fn registry_down_serves_last_known_good(env: &Env) -> Result<(), Failed> {
     )?;
     assert_eq(&named.pinned, &false, "unpinned while the registry is down")?;
     assert_eq(&named.stale.is_some(), &true, "marked stale")?;
+    // The embedded config is the file the image runs: it never stands in for another one asked
+    // for by name.
+    expect_err(
+        env.rt.block_on(resolver.resolve_choosing(
+            &Distribution::Name("starter".into()),
+            Some("run-with-postgres-store.yaml"),
+            &Keyring::default(),
+        )),
+        "cannot reach registry",
+    )?;
     Ok(())
+}
+
+const OGX_STARTER: &str = include_str!("../../tests/fixtures/ogx-1.5.0/starter/config.yaml");
+const OGX_POSTGRES: &str =
+    include_str!("../../tests/fixtures/ogx-1.5.0/starter/run-with-postgres-store.yaml");
+
+/// An image labelled as OGX's `scripts/generate-config-labels.sh` labels the ogxai images, with
+/// its two starter configs (OGX 1.5.0's own files): the file it runs is read by default, the
+/// other one when asked for by name, and a file it lacks is refused naming those it has.
+fn ogx_labels_give_the_config_it_runs_or_the_one_asked_for(env: &Env) -> Result<(), Failed> {
+    let plain = &env.regs.plain.host;
+    let postgres = "run-with-postgres-store.yaml";
+    let digest = env.push(
+        plain,
+        "ogxai/distribution-starter",
+        "1.5.0",
+        &[image_with_labels(
+            "amd64",
+            vec![
+                ("com.ogx.config.config.yaml", b64(OGX_STARTER)),
+                (
+                    "com.ogx.config.run-with-postgres-store.yaml",
+                    b64(OGX_POSTGRES),
+                ),
+                ("com.ogx.distribution.name", "starter".into()),
+                ("com.ogx.distribution.version", "1.5.0".into()),
+                ("com.ogx.distribution.default-config", "config.yaml".into()),
+                (
+                    "com.ogx.distribution.configs",
+                    format!("config.yaml,{postgres}"),
+                ),
+                ("org.opencontainers.image.version", "1.5.0".into()),
+            ],
+            vec![plain_layer()],
+        )],
+        false,
+    )?;
+    let resolver = env.resolver(env.options())?;
+    let target = image(format!("{plain}/ogxai/distribution-starter:1.5.0"));
+    let none = Keyring::default();
+    let runs = env
+        .rt
+        .block_on(resolver.resolve(&target, &none))
+        .map_err(|e| e.to_string())?;
+    // Hashes, not texts: a failure names two digests, not two 20 KB configs.
+    assert_eq(
+        &runs.config.hash,
+        &sha256_hex(OGX_STARTER.as_bytes()),
+        "the file the image runs",
+    )?;
+    assert_eq(&runs.config.file.as_deref(), &Some("config.yaml"), "file")?;
+    assert_eq(
+        &runs.config.configs,
+        &vec!["config.yaml".to_owned(), postgres.to_owned()],
+        "the files it carries",
+    )?;
+    let server = runs.config.server.ok_or("the labels name the server")?;
+    assert_eq(
+        &server.version.map(|v| v.to_string()),
+        &Some("1.5.0".to_owned()),
+        "server version",
+    )?;
+    // Same resolver, warm: the answer for another file is its own, not the memo of the first.
+    let chosen = env
+        .rt
+        .block_on(resolver.resolve_choosing(&target, Some(postgres), &none))
+        .map_err(|e| e.to_string())?;
+    assert_eq(
+        &chosen.config.hash,
+        &sha256_hex(OGX_POSTGRES.as_bytes()),
+        "the file asked for",
+    )?;
+    assert_eq(&chosen.config.file.as_deref(), &Some(postgres), "file")?;
+    assert_eq(
+        &chosen.image,
+        &format!("{plain}/ogxai/distribution-starter@{digest}"),
+        "the same pin",
+    )?;
+    let pinned = env
+        .rt
+        .block_on(resolver.resolve_pinned(&target, Some(postgres), &chosen.image, &none))
+        .map_err(|e| e.to_string())?;
+    assert_eq(&pinned.config.hash, &chosen.config.hash, "at the kept pin")?;
+    let again = env
+        .rt
+        .block_on(resolver.resolve(&target, &none))
+        .map_err(|e| e.to_string())?;
+    assert_eq(&again.config.hash, &runs.config.hash, "the default again")?;
+    let err = expect_err(
+        env.rt
+            .block_on(resolver.resolve_choosing(&target, Some("gpu.yaml"), &none)),
+        "distribution.imageConfig names \"gpu.yaml\", but the image has no label com.ogx.config.gpu.yaml; its configs: config.yaml, run-with-postgres-store.yaml",
+    )?;
+    assert_eq(
+        &err.kind(),
+        &llama_stack_resolver::FailureKind::InvalidBaseConfig,
+        "kind",
+    )
 }
 
 fn no_labels(env: &Env) -> Result<(), Failed> {
@@ -981,6 +1089,10 @@ const TESTS: &[(&str, Test)] = &[
         registry_down_serves_last_known_good,
     ),
     ("no_labels_embedded_or_base_config_required", no_labels),
+    (
+        "ogx_labels_give_the_config_it_runs_or_the_one_asked_for",
+        ogx_labels_give_the_config_it_runs_or_the_one_asked_for,
+    ),
     (
         "a_doctored_layer_is_refused_and_poisons_no_other_image",
         a_doctored_layer_is_refused_and_poisons_no_other_image,

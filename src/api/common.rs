@@ -62,6 +62,18 @@ pub struct DistributionType {
         regex(pattern = r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$")
     )]
     pub server_version: Option<String>,
+    /// Which of the image's own configs to start from, for images labelled by OGX's build: one
+    /// of the files its `com.ogx.distribution.configs` label lists (e.g.
+    /// `run-with-postgres-store.yaml`). Unset: the file the image runs
+    /// (`com.ogx.distribution.default-config`). A file the image does not carry is refused
+    /// (`InvalidBaseConfig`, naming the files it has), and the operator's embedded config never
+    /// stands in for it while the registry cannot be reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 6, max = 253),
+        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]*\.ya?ml$")
+    )]
+    pub image_config: Option<String>,
 }
 
 /// Custom CA certificates read from a ConfigMap and trusted by the server.

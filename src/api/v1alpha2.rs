@@ -532,6 +532,10 @@ pub struct ResolvedDistributionStatus {
     /// What told the server line (`label com.ogx.distribution.version`, `catalog`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_line_source: Option<String>,
+    /// The image's config file the base config was read from (`com.ogx.config.<file>`), on an
+    /// image labelled by OGX's build: `distribution.imageConfig`, else the file the image runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_config: Option<String>,
 }
 
 /// The last generated config.

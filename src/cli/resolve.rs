@@ -49,6 +49,10 @@ pub struct Args {
     /// Platform whose image carries the labels.
     #[arg(long, default_value = "linux/amd64")]
     platform: Platform,
+    /// Read this one of the image's config files (one its `com.ogx.distribution.configs` label
+    /// lists), as `distribution.imageConfig` asks, instead of the one it runs.
+    #[arg(long, value_name = "FILE")]
+    image_config: Option<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t)]
     format: Format,
@@ -157,6 +161,12 @@ struct Output<'a> {
     server_version: Option<String>,
     /// What told the line: a label, the catalog, or nothing.
     server_line_source: &'static str,
+    /// The image's config file the base config was read from (OGX labels).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_config: Option<&'a str>,
+    /// The config files the image carries, any of which `--image-config` can name.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    image_configs: &'a [String],
     stale: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stale_reason: Option<String>,
@@ -307,7 +317,7 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
         .build()
         .map_err(|e| ResolveCliError::Output(e.to_string()))?;
     let resolution = runtime
-        .block_on(resolver.resolve(&distribution, &keyring))
+        .block_on(resolver.resolve_choosing(&distribution, args.image_config.as_deref(), &keyring))
         .map_err(ResolveCliError::Resolve)?;
     let server = resolution.config.server.unwrap_or_default();
     let output = Output {
@@ -319,6 +329,8 @@ pub(super) fn run(args: Args) -> Result<(), ResolveCliError> {
         server_line: server.line.as_str(),
         server_version: server.version.map(|v| v.to_string()),
         server_line_source: server.evidence.as_str(),
+        image_config: resolution.config.file.as_deref(),
+        image_configs: &resolution.config.configs,
         stale: resolution.stale.is_some(),
         stale_reason: resolution.stale.as_ref().map(ToString::to_string),
         signature: resolution.signature.as_deref().map(signature_output),

@@ -66,6 +66,8 @@ pub(super) struct Planned {
     pub(super) server: ServerRelease,
     pub(super) source: ConfigSource,
     pub(super) base_hash: String,
+    /// The image's config file the base config was read from (OGX labels), when one was.
+    pub(super) base_file: Option<String>,
     pub(super) generated: crate::stack_config::GeneratedConfig,
     pub(super) stale: Option<String>,
     /// Pull secrets of the Pod's ServiceAccount (copied into the managed one).
@@ -355,6 +357,7 @@ fn image_own_config(image: String, server: ServerRelease) -> Planned {
         server,
         source: ConfigSource::Image,
         base_hash: String::new(),
+        base_file: None,
         generated: crate::stack_config::GeneratedConfig {
             yaml: String::new(),
             hash: String::new(),
@@ -414,10 +417,14 @@ async fn resolve(
     let resolved = match kept {
         Some(kept) => {
             resolver
-                .resolve_pinned(distribution, kept.image, keyring)
+                .resolve_pinned(distribution, stack.image_config, kept.image, keyring)
                 .await
         }
-        None => resolver.resolve(distribution, keyring).await,
+        None => {
+            resolver
+                .resolve_choosing(distribution, stack.image_config, keyring)
+                .await
+        }
     };
     (resolved, recorded_pin(stack, kept, reference))
 }
@@ -468,6 +475,7 @@ fn generate_from(
             llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
         },
         base_hash: resolution.config.hash.clone(),
+        base_file: resolution.config.file.clone(),
         generated,
         stale: resolution.stale.as_ref().map(ToString::to_string),
         pull_secrets: Vec::new(),
@@ -566,6 +574,7 @@ async fn override_config(
         server,
         source: ConfigSource::OverrideConfig,
         base_hash: user.hash.clone(),
+        base_file: None,
         generated,
         stale,
         pull_secrets: Vec::new(),

@@ -57,6 +57,9 @@ pub struct Stack<'a> {
     pub spec: &'a LlamaStackDistributionSpec,
     /// What the resolver is asked for.
     pub distribution: Distribution,
+    /// `spec.distribution.imageConfig`: which of the image's configs to start from (else the
+    /// one it runs).
+    pub image_config: Option<&'a str>,
     /// External providers in CRD order, with the API section of each.
     pub external_providers: Vec<(&'static str, &'a ExternalProviderRef)>,
     /// `spec.workload`, empty when absent.
@@ -111,6 +114,7 @@ impl<'a> Stack<'a> {
             owner: resource.controller_owner_ref(&()),
             spec,
             distribution,
+            image_config: spec.distribution.image_config.as_deref(),
             external_providers: spec
                 .external_providers
                 .as_ref()

@@ -189,6 +189,7 @@ impl Report {
             server_line: Some(planned.server.line.as_str().to_owned()),
             server_version: planned.server.version.map(|v| v.to_string()),
             server_line_source: Some(planned.server.evidence.as_str().to_owned()),
+            image_config: planned.base_file.clone(),
         });
     }
 

@@ -105,6 +105,13 @@ pub fn validation_cases() -> Vec<ValidationCase> {
             "spec.distribution.name",
             "should be at least 1 chars long",
         ),
+        // imageConfig names a file of the image's labels, never a path.
+        v2(
+            "v1alpha2_image_config_a_path",
+            json!({"distribution": {"name": "starter", "imageConfig": "../run.yaml"}}),
+            "spec.distribution.imageConfig",
+            "should match",
+        ),
         // Networking.
         v2(
             "v1alpha2_tls_enabled_without_secret",

@@ -184,31 +184,46 @@ impl Resolver {
         ))
     }
 
-    /// Resolves a distribution with the credentials kubelet would use for it.
+    /// Resolves a distribution with the credentials kubelet would use for it, to the config the
+    /// image runs.
     pub async fn resolve(
         &self,
         distribution: &Distribution,
         keyring: &Keyring,
     ) -> Result<Resolution, Arc<ResolveError>> {
+        self.resolve_choosing(distribution, None, keyring).await
+    }
+
+    /// [`Resolver::resolve`], reading the image's config file `config` (one its
+    /// `com.ogx.distribution.configs` label lists) instead of the one it runs, when given.
+    pub async fn resolve_choosing(
+        &self,
+        distribution: &Distribution,
+        config: Option<&str>,
+        keyring: &Keyring,
+    ) -> Result<Resolution, Arc<ResolveError>> {
         let image = self.reference_of(distribution)?;
-        self.resolve_ref(distribution, image, keyring).await
+        self.resolve_ref(distribution, config, image, keyring).await
     }
 
     /// Resolves a distribution at the digest it was pinned to before (`pinned`, an image this
     /// resolver returned for it): the same image and base config, without looking at its tag.
+    /// `config` as for [`Resolver::resolve_choosing`].
     pub async fn resolve_pinned(
         &self,
         distribution: &Distribution,
+        config: Option<&str>,
         pinned: &str,
         keyring: &Keyring,
     ) -> Result<Resolution, Arc<ResolveError>> {
         let image = ImageRef::parse(pinned).map_err(|e| Arc::new(e.into()))?;
-        self.resolve_ref(distribution, image, keyring).await
+        self.resolve_ref(distribution, config, image, keyring).await
     }
 
     async fn resolve_ref(
         &self,
         distribution: &Distribution,
+        config: Option<&str>,
         image: ImageRef,
         keyring: &Keyring,
     ) -> Result<Resolution, Arc<ResolveError>> {
@@ -218,7 +233,8 @@ impl Resolver {
         // no better than the pull secrets do, and a slow or failing plugin then costs only the
         // requests that really go to a registry.
         let key = format!(
-            "{distribution}|{image}|{}|{}",
+            "{distribution}|{}|{image}|{}|{}",
+            config.unwrap_or_default(),
             fingerprint(&in_kubelet_order(keyring, &Keyring::default(), &name)),
             self.options.platform
         );
@@ -228,12 +244,12 @@ impl Resolver {
             return Ok(hit);
         }
         if let Some(err) = self.failures.get(&key).await {
-            return self.fallback(&key, distribution, &image, err).await;
+            return self.fallback(&key, distribution, config, &image, err).await;
         }
         let (node, provider_failures) = self.node_credentials(&name).await;
         let creds = in_kubelet_order(keyring, &node, &name);
         match self
-            .resolve_image(distribution, &image, &creds, keyring)
+            .resolve_image(distribution, config, &image, &creds, keyring)
             .await
             .map_err(|err| with_provider_failure(err, provider_failures))
         {
@@ -244,7 +260,7 @@ impl Resolver {
             }
             Err(err) => {
                 self.failures.insert(key.clone(), err.clone()).await;
-                self.fallback(&key, distribution, &image, err).await
+                self.fallback(&key, distribution, config, &image, err).await
             }
         }
     }
@@ -253,6 +269,7 @@ impl Resolver {
         &self,
         key: &str,
         distribution: &Distribution,
+        config: Option<&str>,
         image: &ImageRef,
         err: Arc<ResolveError>,
     ) -> Result<Resolution, Arc<ResolveError>> {
@@ -267,7 +284,9 @@ impl Resolver {
         }
         // A named distribution still has its embedded config; deploy the reference unpinned,
         // unless a signature is required of that image: an unverified image is never deployed.
+        // The embedded config is the one the image runs: not a stand-in for another it carries.
         if let Distribution::Name(name) = distribution
+            && config.is_none()
             && !self.signature_required(distribution, image)
             && let Some(config) = self.embedded(name, image)?
         {
@@ -302,6 +321,7 @@ impl Resolver {
     async fn resolve_image(
         &self,
         distribution: &Distribution,
+        config: Option<&str>,
         image: &ImageRef,
         creds: &[&Credential],
         keyring: &Keyring,
@@ -316,7 +336,7 @@ impl Resolver {
                         .check_signature(distribution, image, &pinned.digest, keyring)
                         .await?;
                     let mut resolution = self
-                        .with_config(distribution, image, &client, &pinned)
+                        .with_config(distribution, config, image, &client, &pinned)
                         .await?;
                     resolution.signature = signature;
                     // A tag's pin is looked up again after the tag TTL; a digest never changes.
@@ -448,6 +468,7 @@ impl Resolver {
     async fn with_config(
         &self,
         distribution: &Distribution,
+        config: Option<&str>,
         image: &ImageRef,
         client: &RegistryClient,
         pinned: &PinnedImage,
@@ -455,8 +476,12 @@ impl Resolver {
         let deployed = image.pinned(&pinned.digest);
         let entry = self
             .configs
-            .entry(pinned.config.digest.clone())
-            .or_try_insert_with(self.read_config(client, &deployed, pinned))
+            .entry(format!(
+                "{}|{}",
+                pinned.config.digest,
+                config.unwrap_or_default()
+            ))
+            .or_try_insert_with(self.read_config(client, &deployed, pinned, config))
             .await?;
         self.options
             .stats
@@ -491,6 +516,7 @@ impl Resolver {
         client: &RegistryClient,
         image: &ImageRef,
         pinned: &PinnedImage,
+        chosen: Option<&str>,
     ) -> Result<Arc<ConfigOutcome>, ResolveError> {
         let shown = image.to_string();
         let limits = self.options.limits;
@@ -509,7 +535,7 @@ impl Resolver {
             image: shown.clone(),
             source,
         };
-        let info = read_image_config(&blob).map_err(label_err)?;
+        let info = read_image_config(&blob, chosen).map_err(label_err)?;
         let bytes = match info.locate(&limits).map_err(label_err)? {
             ConfigLocation::Absent => return Ok(Arc::new(ConfigOutcome::NoLabels)),
             ConfigLocation::Inline(bytes) => bytes,
@@ -540,6 +566,8 @@ impl Resolver {
                 source,
             })?;
         config.server = info.server;
+        config.file = info.ogx_file().map(str::to_owned);
+        config.configs = info.configs;
         Ok(Arc::new(ConfigOutcome::Labelled(Arc::new(config))))
     }
 }

@@ -283,7 +283,7 @@ pub fn a_tag_moved_to_an_unsigned_image_is_refused(env: &Env) -> Result<(), Fail
     )?;
     let kept = env
         .rt
-        .block_on(resolver.resolve_pinned(&distribution, &signed, &keys))
+        .block_on(resolver.resolve_pinned(&distribution, None, &signed, &keys))
         .map_err(|e| e.to_string())?;
     verified_by(&kept, "trusted/cosign.pub", "sigstore bundle")?;
     // The digest's verified check came from the cache: still one verified check.
