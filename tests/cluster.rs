@@ -657,9 +657,19 @@ fn ca_bundles_are_validated_copied_and_mounted(env: &Env) -> Result<(), Failed> 
     env.create_llsd(ns, "tls", json!({"distribution": {"name": "starter"},
         "networking": {"tls": {"caBundle": {"configMapName": "corp-ca", "configMapNamespace": "shared-certs", "configMapKeys": ["ca.pem"]}}}}))?;
     env.wait_ready(ns, "tls")?;
-    let managed = env
-        .rt
-        .block_on(env.api::<ConfigMap>(ns).get("tls-ca-bundle"))?;
+    // Named by content: `tls-ca-bundle-<hash>`, the one the Pods mount.
+    let d = env.rt.block_on(env.api::<Deployment>(ns).get("tls"))?;
+    let mounted = d
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.volumes.as_ref())
+        .and_then(|v| v.iter().find(|v| v.name == "ca-bundle"))
+        .and_then(|v| v.config_map.as_ref())
+        .map(|c| c.name.clone())
+        .ok_or("the Pods mount the CA bundle")?;
+    assert!(mounted.starts_with("tls-ca-bundle-"), "{mounted}");
+    let managed = env.rt.block_on(env.api::<ConfigMap>(ns).get(&mounted))?;
     let bundle = managed.data.unwrap()["ca-bundle.crt"].clone();
     assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 1);
     assert!(

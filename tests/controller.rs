@@ -224,51 +224,75 @@ fn postgres_connection_strings_are_split_into_an_owned_secret() {
 
         secrets.patch("pg", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"url": "postgres://llama:p%40ss@pg.db:5433/stack?sslmode=verify-full"}}))).await.unwrap();
         f.reconcile("db").await;
-        let derived = secrets.get("db-derived").await.unwrap();
+        // Named after the referenced values' hash (the Pod template's secrets-hash): each revision
+        // reads the connection string it started with.
+        let derived_name = |d: &Deployment| {
+            let env = container_env(d);
+            let password = env.iter().find(|e| e["name"] == "LLSD_STORAGE_SQL_PASSWORD").unwrap();
+            password["valueFrom"]["secretKeyRef"]["name"].as_str().unwrap().to_owned()
+        };
+        let first = derived_name(&f.deployment("db").await);
+        let hash = f.deployment("db").await.spec.unwrap().template.metadata.unwrap().annotations.unwrap()["llamastack.io/secrets-hash"].clone();
+        assert_eq!(first, format!("db-derived-{}", &hash["sha256:".len()..][..8]));
+        let derived = secrets.get(&first).await.unwrap();
         let data = derived.data.unwrap();
-        let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
-        assert_eq!((text("storage-sql-host"), text("storage-sql-port"), text("storage-sql-db"), text("storage-sql-user"), text("storage-sql-password")),
+        let text = |data: &std::collections::BTreeMap<String, k8s_openapi::ByteString>, k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+        assert_eq!((text(&data, "storage-sql-host"), text(&data, "storage-sql-port"), text(&data, "storage-sql-db"), text(&data, "storage-sql-user"), text(&data, "storage-sql-password")),
             ("pg.db".into(), "5433".into(), "stack".into(), "llama".into(), "p@ss".into()));
         assert_eq!(derived.metadata.owner_references.unwrap()[0].name, "db");
         let env = container_env(&f.deployment("db").await);
-        assert!(env.contains(&json!({"name": "LLSD_STORAGE_SQL_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db-derived", "key": "storage-sql-password"}}})));
+        assert!(env.contains(&json!({"name": "LLSD_STORAGE_SQL_PASSWORD", "valueFrom": {"secretKeyRef": {"name": first, "key": "storage-sql-password"}}})));
         // The URL's TLS mode reaches the client; an option the URL lacks stays unset.
-        assert_eq!(text("storage-sql-sslmode"), "verify-full");
+        assert_eq!(text(&data, "storage-sql-sslmode"), "verify-full");
         assert!(!data.contains_key("storage-sql-sslrootcert"));
-        assert!(env.contains(&json!({"name": "PGSSLROOTCERT", "valueFrom": {"secretKeyRef": {"name": "db-derived", "key": "storage-sql-sslrootcert", "optional": true}}})));
+        assert!(env.contains(&json!({"name": "PGSSLROOTCERT", "valueFrom": {"secretKeyRef": {"name": first, "key": "storage-sql-sslrootcert", "optional": true}}})));
         let cm = &f.config_maps("db").await[0];
         let yaml = &cm.data.as_ref().unwrap()["config.yaml"];
         assert!(yaml.contains("password: ${env.LLSD_STORAGE_SQL_PASSWORD}") && !yaml.contains("p@ss"));
         // Unchanged: the derived Secret is not rewritten.
-        let rv = secrets.get("db-derived").await.unwrap().metadata.resource_version;
+        let rv = secrets.get(&first).await.unwrap().metadata.resource_version;
         f.reconcile("db").await;
-        assert_eq!(secrets.get("db-derived").await.unwrap().metadata.resource_version, rv);
+        assert_eq!(secrets.get(&first).await.unwrap().metadata.resource_version, rv);
+
+        // A new connection string is a new Secret: the one the running revision reads is left as it
+        // was, so a rollback to that revision returns to its connection string too.
+        secrets.patch("pg", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"url": "postgres://llama:rotated@pg.db:5433/stack"}}))).await.unwrap();
+        f.reconcile("db").await;
+        let second = derived_name(&f.deployment("db").await);
+        assert_ne!(second, first);
+        assert_eq!(text(&secrets.get(&second).await.unwrap().data.unwrap(), "storage-sql-password"), "rotated");
+        let kept = secrets.get(&first).await.unwrap();
+        assert_eq!((text(kept.data.as_ref().unwrap(), "storage-sql-password"), kept.metadata.resource_version), ("p@ss".to_owned(), rv), "untouched");
 
         // No longer needed (the stack left PostgreSQL): deleted once the rollout has settled.
         f.llsds().patch("db", &PatchParams::default(), &Patch::Merge(json!({"spec": {"storage": null}}))).await.unwrap();
         f.reconcile("db").await;
-        assert!(secrets.get_opt("db-derived").await.unwrap().is_some(), "kept while old Pods may still read it");
+        assert!(secrets.get_opt(&second).await.unwrap().is_some(), "kept while old Pods may still read it");
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
         let generation = f.deployment("db").await.metadata.generation;
         deployments.patch_status("db", &PatchParams::default(), &Patch::Merge(json!({"status": {
             "observedGeneration": generation, "replicas": 1, "updatedReplicas": 1}}))).await.unwrap();
         f.reconcile("db").await;
-        assert!(secrets.get_opt("db-derived").await.unwrap().is_none(), "the unused derived Secret is deleted");
+        for name in [&first, &second] {
+            assert!(secrets.get_opt(name).await.unwrap().is_none(), "the unused derived Secret {name} is deleted");
+        }
 
         // A Secret of that name the stack does not own (a user's) is never overwritten.
-        let theirs: Secret = serde_json::from_value(json!({"metadata": {"name": "db2-derived"}, "stringData": {"mine": "keep"}})).unwrap();
-        secrets.create(&PostParams::default(), &theirs).await.unwrap();
         let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "db2"}, "spec": {"distribution": {"name": "starter"},
             "storage": {"sql": {"type": "postgres", "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}}})).unwrap();
         f.llsds().create(&PostParams::default(), &cr).await.unwrap();
         f.reconcile("db2").await;
+        let taken = derived_name(&f.deployment("db2").await);
+        secrets.delete(&taken, &Default::default()).await.unwrap();
+        let theirs: Secret = serde_json::from_value(json!({"metadata": {"name": taken}, "stringData": {"mine": "keep"}})).unwrap();
+        secrets.create(&PostParams::default(), &theirs).await.unwrap();
+        f.reconcile("db2").await;
         let (status, _, message) = f.condition("db2", "ConfigGenerated").await;
         assert_eq!(status, "False");
-        assert!(message.contains("Secret \"db2-derived\" exists and is not this stack's"), "{message}");
-        let kept = secrets.get("db2-derived").await.unwrap();
+        assert!(message.contains(&format!("Secret \"{taken}\" exists and is not this stack's")), "{message}");
+        let kept = secrets.get(&taken).await.unwrap();
         assert_eq!(kept.data.unwrap().keys().collect::<Vec<_>>(), vec!["mine"], "the user's Secret is untouched");
-        assert!(deployments.get_opt("db2").await.unwrap().is_none());
     });
 }
 

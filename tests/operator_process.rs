@@ -26,6 +26,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use kube::ResourceExt as _;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use libtest_mimic::Failed;
 use llama_stack_operator::api::common::DistributionPhase;
@@ -374,8 +375,19 @@ fn samples_reconcile_as_the_operators_own_service_account(env: &Env) -> Result<(
             .get("us5-networking-network-policy"),
     )?;
     rt.block_on(Api::<Ingress>::namespaced(env.client.clone(), ns).get("us5-networking-ingress"))?;
-    rt.block_on(
-        Api::<ConfigMap>::namespaced(env.client.clone(), ns).get("us5-networking-ca-bundle"),
+    // Named by content (`<name>-ca-bundle-<hash>`, `<name>-derived-<hash>`).
+    let named = |names: Vec<String>, prefix: &str| {
+        names
+            .into_iter()
+            .find(|n| n.starts_with(prefix))
+            .ok_or_else(|| format!("no object named {prefix}<hash>"))
+    };
+    let config_maps = rt.block_on(
+        Api::<ConfigMap>::namespaced(env.client.clone(), ns).list_metadata(&Default::default()),
+    )?;
+    named(
+        config_maps.items.iter().map(|c| c.name_any()).collect(),
+        "us5-networking-ca-bundle-",
     )?;
     rt.block_on(
         Api::<HorizontalPodAutoscaler>::namespaced(env.client.clone(), ns)
@@ -388,9 +400,16 @@ fn samples_reconcile_as_the_operators_own_service_account(env: &Env) -> Result<(
         )
         .get("us8-production-pdb"),
     )?;
-    let derived = rt.block_on(
-        Api::<Secret>::namespaced(env.client.clone(), ns).get("us8-production-derived"),
+    let secrets = Api::<Secret>::namespaced(env.client.clone(), ns);
+    let derived = named(
+        rt.block_on(secrets.list_metadata(&Default::default()))?
+            .items
+            .iter()
+            .map(|s| s.name_any())
+            .collect(),
+        "us8-production-derived-",
     )?;
+    let derived = rt.block_on(secrets.get(&derived))?;
     assert!(derived.data.unwrap().contains_key("storage-sql-password"));
     let d =
         rt.block_on(Api::<Deployment>::namespaced(env.client.clone(), ns).get("us5-networking"))?;

@@ -8,6 +8,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::events::EventType;
 
@@ -16,10 +17,9 @@ use super::context::Context;
 use super::error::ApiError;
 use super::stack::Stack;
 use super::write::{
-    Change, create_config_map_once, prune_config_maps, remove_derived_secret, sync,
-    sync_derived_secret, sync_from, sync_in, sync_pvc,
+    Change, create_config_map_once, sync, sync_derived_secret, sync_from, sync_in, sync_pvc,
 };
-use super::{events, rollout};
+use super::{events, prune, rollout};
 use crate::api::conditions::Reason;
 
 /// What the apply step wrote or saw, for the status.
@@ -64,8 +64,6 @@ pub(super) async fn apply(
     let client = &ctx.client;
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
     let kept = current.filter(|_| keep_deployment);
-    // The ConfigMap the Pods mount: the generated one, or the user's `overrideConfig`.
-    let mounted_config = rollout::config_of(kept.unwrap_or(&deployment));
     if let Some(cm) = &config_map
         && create_config_map_once(&Api::namespaced(client.clone(), ns), cm).await?
     {
@@ -76,8 +74,12 @@ pub(super) async fn apply(
     }
     let sa_name = builders::managed_service_account_name(stack);
     sync_in::<ServiceAccount>(client, ns, &sa_name, service_account.as_ref(), uid).await?;
-    let ca_name = builders::ca_bundle_name(stack);
-    sync_in::<ConfigMap>(client, ns, &ca_name, ca_bundle.as_ref(), uid).await?;
+    // Named by content: a new bundle is a new object, the old one is pruned once no revision
+    // that runs or may be returned to names it.
+    if let Some(bundle) = &ca_bundle {
+        let name = bundle.name_any();
+        sync_in::<ConfigMap>(client, ns, &name, Some(bundle), uid).await?;
+    }
     let pvc_phase = match &pvc {
         Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), ns), pvc).await?),
         None => None,
@@ -96,8 +98,7 @@ pub(super) async fn apply(
     let pdb_name = builders::pdb_name(stack);
     sync_in::<PodDisruptionBudget>(client, ns, &pdb_name, pdb.as_ref(), uid).await?;
     if let Some(deployment) = &deployment {
-        let derives = derived_secret.is_some();
-        prune_when_rollout_settles(stack, ctx, deployment, &mounted_config, derives).await?;
+        prune_when_rollout_settles(stack, ctx, deployment).await?;
     }
     Ok(Applied {
         deployment,
@@ -195,14 +196,12 @@ fn ingress_url(ingress: &Ingress) -> Option<String> {
     )
 }
 
-/// Prunes generated ConfigMaps once per settled rollout (not on every resync: a LIST of
-/// ConfigMaps and ReplicaSets per object per resync would dominate a large cluster's load).
+/// Prunes old revisions' objects once per rollout state (not on every resync: LISTs per object
+/// per resync would dominate a large cluster's load).
 async fn prune_when_rollout_settles(
     stack: &Stack<'_>,
     ctx: &Context,
     deployment: &Deployment,
-    config_map: &str,
-    derives: bool,
 ) -> Result<(), ApiError> {
     let generation = deployment.metadata.generation.unwrap_or_default();
     let settled = deployment.status.as_ref().is_some_and(|s| {
@@ -212,15 +211,7 @@ async fn prune_when_rollout_settles(
     if !ctx.needs_prune(key, (generation, settled)) {
         return Ok(());
     }
-    let ns = stack.namespace;
-    // The last Ready revision's config stays while a rollback may return to it.
-    let last_ready = super::rollback::memory(stack).last_ready;
-    let keep = last_ready.as_ref().and_then(|r| r.config_map.as_deref());
-    prune_config_maps(&ctx.client, ns, stack.name, config_map, keep).await?;
-    if settled && !derives {
-        let secrets = Api::<Secret>::namespaced(ctx.client.clone(), ns);
-        remove_derived_secret(&secrets, &builders::derived_secret_name(stack), key).await?;
-    }
+    prune::prune(&ctx.client, stack, deployment, settled).await?;
     ctx.pruned(key, (generation, settled));
     Ok(())
 }

@@ -225,11 +225,12 @@ pub(super) async fn derived_secret_free(
     client: &kube::Client,
     stack: &Stack<'_>,
     derived: &BTreeMap<String, ByteString>,
+    secrets_hash: Option<&str>,
 ) -> Result<Result<(), Blocked>, ApiError> {
     if derived.is_empty() {
         return Ok(Ok(()));
     }
-    let name = derived_secret_name(stack);
+    let name = derived_secret_name(stack, secrets_hash.unwrap_or_default());
     let ns = stack.namespace;
     let existing = Api::<Secret>::namespaced(client.clone(), ns)
         .get_metadata_opt(&name)

@@ -20,6 +20,7 @@ mod events;
 pub mod external_status;
 mod observe;
 pub(crate) mod plan;
+mod prune;
 mod prune_marks;
 mod recent_writes;
 mod reconcile;

@@ -222,7 +222,7 @@ async fn converge(
     report.secrets_resolved(secrets.count);
     let derived = or_blocked!(dereference::url_parts(&planned.generated, &secrets));
     or_blocked!(
-        dereference::derived_secret_free(client, stack, &derived)
+        dereference::derived_secret_free(client, stack, &derived, secrets.hash.as_deref())
             .await
             .map_err(Error::Dereference)?
     );

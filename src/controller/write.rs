@@ -5,22 +5,16 @@
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::builders::{
-    DESIRED_HASH, FIELD_MANAGER, generated_config_map_prefix, owned_by_selector,
-};
+use super::builders::{DESIRED_HASH, FIELD_MANAGER};
 use super::drift::foreign_field;
 use super::error::{ApiError, api_err};
-
-/// Generated ConfigMaps kept besides those a live ReplicaSet still mounts.
-const KEEP_CONFIG_MAPS: usize = 2;
 
 /// What [`sync`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,26 +178,6 @@ pub(super) async fn sync_derived_secret(
     Ok(())
 }
 
-/// Deletes the derived Secret `name` when this stack (`owner_uid`) controls it: once the stack no
-/// longer derives anything (its SQL store changed) and the rollout has settled, no Pod reads it.
-pub(super) async fn remove_derived_secret(
-    api: &Api<Secret>,
-    name: &str,
-    owner_uid: &str,
-) -> Result<(), ApiError> {
-    let existing = api
-        .get_metadata_opt(name)
-        .await
-        .map_err(api_err(format!("read Secret {name}")))?;
-    let ours = existing.is_some_and(|s| super::dereference::controlled_by(&s.metadata, owner_uid));
-    if ours {
-        api.delete(name, &DeleteParams::default())
-            .await
-            .map_err(api_err(format!("delete Secret {name}")))?;
-    }
-    Ok(())
-}
-
 /// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
 /// server refuses it anyway). Returns the claim's phase (`Pending` right after creation).
 pub(super) async fn sync_pvc(
@@ -279,63 +253,6 @@ fn bytes(quantity: &str) -> Option<u128> {
         _ => return None,
     };
     Some((number * factor) as u128)
-}
-
-/// Deletes generated ConfigMaps beyond the current one and the newest other, except those a
-/// ReplicaSet still mounts (a rollout in progress) and `keep` (the last Ready revision's, which
-/// a rollback returns to).
-pub(super) async fn prune_config_maps(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    current: &str,
-    keep: Option<&str>,
-) -> Result<(), ApiError> {
-    let lp = ListParams::default().labels(&owned_by_selector(name));
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    let mut generated: Vec<ConfigMap> = cms
-        .list(&lp)
-        .await
-        .map_err(api_err(format!("list ConfigMaps of {ns}/{name}")))?
-        .items
-        .into_iter()
-        .filter(|c| c.name_any().starts_with(&generated_config_map_prefix(name)))
-        .collect();
-    if generated.len() <= KEEP_CONFIG_MAPS {
-        return Ok(());
-    }
-    let in_use: Vec<String> = Api::<ReplicaSet>::namespaced(client.clone(), ns)
-        .list(&lp)
-        .await
-        .map_err(api_err(format!("list ReplicaSets of {ns}/{name}")))?
-        .items
-        .iter()
-        .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) > 0)
-        .flat_map(|rs| {
-            rs.spec
-                .iter()
-                .flat_map(|s| s.template.iter())
-                .flat_map(|t| t.spec.iter())
-                .flat_map(|p| p.volumes.iter().flatten())
-        })
-        .filter_map(|v| v.config_map.as_ref().map(|c| c.name.clone()))
-        .collect();
-    // The current one first, then newest first (creation timestamps have one-second resolution).
-    generated.sort_by_key(|c| {
-        (
-            c.name_any() != current,
-            std::cmp::Reverse(c.metadata.creation_timestamp.clone().map(|t| t.0)),
-        )
-    });
-    for old in generated.iter().skip(KEEP_CONFIG_MAPS) {
-        let old_name = old.name_any();
-        if !in_use.contains(&old_name) && keep != Some(old_name.as_str()) {
-            cms.delete(&old_name, &DeleteParams::default())
-                .await
-                .map_err(api_err(format!("delete ConfigMap {ns}/{old_name}")))?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

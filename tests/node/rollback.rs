@@ -16,10 +16,22 @@ use super::{
 const HOLD: Duration = Duration::from_secs(20);
 
 /// Creates `ns/name` with a data volume (a hostPath PersistentVolume made for it, as a cluster
-/// without a provisioner needs) and inference provider `id`; returns its Service address once
-/// it serves.
-fn stack_with_storage(env: &Env, ns: &str, name: &str, id: &str) -> Result<String, Failed> {
+/// without a provisioner needs), inference provider `id` and the spec fields of `extra`, after
+/// the namespaced `objects` it refers to; returns its Service address once it serves.
+fn stack_with_storage(
+    env: &Env,
+    ns: &str,
+    name: &str,
+    id: &str,
+    extra: Value,
+    objects: &[Value],
+) -> Result<String, Failed> {
     env.namespace(ns, registry_host(&env.images.base64))?;
+    for object in objects {
+        let mut object = object.clone();
+        object["metadata"]["namespace"] = json!(ns);
+        env.kubectl(&["create", "-f", "-"], Some(&object.to_string()))?;
+    }
     let dir = env.work.path().join(format!("pv-{ns}"));
     std::fs::create_dir_all(&dir)?;
     // The server runs as an unprivileged user, and fsGroup does not reach a hostPath volume.
@@ -32,6 +44,9 @@ fn stack_with_storage(env: &Env, ns: &str, name: &str, id: &str) -> Result<Strin
     env.kubectl(&["create", "-f", "-"], Some(&pv.to_string()))?;
     let mut spec = slim_spec(&env.images.base64, id);
     spec["workload"]["storage"] = json!({});
+    if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
+        spec.extend(extra);
+    }
     env.create_v1alpha2(ns, name, spec)?;
     env.wait_ready(ns, name)?;
     let address = service_address(env, ns, name)?;
@@ -126,23 +141,72 @@ fn rolled_back_and_held(
     Ok(served)
 }
 
+/// A ConfigMap `name` holding one self-signed CA certificate under `ca.pem`.
+fn ca_config_map(name: &str) -> Result<Value, Failed> {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let pem = params.self_signed(&KeyPair::generate()?)?.pem();
+    Ok(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+        "data": {"ca.pem": pem}}),
+    )
+}
+
+/// `networking.tls.caBundle` from the ConfigMap `name`.
+fn ca_bundle(name: &str) -> Value {
+    json!({"networking": {"tls": {"caBundle": {"configMapName": name, "configMapKeys": ["ca.pem"]}}}})
+}
+
+/// The managed CA bundle ConfigMap the Deployment's Pods mount, and its certificates.
+fn mounted_ca_bundle(env: &Env, ns: &str, name: &str) -> Result<(String, String), Failed> {
+    let d = env.json(&["get", "deployment", name, "-n", ns])?;
+    let bundle = d["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == "ca-bundle")
+        .and_then(|v| v["configMap"]["name"].as_str())
+        .ok_or("the Pods mount a CA bundle")?
+        .to_owned();
+    let cm = env.json(&["get", "configmap", &bundle, "-n", ns])?;
+    let pem = cm["data"]["ca-bundle.crt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok((bundle, pem))
+}
+
 /// With storage (so `Recreate`: nothing serves while the new revision starts), a config the
-/// server rejects is rolled back without a person, and held back; a fixed config then rolls
+/// server rejects is rolled back without a person, and held back, with the CA bundle the last
+/// Ready revision had (the rejected change brought another one); a fixed config then rolls
 /// forward; with `rollback: Never` the crash loop stays for a person.
 pub fn a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_never(
     env: &Env,
 ) -> Result<(), Failed> {
     let (ns, name) = ("e2e-rollback", "keep");
-    let address = stack_with_storage(env, ns, name, "vllm-good")?;
+    let objects = [ca_config_map("ca-a")?, ca_config_map("ca-b")?];
+    let address = stack_with_storage(env, ns, name, "vllm-good", ca_bundle("ca-a"), &objects)?;
     env.create_rejected_config(ns, "rejected")?;
+    let (bundle_a, served_pem) = mounted_ca_bundle(env, ns, name)?;
+    assert_eq!(served_pem.matches("BEGIN CERTIFICATE").count(), 1);
 
     let started = Instant::now();
-    apply_rejected_config(env, ns, name, json!({}))?;
+    apply_rejected_config(env, ns, name, ca_bundle("ca-b"))?;
     wait_deployed_rejected(env, ns, name)?;
+    let (bundle_b, _) = mounted_ca_bundle(env, ns, name)?;
+    assert_ne!(bundle_b, bundle_a, "another bundle is another object");
     let served = rolled_back_and_held(env, ns, name, &address, "vllm-good")?;
     eprintln!(
         "rollback: {:?} from applying the rejected config to the last Ready revision serving again",
         served - started
+    );
+    // The last Ready revision is back with its own bundle, as it was: the rejected change's
+    // bundle did not replace it in place.
+    assert_eq!(
+        mounted_ca_bundle(env, ns, name)?,
+        (bundle_a, served_pem),
+        "the Ready revision's CA bundle, unchanged"
     );
 
     env.patch_llsd(
@@ -192,7 +256,7 @@ pub fn a_rejected_config_on_storage_rolls_back_then_forward_and_never_means_neve
 /// revision.
 pub fn an_operator_restarted_mid_crash_loop_still_rolls_back(env: &Env) -> Result<(), Failed> {
     let (ns, name) = ("e2e-rollback-restart", "keep");
-    let address = stack_with_storage(env, ns, name, "vllm-before")?;
+    let address = stack_with_storage(env, ns, name, "vllm-before", json!({}), &[])?;
     env.create_rejected_config(ns, "rejected")?;
     apply_rejected_config(env, ns, name, json!({}))?;
     wait_deployed_rejected(env, ns, name)?;

@@ -47,9 +47,19 @@ pub enum CaBundleError {
     TooMany,
 }
 
-/// Name of the managed ConfigMap.
-pub fn ca_bundle_name(stack: &Stack) -> String {
-    format!("{}-ca-bundle", stack.name)
+/// Name of the managed ConfigMap holding `pem`: `<name>-ca-bundle-<first 8 hex of its hash>`.
+/// Named by content, as the generated config is, so a revision's Pods mount the bundle they
+/// started with, and a rollback to the last Ready revision returns to its bundle too.
+pub fn ca_bundle_name(stack: &Stack, pem: &str) -> String {
+    let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
+    let hex = hash.strip_prefix("sha256:").unwrap_or(&hash);
+    format!("{}-{}", ca_bundle_prefix(stack.name), &hex[..8])
+}
+
+/// What every managed CA bundle of `cr` is named with (pruning finds the old ones by it; the
+/// bundle of operators before content naming was `<cr>-ca-bundle`, which it also starts).
+pub fn ca_bundle_prefix(cr: &str) -> String {
+    format!("{cr}-ca-bundle")
 }
 
 /// Checks the PEM text of each `(key, text)` and joins the certificates into one bundle.
@@ -101,7 +111,7 @@ fn pem(der: &[u8]) -> String {
 }
 
 pub(super) fn config_map(stack: &Stack, pem: &str) -> Result<ConfigMap, BuildError> {
-    let mut metadata = metadata(stack, &ca_bundle_name(stack));
+    let mut metadata = metadata(stack, &ca_bundle_name(stack, pem));
     metadata
         .labels
         .get_or_insert_with(Default::default)

@@ -11,9 +11,24 @@ use super::object::metadata;
 use crate::controller::stack::Stack;
 use crate::stack_config::env::UrlPart;
 
-/// Name of the derived Secret.
-pub fn derived_secret_name(stack: &Stack) -> String {
-    format!("{}-derived", stack.name)
+/// Name of the derived Secret of the Secret values hashed to `secrets_hash` (the Pod
+/// template's `llamastack.io/secrets-hash`, salted with the stack's uid):
+/// `<name>-derived-<first 8 hex of it>`. A revision's Pods read the parts they started with, and a
+/// rollback to the last Ready revision returns to its connection string too. The name tells no
+/// more than the annotation already does.
+pub fn derived_secret_name(stack: &Stack, secrets_hash: &str) -> String {
+    let hex = secrets_hash.strip_prefix("sha256:").unwrap_or(secrets_hash);
+    format!(
+        "{}-{}",
+        derived_secret_prefix(stack.name),
+        &hex[..8.min(hex.len())]
+    )
+}
+
+/// What every derived Secret of `cr` is named with (pruning finds the old ones by it; the Secret
+/// of operators before content naming was `<cr>-derived`, which it also starts).
+pub fn derived_secret_prefix(cr: &str) -> String {
+    format!("{cr}-derived")
 }
 
 /// The key of one part of the SQL store's connection string.
@@ -28,12 +43,16 @@ pub fn derived_secret_key(part: UrlPart) -> String {
 /// The derived Secret holding `data`; `None` when there is nothing to hold. It carries no
 /// desired-hash annotation: a hash of a short password in metadata would invite guessing, so the
 /// apply compares the data itself.
-pub(super) fn secret(stack: &Stack, data: &BTreeMap<String, ByteString>) -> Option<Secret> {
+pub(super) fn secret(
+    stack: &Stack,
+    data: &BTreeMap<String, ByteString>,
+    secrets_hash: &str,
+) -> Option<Secret> {
     if data.is_empty() {
         return None;
     }
     Some(Secret {
-        metadata: metadata(stack, &derived_secret_name(stack)),
+        metadata: metadata(stack, &derived_secret_name(stack, secrets_hash)),
         type_: Some("Opaque".to_owned()),
         data: Some(data.clone()),
         ..Secret::default()

@@ -25,8 +25,10 @@ use kube::api::DynamicObject;
 
 use crate::controller::stack::Stack;
 
-pub use ca_bundle::{CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, collect_certificates};
-pub use derived::{derived_secret_key, derived_secret_name};
+pub use ca_bundle::{
+    CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, ca_bundle_prefix, collect_certificates,
+};
+pub use derived::{derived_secret_key, derived_secret_name, derived_secret_prefix};
 pub use inputs::{Inputs, ServerConfig};
 pub use names::{
     CONFIG_DIR, PORT_NAME, config_map_name, generated_config_map_prefix, labels,
@@ -96,7 +98,9 @@ pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
         route,
         hpa: scaling::hpa(stack)?,
         pdb: scaling::pdb(stack)?,
-        derived_secret: inputs.derived.and_then(|data| derived::secret(stack, data)),
+        derived_secret: inputs
+            .derived
+            .and_then(|data| derived::secret(stack, data, inputs.secrets_hash.unwrap_or_default())),
     })
 }
 

@@ -185,7 +185,7 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
             // option the URL may not have is an optional key.
             EnvSource::SecretUrlPart { part, .. } => from_secret(
                 name,
-                derived::derived_secret_name(stack),
+                derived::derived_secret_name(stack, inputs.secrets_hash.unwrap_or_default()),
                 derived::derived_secret_key(*part),
                 part.optional().then_some(true),
             ),
@@ -390,9 +390,9 @@ fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
             ..volume(volumes::DATA)
         },
     });
-    if inputs.ca_bundle.is_some() {
+    if let Some(pem) = inputs.ca_bundle {
         volumes.push(Volume {
-            config_map: config_map(&ca_bundle::ca_bundle_name(stack)),
+            config_map: config_map(&ca_bundle::ca_bundle_name(stack, pem)),
             ..volume(volumes::CA_BUNDLE)
         });
     }
