@@ -89,6 +89,46 @@ async fn metric(url: &str, name: &str) -> f64 {
 
 /// Stacks Ready at their current generation, and of those, the ones whose status shows the
 /// version their server reported.
+/// Where the bytes of a stored LlamaStackDistribution go, per stack, as JSON (the form the
+/// operator's cache decodes): the whole object, its `managedFields`, kubectl's last-applied copy,
+/// the providers the server reported (`status.providers`) and the rest of the status.
+async fn object_bytes(client: &kube::Client) -> String {
+    let all = Api::<kube::api::DynamicObject>::all_with(
+        client.clone(),
+        &kube::api::ApiResource::erase::<LlamaStackDistribution>(&()),
+    )
+    .list(&ListParams::default())
+    .await
+    .expect("list the stacks");
+    let n = all.items.len().max(1);
+    let size = |v: &serde_json::Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    let (mut whole, mut managed, mut applied, mut providers, mut status) = (0, 0, 0, 0, 0);
+    for item in &all.items {
+        let value = serde_json::to_value(item).expect("JSON");
+        whole += size(&value);
+        managed += size(&value["metadata"]["managedFields"]);
+        applied += size(
+            &value["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+        );
+        providers += size(&value["status"]["distributionConfig"]["providers"]);
+        // The operator's cache keeps providers' configs as digests: one must never be written.
+        let text = value.to_string();
+        assert!(
+            !text.contains("$llsoConfigDigest"),
+            "a config digest reached the API server: {text}"
+        );
+        status += size(&value["status"]);
+    }
+    format!(
+        "bytes per stored stack (JSON): {} in all; managedFields {}, last-applied {}, status {} (of which providers {})",
+        whole / n,
+        managed / n,
+        applied / n,
+        status / n,
+        providers / n
+    )
+}
+
 async fn ready_count(client: &kube::Client) -> (usize, usize) {
     let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
     let Ok(list) = llsds.list(&ListParams::default()).await else {
@@ -234,6 +274,7 @@ async fn measure(
         debug::print_writes(plane, 0);
     }
     let (rss_quiet_kib, _) = rss_kib(pid);
+    println!("{n}: {}", object_bytes(client).await);
     let (_, answered) = ready_count(client).await;
     if answered < n && debug::enabled() {
         debug::print_unanswered(client).await;

@@ -17,10 +17,10 @@ use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Mount, Planned};
-use super::recent_writes;
 use super::server_info::ServerInfo;
 use super::stack::Stack;
 use super::{events, rollback, rollout};
+use super::{recent_writes, slim_cache};
 use crate::api::common::{
     DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
 };
@@ -424,8 +424,17 @@ impl Report {
         self.status.phase = Some(phase);
         self.status.observed_generation = cr.metadata.generation;
         self.status.conditions = Some(self.conditions.clone().into_sorted());
-        if self.status == self.previous {
+        // The cache keeps providers' configs as digests (`slim_cache`): compared as such.
+        let (mut compared, mut stored) = (self.status.clone(), self.previous.clone());
+        slim_cache::slim_status(&mut compared);
+        slim_cache::slim_status(&mut stored);
+        if compared == stored {
             return Ok(reason);
+        }
+        if slim_cache::has_digests(&self.status) {
+            // No server answer in this process yet: the configs are those stored.
+            let fresh = fresh_status(ctx, cr).await?;
+            slim_cache::restore_configs(&mut self.status, &fresh);
         }
         let uid = cr.uid().unwrap_or_default();
         let digest = recent_writes::digest(&serde_json::to_value(&self.status).unwrap_or_default());
@@ -575,6 +584,20 @@ fn service_url(stack: &Stack<'_>) -> String {
         "http://{}.{ns}.svc.cluster.local:{port}",
         builders::service_name(stack)
     )
+}
+
+/// The status as the API server has it now.
+async fn fresh_status(
+    ctx: &Context,
+    cr: &LlamaStackDistribution,
+) -> Result<LlamaStackDistributionStatus, ApiError> {
+    let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
+    let fresh = llsds
+        .get_status(&name)
+        .await
+        .map_err(api_err(format!("read the status of {ns}/{name}")))?;
+    Ok(fresh.status.unwrap_or_default())
 }
 
 async fn write(

@@ -140,6 +140,7 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
         "LlamaStackDistribution",
         health.clone(),
     )
+    .modify(super::slim_cache::slim)
     .reflect(writer)
     .applied_objects();
     let referrers = Referrers(reader.clone());
