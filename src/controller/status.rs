@@ -586,7 +586,8 @@ fn service_url(stack: &Stack<'_>) -> String {
     )
 }
 
-/// The status as the API server has it now.
+/// The status as the API server has it now (read through the resource itself: the operator's
+/// role may get LlamaStackDistributions, not their status subresource).
 async fn fresh_status(
     ctx: &Context,
     cr: &LlamaStackDistribution,
@@ -594,9 +595,9 @@ async fn fresh_status(
     let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
     let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
     let fresh = llsds
-        .get_status(&name)
+        .get(&name)
         .await
-        .map_err(api_err(format!("read the status of {ns}/{name}")))?;
+        .map_err(api_err(format!("read LlamaStackDistribution {ns}/{name}")))?;
     Ok(fresh.status.unwrap_or_default())
 }
 
