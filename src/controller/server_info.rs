@@ -56,7 +56,9 @@ struct LastRead {
     /// every node's proxy knows the new Pod).
     failures: u32,
     /// What that read found, repeated into the status by reconciles until the next read: a
-    /// reconcile can start from a cached status that does not show it yet.
+    /// reconcile can start from a cached status that does not show it yet. Providers' configs
+    /// are kept as digests, as the cache keeps them (`slim_cache`): the full answer is written
+    /// by the reconcile that read it, and a later write puts the stored configs back.
     info: ServerInfo,
 }
 
@@ -112,13 +114,17 @@ impl ServerProbe {
             _ => 1,
         };
         let revision = revision.to_owned();
+        let mut info = info.clone();
+        if let ServerInfo::Answered { providers, .. } = &mut info {
+            super::slim_cache::slim_providers(providers);
+        }
         last.insert(
             uid.to_owned(),
             LastRead {
                 at: now,
                 revision,
                 failures,
-                info: info.clone(),
+                info,
             },
         );
     }
@@ -353,5 +359,40 @@ mod tests {
         );
         probe.record("u", "1", t0, &silent());
         assert_eq!(probe.last_info("u", "1"), Some(silent()));
+    }
+
+    #[test]
+    fn between_reads_the_providers_configs_are_kept_as_digests() {
+        let provider = |config: serde_json::Value| ProviderInfo {
+            api: "inference".into(),
+            provider_id: "vllm".into(),
+            provider_type: "remote::vllm".into(),
+            config: config.as_object().cloned(),
+            health: None,
+        };
+        let config = serde_json::json!({"base_url": "http://v:8000/v1", "max_tokens": 4096});
+        let read = ServerInfo::Answered {
+            version: "1.3.0".into(),
+            providers: vec![provider(config.clone())],
+        };
+        let probe = ServerProbe::default();
+        probe.record("u", "1", Instant::now(), &read);
+        let Some(ServerInfo::Answered { providers, .. }) = probe.last_info("u", "1") else {
+            panic!("the answer is kept");
+        };
+        let mut slimmed = vec![provider(config)];
+        crate::controller::slim_cache::slim_providers(&mut slimmed);
+        assert_eq!(
+            providers, slimmed,
+            "the config as the cache keeps it, not the config"
+        );
+        assert_ne!(providers[0].config, read_config(&read));
+    }
+
+    fn read_config(info: &ServerInfo) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match info {
+            ServerInfo::Answered { providers, .. } => providers[0].config.clone(),
+            ServerInfo::NotResponding(_) => None,
+        }
     }
 }

@@ -37,12 +37,20 @@ pub(super) fn slim(stack: &mut LlamaStackDistribution) {
 /// Replaces each provider's config in `status` with its digest. Idempotent, so a slimmed and a
 /// full status compare equal exactly when their configs do.
 pub(super) fn slim_status(status: &mut LlamaStackDistributionStatus) {
-    for provider in providers_mut(status) {
-        if let Some(config) = provider.config.as_mut()
-            && !is_digest(config)
-        {
-            *config = Map::from_iter([(DIGEST_KEY.to_owned(), Value::String(digest(config)))]);
-        }
+    providers_mut(status).for_each(slim_provider);
+}
+
+/// Replaces each provider's config with its digest, as the cache keeps it: what the server probe
+/// remembers between reads (the reconcile that read the server writes the full answer).
+pub(super) fn slim_providers(providers: &mut [ProviderInfo]) {
+    providers.iter_mut().for_each(slim_provider);
+}
+
+fn slim_provider(provider: &mut ProviderInfo) {
+    if let Some(config) = provider.config.as_mut()
+        && !is_digest(config)
+    {
+        *config = Map::from_iter([(DIGEST_KEY.to_owned(), Value::String(digest(config)))]);
     }
 }
 

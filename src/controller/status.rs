@@ -431,17 +431,18 @@ impl Report {
         if compared == stored {
             return Ok(reason);
         }
-        if slim_cache::has_digests(&self.status) {
-            // No server answer in this process yet: the configs are those stored.
-            let fresh = fresh_status(ctx, cr).await?;
-            slim_cache::restore_configs(&mut self.status, &fresh);
-        }
         let uid = cr.uid().unwrap_or_default();
-        let digest = recent_writes::digest(&serde_json::to_value(&self.status).unwrap_or_default());
+        let digest = recent_writes::digest(&serde_json::to_value(&compared).unwrap_or_default());
         let now = Instant::now();
         if ctx.recent_writes.just_written(&uid, digest, now) {
             // The cache has not caught up with this very write: its Events are out already.
             return Ok(reason);
+        }
+        if slim_cache::has_digests(&self.status) {
+            // Between reads of the server (or before the first one in this process) the configs
+            // are digests of those stored: those are written again.
+            let fresh = fresh_status(ctx, cr).await?;
+            slim_cache::restore_configs(&mut self.status, &fresh);
         }
         events::failures(ctx, cr, &self.conditions).await;
         if became_ready {
