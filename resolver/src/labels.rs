@@ -195,11 +195,19 @@ fn ogx_configs(labels: Option<&serde_json::Map<String, Value>>) -> Vec<String> {
             return listed;
         }
     }
-    labels
-        .keys()
-        .filter_map(|k| k.strip_prefix(OGX_CONFIG_PREFIX))
+    config_label_files(Some(labels))
         .map(str::to_owned)
         .collect()
+}
+
+/// The files the image's `com.ogx.config.<file>` labels hold.
+fn config_label_files(
+    labels: Option<&serde_json::Map<String, Value>>,
+) -> impl Iterator<Item = &str> {
+    labels
+        .into_iter()
+        .flat_map(|l| l.keys())
+        .filter_map(|k| k.strip_prefix(OGX_CONFIG_PREFIX))
 }
 
 /// The OGX config label of the file asked for (`chosen`), else of the file the image runs, when
@@ -209,18 +217,14 @@ fn ogx_config(
     chosen: Option<&str>,
 ) -> Result<Option<(String, String)>, LabelError> {
     let present = || {
-        let files: Vec<&str> = labels
-            .into_iter()
-            .flat_map(|l| l.keys())
-            .filter_map(|k| k.strip_prefix(OGX_CONFIG_PREFIX))
-            .collect();
+        let files: Vec<&str> = config_label_files(labels).collect();
         if files.is_empty() {
             "none".to_owned()
         } else {
             files.join(", ")
         }
     };
-    let has_any = labels.is_some_and(|l| l.keys().any(|k| k.starts_with(OGX_CONFIG_PREFIX)));
+    let has_any = config_label_files(labels).next().is_some();
     let file = match chosen {
         Some(file) => file.to_owned(),
         None => {

@@ -3,8 +3,8 @@
 //!
 //! Caches (moka, each bounded), eight of them: `memo` (a whole request -> its resolution, looked
 //! up first, before any credential plugin runs; see `crate::memo`); `tags` (tag -> pinned image, with
-//! a TTL); `digests` (digest -> pinned image, immutable); `configs` (image config digest -> parsed
-//! base config, bounded by bytes); `failures` (request -> error, for a short TTL); `last_good`
+//! a TTL); `digests` (digest -> pinned image, immutable); `configs` (image config digest and the file
+//! `imageConfig` asks for -> parsed base config, bounded by bytes); `failures` (request -> error, for a short TTL); `last_good`
 //! (request -> the last resolution that succeeded, returned marked stale while the registry
 //! fails); `verified` (signature checks that passed, by rule and digest); `clients` (registry
 //! host -> HTTP client). Keys that come from a registry include a fingerprint of the credentials

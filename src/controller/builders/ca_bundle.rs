@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
-use super::names::labels;
+use super::names::{labels, short_hash};
 use super::object::{BuildError, metadata, stamped};
 use crate::controller::stack::Stack;
 
@@ -52,8 +52,7 @@ pub enum CaBundleError {
 /// started with, and a rollback to the last Ready revision returns to its bundle too.
 pub fn ca_bundle_name(stack: &Stack, pem: &str) -> String {
     let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
-    let hex = hash.strip_prefix("sha256:").unwrap_or(&hash);
-    format!("{}-{}", ca_bundle_prefix(stack.name), &hex[..8])
+    format!("{}-{}", ca_bundle_prefix(stack.name), short_hash(&hash))
 }
 
 /// What every managed CA bundle of `cr` is named with (pruning finds the old ones by it; the

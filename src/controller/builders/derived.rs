@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
+use super::names::short_hash;
 use super::object::metadata;
 use crate::controller::stack::Stack;
 use crate::stack_config::env::UrlPart;
@@ -17,11 +18,10 @@ use crate::stack_config::env::UrlPart;
 /// rollback to the last Ready revision returns to its connection string too. The name tells no
 /// more than the annotation already does.
 pub fn derived_secret_name(stack: &Stack, secrets_hash: &str) -> String {
-    let hex = secrets_hash.strip_prefix("sha256:").unwrap_or(secrets_hash);
     format!(
         "{}-{}",
         derived_secret_prefix(stack.name),
-        &hex[..8.min(hex.len())]
+        short_hash(secrets_hash)
     )
 }
 

@@ -59,12 +59,14 @@ pub const SERVER_COMMAND: [&str; 4] = ["llama", "stack", "run", "$(LLAMA_STACK_C
 /// Name of the generated ConfigMap: `<cr>-config-<first 8 hex of the content hash>`. Hash-named
 /// and immutable, so a rollout's old and new Pods each mount exactly the config they started with.
 pub fn config_map_name(cr: &str, hash: &str) -> String {
+    format!("{}{}", generated_config_map_prefix(cr), short_hash(hash))
+}
+
+/// The first 8 hex digits of a hash (`sha256:<hex>` or bare hex): the suffix of every object the
+/// operator names by content (generated configs, CA bundles, derived Secrets).
+pub fn short_hash(hash: &str) -> &str {
     let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
-    format!(
-        "{}{}",
-        generated_config_map_prefix(cr),
-        &hex[..8.min(hex.len())]
-    )
+    &hex[..8.min(hex.len())]
 }
 
 /// What every generated ConfigMap of `cr` is named with (pruning finds the old ones by it).
