@@ -539,19 +539,7 @@ fn image_config_picks_one_of_an_ogx_images_configs(env: &Env) -> Result<(), Fail
         "1.3.0",
         &[ImageSpec {
             arch: "amd64",
-            labels: vec![
-                ("com.ogx.config.config.yaml", STANDARD.encode(runs)),
-                (
-                    "com.ogx.config.run-with-postgres-store.yaml",
-                    STANDARD.encode(other),
-                ),
-                ("com.ogx.distribution.default-config", "config.yaml".into()),
-                (
-                    "com.ogx.distribution.configs",
-                    "config.yaml,run-with-postgres-store.yaml".into(),
-                ),
-                ("com.ogx.distribution.version", "1.3.0".into()),
-            ],
+            labels: support::oci::ogx_starter_labels("1.3.0", runs, other),
             layers: vec![Layer {
                 entries: vec![Entry::File("/etc/os-release", b"ID=test\n".to_vec())],
                 comp: Comp::Gzip,

@@ -418,19 +418,9 @@ fn image_config_picks_which_of_the_images_configs_is_the_base() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
-    let b64 = |c: &str| base64::engine::general_purpose::STANDARD.encode(c);
     let image = ImageSpec {
         arch: "amd64",
-        labels: vec![
-            ("com.ogx.config.config.yaml", b64(OGX_STARTER_CONFIG)),
-            ("com.ogx.config.run-with-postgres-store.yaml", b64(POSTGRES)),
-            ("com.ogx.distribution.default-config", "config.yaml".into()),
-            (
-                "com.ogx.distribution.configs",
-                "config.yaml,run-with-postgres-store.yaml".into(),
-            ),
-            ("com.ogx.distribution.version", "1.3.0".into()),
-        ],
+        labels: support::oci::ogx_starter_labels("1.3.0", OGX_STARTER_CONFIG, POSTGRES),
         layers: vec![Layer {
             entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
             comp: Comp::Gzip,

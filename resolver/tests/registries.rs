@@ -741,21 +741,7 @@ fn ogx_labels_give_the_config_it_runs_or_the_one_asked_for(env: &Env) -> Result<
         "1.5.0",
         &[image_with_labels(
             "amd64",
-            vec![
-                ("com.ogx.config.config.yaml", b64(OGX_STARTER)),
-                (
-                    "com.ogx.config.run-with-postgres-store.yaml",
-                    b64(OGX_POSTGRES),
-                ),
-                ("com.ogx.distribution.name", "starter".into()),
-                ("com.ogx.distribution.version", "1.5.0".into()),
-                ("com.ogx.distribution.default-config", "config.yaml".into()),
-                (
-                    "com.ogx.distribution.configs",
-                    format!("config.yaml,{postgres}"),
-                ),
-                ("org.opencontainers.image.version", "1.5.0".into()),
-            ],
+            support::oci::ogx_starter_labels("1.5.0", OGX_STARTER, OGX_POSTGRES),
             vec![plain_layer()],
         )],
         false,

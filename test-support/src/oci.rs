@@ -208,3 +208,27 @@ pub fn skopeo_copy(src: &str, dest: &str, args: &[&str]) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// The labels OGX's own image build (`scripts/generate-config-labels.sh` in ogx-ai/ogx) puts on
+/// a starter image of `version` carrying two configs: `config.yaml` (`runs`, the one it runs) and
+/// `run-with-postgres-store.yaml` (`postgres`).
+pub fn ogx_starter_labels(
+    version: &str,
+    runs: &str,
+    postgres: &str,
+) -> Vec<(&'static str, String)> {
+    use base64::Engine as _;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    vec![
+        ("com.ogx.config.config.yaml", b64(runs)),
+        ("com.ogx.config.run-with-postgres-store.yaml", b64(postgres)),
+        ("com.ogx.distribution.name", "starter".into()),
+        ("com.ogx.distribution.version", version.into()),
+        ("com.ogx.distribution.default-config", "config.yaml".into()),
+        (
+            "com.ogx.distribution.configs",
+            "config.yaml,run-with-postgres-store.yaml".into(),
+        ),
+        ("org.opencontainers.image.version", version.into()),
+    ]
+}
