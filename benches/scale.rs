@@ -23,6 +23,9 @@ llama_stack_test_support::seal_network!();
 
 #[path = "scale/debug.rs"]
 mod debug;
+#[cfg(feature = "heap-profile")]
+#[path = "scale/heap.rs"]
+mod heap;
 #[path = "scale/plot.rs"]
 mod plot;
 
@@ -36,7 +39,7 @@ use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
 use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
 use support::kube_objects::{create_namespace, create_stack};
-use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, spawn_operator};
+use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, spawn_operator_with_env};
 
 /// Budget per stack from the first create until the operator is quiet (issue 20).
 const MAX_EVENTS_PER_STACK: f64 = 3.0;
@@ -63,7 +66,17 @@ struct Sample {
     answered: usize,
 }
 
-fn rss_kib(pid: u32) -> (u64, u64) {
+/// One reading of `/proc/<pid>/status`, in KiB.
+struct Rss {
+    resident: u64,
+    peak: u64,
+    /// Anonymous pages: the heap, stacks and other private memory.
+    anonymous: u64,
+    /// File-backed pages: the binary's code and data as far as they were touched.
+    file: u64,
+}
+
+fn rss_kib(pid: u32) -> Rss {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
         status
@@ -73,7 +86,22 @@ fn rss_kib(pid: u32) -> (u64, u64) {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    (field("VmRSS:"), field("VmHWM:"))
+    Rss {
+        resident: field("VmRSS:"),
+        peak: field("VmHWM:"),
+        anonymous: field("RssAnon:"),
+        file: field("RssFile:"),
+    }
+}
+
+/// The operator binary measured: the one this bench was built with, or `LLSO_SCALE_OPERATOR`'s
+/// (for example the static musl binary the image ships, from `scripts/build-static.sh`, whose
+/// allocator is musl's).
+fn operator_binary() -> std::path::PathBuf {
+    std::env::var_os("LLSO_SCALE_OPERATOR").map_or_else(
+        || env!("CARGO_BIN_EXE_llama-stack-operator").into(),
+        std::path::PathBuf::from,
+    )
 }
 
 async fn metric(url: &str, name: &str) -> f64 {
@@ -87,8 +115,6 @@ async fn metric(url: &str, name: &str) -> f64 {
         .sum()
 }
 
-/// Stacks Ready at their current generation, and of those, the ones whose status shows the
-/// version their server reported.
 /// Where the bytes of a stored LlamaStackDistribution go, per stack, as JSON (the form the
 /// operator's cache decodes): the whole object, its `managedFields`, kubectl's last-applied copy,
 /// the providers the server reported (`status.providers`) and the rest of the status.
@@ -129,6 +155,8 @@ async fn object_bytes(client: &kube::Client) -> String {
     )
 }
 
+/// Stacks Ready at their current generation, and of those, the ones whose status shows the
+/// version their server reported.
 async fn ready_count(client: &kube::Client) -> (usize, usize) {
     let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
     let Ok(list) = llsds.list(&ListParams::default()).await else {
@@ -254,7 +282,7 @@ async fn measure(
     let pid = operator.child.id();
     // Let the operator finish starting (watches listed, caches filled) before the idle reading.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (rss_idle_kib, _) = rss_kib(pid);
+    let rss_idle_kib = rss_kib(pid).resident;
     let started = Instant::now();
     create_stacks(client, n, port).await;
     let created = started.elapsed();
@@ -273,8 +301,13 @@ async fn measure(
     if debug::enabled() {
         debug::print_writes(plane, 0);
     }
-    let (rss_quiet_kib, _) = rss_kib(pid);
+    let rss_quiet_kib = rss_kib(pid).resident;
     println!("{n}: {}", object_bytes(client).await);
+    #[cfg(feature = "heap-profile")]
+    {
+        heap::dump(pid, &heap::path(n));
+        println!("{}", heap::summary(&heap::path(n), n));
+    }
     let (_, answered) = ready_count(client).await;
     if answered < n && debug::enabled() {
         debug::print_unanswered(client).await;
@@ -285,7 +318,13 @@ async fn measure(
     if resync_writes > 0 && debug::enabled() {
         debug::print_writes(plane, writes_total);
     }
-    let (rss_resync_kib, peak_kib) = rss_kib(pid);
+    let after = rss_kib(pid);
+    println!(
+        "{n}: RSS after the resync {:.1} MiB: anonymous (heap, stacks) {:.1} MiB, file-backed (the binary's pages) {:.1} MiB",
+        mib(after.resident),
+        mib(after.anonymous),
+        mib(after.file)
+    );
     Sample {
         stacks: n,
         created,
@@ -298,8 +337,8 @@ async fn measure(
         resync,
         resync_reconciles,
         resync_writes,
-        rss_resync_kib,
-        peak_kib,
+        rss_resync_kib: after.resident,
+        peak_kib: after.peak,
         node_ready: node_ready(client).await,
         answered,
     }
@@ -318,12 +357,19 @@ fn run_size(n: usize, port: u16, quiet_window: Duration) -> Sample {
             .expect("operator namespace");
     });
     let kubeconfig = plane.operator_kubeconfig().expect("operator kubeconfig");
-    let operator = spawn_operator(
+    #[cfg(feature = "heap-profile")]
+    let profile = heap::path(n).display().to_string();
+    #[cfg(feature = "heap-profile")]
+    let env = [("LLSO_HEAP_PROFILE", profile.as_str())];
+    #[cfg(not(feature = "heap-profile"))]
+    let env = [];
+    let operator = spawn_operator_with_env(
         &plane,
-        std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator")),
+        &operator_binary(),
         "bench",
         &kubeconfig,
         &["--log-level=warn"],
+        &env,
     )
     .expect("operator process");
     let sample = rt.block_on(measure(&plane, &client, &operator, n, port, quiet_window));
@@ -417,6 +463,7 @@ fn main() {
     };
     // Longer than the server-info probe's period (60 s): its re-reads must not write either.
     let quiet_window = Duration::from_secs(if full { 70 } else { 20 });
+    println!("operator binary: {}", operator_binary().display());
     let shared =
         support::shared_server::start().expect("the llama-stack server every stack reaches");
     let mut samples = Vec::new();

@@ -393,4 +393,22 @@ pub struct DistributionConfig {
     /// Providers reported by the running server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub providers: Option<Vec<ProviderInfo>>,
+    /// The operator's own memory, never serialized nor in the schema: in its cache the list of
+    /// providers is replaced by this digest (`controller::slim_cache`).
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub providers_digest: Option<ProvidersDigest>,
+}
+
+/// A list of providers as the operator remembers it between reads of the server: how many, and
+/// a digest of all they say (identity, config in any key order, health). Twenty bytes in place
+/// of the list, which is the largest part of a stack's object.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ProvidersDigest {
+    /// How many providers the list holds.
+    pub count: u32,
+    /// The first 16 bytes of the list's SHA-256 (see `controller::slim_cache`).
+    pub digest: [u8; 16],
 }

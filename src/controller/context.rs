@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use kube::runtime::events::{Recorder, Reporter};
 use llama_stack_resolver::{Resolver, ResolverOptions};
 
 use super::builders;
+use super::event_series::{EventRecorder, Reporter};
 use super::prune_marks::{PruneMarks, RolloutState};
 use super::recent_writes::RecentWrites;
 
@@ -22,7 +22,7 @@ pub struct Context {
     /// Where the operator ConfigMap lives, and the options it is layered on.
     pub(super) operator_config: Option<(String, ResolverOptions)>,
     /// Publishes Kubernetes Events.
-    pub(super) recorder: Recorder,
+    pub(super) recorder: EventRecorder,
     /// Prometheus metrics.
     pub(super) metrics: Arc<crate::metrics::Metrics>,
     /// Whether the cluster serves OpenShift Routes (checked when the controller starts).
@@ -54,7 +54,7 @@ impl Context {
         };
         Self {
             metrics: Arc::new(crate::metrics::Metrics::new(resolver.stats())),
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(client.clone(), reporter),
             client,
             resolver: std::sync::RwLock::new(resolver),
             operator_config: None,

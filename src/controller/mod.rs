@@ -16,6 +16,7 @@ mod context;
 mod dereference;
 mod drift;
 mod error;
+mod event_series;
 mod events;
 pub mod external_status;
 mod observe;

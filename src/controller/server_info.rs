@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::api::common::{ProviderHealth, ProviderInfo};
+use crate::api::common::{ProviderHealth, ProviderInfo, ProvidersDigest};
 
 /// The longest a stack's server info may stay unread while the stack is Ready.
 pub const REFRESH: Duration = Duration::from_secs(60);
@@ -34,10 +34,38 @@ pub enum ServerInfo {
         /// `version` of `/v1/version`.
         version: String,
         /// `data` of `/v1/providers`, configs masked.
-        providers: Vec<ProviderInfo>,
+        providers: Providers,
     },
     /// It did not, or not with the expected documents; the message says which and why.
     NotResponding(String),
+}
+
+/// The providers of an answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Providers {
+    /// As the server listed them, configs masked: what the reconcile that read it writes.
+    Listed(Vec<ProviderInfo>),
+    /// As the probe remembers them between reads, like the cache (`slim_cache`): a reconcile
+    /// from a cached status then writes the stored list again.
+    Remembered(ProvidersDigest),
+}
+
+impl Providers {
+    /// How many providers the server listed.
+    pub fn count(&self) -> usize {
+        match self {
+            Self::Listed(list) => list.len(),
+            Self::Remembered(digest) => digest.count as usize,
+        }
+    }
+
+    /// The form kept between reads.
+    fn remembered(&self) -> Self {
+        match self {
+            Self::Listed(list) => Self::Remembered(super::slim_cache::providers_digest(list)),
+            Self::Remembered(digest) => Self::Remembered(*digest),
+        }
+    }
 }
 
 /// Reads servers and remembers, per stack, when, for which revision and with which luck it
@@ -56,9 +84,9 @@ struct LastRead {
     /// every node's proxy knows the new Pod).
     failures: u32,
     /// What that read found, repeated into the status by reconciles until the next read: a
-    /// reconcile can start from a cached status that does not show it yet. Providers' configs
-    /// are kept as digests, as the cache keeps them (`slim_cache`): the full answer is written
-    /// by the reconcile that read it, and a later write puts the stored configs back.
+    /// reconcile can start from a cached status that does not show it yet. The providers are
+    /// kept as a digest, as the cache keeps them (`slim_cache`): the full answer is written by
+    /// the reconcile that read it, and a later write puts the stored list back.
     info: ServerInfo,
 }
 
@@ -114,10 +142,13 @@ impl ServerProbe {
             _ => 1,
         };
         let revision = revision.to_owned();
-        let mut info = info.clone();
-        if let ServerInfo::Answered { providers, .. } = &mut info {
-            super::slim_cache::slim_providers(providers);
-        }
+        let info = match info {
+            ServerInfo::Answered { version, providers } => ServerInfo::Answered {
+                version: version.clone(),
+                providers: providers.remembered(),
+            },
+            ServerInfo::NotResponding(why) => ServerInfo::NotResponding(why.clone()),
+        };
         last.insert(
             uid.to_owned(),
             LastRead {
@@ -159,7 +190,10 @@ impl ServerProbe {
             .and_then(|body| parse_version(&body))
             .and_then(|version| Ok((version, parse_providers(&providers?)?)));
         match parsed {
-            Ok((version, providers)) => ServerInfo::Answered { version, providers },
+            Ok((version, providers)) => ServerInfo::Answered {
+                version,
+                providers: Providers::Listed(providers),
+            },
             Err(why) => ServerInfo::NotResponding(why),
         }
     }
@@ -296,7 +330,7 @@ mod tests {
     fn answered() -> ServerInfo {
         ServerInfo::Answered {
             version: "0.7.3".into(),
-            providers: Vec::new(),
+            providers: Providers::Remembered(ProvidersDigest::default()),
         }
     }
 
@@ -362,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn between_reads_the_providers_configs_are_kept_as_digests() {
+    fn between_reads_the_providers_are_kept_as_a_digest() {
         let provider = |config: serde_json::Value| ProviderInfo {
             api: "inference".into(),
             provider_id: "vllm".into(),
@@ -371,28 +405,22 @@ mod tests {
             health: None,
         };
         let config = serde_json::json!({"base_url": "http://v:8000/v1", "max_tokens": 4096});
+        let list = vec![provider(config.clone())];
         let read = ServerInfo::Answered {
             version: "1.3.0".into(),
-            providers: vec![provider(config.clone())],
+            providers: Providers::Listed(list.clone()),
         };
         let probe = ServerProbe::default();
         probe.record("u", "1", Instant::now(), &read);
-        let Some(ServerInfo::Answered { providers, .. }) = probe.last_info("u", "1") else {
+        let Some(ServerInfo::Answered { version, providers }) = probe.last_info("u", "1") else {
             panic!("the answer is kept");
         };
-        let mut slimmed = vec![provider(config)];
-        crate::controller::slim_cache::slim_providers(&mut slimmed);
+        assert_eq!(version, "1.3.0");
         assert_eq!(
-            providers, slimmed,
-            "the config as the cache keeps it, not the config"
+            providers,
+            Providers::Remembered(crate::controller::slim_cache::providers_digest(&list)),
+            "the list as the cache keeps it, not the list"
         );
-        assert_ne!(providers[0].config, read_config(&read));
-    }
-
-    fn read_config(info: &ServerInfo) -> Option<serde_json::Map<String, serde_json::Value>> {
-        match info {
-            ServerInfo::Answered { providers, .. } => providers[0].config.clone(),
-            ServerInfo::NotResponding(_) => None,
-        }
+        assert_eq!(providers.count(), 1);
     }
 }

@@ -1,27 +1,24 @@
 //! What the operator's cache of LlamaStackDistributions keeps: everything a reconcile reads,
 //! and nothing else. Dropped before the cache: `managedFields` (the operator's writes are
 //! server-side applies; owned objects' field managers are read fresh) and kubectl's
-//! last-applied copy of the manifest. Each provider's config in the status (what the server
-//! reported: the largest part of a stack's object) is kept as a digest only: the server probe
-//! already holds the answer once per stack, and the status step needs to know only whether
-//! what it would write differs from what is stored.
+//! last-applied copy of the manifest. The list of providers in the status (what the server
+//! reported: the largest part of a stack's object, about 17 KiB of heap a stack as decoded) is
+//! kept as a [`ProvidersDigest`] only: no decision reads it, and the status step needs to know
+//! only whether what it would write differs from what is stored. The server probe remembers its
+//! last answer the same way ([`ServerProbe`](super::server_info::ServerProbe)).
 //!
-//! A status built from a cached one may therefore carry digests where configs were
-//! ([`has_digests`]); before it is written, [`restore_configs`] puts the stored configs back
-//! (from a fresh read), so a digest never reaches the API server.
+//! A status built from a cached one may therefore carry a digest where the list was
+//! ([`has_digests`]); before it is written, [`restore_providers`] puts the stored list back
+//! (from a fresh read), so a status is never written without the list it had.
 
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use crate::api::common::ProviderInfo;
+use crate::api::common::{ProviderInfo, ProvidersDigest};
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
 
 /// What kubectl keeps on an object of the last `kubectl apply`: the whole spec again.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// The key of the digest that stands in for a provider's config in the cache. A `$` key is
-/// not one a server's config schema has.
-const DIGEST_KEY: &str = "$llsoConfigDigest";
 
 /// Slims `stack` for the cache (see the module documentation).
 pub(super) fn slim(stack: &mut LlamaStackDistribution) {
@@ -34,94 +31,84 @@ pub(super) fn slim(stack: &mut LlamaStackDistribution) {
     }
 }
 
-/// Replaces each provider's config in `status` with its digest. Idempotent, so a slimmed and a
-/// full status compare equal exactly when their configs do.
+/// Replaces the list of providers in `status` with its digest. Idempotent, so a slimmed and a
+/// full status compare equal exactly when their lists do.
 pub(super) fn slim_status(status: &mut LlamaStackDistributionStatus) {
-    providers_mut(status).for_each(slim_provider);
-}
-
-/// Replaces each provider's config with its digest, as the cache keeps it: what the server probe
-/// remembers between reads (the reconcile that read the server writes the full answer).
-pub(super) fn slim_providers(providers: &mut [ProviderInfo]) {
-    providers.iter_mut().for_each(slim_provider);
-}
-
-fn slim_provider(provider: &mut ProviderInfo) {
-    if let Some(config) = provider.config.as_mut()
-        && !is_digest(config)
+    if let Some(config) = status.distribution_config.as_mut()
+        && let Some(providers) = config.providers.take()
     {
-        *config = Map::from_iter([(DIGEST_KEY.to_owned(), Value::String(digest(config)))]);
+        config.providers_digest = Some(providers_digest(&providers));
     }
 }
 
-/// Whether `status` carries a digest where a config belongs.
+/// Whether `status` carries a digest where the list of providers belongs.
 pub(super) fn has_digests(status: &LlamaStackDistributionStatus) -> bool {
     status
         .distribution_config
-        .iter()
-        .flat_map(|d| d.providers.iter().flatten())
-        .any(|p| p.config.as_ref().is_some_and(is_digest))
+        .as_ref()
+        .is_some_and(|c| c.providers.is_none() && c.providers_digest.is_some())
 }
 
-/// Puts back the configs `status` carries as digests, from `stored` (the status as the API
-/// server has it): the config of the same provider whose digest matches. One that no longer
-/// matches (the object changed since) is left out, never written as a digest.
-pub(super) fn restore_configs(
+/// Puts back the list of providers `status` carries as a digest, from `stored` (the status as
+/// the API server has it) when its list has that digest. One that no longer does (the object
+/// changed since the cache saw it) is left out: the next read of the server writes it again.
+pub(super) fn restore_providers(
     status: &mut LlamaStackDistributionStatus,
     stored: &LlamaStackDistributionStatus,
 ) {
-    let stored: Vec<&ProviderInfo> = stored
+    if !has_digests(status) {
+        return;
+    }
+    let stored = stored
         .distribution_config
-        .iter()
-        .flat_map(|d| d.providers.iter().flatten())
-        .collect();
-    for provider in providers_mut(status) {
-        let Some(wanted) = provider
-            .config
-            .as_ref()
-            .and_then(digest_of)
-            .map(str::to_owned)
-        else {
-            continue;
-        };
-        provider.config = stored
-            .iter()
-            .find(|s| {
-                s.api == provider.api
-                    && s.provider_id == provider.provider_id
-                    && s.config.as_ref().is_some_and(|c| digest(c) == wanted)
-            })
-            .and_then(|s| s.config.clone());
+        .as_ref()
+        .and_then(|c| c.providers.as_ref());
+    if let Some(config) = status.distribution_config.as_mut() {
+        let wanted = config.providers_digest.take();
+        config.providers = stored
+            .filter(|list| Some(providers_digest(list)) == wanted)
+            .cloned();
     }
 }
 
-fn providers_mut(
-    status: &mut LlamaStackDistributionStatus,
-) -> impl Iterator<Item = &mut ProviderInfo> {
-    status
-        .distribution_config
-        .iter_mut()
-        .flat_map(|d| d.providers.iter_mut().flatten())
-}
-
-fn is_digest(config: &Map<String, Value>) -> bool {
-    digest_of(config).is_some()
-}
-
-fn digest_of(config: &Map<String, Value>) -> Option<&str> {
-    match (config.len(), config.get(DIGEST_KEY)) {
-        (1, Some(Value::String(digest))) => Some(digest),
-        _ => None,
-    }
-}
-
-/// A digest of a config that does not depend on the order of its keys (the API server and the
-/// server may list them in different orders).
-fn digest(config: &Map<String, Value>) -> String {
+/// The digest of a list of providers: their order, identity, health, and configs in any key
+/// order (the API server and the server may list a config's keys in different orders).
+pub(super) fn providers_digest(providers: &[ProviderInfo]) -> ProvidersDigest {
     let mut hasher = Sha256::new();
-    feed_map(config, &mut hasher);
+    hasher.update((providers.len() as u64).to_le_bytes());
+    for provider in providers {
+        feed_str(&provider.api, &mut hasher);
+        feed_str(&provider.provider_id, &mut hasher);
+        feed_str(&provider.provider_type, &mut hasher);
+        match &provider.config {
+            Some(config) => {
+                hasher.update(b"c");
+                feed_map(config, &mut hasher);
+            }
+            None => hasher.update(b"-"),
+        }
+        match &provider.health {
+            Some(health) => {
+                hasher.update(b"h");
+                feed_str(&health.status, &mut hasher);
+                match &health.message {
+                    Some(message) => {
+                        hasher.update(b"m");
+                        feed_str(message, &mut hasher);
+                    }
+                    None => hasher.update(b"-"),
+                }
+            }
+            None => hasher.update(b"-"),
+        }
+    }
     let hash = hasher.finalize();
-    hash.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    let mut digest = [0; 16];
+    digest.copy_from_slice(&hash[..16]);
+    ProvidersDigest {
+        count: u32::try_from(providers.len()).unwrap_or(u32::MAX),
+        digest,
+    }
 }
 
 fn feed_map(map: &Map<String, Value>, hasher: &mut Sha256) {
@@ -184,24 +171,20 @@ mod tests {
         .unwrap()
     }
 
-    fn configs(status: &LlamaStackDistributionStatus) -> Vec<Option<Map<String, Value>>> {
-        status
-            .distribution_config
-            .iter()
-            .flat_map(|d| d.providers.iter().flatten())
-            .map(|p| p.config.clone())
-            .collect()
+    fn digest_of(status: &LlamaStackDistributionStatus) -> Option<ProvidersDigest> {
+        status.distribution_config.as_ref()?.providers_digest
     }
 
     #[test]
-    fn the_cache_keeps_no_managed_fields_kubectls_copy_nor_configs_and_everything_else() {
+    fn the_cache_keeps_no_managed_fields_kubectls_copy_nor_providers_and_everything_else() {
+        let full = status(&[json!({"url": "http://v:8000/v1", "max_tokens": 4096})]);
         let mut stack: LlamaStackDistribution = serde_json::from_value(json!({
             "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "s", "namespace": "n",
                 "annotations": {LAST_APPLIED: "{\"spec\": {}}", "llamastack.io/repin": "1"},
                 "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
             "spec": {"distribution": {"name": "starter"}},
-            "status": serde_json::to_value(status(&[json!({"url": "http://v:8000/v1", "max_tokens": 4096})])).unwrap()
+            "status": serde_json::to_value(&full).unwrap()
         }))
         .unwrap();
         let mut expected = stack.clone();
@@ -209,17 +192,30 @@ mod tests {
         expected.metadata.managed_fields = None;
         expected.metadata.annotations =
             Some([("llamastack.io/repin".to_owned(), "1".to_owned())].into());
-        let slimmed = configs(stack.status.as_ref().unwrap());
-        assert!(is_digest(slimmed[0].as_ref().unwrap()), "{slimmed:?}");
-        expected.status = stack.status.clone();
+        let cached = stack.status.as_ref().unwrap();
+        assert!(has_digests(cached), "{cached:?}");
+        let providers = full
+            .distribution_config
+            .as_ref()
+            .unwrap()
+            .providers
+            .as_ref();
+        assert_eq!(
+            digest_of(cached),
+            Some(providers_digest(providers.unwrap()))
+        );
+        assert_eq!(digest_of(cached).unwrap().count, 1);
+        let status = expected.status.as_mut().unwrap();
+        status.distribution_config.as_mut().unwrap().providers = None;
         assert_eq!(
             serde_json::to_value(&stack).unwrap(),
-            serde_json::to_value(&expected).unwrap()
+            serde_json::to_value(&expected).unwrap(),
+            "nothing else changes"
         );
     }
 
     #[test]
-    fn slimmed_statuses_compare_equal_exactly_when_their_configs_do() {
+    fn slimmed_statuses_compare_equal_exactly_when_their_providers_do() {
         let full = status(&[
             json!({"url": "http://v", "tls": {"verify": true}}),
             json!({}),
@@ -230,51 +226,69 @@ mod tests {
         let mut again = cached.clone();
         slim_status(&mut again);
         assert_eq!(again, cached, "idempotent");
+        let slimmed = |mut status: LlamaStackDistributionStatus| {
+            slim_status(&mut status);
+            status
+        };
         // The same config with its keys in another order: the same digest.
-        let mut reordered = status(&[
+        let reordered = status(&[
             json!({"tls": {"verify": true}, "url": "http://v"}),
             json!({}),
         ]);
-        slim_status(&mut reordered);
-        assert_eq!(reordered, cached);
-        // Another value: another digest.
-        let mut changed = status(&[
-            json!({"url": "http://w", "tls": {"verify": true}}),
-            json!({}),
-        ]);
-        slim_status(&mut changed);
-        assert_ne!(changed, cached);
-        // A string and a number that print alike differ.
-        let (mut text, mut number) = (status(&[json!({"n": "1"})]), status(&[json!({"n": 1})]));
-        slim_status(&mut text);
-        slim_status(&mut number);
-        assert_ne!(text, number);
+        assert_eq!(slimmed(reordered), cached);
+        // Another value, one provider fewer, a string for a number: another digest.
+        for other in [
+            status(&[
+                json!({"url": "http://w", "tls": {"verify": true}}),
+                json!({}),
+            ]),
+            status(&[json!({"url": "http://v", "tls": {"verify": true}})]),
+        ] {
+            assert_ne!(slimmed(other), cached);
+        }
+        assert_ne!(
+            slimmed(status(&[json!({"n": "1"})])),
+            slimmed(status(&[json!({"n": 1})]))
+        );
+        // Another health: its status or its message.
+        let with_health = |status: &str, message: Option<&str>| {
+            let mut full = full.clone();
+            let providers = full.distribution_config.as_mut().unwrap().providers.as_mut();
+            providers.unwrap()[0].health = Some(crate::api::common::ProviderHealth {
+                status: status.into(),
+                message: message.map(str::to_owned),
+            });
+            slimmed(full)
+        };
+        let ok = with_health("OK", None);
+        assert_ne!(ok, cached);
+        assert_ne!(with_health("Error", None), ok);
+        assert_ne!(with_health("OK", Some("slow")), ok);
     }
 
     #[test]
-    fn digests_are_put_back_from_the_stored_status_never_written() {
+    fn the_stored_list_is_put_back_never_left_out_unless_it_changed() {
         let stored = status(&[json!({"url": "http://v"}), json!({"key": "${env.KEY}"})]);
         let mut built = stored.clone();
         slim_status(&mut built);
         assert!(has_digests(&built));
-        restore_configs(&mut built, &stored);
+        restore_providers(&mut built, &stored);
         assert_eq!(built, stored);
         assert!(!has_digests(&built));
-        // The stored object changed since the cache saw it: that config is left out.
+        // The stored object changed since the cache saw it: the list is left out (the next read
+        // of the server writes it), never a stale one written.
         let mut built = stored.clone();
         slim_status(&mut built);
         let moved = status(&[
             json!({"url": "http://elsewhere"}),
             json!({"key": "${env.KEY}"}),
         ]);
-        restore_configs(&mut built, &moved);
-        assert_eq!(
-            configs(&built),
-            vec![
-                None,
-                Some(json!({"key": "${env.KEY}"}).as_object().unwrap().clone())
-            ]
-        );
+        restore_providers(&mut built, &moved);
+        assert_eq!(built.distribution_config.as_ref().unwrap().providers, None);
         assert!(!has_digests(&built));
+        // A status that carries its list keeps it.
+        let mut listed = stored.clone();
+        restore_providers(&mut listed, &moved);
+        assert_eq!(listed, stored);
     }
 }

@@ -17,7 +17,7 @@ use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
 use super::plan::{Failure, Mount, Planned};
-use super::server_info::ServerInfo;
+use super::server_info::{Providers, ServerInfo};
 use super::stack::Stack;
 use super::{events, rollback, rollout};
 use super::{recent_writes, slim_cache};
@@ -350,7 +350,7 @@ impl Report {
                     };
                 let message = format!(
                     "/v1/version says {version}; /v1/providers lists {}",
-                    providers.len()
+                    providers.count()
                 );
                 self.status.version = Some(VersionInfo {
                     operator_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
@@ -358,8 +358,13 @@ impl Report {
                     last_updated,
                 });
                 let known = self.status.distribution_config.clone().unwrap_or_default();
+                let (providers, providers_digest) = match providers {
+                    Providers::Listed(list) => (Some(list), None),
+                    Providers::Remembered(digest) => (None, Some(digest)),
+                };
                 self.status.distribution_config = Some(DistributionConfig {
-                    providers: Some(providers),
+                    providers,
+                    providers_digest,
                     ..known
                 });
                 self.conditions.set(
@@ -424,7 +429,7 @@ impl Report {
         self.status.phase = Some(phase);
         self.status.observed_generation = cr.metadata.generation;
         self.status.conditions = Some(self.conditions.clone().into_sorted());
-        // The cache keeps providers' configs as digests (`slim_cache`): compared as such.
+        // The cache keeps the providers as a digest (`slim_cache`): compared as such.
         let (mut compared, mut stored) = (self.status.clone(), self.previous.clone());
         slim_cache::slim_status(&mut compared);
         slim_cache::slim_status(&mut stored);
@@ -439,10 +444,10 @@ impl Report {
             return Ok(reason);
         }
         if slim_cache::has_digests(&self.status) {
-            // Between reads of the server (or before the first one in this process) the configs
-            // are digests of those stored: those are written again.
+            // Between reads of the server (or before the first one in this process) the providers
+            // are a digest of those stored: those are written again.
             let fresh = fresh_status(ctx, cr).await?;
-            slim_cache::restore_configs(&mut self.status, &fresh);
+            slim_cache::restore_providers(&mut self.status, &fresh);
         }
         events::failures(ctx, cr, &self.conditions).await;
         if became_ready {

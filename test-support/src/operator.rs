@@ -143,7 +143,7 @@ pub fn spawn_operator(
     kubeconfig: &Path,
     extra: &[&str],
 ) -> Result<OperatorProcess, Error> {
-    spawn_controller(plane, bin, name, kubeconfig, extra, &[])
+    spawn_operator_with_env(plane, bin, name, kubeconfig, extra, &[])
 }
 
 /// [`spawn_operator`] as a replica in the Pod `pod` (`POD_NAME`, as the downward API sets it in
@@ -156,11 +156,11 @@ pub fn spawn_operator_in_pod(
     pod: &str,
     extra: &[&str],
 ) -> Result<OperatorProcess, Error> {
-    spawn_controller(plane, bin, name, kubeconfig, extra, &[("POD_NAME", pod)])
+    spawn_operator_with_env(plane, bin, name, kubeconfig, extra, &[("POD_NAME", pod)])
 }
 
-/// `bin run --no-webhooks` with `extra` flags and `env`.
-fn spawn_controller(
+/// [`spawn_operator`] with `env` set in its environment.
+pub fn spawn_operator_with_env(
     plane: &ControlPlane,
     bin: &Path,
     name: &str,
