@@ -22,9 +22,9 @@ COPY . .
 # The platform's own musl target: x86_64 on amd64, aarch64 on arm64.
 RUN target="$(uname -m)-unknown-linux-musl" \
  && rustup target add "$target" \
- && cargo build --release --locked --target "$target" --bin llama-stack-operator \
+ && cargo build --profile dist --locked --target "$target" --bin llama-stack-operator \
  && mkdir /out \
- && cp "target/$target/release/llama-stack-operator" /out/llama-stack-operator \
+ && cp "target/$target/dist/llama-stack-operator" /out/llama-stack-operator \
  && cp /etc/ssl/certs/ca-certificates.crt /out/ca-certificates.crt
 
 FROM scratch AS prebuilt

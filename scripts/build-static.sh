@@ -37,8 +37,8 @@ elif [[ "$arch" == arm64 ]]; then
 else
   log "ERROR: cross-building $arch on $(host_arch) is not set up here"; exit 1
 fi
-cargo build --release --locked --target "$TARGET" --bin llama-stack-operator >&2
-BIN="${CARGO_TARGET_DIR:-target}/$TARGET/release/llama-stack-operator"
+cargo build --profile dist --locked --target "$TARGET" --bin llama-stack-operator >&2
+BIN="${CARGO_TARGET_DIR:-target}/$TARGET/dist/llama-stack-operator"
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then
   log "ERROR: $BIN is dynamically linked"; exit 1
 fi

@@ -524,6 +524,52 @@ fn hand_edits_are_reverted_and_a_quiet_resync_writes_nothing() {
     });
 }
 
+/// The operator's cache holds the providers the server listed as a digest (`slim_cache`). After
+/// a restart, and before the server is read again (it may not answer), a status written from the
+/// cache puts the stored list back: the operator's own server-side apply would otherwise drop
+/// the field it owns.
+#[test]
+fn a_status_written_from_the_cache_keeps_the_providers_the_server_listed() {
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let f = Fixture::new(&client, "default");
+        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "listed"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &cr).await.unwrap();
+        f.reconcile("listed").await;
+        // What a read of the server wrote, by the operator's own field manager, as a status
+        // that has since lost its conditions (so the next reconcile has something to write).
+        let providers = json!([
+            {"api": "files", "provider_id": "localfs", "provider_type": "inline::localfs",
+             "config": {"storage_dir": "/.llama/files", "metadata_store": {"table_name": "files_metadata", "backend": "sql_default"}},
+             "health": {"status": "Not Implemented", "message": "Provider does not implement health check"}},
+            {"api": "inference", "provider_id": "vllm", "provider_type": "remote::vllm",
+             "config": {"base_url": "http://vllm:8000/v1", "max_tokens": 4096, "api_token": "********", "tls_verify": true},
+             "health": {"status": "OK"}},
+        ]);
+        let mut status = serde_json::to_value(f.llsds().get("listed").await.unwrap().status).unwrap();
+        status["distributionConfig"]["providers"] = providers.clone();
+        status.as_object_mut().unwrap().remove("conditions");
+        let apply = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "status": status});
+        let as_operator = PatchParams::apply(llama_stack_operator::controller::builders::FIELD_MANAGER).force();
+        f.llsds().patch_status("listed", &as_operator, &Patch::Apply(&apply)).await.unwrap();
+
+        let mut cached = f.llsds().get("listed").await.unwrap();
+        llama_stack_operator::controller::slim_cache::slim(&mut cached);
+        let kept = cached.status.as_ref().and_then(|s| s.distribution_config.as_ref());
+        assert_eq!(kept.and_then(|d| d.providers.as_ref()), None, "the cache keeps a digest only");
+        // A restarted operator: its server probe remembers nothing, so nothing is read here.
+        let restarted = Fixture::new(&client, "default");
+        let before = plane.audit_writes("admin").unwrap().len();
+        reconcile(Arc::new(cached), restarted.ctx.clone()).await.expect("reconcile succeeds");
+        let writes = plane.audit_writes("admin").unwrap().len() - before;
+        assert!(writes > 0, "the status was written");
+        let after = serde_json::to_value(f.llsds().get("listed").await.unwrap().status).unwrap();
+        assert!(after["conditions"].as_array().is_some_and(|c| !c.is_empty()), "{after}");
+        assert_eq!(after["distributionConfig"]["providers"], providers, "the stored list, as it was");
+    });
+}
+
 /// A write the API server refuses (here a ResourceQuota allowing no Deployment) is reported in
 /// the status with the API server's own message, not only in the operator's log.
 #[test]

@@ -30,7 +30,7 @@ mod rollout;
 mod secret_mask;
 mod server_info;
 mod settings;
-mod slim_cache;
+pub mod slim_cache;
 pub mod stack;
 mod status;
 pub(crate) mod user_config;

@@ -21,7 +21,7 @@ use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus}
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Slims `stack` for the cache (see the module documentation).
-pub(super) fn slim(stack: &mut LlamaStackDistribution) {
+pub fn slim(stack: &mut LlamaStackDistribution) {
     stack.metadata.managed_fields = None;
     if let Some(annotations) = stack.metadata.annotations.as_mut() {
         annotations.remove(LAST_APPLIED);
