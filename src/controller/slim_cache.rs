@@ -253,7 +253,12 @@ mod tests {
         // Another health: its status or its message.
         let with_health = |status: &str, message: Option<&str>| {
             let mut full = full.clone();
-            let providers = full.distribution_config.as_mut().unwrap().providers.as_mut();
+            let providers = full
+                .distribution_config
+                .as_mut()
+                .unwrap()
+                .providers
+                .as_mut();
             providers.unwrap()[0].health = Some(crate::api::common::ProviderHealth {
                 status: status.into(),
                 message: message.map(str::to_owned),
