@@ -5,6 +5,7 @@
 # Usage: scripts/build-bundle.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/cargo-env.sh   # the same build whoever starts it
 OUT="${1:-bundle}"
 # kubectl: $KUBECTL, else the control plane the tests use ($LLSO_CONTROL_PLANE_BIN), else built.
 if [[ -z "${KUBECTL:-}" && -n "${LLSO_CONTROL_PLANE_BIN:-}" ]]; then KUBECTL="$LLSO_CONTROL_PLANE_BIN/kubectl"; fi

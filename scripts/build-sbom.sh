@@ -9,6 +9,7 @@
 # Env: LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator). Installs cargo-cyclonedx if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/cargo-env.sh   # the same build whoever starts it
 CACHE_ROOT="${LLSO_CACHE_DIR:-$HOME/.cache/llama-stack-operator}"
 log() { echo "[sbom] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }

@@ -9,6 +9,7 @@
 # for ring's C parts) and runs the result with qemu-aarch64-static; both are installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/cargo-env.sh   # the same build whoever starts it
 log() { echo "[static] $*" >&2; }
 host_arch() { case "$(uname -m)" in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) uname -m ;; esac; }
 arch="${1:-$(host_arch)}"

@@ -6,6 +6,7 @@
 # Pass --keep to leave it running, --kwok-only to skip the real node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/cargo-env.sh   # the same build whoever starts it
 # What the real node needs (containerd, runc, CNI plugins, image tools), as the test command
 # installs it: a newcomer's first run shows the real server, not only kwok.
 if [[ $(id -u) -eq 0 && " $* " != *" --kwok-only "* ]]; then

@@ -12,6 +12,7 @@
 # Arguments go to `cargo test` (e.g. `--test node`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/cargo-env.sh   # the same build whoever starts it
 start=$(date +%s)
 
 for tool in cargo go python3 flock; do
@@ -70,7 +71,15 @@ begin ogxvenv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/conf
 LLSO_OPERATOR_IMAGE_LAYOUT="${LLSO_OPERATOR_IMAGE_LAYOUT:-$(scripts/build-operator-image.sh)}"
 export LLSO_OPERATOR_IMAGE_LAYOUT
 command -v cargo-cyclonedx >/dev/null || cargo install --quiet --locked cargo-cyclonedx@0.5.9
-cargo test --workspace --all-targets --no-run "$@"
+# Every target unless the arguments choose some (`--test node` runs that suite alone).
+targets=(--all-targets)
+for arg in "$@"; do
+  case "$arg" in
+    --lib | --bins | --bin | --bin=* | --tests | --test | --test=* | --benches | --bench | --bench=* | \
+      --examples | --example | --example=* | --doc) targets=() ;;
+  esac
+done
+cargo test --workspace "${targets[@]}" --no-run "$@"
 # `cargo test --all-targets` builds examples as test harnesses; this one runs as a program.
 cargo build --example prepare_test_images
 
@@ -90,7 +99,7 @@ log "prepared everything in $(( $(date +%s) - prepare_start ))s"
 
 # Every suite runs; the output is kept to summarise each one at the end.
 status=0
-cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$logs/cargo-test.log" || status=$?
+cargo test --workspace "${targets[@]}" --no-fail-fast "$@" 2>&1 | tee "$logs/cargo-test.log" || status=$?
 scripts/lib/summarise-tests.py <"$logs/cargo-test.log" || true
 log "total $(( $(date +%s) - start ))s"
 exit "$status"

@@ -49,6 +49,8 @@ pub mod shared_server;
 
 #[cfg(test)]
 mod build_cache_tests;
+#[cfg(test)]
+mod cargo_env_tests;
 
 // This crate's own tests start processes and take ports too.
 #[cfg(test)]
