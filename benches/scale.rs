@@ -1,11 +1,14 @@
 //! Scale benchmark (`cargo bench --bench scale -- --bench`): for each size (100, 300 and 1000
 //! LlamaStackDistributions, or `LLSO_SCALE_SIZES=…`), a fresh test cluster (etcd, kube-apiserver
-//! with an audit log, kube-controller-manager, kube-scheduler, kwok with node Leases) and the
-//! operator binary as a separate process. It reports the time until every stack is Ready, the
-//! operator's API writes (and Events) from the first create until it is quiet, its resident
-//! memory idle, quiet and after a full resync (an operator ConfigMap change reconciles every
-//! stack), and the writes that resync made (goal: 0). It writes a Markdown table and an SVG plot
-//! to `target/scale-bench/`, or into `docs/` with `--write-docs`.
+//! with an audit log; up to `LLSO_SCALE_KWOK_MAX` stacks, 3000, also kube-controller-manager,
+//! kube-scheduler and kwok with node Leases) and the operator binary as a separate process
+//! (`LLSO_SCALE_OPERATOR` names another binary). It reports the time until every stack's
+//! Deployment exists and until every stack is Ready (with kwok), the operator's API writes (and
+//! Events) from the first create until it is quiet, its resident memory idle, quiet and after a
+//! full resync (an operator ConfigMap change reconciles every stack), split into anonymous and
+//! file-backed pages, the writes that resync made (goal: 0), its CPU time, and the API server's
+//! and etcd's memory. It writes a Markdown table and an SVG plot to `target/scale-bench/`, or
+//! into `docs/` with `--write-docs`.
 //!
 //! Without `--bench` (under `cargo test --all-targets`) it runs 3 stacks as a smoke test. Both
 //! modes check the write budget: at most 3 Events and 8 API writes per stack until quiet, and no
@@ -32,12 +35,13 @@ mod plot;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::json;
-use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd};
+use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd, start_with_crd};
 use support::kube_objects::{create_namespace, create_stack};
 use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, spawn_operator_with_env};
 
@@ -64,6 +68,19 @@ struct Sample {
     node_ready: bool,
     /// Stacks whose status shows their server's version.
     answered: usize,
+    /// Whether kwok ran Pods (above `LLSO_SCALE_KWOK_MAX` stacks only the API server and etcd
+    /// run: Deployments are made, no Pod starts, so no stack becomes Ready).
+    kwok: bool,
+    /// Time from the first create until every stack's Deployment exists.
+    deployments: Duration,
+    /// The operator's CPU time (user + system) from its start to the end of the resync.
+    cpu_seconds: f64,
+    /// After the resync: the operator's anonymous and file-backed pages, and the API server's
+    /// and etcd's resident memory.
+    anon_kib: u64,
+    file_kib: u64,
+    apiserver_kib: u64,
+    etcd_kib: u64,
 }
 
 /// One reading of `/proc/<pid>/status`, in KiB.
@@ -92,6 +109,21 @@ fn rss_kib(pid: u32) -> Rss {
         anonymous: field("RssAnon:"),
         file: field("RssFile:"),
     }
+}
+
+/// User + system CPU seconds a process has used (`/proc/<pid>/stat`, clock ticks of 1/100 s).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name's closing parenthesis start at field 3; utime and stime
+    // are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    ticks.iter().sum::<u64>() as f64 / 100.0
 }
 
 /// The operator binary measured: the one this bench was built with, or `LLSO_SCALE_OPERATOR`'s
@@ -204,6 +236,15 @@ fn writes(plane: &ControlPlane) -> (usize, usize, usize) {
     (mine.len(), events, status)
 }
 
+/// How many of the stacks' Deployments exist.
+async fn deployment_count(client: &kube::Client) -> usize {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+    deployments
+        .list_metadata(&ListParams::default())
+        .await
+        .map_or(0, |l| l.items.len())
+}
+
 async fn node_ready(client: &kube::Client) -> bool {
     let nodes: Api<Node> = Api::all(client.clone());
     nodes.list(&ListParams::default()).await.is_ok_and(|l| {
@@ -278,6 +319,7 @@ async fn measure(
     n: usize,
     port: u16,
     quiet_window: Duration,
+    kwok: bool,
 ) -> Sample {
     let pid = operator.child.id();
     // Let the operator finish starting (watches listed, caches filled) before the idle reading.
@@ -287,7 +329,17 @@ async fn measure(
     create_stacks(client, n, port).await;
     let created = started.elapsed();
     let deadline = Duration::from_secs(60 + 3 * n as u64);
-    while ready_count(client).await.0 < n {
+    let poll = Duration::from_millis(if n > 3000 { 2000 } else { 500 });
+    while deployment_count(client).await < n {
+        assert!(
+            started.elapsed() < deadline,
+            "{n}: only {} Deployments after {deadline:?}",
+            deployment_count(client).await
+        );
+        tokio::time::sleep(poll).await;
+    }
+    let deployments = started.elapsed();
+    while kwok && ready_count(client).await.0 < n {
         assert!(
             started.elapsed() < deadline,
             "{n}: only {} Ready after {deadline:?}",
@@ -308,17 +360,18 @@ async fn measure(
         heap::dump(pid, &heap::path(n));
         println!("{}", heap::summary(&heap::path(n), n));
     }
-    let (_, answered) = ready_count(client).await;
+    let answered = if kwok { ready_count(client).await.1 } else { 0 };
     if answered < n && debug::enabled() {
         debug::print_unanswered(client).await;
     }
     let (resync, resync_reconciles) = full_resync(client, &operator.metrics, n).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let resync_writes = writes(plane).0 - writes_total;
+    let resync_writes = writes(plane).0.saturating_sub(writes_total);
     if resync_writes > 0 && debug::enabled() {
         debug::print_writes(plane, writes_total);
     }
     let after = rss_kib(pid);
+    let component_kib = |name: &str| plane.pid(name).map_or(0, |p| rss_kib(p).resident);
     println!(
         "{n}: RSS after the resync {:.1} MiB: anonymous (heap, stacks) {:.1} MiB, file-backed (the binary's pages) {:.1} MiB",
         mib(after.resident),
@@ -339,14 +392,45 @@ async fn measure(
         resync_writes,
         rss_resync_kib: after.resident,
         peak_kib: after.peak,
-        node_ready: node_ready(client).await,
+        node_ready: !kwok || node_ready(client).await,
         answered,
+        kwok,
+        deployments,
+        cpu_seconds: cpu_seconds(pid),
+        anon_kib: after.anonymous,
+        file_kib: after.file,
+        apiserver_kib: component_kib("kube-apiserver"),
+        etcd_kib: component_kib("etcd"),
     }
 }
 
+/// Serves the stacks' v1alpha2 only, without conversion. With v1alpha1 served too, kube-apiserver
+/// keeps a v1alpha1 watch cache whose every object goes through the operator's conversion
+/// webhook, which this bench does not run (the operator is a process outside the cluster): the
+/// API server then retried converting every stack every second, which took most of its CPU.
+async fn serve_v1alpha2_only(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = "llamastackdistributions.llamastack.io";
+    let mut crd = crds.get(name).await.expect("the CRD");
+    crd.spec.conversion = serde_json::from_value(json!({"strategy": "None"})).ok();
+    for version in &mut crd.spec.versions {
+        version.served = version.name == "v1alpha2";
+    }
+    crds.replace(name, &PostParams::default(), &crd)
+        .await
+        .expect("serve v1alpha2 only");
+}
+
 /// One size on a cluster and operator of its own, so that each figure is that size's alone.
-fn run_size(n: usize, port: u16, quiet_window: Duration) -> Sample {
-    let (plane, rt, client) = start_cluster_with_crd().expect("the test cluster");
+fn run_size(n: usize, port: u16, quiet_window: Duration, kwok: bool) -> Sample {
+    let (plane, rt, client) = if kwok {
+        start_cluster_with_crd()
+    } else {
+        start_with_crd()
+    }
+    .expect("the test cluster");
+    rt.block_on(serve_v1alpha2_only(&client));
     rt.block_on(async {
         let namespace: Namespace =
             serde_json::from_value(json!({"metadata": {"name": OPERATOR_NAMESPACE}}))
@@ -372,7 +456,15 @@ fn run_size(n: usize, port: u16, quiet_window: Duration) -> Sample {
         &env,
     )
     .expect("operator process");
-    let sample = rt.block_on(measure(&plane, &client, &operator, n, port, quiet_window));
+    let sample = rt.block_on(measure(
+        &plane,
+        &client,
+        &operator,
+        n,
+        port,
+        quiet_window,
+        kwok,
+    ));
     println!("{}", row(&sample));
     sample
 }
@@ -383,11 +475,21 @@ fn mib(kib: u64) -> f64 {
 
 fn row(s: &Sample) -> String {
     let n = s.stacks as f64;
+    let ready = if s.kwok {
+        format!("{:.1} s", s.converged.as_secs_f64())
+    } else {
+        "(no Pods)".to_owned()
+    };
+    let kwok = match (s.kwok, s.node_ready) {
+        (false, _) => "off",
+        (true, true) => "Ready",
+        (true, false) => "NOT Ready",
+    };
     format!(
-        "| {} | {:.1} s | {:.1} s | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1} MiB (peak {:.1}) | {} |",
+        "| {} | {kwok} | {:.1} s | {:.1} s | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
         s.stacks,
         s.created.as_secs_f64(),
-        s.converged.as_secs_f64(),
+        s.deployments.as_secs_f64(),
         s.writes,
         s.writes as f64 / n,
         s.events,
@@ -399,14 +501,18 @@ fn row(s: &Sample) -> String {
         s.resync.as_secs_f64(),
         s.resync_writes,
         mib(s.rss_resync_kib),
+        mib(s.anon_kib),
+        mib(s.file_kib),
         mib(s.peak_kib),
-        if s.node_ready { "Ready" } else { "NOT Ready" },
+        s.cpu_seconds,
+        mib(s.apiserver_kib),
+        mib(s.etcd_kib),
     )
 }
 
 fn table(samples: &[Sample]) -> String {
     let mut out = String::from(
-        "| stacks | created in | all Ready after | operator writes until quiet | of which Events | status patches | RSS idle | RSS quiet | full resync: reconciles | resync writes | RSS after resync | kwok node |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| stacks | kwok node | created in | every Deployment after | all Ready after | operator writes until quiet | of which Events | status patches | RSS idle | RSS quiet | full resync: reconciles | resync writes | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for s in samples {
         let _ = writeln!(out, "{}", row(s));
@@ -468,8 +574,13 @@ fn main() {
         support::shared_server::start().expect("the llama-stack server every stack reaches");
     let mut samples = Vec::new();
     let mut broken = Vec::new();
+    // Above this many stacks kwok stays off: one fake kubelet and kube-controller-manager on two
+    // cores would measure themselves, not the operator.
+    let kwok_max: usize = std::env::var("LLSO_SCALE_KWOK_MAX").map_or(3000, |v| {
+        v.trim().parse().expect("LLSO_SCALE_KWOK_MAX: a number")
+    });
     for &n in &sizes {
-        let sample = run_size(n, shared.port, quiet_window);
+        let sample = run_size(n, shared.port, quiet_window, n <= kwok_max);
         broken.extend(budget_violations(&sample));
         samples.push(sample);
     }
@@ -487,7 +598,7 @@ fn budget_violations(s: &Sample) -> Vec<String> {
     if !s.node_ready {
         broken.push(format!("{n}: the kwok node went NotReady"));
     }
-    if s.answered < n {
+    if s.kwok && s.answered < n {
         broken.push(format!(
             "{n}: only {} stacks show their server's version",
             s.answered

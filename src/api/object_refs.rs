@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 /// Kind of a referenced object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RefKind {
     /// A Secret.
     Secret,
@@ -46,8 +46,12 @@ fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
 
 /// The references of a v1alpha2 or v1alpha1 object, as JSON (admission sees either version).
 pub fn of_object(object: &Value) -> Vec<Reference> {
+    of_spec(object.get("spec").unwrap_or(&Value::Null))
+}
+
+/// The references of a spec (either version), as JSON.
+fn of_spec(spec: &Value) -> Vec<Reference> {
     let mut out = Vec::new();
-    let spec = object.get("spec").unwrap_or(&Value::Null);
     provider_secrets(spec, &mut out);
     if let Some(v) = spec.pointer("/storage/kv/password") {
         secret_key_ref(v, "spec.storage.kv.password".into(), &mut out);
@@ -150,7 +154,7 @@ fn config_maps(spec: &Value, out: &mut Vec<Reference>) {
 
 /// The references of a v1alpha2 object.
 pub fn of(cr: &super::v1alpha2::LlamaStackDistribution) -> Vec<Reference> {
-    serde_json::to_value(cr)
-        .map(|object| of_object(&object))
+    serde_json::to_value(&cr.spec)
+        .map(|spec| of_spec(&spec))
         .unwrap_or_default()
 }

@@ -16,7 +16,8 @@ use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
-use sha2::{Digest as _, Sha256};
+
+use super::field_digest::FieldDigest;
 
 /// How long an Event can be repeated as a series (kube's recorder and client-go use 6 minutes).
 pub const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
@@ -123,31 +124,25 @@ fn type_name(type_: EventType) -> &'static str {
 /// What identifies a series, as kube's recorder keys it: the type, action and reason, the whole
 /// reference to the object (its resourceVersion included) and the related object's, hashed.
 fn series_key(event: &Event, regarding: &ObjectReference) -> [u8; 16] {
-    let mut hasher = Sha256::new();
-    let mut field = |value: Option<&str>| match value {
-        Some(value) => {
-            hasher.update((value.len() as u64).to_le_bytes());
-            hasher.update(value.as_bytes());
-        }
-        None => hasher.update(u64::MAX.to_le_bytes()),
-    };
-    field(Some(type_name(event.type_)));
-    field(Some(&event.action));
-    field(Some(&event.reason));
+    let mut key = FieldDigest::new();
+    key.str(type_name(event.type_));
+    key.str(&event.action);
+    key.str(&event.reason);
     for reference in [Some(regarding), event.secondary.as_ref()] {
         let reference = reference.cloned().unwrap_or_default();
-        field(reference.api_version.as_deref());
-        field(reference.kind.as_deref());
-        field(reference.namespace.as_deref());
-        field(reference.name.as_deref());
-        field(reference.uid.as_deref());
-        field(reference.resource_version.as_deref());
-        field(reference.field_path.as_deref());
+        for field in [
+            &reference.api_version,
+            &reference.kind,
+            &reference.namespace,
+            &reference.name,
+            &reference.uid,
+            &reference.resource_version,
+            &reference.field_path,
+        ] {
+            key.opt_str(field.as_deref());
+        }
     }
-    let hash = hasher.finalize();
-    let mut key = [0; 16];
-    key.copy_from_slice(&hash[..16]);
-    key
+    key.finish()
 }
 
 /// What to write for an Event.
@@ -231,6 +226,13 @@ mod tests {
         }
     }
 
+    fn repeat_of_a(count: i32) -> Next {
+        Next::Repeat {
+            name: "a.1".to_owned(),
+            count,
+        }
+    }
+
     #[test]
     fn a_repeat_within_the_window_continues_the_series_of_the_first_event() {
         let mut memory = SeriesMemory::default();
@@ -239,21 +241,12 @@ mod tests {
         assert_eq!(memory.next(key, t0), Next::New);
         memory.published(key, "a.1".to_owned(), t0);
         let later = t0 + SignedDuration::from_mins(1);
-        assert_eq!(
-            memory.next(key, later),
-            Next::Repeat {
-                name: "a.1".to_owned(),
-                count: 2
-            }
-        );
+        assert_eq!(memory.next(key, later), repeat_of_a(2));
         memory.published(key, "a.1".to_owned(), later);
         let third = later + SignedDuration::from_mins(5);
         assert_eq!(
             memory.next(key, third),
-            Next::Repeat {
-                name: "a.1".to_owned(),
-                count: 3
-            },
+            repeat_of_a(3),
             "the window runs from the last repeat"
         );
         memory.published(key, "a.1".to_owned(), third);

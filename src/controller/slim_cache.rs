@@ -12,8 +12,8 @@
 //! (from a fresh read), so a status is never written without the list it had.
 
 use serde_json::{Map, Value};
-use sha2::{Digest as _, Sha256};
 
+use super::field_digest::FieldDigest;
 use crate::api::common::{ProviderInfo, ProvidersDigest};
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
 
@@ -74,81 +74,64 @@ pub(super) fn restore_providers(
 /// The digest of a list of providers: their order, identity, health, and configs in any key
 /// order (the API server and the server may list a config's keys in different orders).
 pub(super) fn providers_digest(providers: &[ProviderInfo]) -> ProvidersDigest {
-    let mut hasher = Sha256::new();
-    hasher.update((providers.len() as u64).to_le_bytes());
+    let mut digest = FieldDigest::new();
+    digest.count(providers.len());
     for provider in providers {
-        feed_str(&provider.api, &mut hasher);
-        feed_str(&provider.provider_id, &mut hasher);
-        feed_str(&provider.provider_type, &mut hasher);
+        digest.str(&provider.api);
+        digest.str(&provider.provider_id);
+        digest.str(&provider.provider_type);
         match &provider.config {
-            Some(config) => {
-                hasher.update(b"c");
-                feed_map(config, &mut hasher);
-            }
-            None => hasher.update(b"-"),
+            Some(config) => feed_map(config, &mut digest),
+            None => digest.tag(b'-'),
         }
         match &provider.health {
             Some(health) => {
-                hasher.update(b"h");
-                feed_str(&health.status, &mut hasher);
-                match &health.message {
-                    Some(message) => {
-                        hasher.update(b"m");
-                        feed_str(message, &mut hasher);
-                    }
-                    None => hasher.update(b"-"),
-                }
+                digest.tag(b'h');
+                digest.str(&health.status);
+                digest.opt_str(health.message.as_deref());
             }
-            None => hasher.update(b"-"),
+            None => digest.tag(b'-'),
         }
     }
-    let hash = hasher.finalize();
-    let mut digest = [0; 16];
-    digest.copy_from_slice(&hash[..16]);
     ProvidersDigest {
         count: u32::try_from(providers.len()).unwrap_or(u32::MAX),
-        digest,
+        digest: digest.finish(),
     }
 }
 
-fn feed_map(map: &Map<String, Value>, hasher: &mut Sha256) {
+/// A JSON object with its keys in order, so that key order does not change the digest.
+fn feed_map(map: &Map<String, Value>, digest: &mut FieldDigest) {
     let mut keys: Vec<&String> = map.keys().collect();
     keys.sort();
-    hasher.update(b"{");
+    digest.tag(b'{');
+    digest.count(keys.len());
     for key in keys {
-        feed_str(key, hasher);
+        digest.str(key);
         if let Some(value) = map.get(key) {
-            feed(value, hasher);
+            feed(value, digest);
         }
     }
-    hasher.update(b"}");
 }
 
-fn feed(value: &Value, hasher: &mut Sha256) {
+fn feed(value: &Value, digest: &mut FieldDigest) {
     match value {
-        Value::Object(map) => feed_map(map, hasher),
+        Value::Object(map) => feed_map(map, digest),
         Value::Array(items) => {
-            hasher.update(b"[");
-            hasher.update((items.len() as u64).to_le_bytes());
+            digest.tag(b'[');
+            digest.count(items.len());
             for item in items {
-                feed(item, hasher);
+                feed(item, digest);
             }
-            hasher.update(b"]");
         }
         Value::String(s) => {
-            hasher.update(b"s");
-            feed_str(s, hasher);
+            digest.tag(b's');
+            digest.str(s);
         }
         other => {
-            hasher.update(b"v");
-            feed_str(&other.to_string(), hasher);
+            digest.tag(b'v');
+            digest.str(&other.to_string());
         }
     }
-}
-
-fn feed_str(s: &str, hasher: &mut Sha256) {
-    hasher.update((s.len() as u64).to_le_bytes());
-    hasher.update(s.as_bytes());
 }
 
 #[cfg(test)]

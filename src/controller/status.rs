@@ -430,7 +430,7 @@ impl Report {
         self.status.observed_generation = cr.metadata.generation;
         self.status.conditions = Some(self.conditions.clone().into_sorted());
         // The cache keeps the providers as a digest (`slim_cache`): compared as such.
-        let (mut compared, mut stored) = (self.status.clone(), self.previous.clone());
+        let (mut compared, mut stored) = (self.status.clone(), std::mem::take(&mut self.previous));
         slim_cache::slim_status(&mut compared);
         slim_cache::slim_status(&mut stored);
         if compared == stored {

@@ -18,10 +18,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::Api;
-use kube::core::{ObjectMeta, PartialObjectMeta};
+use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -30,8 +30,9 @@ use super::builders::{self, labels};
 use super::context::Context;
 use super::error::Error;
 use super::reconcile;
+use super::referrers::Referrers;
 use super::settings::Settings;
-use crate::api::object_refs::{self, RefKind};
+use crate::api::object_refs::RefKind;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::metrics::WatchHealth;
 use crate::watch::resilient;
@@ -141,9 +142,16 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
         health.clone(),
     )
     .modify(super::slim_cache::slim)
-    .reflect(writer)
-    .applied_objects();
-    let referrers = Referrers(reader.clone());
+    .reflect(writer);
+    let referrers = Referrers::default();
+    let index = referrers.clone();
+    let stacks = stacks
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                index.observe(event);
+            }
+        })
+        .applied_objects();
     let cached = reader.clone();
     ctx.metrics.follow_stacks(Box::new(move || {
         cached
@@ -281,32 +289,6 @@ fn referenced_objects(
         .watches_stream(config_maps, move |c| {
             for_config_maps.of(RefKind::ConfigMap, &c.metadata)
         })
-}
-
-/// Finds the LlamaStackDistributions in the controller's cache that refer to an object.
-#[derive(Clone)]
-struct Referrers(Store<LlamaStackDistribution>);
-
-impl Referrers {
-    /// The resources referring to the `kind` object with `meta`'s name and namespace (a reference
-    /// may name another namespace: a shared CA bundle).
-    fn of(&self, kind: RefKind, meta: &ObjectMeta) -> Vec<ObjectRef<LlamaStackDistribution>> {
-        let ns = meta.namespace.as_deref().unwrap_or_default();
-        let name = meta.name.as_deref().unwrap_or_default();
-        self.0
-            .state()
-            .into_iter()
-            .filter(|cr| {
-                let own_ns = cr.metadata.namespace.as_deref().unwrap_or_default();
-                object_refs::of(cr).iter().any(|r| {
-                    r.kind == kind
-                        && r.name == name
-                        && r.namespace.as_deref().unwrap_or(own_ns) == ns
-                })
-            })
-            .map(|cr| ObjectRef::from_obj(cr.as_ref()))
-            .collect()
-    }
 }
 
 fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) -> Action {
