@@ -252,7 +252,11 @@ async fn deployment_count(client: &kube::Client) -> usize {
     else {
         return 0;
     };
-    let more = first.metadata.continue_.as_deref().is_some_and(|c| !c.is_empty());
+    let more = first
+        .metadata
+        .continue_
+        .as_deref()
+        .is_some_and(|c| !c.is_empty());
     match first.metadata.remaining_item_count {
         Some(rest) => first.items.len() + usize::try_from(rest).unwrap_or(0),
         None if more => deployments
