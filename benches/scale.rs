@@ -215,6 +215,26 @@ async fn ready_count(client: &kube::Client) -> (usize, usize) {
     (ready.len(), answered)
 }
 
+/// Polls `count` every `poll` until it reaches `n`; fails the run at `deadline`, saying how many
+/// `what` there were.
+async fn wait_for_all<F, Fut>(n: usize, what: &str, deadline: Instant, poll: Duration, count: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = usize>,
+{
+    loop {
+        let now = count().await;
+        if now >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n}: only {now} {what} by the deadline"
+        );
+        tokio::time::sleep(poll).await;
+    }
+}
+
 /// How often to list the stacks for readiness: every half second up to 250 stacks, then about
 /// one listed stack per 2 ms of waiting.
 fn ready_poll(n: usize) -> Duration {
@@ -350,26 +370,23 @@ async fn measure(
     let started = Instant::now();
     create_stacks(client, n, port).await;
     let created = started.elapsed();
-    let deadline = Duration::from_secs(60 + 3 * n as u64);
-    let poll = Duration::from_millis(500);
-    while deployment_count(client).await < n {
-        assert!(
-            started.elapsed() < deadline,
-            "{n}: only {} Deployments after {deadline:?}",
-            deployment_count(client).await
-        );
-        tokio::time::sleep(poll).await;
-    }
+    let deadline = started + Duration::from_secs(60 + 3 * n as u64);
+    wait_for_all(
+        n,
+        "Deployments",
+        deadline,
+        Duration::from_millis(500),
+        || deployment_count(client),
+    )
+    .await;
     let deployments = started.elapsed();
-    while kwok && ready_count(client).await.0 < n {
-        assert!(
-            started.elapsed() < deadline,
-            "{n}: only {} Ready after {deadline:?}",
-            ready_count(client).await.0
-        );
+    if kwok {
         // Reading readiness lists every stack whole (about 8 KiB each): at 3000 stacks every
         // half second that was 50 MB/s of JSON for the API server, which slowed what it measured.
-        tokio::time::sleep(ready_poll(n)).await;
+        wait_for_all(n, "Ready", deadline, ready_poll(n), || async {
+            ready_count(client).await.0
+        })
+        .await;
     }
     let converged = started.elapsed();
     wait_quiet(plane, quiet_window, Duration::from_secs(300)).await;

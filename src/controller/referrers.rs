@@ -150,8 +150,13 @@ mod tests {
         }
     }
 
-    fn names(found: Vec<Stack>) -> Vec<String> {
-        let mut names: Vec<String> = found.into_iter().map(|s| s.name).collect();
+    /// The names of the stacks `referrers` finds for the `kind` object `namespace/name`, sorted.
+    fn found(referrers: &Referrers, kind: RefKind, namespace: &str, name: &str) -> Vec<String> {
+        let mut names: Vec<String> = referrers
+            .of(kind, &meta(namespace, name))
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
         names.sort();
         names
     }
@@ -163,17 +168,12 @@ mod tests {
         referrers.observe(&Event::Apply(with_tls("team", "b", "tls")));
         referrers.observe(&Event::Apply(with_tls("other", "c", "tls")));
         assert_eq!(
-            names(referrers.of(RefKind::Secret, &meta("team", "tls"))),
+            found(&referrers, RefKind::Secret, "team", "tls"),
             ["a", "b"]
         );
-        assert_eq!(
-            names(referrers.of(RefKind::Secret, &meta("other", "tls"))),
-            ["c"]
-        );
+        assert_eq!(found(&referrers, RefKind::Secret, "other", "tls"), ["c"]);
         assert!(
-            referrers
-                .of(RefKind::ConfigMap, &meta("team", "tls"))
-                .is_empty(),
+            found(&referrers, RefKind::ConfigMap, "team", "tls").is_empty(),
             "a ConfigMap of the Secret's name is another object"
         );
     }
@@ -183,21 +183,10 @@ mod tests {
         let referrers = Referrers::default();
         referrers.observe(&Event::Apply(with_tls("team", "a", "old")));
         referrers.observe(&Event::Apply(with_tls("team", "a", "new")));
-        assert!(
-            referrers
-                .of(RefKind::Secret, &meta("team", "old"))
-                .is_empty()
-        );
-        assert_eq!(
-            names(referrers.of(RefKind::Secret, &meta("team", "new"))),
-            ["a"]
-        );
+        assert!(found(&referrers, RefKind::Secret, "team", "old").is_empty());
+        assert_eq!(found(&referrers, RefKind::Secret, "team", "new"), ["a"]);
         referrers.observe(&Event::Delete(with_tls("team", "a", "new")));
-        assert!(
-            referrers
-                .of(RefKind::Secret, &meta("team", "new"))
-                .is_empty()
-        );
+        assert!(found(&referrers, RefKind::Secret, "team", "new").is_empty());
     }
 
     #[test]
@@ -217,15 +206,8 @@ mod tests {
             "the fixture must name another namespace: {expected:?}"
         );
         referrers.observe(&Event::Apply(cr));
-        assert_eq!(
-            names(referrers.of(RefKind::ConfigMap, &meta("shared", "ca"))),
-            ["a"]
-        );
-        assert!(
-            referrers
-                .of(RefKind::ConfigMap, &meta("team", "ca"))
-                .is_empty()
-        );
+        assert_eq!(found(&referrers, RefKind::ConfigMap, "shared", "ca"), ["a"]);
+        assert!(found(&referrers, RefKind::ConfigMap, "team", "ca").is_empty());
     }
 
     #[test]
@@ -236,14 +218,11 @@ mod tests {
         referrers.observe(&Event::Init);
         referrers.observe(&Event::InitApply(with_tls("team", "a", "tls")));
         assert_eq!(
-            names(referrers.of(RefKind::Secret, &meta("team", "tls"))),
+            found(&referrers, RefKind::Secret, "team", "tls"),
             ["a", "gone"],
             "until the list is complete, the old index answers"
         );
         referrers.observe(&Event::InitDone);
-        assert_eq!(
-            names(referrers.of(RefKind::Secret, &meta("team", "tls"))),
-            ["a"]
-        );
+        assert_eq!(found(&referrers, RefKind::Secret, "team", "tls"), ["a"]);
     }
 }
