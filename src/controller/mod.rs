@@ -20,6 +20,7 @@ mod event_series;
 mod events;
 pub mod external_status;
 mod field_digest;
+mod next_look;
 mod observe;
 pub(crate) mod plan;
 mod prune;

@@ -8,7 +8,7 @@
 //! Deployment stays exactly as it was and a condition says why.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
@@ -20,19 +20,13 @@ use super::builders::{self, Inputs};
 use super::conditions::Blocked;
 use super::context::Context;
 use super::error::Error;
+use super::next_look::{self, Outcome, RESYNC};
 use super::rollback::{self, Verdict};
 use super::stack::{Invalid, Stack};
 use super::status::Report;
 use super::{dereference, observe, plan};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::LlamaStackDistribution;
-
-/// Steady state: re-resolve tags and re-check references this often.
-const RESYNC: Duration = Duration::from_secs(300);
-/// A rollout in progress: look again this often.
-const RETRY_ROLLOUT: Duration = Duration::from_secs(10);
-/// A revision was just rejected: restore the last Ready one this soon.
-const ROLL_BACK: Duration = Duration::from_secs(1);
 
 /// Reconciles one LlamaStackDistribution, and records it in the metrics.
 pub async fn reconcile(
@@ -161,31 +155,16 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
         .publish(stack.resource, ctx, deployment.is_some(), ready)
         .await
         .map_err(Error::Status)?;
-    let requeue = next_look(stack, ctx, retry, ready, rolled_back);
+    let requeue = next_look::after(Outcome {
+        retry,
+        ready,
+        rolled_back,
+        waited: deployment
+            .as_ref()
+            .and_then(|d| next_look::waited(d, builders::FIELD_MANAGER, jiff::Timestamp::now())),
+        server_due: ctx.servers.retry_in(stack.uid()),
+    });
     Ok((Action::requeue(requeue), reason))
-}
-
-/// When to reconcile again: after `retry` when a step was blocked, else at the resync when
-/// Ready and soon during a rollout; at once after a rollback; sooner when the server's own
-/// answers are due again.
-fn next_look(
-    stack: &Stack<'_>,
-    ctx: &Context,
-    retry: Option<Duration>,
-    ready: bool,
-    rolled_back: bool,
-) -> Duration {
-    let requeue = if rolled_back {
-        // The rejection is stored; the next reconcile returns the Deployment to the last Ready
-        // revision (the status write's watch event usually comes first).
-        ROLL_BACK
-    } else {
-        retry.unwrap_or(if ready { RESYNC } else { RETRY_ROLLOUT })
-    };
-    match ctx.servers.retry_in(stack.uid()).filter(|_| ready) {
-        Some(again) => requeue.min(again),
-        None => requeue,
-    }
 }
 
 /// Takes the `Ok` of a step, or ends the pipeline with what blocked it.

@@ -1,0 +1,92 @@
+//! When to reconcile a stack again, as a pure decision.
+//!
+//! A Ready stack is looked at on the resync; a blocked one after its step's retry; one that is
+//! not Ready yet is looked at soon while its rollout is young and less often the longer it has
+//! gone without progress. Watch events on the Deployment wake a stack whenever its rollout
+//! moves (a Pod becomes available, the progress deadline passes), so the timed look only
+//! catches what changes inside Pods (a crash loop, an image that cannot be pulled). Looking
+//! every 10 s at every pending stack forever made thousands of stacks that cannot start (no
+//! node, a quota) take the reconcile slots from new and changed ones.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+
+/// Steady state: re-resolve tags and re-check references this often.
+pub const RESYNC: Duration = Duration::from_secs(300);
+/// A young rollout: look again this often.
+const YOUNG_ROLLOUT: Duration = Duration::from_secs(10);
+/// A rollout waits this many times longer than the look it gets: after 40 s without progress it
+/// is looked at every 10 s, after 4 minutes every minute, after 20 minutes at the resync.
+const PATIENCE: u32 = 4;
+/// A revision was just rejected: restore the last Ready one this soon.
+const ROLL_BACK: Duration = Duration::from_secs(1);
+
+/// What the decision reads of a reconcile's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// A step was blocked and asks to be retried after this long.
+    pub retry: Option<Duration>,
+    /// The stack is Ready.
+    pub ready: bool,
+    /// The newest revision was rejected in this reconcile.
+    pub rolled_back: bool,
+    /// How long the rollout has gone without progress ([`waited`]); `None` when unknown.
+    pub waited: Option<Duration>,
+    /// The server's answers are due again after this long (Ready stacks only).
+    pub server_due: Option<Duration>,
+}
+
+/// How long until the next reconcile.
+pub fn after(outcome: Outcome) -> Duration {
+    let requeue = if outcome.rolled_back {
+        // The rejection is stored; the next reconcile returns the Deployment to the last Ready
+        // revision (the status write's watch event usually comes first).
+        ROLL_BACK
+    } else if let Some(retry) = outcome.retry {
+        retry
+    } else if outcome.ready {
+        RESYNC
+    } else {
+        rollout_look(outcome.waited.unwrap_or_default())
+    };
+    match outcome.server_due.filter(|_| outcome.ready) {
+        Some(due) => requeue.min(due),
+        None => requeue,
+    }
+}
+
+/// The look at a rollout that has gone `waited` without progress.
+fn rollout_look(waited: Duration) -> Duration {
+    (waited / PATIENCE).clamp(YOUNG_ROLLOUT, RESYNC)
+}
+
+/// How long the Deployment's rollout has gone without progress at `now`: since the latest of
+/// its creation, the operator's last change to it (its field manager's entry), and the
+/// Deployment controller's last recorded progress (the `Progressing` condition's update time).
+/// A clock behind those times counts as no wait.
+pub fn waited(deployment: &Deployment, field_manager: &str, now: Timestamp) -> Option<Duration> {
+    let created = deployment.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let changed = deployment
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.manager.as_deref() == Some(field_manager))
+        .filter_map(|entry| entry.time.as_ref().map(|t| t.0));
+    let progressed = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|c| c.type_ == "Progressing")
+        .filter_map(|c| c.last_update_time.as_ref().map(|t| t.0));
+    let since = created.into_iter().chain(changed).chain(progressed).max()?;
+    let waited = now.duration_since(since);
+    Some(Duration::try_from(waited).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests;
