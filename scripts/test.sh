@@ -8,7 +8,8 @@
 #    OGX venvs, the operator's image, cargo-cyclonedx, the compiled suites, the real node's images. The Go
 #    builds and the venv run beside the Rust builds. Every build script is safe to run twice at
 #    once (scripts/lib/cache-lock.sh), so a suite asking again just finds the result.
-# 2. Runs every suite, even after one fails (--no-fail-fast), and ends with one line per suite.
+# 2. Runs every suite, even after one fails, two at a time (scripts/lib/run-suites.py), and ends
+#    with one line per suite.
 # Arguments go to `cargo test` (e.g. `--test node`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,10 +67,10 @@ with_starter_deps() { # <venv script> <cli> <starter config>
 begin venv with_starter_deps scripts/llama-stack-venv.sh llama configs/starter/config.yaml
 begin ogxvenv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/config.yaml
 
-# The operator's image from the Dockerfile, which the real node runs (a release build of the
-# static binary); cargo-cyclonedx for the release test's SBOM; then the suites themselves.
-LLSO_OPERATOR_IMAGE_LAYOUT="${LLSO_OPERATOR_IMAGE_LAYOUT:-$(scripts/build-operator-image.sh)}"
-export LLSO_OPERATOR_IMAGE_LAYOUT
+# The operator's image from the Dockerfile, which the real node runs (the static binary, with
+# whole-program LTO: minutes on mostly one core, in a target directory of its own, so it runs
+# beside the suites' build); cargo-cyclonedx for the release test's SBOM; the suites themselves.
+[[ -n "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]] || begin image scripts/build-operator-image.sh
 command -v cargo-cyclonedx >/dev/null || cargo install --quiet --locked cargo-cyclonedx@0.5.9
 # Every target unless the arguments choose some (`--test node` runs that suite alone).
 targets=(--all-targets)
@@ -95,11 +96,15 @@ finish ogxvenv
   || { log "FAILED to prepare: the real node's images (output above)"; exit 1; }
 log "prepared: the real node's images"
 finish go
+if [[ -z "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]]; then
+  finish image
+  LLSO_OPERATOR_IMAGE_LAYOUT=$(tail -n 1 "$logs/image.out")
+fi
+export LLSO_OPERATOR_IMAGE_LAYOUT
 log "prepared everything in $(( $(date +%s) - prepare_start ))s"
 
-# Every suite runs; the output is kept to summarise each one at the end.
+# Every suite runs, two at once (LLSO_TEST_LANES), those that need the machine alone by themselves.
 status=0
-cargo test --workspace "${targets[@]}" --no-fail-fast "$@" 2>&1 | tee "$logs/cargo-test.log" || status=$?
-scripts/lib/summarise-tests.py <"$logs/cargo-test.log" || true
+scripts/lib/run-suites.py --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" || status=$?
 log "total $(( $(date +%s) - start ))s"
 exit "$status"

@@ -51,6 +51,8 @@ pub mod shared_server;
 mod build_cache_tests;
 #[cfg(test)]
 mod cargo_env_tests;
+#[cfg(test)]
+mod run_suites_tests;
 
 // This crate's own tests start processes and take ports too.
 #[cfg(test)]

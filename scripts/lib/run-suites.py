@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Runs the test suites `cargo test ARGS` would run, several at once, and summarises them.
+
+Usage: run-suites.py [--lanes N] [--log-dir DIR] [CARGO TEST ARGS...] [-- HARNESS ARGS...]
+
+`cargo test` runs one test binary after another. Most of our suites spend their time waiting
+(an API server starting, a rollout, a real server answering), so two of them at once take not
+much longer than one. This script asks cargo which test binaries ARGS select (they must be built
+already, as `scripts/test.sh` does), then runs each as `cargo test -p PKG --KIND NAME` in one of
+N lanes, longest first. Suites that time a restart of the control plane run alone, and suites of
+one group (those that start real servers) one at a time.
+
+Each suite's output is printed whole when it ends, so outputs never interleave, and kept in
+DIR/<suite>.log. The run ends with one line per suite (passed, failed, seconds) and exits non-zero
+when any suite failed. Every suite runs, whatever the others do.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+# Suites that run alone (see docs/testing.md, "Two at once"): they stop, freeze and restart
+# kube-apiserver and etcd and time the recovery, or hold a timed window with a restart in it.
+ALONE = {"faults", "dashboard"}
+# Suites of one group never run beside each other: each real node's readiness budget was sized
+# for one node on two cores, and the real servers' startups (Python imports) and pip's writes into
+# the shared venvs would contend.
+GROUPS = {
+    "node": "real servers",
+    "newcomer": "real servers",
+    "external_providers": "real servers",
+    "llama_stack_server": "real servers",
+    "scale": "real servers",
+}
+# The long suites, started first so the lanes end together (seconds measured 2026-11-26; the
+# others take under a minute each).
+EXPECTED_SECONDS = {
+    "faults": 240,
+    "node": 232,
+    "dashboard": 140,
+    "deploy": 113,
+    "controller": 106,
+    "controller_registry": 96,
+    "external_providers": 62,
+    "real_world": 51,
+    "newcomer": 33,
+    "cluster": 31,
+}
+# `cargo test` options that choose targets: each suite is chosen by its own package and target.
+SELECTORS_WITH_VALUE = {"-p", "--package", "--bin", "--test", "--bench", "--example", "--exclude"}
+SELECTORS = {"--workspace", "--all", "--lib", "--bins", "--tests", "--benches", "--examples",
+             "--all-targets", "--doc"}
+RESULT = re.compile(r"^test result: (\w+)\. (\d+) passed; (\d+) failed;.*?(?:finished in ([\d.]+)s)?$")
+
+
+def log(message):
+    print(f"[test.sh] {message}", file=sys.stderr, flush=True)
+
+
+def split_args(args):
+    """The cargo options without target selectors, and the harness's arguments after `--`."""
+    cargo, harness = list(args), []
+    if "--" in cargo:
+        at = cargo.index("--")
+        cargo, harness = cargo[:at], cargo[at:]
+    kept, skip = [], False
+    for arg in cargo:
+        if skip:
+            skip = False
+        elif arg in SELECTORS_WITH_VALUE:
+            skip = True
+        elif arg in SELECTORS or any(arg.startswith(f"{s}=") for s in SELECTORS_WITH_VALUE):
+            pass
+        else:
+            kept.append(arg)
+    return kept, harness
+
+
+def package_names():
+    out = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"],
+                         check=True, capture_output=True, text=True).stdout
+    return {p["id"]: p["name"] for p in json.loads(out)["packages"]}
+
+
+def suites_selected(cargo_args):
+    """(package, kind, target name) of every test binary `cargo test cargo_args` runs."""
+    names = package_names()
+    listing = subprocess.run(
+        ["cargo", "test", "--no-run", "--message-format=json", *cargo_args],
+        check=True, capture_output=True, text=True).stdout
+    suites = []
+    for line in listing.splitlines():
+        message = json.loads(line) if line.startswith("{") else {}
+        if message.get("reason") != "compiler-artifact" or not message.get("executable"):
+            continue
+        if not message["profile"]["test"] and "bench" not in message["target"]["kind"] \
+                and "test" not in message["target"]["kind"]:
+            continue
+        kind = message["target"]["kind"][0]
+        kind = "lib" if kind in {"lib", "rlib", "proc-macro"} else kind
+        suite = (names[message["package_id"]], kind, message["target"]["name"])
+        if suite not in suites:
+            suites.append(suite)
+    return suites
+
+
+def label(suite):
+    """The suite as a reader finds it: `tests/node.rs`, `resolver tests/registries.rs`, …"""
+    package, kind, name = suite
+    if kind == "lib":
+        return f"{package} (unit tests)"
+    prefix = "" if package == "llama-stack-operator" else f"{package} "
+    folder = {"test": "tests", "bench": "benches", "example": "examples"}.get(kind)
+    return f"{prefix}{folder}/{name}.rs" if folder else f"{prefix}{kind} {name}"
+
+
+def command(suite, cargo_args, harness):
+    package, kind, name = suite
+    target = ["--lib"] if kind == "lib" else [f"--{kind}", name]
+    return ["cargo", "test", "--no-fail-fast", "-p", package, *target, *cargo_args,
+            *harness]
+
+
+class Runner:
+    def __init__(self, suites, lanes, log_dir, cargo_args, harness):
+        order = sorted(suites, key=lambda s: -EXPECTED_SECONDS.get(s[2], 0))
+        self.waiting = order
+        self.lanes = lanes
+        self.log_dir = log_dir
+        self.cargo_args, self.harness = cargo_args, harness
+        self.lock = threading.Condition()
+        self.running = set()
+        self.results = {}
+
+    def may_start(self, suite):
+        """Whether `suite` may start beside the suites running now."""
+        if any(s[2] in ALONE for s in self.running):
+            return False
+        if suite[2] in ALONE:
+            return not self.running
+        group = GROUPS.get(suite[2])
+        return group is None or all(GROUPS.get(s[2]) != group for s in self.running)
+
+    def next_suite(self):
+        """The next suite this lane may start (the longest first), waiting while none may;
+        `None` once every suite has started."""
+        with self.lock:
+            while self.waiting:
+                for suite in self.waiting:
+                    if self.may_start(suite):
+                        self.waiting.remove(suite)
+                        self.running.add(suite)
+                        return suite
+                self.lock.wait()
+            return None
+
+    def lane(self):
+        while (suite := self.next_suite()) is not None:
+            path = os.path.join(self.log_dir, re.sub(r"[^\w.-]+", "_", label(suite)) + ".log")
+            started = time.monotonic()
+            with open(path, "w") as out:
+                code = subprocess.run(command(suite, self.cargo_args, self.harness),
+                                      stdout=out, stderr=subprocess.STDOUT).returncode
+            seconds = time.monotonic() - started
+            with self.lock:
+                with open(path) as done:
+                    sys.stdout.write(f"\n===== {label(suite)} (exit {code}, {seconds:.0f} s) =====\n")
+                    sys.stdout.write(done.read())
+                    sys.stdout.flush()
+                self.results[suite] = (code, seconds, path)
+                self.running.discard(suite)
+                self.lock.notify_all()
+
+    def run(self):
+        threads = [threading.Thread(target=self.lane) for _ in range(self.lanes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def counts(path):
+    """Passed and failed tests over the `test result:` lines of a suite's log."""
+    passed = failed = 0
+    with open(path) as out:
+        for line in out:
+            if m := RESULT.match(line.strip()):
+                passed += int(m.group(2))
+                failed += int(m.group(3))
+    return passed, failed
+
+
+def summarise(suites, results):
+    width = max(len(label(s)) for s in suites)
+    print("[test.sh] per suite (wall seconds, with the others running beside it):")
+    bad = 0
+    for suite in suites:
+        code, seconds, path = results[suite]
+        passed, failed = counts(path)
+        status = "ok" if code == 0 else "FAILED"
+        bad += code != 0
+        print(f"  {label(suite):<{width}}  {status:<7} {passed:4} passed {failed:3} failed {seconds:7.1f}s")
+    print(f"[test.sh] {len(suites)} suites, {bad} failed")
+    return bad
+
+
+def main():
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--lanes", type=int, default=int(os.environ.get("LLSO_TEST_LANES", "2")))
+    parser.add_argument("--log-dir", default=None)
+    ours, args = parser.parse_known_args()
+    if ours.lanes < 1:
+        sys.exit("run-suites.py: --lanes must be at least 1")
+    log_dir = ours.log_dir or os.path.join(os.environ.get("TMPDIR", "/tmp"), "llso-suites")
+    os.makedirs(log_dir, exist_ok=True)
+    cargo_args, harness = split_args(args)
+    suites = suites_selected(args[: args.index("--")] if "--" in args else args)
+    if not suites:
+        log("no suite selected")
+        sys.exit(1)
+    log(f"{len(suites)} suites in {ours.lanes} lanes; logs in {log_dir}")
+    runner = Runner(suites, ours.lanes, log_dir, cargo_args, harness)
+    runner.run()
+    sys.exit(1 if summarise(suites, runner.results) else 0)
+
+
+if __name__ == "__main__":
+    main()

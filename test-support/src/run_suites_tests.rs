@@ -1,0 +1,189 @@
+//! The suite runner (`scripts/lib/run-suites.py`): suites run two at once, a suite that needs
+//! the machine runs alone, two real nodes never run at once, every suite runs although one fails,
+//! and the summary and exit status say which. `cargo` is a stand-in that lists the suites, records
+//! when each runs, and fails one.
+
+use std::process::Command;
+
+use crate::workspace_root;
+
+/// A `cargo` that answers `metadata`, lists suites for `test --no-run`, and runs a suite for
+/// `test ... --test NAME` (or `--lib`): one second long, recorded in `$STANDIN_CARGO_LOG` as
+/// `NAME START END`, failing for the suite `broken`.
+const STANDIN_CARGO: &str = r#"#!/bin/sh
+set -e
+if [ "$1" = metadata ]; then
+  echo '{"packages":[{"id":"path+file:///w#pkg@0.1.0","name":"pkg"}]}'
+  exit 0
+fi
+case " $* " in
+  *" --no-run "*)
+    echo 'Compiling noise'
+    for kind_name in lib:pkg test:faults test:broken test:quick test:other test:node test:newcomer; do
+      kind=${kind_name%%:*}; name=${kind_name#*:}
+      echo "{\"reason\":\"compiler-artifact\",\"package_id\":\"path+file:///w#pkg@0.1.0\",\"target\":{\"kind\":[\"$kind\"],\"name\":\"$name\"},\"profile\":{\"test\":true},\"executable\":\"/w/$name\"}"
+    done
+    # The plain binary integration tests use is not a suite.
+    echo '{"reason":"compiler-artifact","package_id":"path+file:///w#pkg@0.1.0","target":{"kind":["bin"],"name":"tool"},"profile":{"test":false},"executable":"/w/tool"}'
+    exit 0 ;;
+esac
+name=pkg; prev=
+for a; do [ "$prev" = --test ] && name=$a; prev=$a; done
+start=$(date +%s.%N)
+echo "running $name"
+sleep 1
+echo "$name $start $(date +%s.%N)" >>"$STANDIN_CARGO_LOG"
+if [ "$name" = broken ]; then
+  echo "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.00s"
+  exit 101
+fi
+echo "test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.00s"
+"#;
+
+struct Run {
+    stdout: String,
+    success: bool,
+    /// (suite, start, end) in seconds.
+    spans: Vec<(String, f64, f64)>,
+}
+
+fn run_suites(lanes: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    std::fs::write(&cargo, STANDIN_CARGO).unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&cargo)
+        .status()
+        .unwrap();
+    let log = dir.path().join("cargo.log");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new(workspace_root().join("scripts/lib/run-suites.py"))
+        .args(["--lanes", lanes, "--log-dir"])
+        .arg(dir.path().join("logs"))
+        .args(["--workspace", "--all-targets"])
+        .env("PATH", path)
+        .env("STANDIN_CARGO_LOG", &log)
+        .output()
+        .unwrap();
+    let spans = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            (
+                words[0].to_owned(),
+                words[1].parse().unwrap(),
+                words[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    Run {
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        success: output.status.success(),
+        spans,
+    }
+}
+
+fn overlap(a: &(String, f64, f64), b: &(String, f64, f64)) -> bool {
+    a.1 < b.2 && b.1 < a.2
+}
+
+#[test]
+fn suites_run_two_at_once_apart_from_those_that_need_the_machine_and_all_despite_a_failure() {
+    let run = run_suites("2");
+    let mut ran: Vec<&str> = run.spans.iter().map(|s| s.0.as_str()).collect();
+    ran.sort_unstable();
+    assert_eq!(
+        ran,
+        [
+            "broken", "faults", "newcomer", "node", "other", "pkg", "quick"
+        ],
+        "{}",
+        run.stdout
+    );
+
+    let faults = run.spans.iter().find(|s| s.0 == "faults").unwrap();
+    for other in run.spans.iter().filter(|s| s.0 != "faults") {
+        assert!(
+            !overlap(faults, other),
+            "faults ran beside {}: {:?}",
+            other.0,
+            run.spans
+        );
+    }
+    let node = run.spans.iter().find(|s| s.0 == "node").unwrap();
+    let newcomer = run.spans.iter().find(|s| s.0 == "newcomer").unwrap();
+    assert!(
+        !overlap(node, newcomer),
+        "two real nodes at once: {:?}",
+        run.spans
+    );
+    let others: Vec<_> = run.spans.iter().filter(|s| s.0 != "faults").collect();
+    let pairs = others
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| others[i + 1..].iter().map(move |b| (a, b)));
+    assert!(
+        pairs.into_iter().any(|(a, b)| overlap(a, b)),
+        "no two suites ran at once: {:?}",
+        run.spans
+    );
+
+    assert!(!run.success, "a failed suite must fail the run");
+    let line = |suite: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(suite))
+            .unwrap_or_else(|| panic!("no summary line for {suite}:\n{}", run.stdout))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        line("pkg tests/broken.rs")[2..7],
+        ["FAILED", "2", "passed", "1", "failed"]
+    );
+    assert_eq!(
+        line("pkg tests/quick.rs")[2..7],
+        ["ok", "3", "passed", "0", "failed"]
+    );
+    assert_eq!(
+        line("pkg (unit tests)")[3..8],
+        ["ok", "3", "passed", "0", "failed"]
+    );
+    assert!(run.stdout.contains("7 suites, 1 failed"), "{}", run.stdout);
+}
+
+#[test]
+fn each_suites_output_is_printed_whole() {
+    let run = run_suites("2");
+    for suite in ["faults", "broken", "quick", "other"] {
+        let header = format!("===== pkg tests/{suite}.rs (exit");
+        let block = run
+            .stdout
+            .split("\n===== ")
+            .find(|b| format!("===== {b}").starts_with(&header))
+            .unwrap_or_else(|| panic!("no block for {suite}:\n{}", run.stdout));
+        assert!(block.contains(&format!("running {suite}\n")), "{block}");
+        assert!(block.contains("test result:"), "{block}");
+        let runs = block.lines().filter(|l| l.starts_with("running ")).count();
+        assert_eq!(runs, 1, "{block}");
+    }
+}
+
+#[test]
+fn one_lane_runs_the_suites_one_after_another() {
+    let run = run_suites("1");
+    assert_eq!(run.spans.len(), 7, "{}", run.stdout);
+    for (i, a) in run.spans.iter().enumerate() {
+        for b in &run.spans[i + 1..] {
+            assert!(!overlap(a, b), "{} and {} overlapped", a.0, b.0);
+        }
+    }
+}
