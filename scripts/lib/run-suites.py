@@ -101,8 +101,11 @@ def suites_selected(cargo_args):
                 and "test" not in message["target"]["kind"]:
             continue
         kind = message["target"]["kind"][0]
-        kind = "lib" if kind in {"lib", "rlib", "proc-macro"} else kind
-        suite = (names[message["package_id"]], kind, message["target"]["name"])
+        if kind in {"lib", "rlib", "proc-macro"}:
+            # Every package's unit tests run in one `cargo test --workspace --lib` (see `command`).
+            suite = ("every package", "lib", "")
+        else:
+            suite = (names[message["package_id"]], kind, message["target"]["name"])
         if suite not in suites:
             suites.append(suite)
     return suites
@@ -112,17 +115,20 @@ def label(suite):
     """The suite as a reader finds it: `tests/node.rs`, `resolver tests/registries.rs`, …"""
     package, kind, name = suite
     if kind == "lib":
-        return f"{package} (unit tests)"
+        return "unit tests (every package)"
     prefix = "" if package == "llama-stack-operator" else f"{package} "
     folder = {"test": "tests", "bench": "benches", "example": "examples"}.get(kind)
     return f"{prefix}{folder}/{name}.rs" if folder else f"{prefix}{kind} {name}"
 
 
 def command(suite, cargo_args, harness):
-    package, kind, name = suite
+    """The suite's own `cargo test`. Always `--workspace`: choosing one package (`-p`) would
+    resolve its dependencies' features for that package alone and rebuild them, where the build
+    before the suites resolved them for the whole workspace. So a target is chosen by name (the
+    names are unique in the workspace), and every package's unit tests are one suite."""
+    _, kind, name = suite
     target = ["--lib"] if kind == "lib" else [f"--{kind}", name]
-    return ["cargo", "test", "--no-fail-fast", "-p", package, *target, *cargo_args,
-            *harness]
+    return ["cargo", "test", "--no-fail-fast", "--workspace", *target, *cargo_args, *harness]
 
 
 class Runner:

@@ -8,8 +8,9 @@ use std::process::Command;
 use crate::workspace_root;
 
 /// A `cargo` that answers `metadata`, lists suites for `test --no-run`, and runs a suite for
-/// `test ... --test NAME` (or `--lib`): one second long, recorded in `$STANDIN_CARGO_LOG` as
-/// `NAME START END`, failing for the suite `broken`.
+/// `test --workspace ... --test NAME` (or `--lib`): one second long, recorded in
+/// `$STANDIN_CARGO_LOG` as `NAME START END`, failing for the suite `broken` and for any suite
+/// not run over the whole workspace.
 const STANDIN_CARGO: &str = r#"#!/bin/sh
 set -e
 if [ "$1" = metadata ]; then
@@ -27,6 +28,9 @@ case " $* " in
     echo '{"reason":"compiler-artifact","package_id":"path+file:///w#pkg@0.1.0","target":{"kind":["bin"],"name":"tool"},"profile":{"test":false},"executable":"/w/tool"}'
     exit 0 ;;
 esac
+# A suite chosen by package would rebuild its dependencies with other features.
+case " $* " in *" --workspace "*) ;; *) echo "not --workspace: $*"; exit 2 ;; esac
+case " $* " in *" -p "*) echo "one package: $*"; exit 2 ;; esac
 name=pkg; prev=
 for a; do [ "$prev" = --test ] && name=$a; prev=$a; done
 start=$(date +%s.%N)
@@ -154,7 +158,7 @@ fn suites_run_two_at_once_apart_from_those_that_need_the_machine_and_all_despite
         ["ok", "3", "passed", "0", "failed"]
     );
     assert_eq!(
-        line("pkg (unit tests)")[3..8],
+        line("unit tests (every package)")[4..9],
         ["ok", "3", "passed", "0", "failed"]
     );
     assert!(run.stdout.contains("7 suites, 1 failed"), "{}", run.stdout);
