@@ -17,7 +17,7 @@ source scripts/lib/cargo-env.sh   # the same build whoever starts it
 start=$(date +%s)
 
 for tool in cargo go python3 flock; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is required (see README, 'Requirements')" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "error: $tool is required (see docs/testing.md, 'What the scripts install')" >&2; exit 1; }
 done
 log() { echo "[test.sh] $*" >&2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/llso-test-prepare.XXXXXX")
