@@ -8,11 +8,12 @@ pub(crate) mod convert;
 pub(crate) mod external;
 pub(crate) mod leader;
 pub(crate) mod metrics;
+pub mod naming;
 pub(crate) mod operator_config;
 pub mod stack_config;
 pub(crate) mod tls_files;
 pub mod validate;
-pub(crate) mod watch;
+pub(crate) mod watch_backoff;
 pub mod webhook;
 
 /// An error and its causes on one line, `outer: cause: root cause`. A cause whose text the

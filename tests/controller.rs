@@ -551,7 +551,7 @@ fn a_status_written_from_the_cache_keeps_the_providers_the_server_listed() {
         status["distributionConfig"]["providers"] = providers.clone();
         status.as_object_mut().unwrap().remove("conditions");
         let apply = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "status": status});
-        let as_operator = PatchParams::apply(llama_stack_operator::controller::builders::FIELD_MANAGER).force();
+        let as_operator = PatchParams::apply(llama_stack_operator::naming::FIELD_MANAGER).force();
         f.llsds().patch_status("listed", &as_operator, &Patch::Apply(&apply)).await.unwrap();
 
         let mut cached = f.llsds().get("listed").await.unwrap();

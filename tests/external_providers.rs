@@ -77,7 +77,7 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
         operator_image: OPERATOR,
         ..Default::default()
     };
-    let stack = Stack::validate(&cr)?;
+    let stack = Stack::read(&cr)?;
     let desired = builders::desired(&stack, &inputs)?;
     let pod = desired
         .deployment

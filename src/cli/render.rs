@@ -134,7 +134,7 @@ fn objects(stack: &Stack<'_>, image: &str, server: &ServerRun) -> Result<String,
         .generated
         .as_ref()
         .ok()
-        .map(|g| builders::config_map_name(stack.name, &g.hash));
+        .map(|g| crate::naming::config_map_name(stack.name, &g.hash));
     let config = match (&server.config, &generated_name) {
         (Config::Generated, Some(name)) => builders::ServerConfig::Generated(name),
         (Config::User { config_map, key }, _) => builders::ServerConfig::User { config_map, key },
@@ -277,7 +277,7 @@ fn render_one(
         Some(name) => catalog.image(name)?.to_owned(),
         None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
-    let stack = Stack::validate(cr)?;
+    let stack = Stack::read(cr)?;
     let server = server_run(&stack, args, &image, config_maps)?;
     if let Ok(generated) = &server.generated {
         for warning in &generated.warnings {

@@ -191,7 +191,7 @@ struct SignatureOutput {
 
 fn signature_output(check: &llama_stack_resolver::signature::SignatureCheck) -> SignatureOutput {
     let (key, form) = match &check.verdict {
-        llama_stack_resolver::signature::Verdict::Verified { key, form } => {
+        llama_stack_resolver::signature::SignatureVerdict::Verified { key, form } => {
             (Some(key.clone()), Some(*form))
         }
         _ => (None, None),

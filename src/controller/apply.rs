@@ -21,6 +21,7 @@ use super::write::{
 };
 use super::{events, prune, rollout};
 use crate::api::conditions::Reason;
+use crate::naming;
 
 /// What the apply step wrote or saw, for the status.
 #[derive(Debug, Default)]
@@ -72,7 +73,7 @@ pub(super) async fn apply(
     if let Some(secret) = &derived_secret {
         sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
-    let sa_name = builders::managed_service_account_name(stack);
+    let sa_name = naming::managed_service_account_name(stack.name);
     sync_in::<ServiceAccount>(client, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.
@@ -88,14 +89,14 @@ pub(super) async fn apply(
         Some(kept) => Some(kept.clone()),
         None => apply_deployment(stack, ctx, deployment, current).await?,
     };
-    let service_name = builders::service_name(stack);
+    let service_name = naming::service_name(stack.name);
     sync_in::<Service>(client, ns, &service_name, Some(&service), uid).await?;
-    let policy_name = builders::network_policy_name(stack);
+    let policy_name = naming::network_policy_name(stack.name);
     sync_in::<NetworkPolicy>(client, ns, &policy_name, network_policy.as_ref(), uid).await?;
     let route_url = expose(stack, ctx, ingress, route).await?;
-    let hpa_name = builders::hpa_name(stack);
+    let hpa_name = naming::hpa_name(stack.name);
     sync_in::<HorizontalPodAutoscaler>(client, ns, &hpa_name, hpa.as_ref(), uid).await?;
-    let pdb_name = builders::pdb_name(stack);
+    let pdb_name = naming::pdb_name(stack.name);
     sync_in::<PodDisruptionBudget>(client, ns, &pdb_name, pdb.as_ref(), uid).await?;
     if let Some(deployment) = &deployment {
         prune_when_rollout_settles(stack, ctx, deployment).await?;
@@ -152,7 +153,7 @@ async fn expose(
 ) -> Result<Option<String>, ApiError> {
     let ns = stack.namespace;
     let uid = stack.uid();
-    let name = builders::ingress_name(stack);
+    let name = naming::ingress_name(stack.name);
     let (_, ingress) = sync_in::<Ingress>(&ctx.client, ns, &name, ingress.as_ref(), uid).await?;
     let mut url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use llama_stack_resolver::{Resolver, ResolverOptions};
 
-use super::builders;
 use super::event_series::{EventRecorder, Reporter};
 use super::prune_marks::{PruneMarks, RolloutState};
 use super::recent_writes::RecentWrites;
@@ -49,7 +48,7 @@ impl Context {
     /// A context with a fixed resolver.
     pub fn new(client: kube::Client, resolver: Arc<Resolver>) -> Self {
         let reporter = Reporter {
-            controller: builders::FIELD_MANAGER.to_owned(),
+            controller: crate::naming::FIELD_MANAGER.to_owned(),
             instance: std::env::var("POD_NAME").ok(),
         };
         Self {

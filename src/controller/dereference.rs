@@ -9,14 +9,13 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 
-use super::builders::{
-    CA_BUNDLE_KEY, collect_certificates, derived_secret_key, derived_secret_name,
-};
+use super::builders::collect_certificates;
 use super::conditions::Blocked;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::object_refs::{RefKind, Reference};
+use crate::naming::{CA_BUNDLE_KEY, derived_secret_key, derived_secret_name};
 use crate::stack_config::GeneratedConfig;
 
 /// The Secrets an object references.
@@ -230,7 +229,7 @@ pub(super) async fn derived_secret_free(
     if derived.is_empty() {
         return Ok(Ok(()));
     }
-    let name = derived_secret_name(stack, secrets_hash.unwrap_or_default());
+    let name = derived_secret_name(stack.name, secrets_hash.unwrap_or_default());
     let ns = stack.namespace;
     let existing = Api::<Secret>::namespaced(client.clone(), ns)
         .get_metadata_opt(&name)

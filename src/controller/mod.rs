@@ -2,7 +2,7 @@
 //! objects around it (Service, ServiceAccount, PVC, CA bundle, NetworkPolicy, Ingress or Route,
 //! HPA, PDB, derived Secret).
 //!
-//! [`reconcile()`] runs one pass of the pipeline `validate → plan → dereference → build → apply →
+//! [`reconcile()`] runs one pass of the pipeline `read → plan → dereference → build → apply →
 //! observe → status`, one module per step. `validate` reads the resource into a
 //! [`stack::Stack`], which every later step takes; `watches` decides when it runs. The Deployment
 //! is applied **once** per change, with image, config volume, env vars and hashes together; when nothing

@@ -5,12 +5,12 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, ListParams};
 
-use super::builders::{self, owned_by_selector};
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::rollout;
 use super::server_info::ServerInfo;
 use super::stack::Stack;
+use crate::naming::{owned_by_selector, service_name};
 
 /// The Deployment of the same name, if any.
 pub(super) async fn deployment(
@@ -85,7 +85,7 @@ pub(super) async fn server_info(
 
 async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
     let ns = stack.namespace;
-    let name = builders::service_name(stack);
+    let name = service_name(stack.name);
     let service = match Api::<Service>::namespaced(ctx.client.clone(), ns)
         .get_opt(&name)
         .await

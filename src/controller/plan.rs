@@ -8,13 +8,14 @@ use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::server_line::ServerRelease;
 use llama_stack_resolver::{FailureKind, Resolver};
 
-use super::builders::{self, config_map_name};
+use super::builders;
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
 use super::user_config::{as_generated, user_config};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::ConfigSource;
+use crate::naming::config_map_name;
 use crate::stack_config::{GenerateError, ProviderTable, generate};
 
 /// Which config the server runs, and where it comes from.
@@ -627,7 +628,7 @@ mod tests {
         let resolver = Resolver::new(ResolverOptions::new(Catalog::embedded().unwrap())).unwrap();
         let now = "docker.io/ogxai/distribution-starter:1.3.0";
         let kept = stack_resource("starter", json!({}));
-        let stack = Stack::validate(&kept).unwrap();
+        let stack = Stack::read(&kept).unwrap();
         let kept_pin = pin_to_keep(&stack, &resolver, now);
         assert_eq!(
             kept_pin,
@@ -651,17 +652,17 @@ mod tests {
         );
 
         let renamed = stack_resource("postgres-demo", json!({}));
-        let stack = Stack::validate(&renamed).unwrap();
+        let stack = Stack::read(&renamed).unwrap();
         let moved = "docker.io/ogxai/distribution-postgres-demo:1.3.0";
         assert_eq!(pin_to_keep(&stack, &resolver, moved), None);
 
         let asked = stack_resource("starter", json!({REPIN_ANNOTATION: "2"}));
-        let stack = Stack::validate(&asked).unwrap();
+        let stack = Stack::read(&asked).unwrap();
         assert_eq!(pin_to_keep(&stack, &resolver, now), None);
 
         let elsewhere = "mirror.corp/llamastack/distribution-starter:0.7.3";
         assert!(!pinned_in_deleted_organisation(
-            &Stack::validate(&kept).unwrap(),
+            &Stack::read(&kept).unwrap(),
             elsewhere
         ));
     }

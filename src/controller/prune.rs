@@ -14,13 +14,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 
-use super::builders::{
-    ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix, owned_by_selector,
-};
 use super::dereference::controlled_by;
 use super::error::{ApiError, api_err};
 use super::rollback;
 use super::stack::Stack;
+use crate::naming::{
+    ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix, owned_by_selector,
+};
 
 /// Generated ConfigMaps kept besides those a live or remembered revision names: the newest ones,
 /// for a person comparing configs.

@@ -1,6 +1,6 @@
 //! One reconcile of a LlamaStackDistribution, as named steps:
 //!
-//! validate (the resource read into a [`Stack`]) → plan (resolve + generate) → dereference (Secrets, connection strings, CA bundle) → build
+//! read (the resource into a [`Stack`]) → plan (resolve + generate) → dereference (Secrets, connection strings, CA bundle) → build
 //! (every owned object, pure) → apply (only what differs) → observe (what runs) → rollback
 //! judgement (a revision that cannot start while nothing serves) → status.
 //!
@@ -21,7 +21,7 @@ use super::conditions::Blocked;
 use super::context::Context;
 use super::error::Error;
 use super::next_look::{self, Outcome, RESYNC};
-use super::rollback::{self, Verdict};
+use super::rollback::{self, Judgement};
 use super::stack::{Invalid, Stack};
 use super::status::Report;
 use super::{dereference, observe, plan};
@@ -41,7 +41,7 @@ pub async fn reconcile(
     );
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
-    let result = match Stack::validate(&cr) {
+    let result = match Stack::read(&cr) {
         Ok(stack) => Box::pin(reconcile_once(&stack, &ctx).instrument(span)).await,
         Err(Invalid::NoDistribution) => refuse(&cr, &ctx).instrument(span).await,
         Err(invalid @ Invalid::Unnamed) => Err(Error::Invalid(invalid)),
@@ -131,9 +131,9 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
             _ => Vec::new(),
         };
         match rollback::judge(stack, observed, &newest) {
-            Verdict::Steady => {}
-            Verdict::Ready(revision) => report.revision_ready(revision),
-            Verdict::RollBack {
+            Judgement::Steady => {}
+            Judgement::Ready(revision) => report.revision_ready(revision),
+            Judgement::RollBack {
                 rejected,
                 last_ready,
             } => {
@@ -159,9 +159,9 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
         retry,
         ready,
         rolled_back,
-        waited: deployment
-            .as_ref()
-            .and_then(|d| next_look::waited(d, builders::FIELD_MANAGER, jiff::Timestamp::now())),
+        waited: deployment.as_ref().and_then(|d| {
+            next_look::waited(d, crate::naming::FIELD_MANAGER, jiff::Timestamp::now())
+        }),
         server_due: ctx.servers.retry_in(stack.uid()),
     });
     Ok((Action::requeue(requeue), reason))

@@ -14,12 +14,12 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use super::builders::DESIRED_HASH;
 use super::rollout;
 use super::stack::Stack;
 use crate::api::common::RollbackPolicy;
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::{RejectedRevision, RevisionStatus, RollbackStatus};
+use crate::naming::DESIRED_HASH;
 
 /// The troubles that mean a revision cannot start (rather than wait for a node, an image or a
 /// registry): a crash loop of the server or of an init container, or a rollout past its
@@ -38,7 +38,7 @@ const REVISION: &str = "deployment.kubernetes.io/revision";
 
 /// What an observed Deployment means for the rollback memory.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Verdict {
+pub(super) enum Judgement {
     /// Nothing to record or do.
     Steady,
     /// A revision other than the remembered one has every replica Ready: remember it.
@@ -111,9 +111,9 @@ pub(super) fn held(
 
 /// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a
 /// rollout is not complete).
-pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) -> Verdict {
+pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) -> Judgement {
     let Some(revision) = revision_of(deployment) else {
-        return Verdict::Steady;
+        return Judgement::Steady;
     };
     let last_ready = memory(stack).last_ready;
     let remembered = last_ready
@@ -128,9 +128,9 @@ pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) ->
     let available = status.available_replicas.unwrap_or(0);
     if rollout::complete(deployment) {
         return if desired > 0 && !remembered {
-            Verdict::Ready(revision)
+            Judgement::Ready(revision)
         } else {
-            Verdict::Steady
+            Judgement::Steady
         };
     }
     let observed =
@@ -141,18 +141,18 @@ pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) ->
         && available == 0
         && observed;
     let Some(last_ready) = last_ready.filter(|_| due) else {
-        return Verdict::Steady;
+        return Judgement::Steady;
     };
     // Past its deadline while a Pod waits for a node is a cluster out of room, not a revision
     // that cannot start: nothing is rolled back (the status says PodUnschedulable).
     if rollout::waiting_for_node(pods) {
-        return Verdict::Steady;
+        return Judgement::Steady;
     }
     let cause = rollout::trouble(deployment, pods)
         .filter(|t| CANNOT_START.contains(&t.reason))
         .or_else(|| rollout::stalled(deployment));
     match cause {
-        Some(trouble) => Verdict::RollBack {
+        Some(trouble) => Judgement::RollBack {
             rejected: RejectedRevision {
                 revision,
                 generation: stack.resource.metadata.generation.unwrap_or_default(),
@@ -162,7 +162,7 @@ pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) ->
             },
             last_ready,
         },
-        None => Verdict::Steady,
+        None => Judgement::Steady,
     }
 }
 

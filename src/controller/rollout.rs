@@ -210,7 +210,7 @@ pub fn config_of(d: &Deployment) -> String {
             v.iter().find(|v| {
                 v.name
                     .trim_start_matches(crate::controller::builders::user_parts::RENAMED_PREFIX)
-                    == crate::controller::builders::volumes::CONFIG
+                    == crate::naming::volumes::CONFIG
             })
         })
         .and_then(|v| v.config_map.as_ref())

@@ -96,7 +96,7 @@ pub struct Networking<'a> {
 
 impl<'a> Stack<'a> {
     /// Reads `resource` into the view, or says why it cannot be.
-    pub fn validate(resource: &'a LlamaStackDistribution) -> Result<Self, Invalid> {
+    pub fn read(resource: &'a LlamaStackDistribution) -> Result<Self, Invalid> {
         let meta = &resource.metadata;
         let name = meta.name.as_deref().ok_or(Invalid::Unnamed)?;
         let namespace = meta.namespace.as_deref().unwrap_or_default();
@@ -233,7 +233,7 @@ mod tests {
             json!({"name": "s", "namespace": "ns", "uid": "u-1"}),
             json!({"distribution": {"name": "starter"}}),
         );
-        let stack = Stack::validate(&cr).unwrap();
+        let stack = Stack::read(&cr).unwrap();
         assert_eq!(
             (stack.name, stack.namespace, stack.uid()),
             ("s", "ns", "u-1")
@@ -251,7 +251,7 @@ mod tests {
             resource(json!({"name": "s"}), json!({"distribution": distribution}))
         };
         let declared = stack_with(json!({"image": "reg/i:1", "serverVersion": "1.3.0"}));
-        let declared = Stack::validate(&declared).unwrap();
+        let declared = Stack::read(&declared).unwrap();
         let ogx_1_3 = ServerRelease {
             line: ServerLine::Ogx,
             version: Some(ServerVersion::new(1, 3, 0)),
@@ -266,14 +266,14 @@ mod tests {
         assert_eq!(declared.server(Some(labelled)), labelled);
 
         let old = stack_with(json!({"image": "reg/i:1", "serverVersion": "v0.6"}));
-        let old = Stack::validate(&old).unwrap();
+        let old = Stack::read(&old).unwrap();
         assert_eq!(
             (old.server(None).line, old.server(None).version),
             (ServerLine::LlamaStack, Some(ServerVersion::new(0, 6, 0)))
         );
         let silent = stack_with(json!({"image": "reg/i:1"}));
         assert_eq!(
-            Stack::validate(&silent).unwrap().server(None),
+            Stack::read(&silent).unwrap().server(None),
             ServerRelease::ASSUMED
         );
 
@@ -307,7 +307,7 @@ mod tests {
                 json!({"name": "s", "namespace": "ns"}),
                 json!({"distribution": {"image": "reg/i:1"}, "networking": {"expose": expose}}),
             );
-            Stack::validate(&cr).unwrap().networking.expose
+            Stack::read(&cr).unwrap().networking.expose
         };
         assert_eq!(exposed(json!(false)), None);
         assert_eq!(exposed(json!(true)), Some(ExposeOptions::default()));
@@ -323,18 +323,18 @@ mod tests {
             json!({"name": "s", "namespace": "ns"}),
             json!({"distribution": {}}),
         );
-        assert!(matches!(Stack::validate(&cr), Err(Invalid::NoDistribution)));
+        assert!(matches!(Stack::read(&cr), Err(Invalid::NoDistribution)));
         let cr = resource(
             json!({"namespace": "ns"}),
             json!({"distribution": {"name": "starter"}}),
         );
-        assert!(matches!(Stack::validate(&cr), Err(Invalid::Unnamed)));
+        assert!(matches!(Stack::read(&cr), Err(Invalid::Unnamed)));
         let unplaced = resource(
             json!({"name": "s"}),
             json!({"distribution": {"name": "starter"}}),
         );
         assert_eq!(
-            Stack::validate(&unplaced).unwrap().namespace,
+            Stack::read(&unplaced).unwrap().namespace,
             "",
             "a manifest for render"
         );

@@ -11,7 +11,6 @@ use serde_json::json;
 use std::time::Instant;
 
 use super::apply::Applied;
-use super::builders::{self, FIELD_MANAGER};
 use super::conditions::{Blocked, Conditions, phase};
 use super::context::Context;
 use super::error::{ApiError, api_err};
@@ -29,6 +28,7 @@ use crate::api::v1alpha2::{
     ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus, RejectedRevision,
     ResolvedDistributionStatus, RevisionStatus,
 };
+use crate::naming::{FIELD_MANAGER, pvc_name, service_name};
 
 /// The status being assembled during one reconcile, starting from the stored one.
 pub(super) struct Report {
@@ -400,7 +400,7 @@ impl Report {
                 ConditionType::StorageReady,
                 false,
                 Reason::StorageNotBound,
-                format!("PVC {} is not bound: {phase}", builders::pvc_name(stack)),
+                format!("PVC {} is not bound: {phase}", pvc_name(stack.name)),
             ),
         }
     }
@@ -588,7 +588,7 @@ fn service_url(stack: &Stack<'_>) -> String {
     let port = stack.networking.port;
     format!(
         "http://{}.{ns}.svc.cluster.local:{port}",
-        builders::service_name(stack)
+        service_name(stack.name)
     )
 }
 

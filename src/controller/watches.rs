@@ -26,7 +26,6 @@ use kube::runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use super::builders::{self, labels};
 use super::context::Context;
 use super::error::Error;
 use super::reconcile;
@@ -35,7 +34,8 @@ use super::settings::Settings;
 use crate::api::object_refs::RefKind;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::metrics::WatchHealth;
-use crate::watch::resilient;
+use crate::naming::{FIELD_MANAGER, labels};
+use crate::watch_backoff::resilient;
 
 /// A failed reconcile is retried after this long (watch events usually come first).
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(10);
@@ -188,11 +188,8 @@ fn owned_objects(
     scope: Option<&str>,
     health: &Arc<WatchHealth>,
 ) -> Controller<LlamaStackDistribution> {
-    let managed = watcher::Config::default().labels(&format!(
-        "{}={}",
-        labels::MANAGED_BY,
-        builders::FIELD_MANAGER
-    ));
+    let managed =
+        watcher::Config::default().labels(&format!("{}={}", labels::MANAGED_BY, FIELD_MANAGER));
     let owned = Owned {
         client,
         scope,

@@ -12,9 +12,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::builders::{DESIRED_HASH, FIELD_MANAGER};
 use super::drift::foreign_field;
 use super::error::{ApiError, api_err};
+use crate::naming::{DESIRED_HASH, FIELD_MANAGER};
 
 /// What [`sync`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use kube::api::Api;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::metrics::WatchHealth;
-use crate::watch::resilient;
+use crate::watch_backoff::resilient;
 
 /// The operator ConfigMap's data in `namespace` (empty while it does not exist): once when the
 /// first list is complete, then each time it changes. A relist is taken whole, so a ConfigMap

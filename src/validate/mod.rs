@@ -6,6 +6,7 @@
 //! a rule. Only what needs the cluster (referenced Secrets and ConfigMaps) is left out. Pure.
 
 pub(crate) mod cause;
+pub(crate) mod checks;
 pub(crate) mod documents;
 mod metadata;
 pub(crate) mod rules;
@@ -19,7 +20,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::api::{DEFAULT_CONVERSION_SERVICE, crd};
-use crate::webhook::validation;
 use cause::{Cause, CauseType};
 
 /// The API group of the resource.
@@ -137,7 +137,7 @@ impl Validator {
         if !causes.is_empty() {
             return (Verdict::invalid(Stage::Schema, causes), None);
         }
-        let webhook = validation::validate(&stored, &self.catalog);
+        let webhook = checks::check(&stored, &self.catalog);
         let causes: Vec<Cause> = webhook
             .errors
             .iter()

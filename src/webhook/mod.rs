@@ -8,7 +8,6 @@
 pub mod certs;
 pub mod live_catalog;
 pub(crate) mod missing_refs;
-pub(crate) mod validation;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -123,7 +122,7 @@ async fn validate_handler(
         return Json(response.into_review());
     };
     let catalog = state.catalog.current();
-    let mut verdict = validation::validate(&object, &catalog);
+    let mut verdict = crate::validate::checks::check(&object, &catalog);
     if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())
         && verdict.errors.is_empty()
     {

@@ -73,7 +73,7 @@ impl Resolver {
         digest: &str,
         keyring: &Keyring,
         keys: &[crate::signature::PublicKey],
-    ) -> Result<crate::signature::Verdict, Arc<ResolveError>> {
+    ) -> Result<crate::signature::SignatureVerdict, Arc<ResolveError>> {
         let name = repository.name();
         let (node, _) = self.node_credentials(&name).await;
         let creds = in_kubelet_order(keyring, &node, &name);

@@ -3,7 +3,7 @@
 //! image's OCI referrers (the referrers API, or its fallback tag `sha256-<hex>`). Every read is
 //! bounded; the first signature a trusted key verifies for the digest ends the search.
 
-use super::Verdict;
+use super::SignatureVerdict;
 use super::envelope::{
     BUNDLE_MEDIA_TYPE_PREFIX, SIGNATURE_ANNOTATION, check_bundle, check_simple_signing,
 };
@@ -30,12 +30,12 @@ struct Findings {
 }
 
 impl Findings {
-    fn verdict(mut self) -> Verdict {
+    fn verdict(mut self) -> SignatureVerdict {
         if self.found == 0 {
-            return Verdict::Unsigned;
+            return SignatureVerdict::Unsigned;
         }
         self.reasons.dedup();
-        Verdict::Refused(self.reasons)
+        SignatureVerdict::Refused(self.reasons)
     }
 }
 
@@ -46,7 +46,7 @@ pub async fn verdict(
     repository: &str,
     digest: &str,
     keys: &[PublicKey],
-) -> Result<Verdict, RegistryError> {
+) -> Result<SignatureVerdict, RegistryError> {
     let mut findings = Findings::default();
     if let Some(verified) = simple_signing(client, repository, digest, keys, &mut findings).await? {
         return Ok(verified);
@@ -64,7 +64,7 @@ async fn simple_signing(
     digest: &str,
     keys: &[PublicKey],
     findings: &mut Findings,
-) -> Result<Option<Verdict>, RegistryError> {
+) -> Result<Option<SignatureVerdict>, RegistryError> {
     let tag = format!("{}.sig", digest.replacen(':', "-", 1));
     let Some(signatures) = client
         .manifest_if_present(repository, &tag, MAX_INDEX_BYTES)
@@ -96,7 +96,7 @@ async fn bundles(
     digest: &str,
     keys: &[PublicKey],
     findings: &mut Findings,
-) -> Result<Option<Verdict>, RegistryError> {
+) -> Result<Option<SignatureVerdict>, RegistryError> {
     let index = match client
         .referrers(repository, digest, MAX_INDEX_BYTES)
         .await?
@@ -143,8 +143,8 @@ async fn bundles(
     Ok(None)
 }
 
-fn verified(key: &PublicKey, form: &'static str) -> Verdict {
-    Verdict::Verified {
+fn verified(key: &PublicKey, form: &'static str) -> SignatureVerdict {
+    SignatureVerdict::Verified {
         key: key.name.clone(),
         form,
     }

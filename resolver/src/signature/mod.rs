@@ -13,7 +13,7 @@ pub use policy::{Mode, Rule, SignaturePolicy};
 
 /// What the signatures of one image digest came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum SignatureVerdict {
     /// A trusted key verified a signature of the digest.
     Verified {
         /// The key.
@@ -43,21 +43,21 @@ pub struct SignatureCheck {
     /// Keys the rule names that could not be loaded.
     pub missing_keys: Vec<String>,
     /// The outcome.
-    pub verdict: Verdict,
+    pub verdict: SignatureVerdict,
 }
 
 impl SignatureCheck {
     /// Whether a trusted key verified the image.
     pub fn verified(&self) -> bool {
-        matches!(self.verdict, Verdict::Verified { .. })
+        matches!(self.verdict, SignatureVerdict::Verified { .. })
     }
 
     /// `verified`, `unsigned` or `failed`: the metric label.
     pub fn outcome(&self) -> &'static str {
         match self.verdict {
-            Verdict::Verified { .. } => "verified",
-            Verdict::Unsigned => "unsigned",
-            Verdict::Refused(_) => "failed",
+            SignatureVerdict::Verified { .. } => "verified",
+            SignatureVerdict::Unsigned => "unsigned",
+            SignatureVerdict::Refused(_) => "failed",
         }
     }
 
@@ -79,14 +79,14 @@ impl SignatureCheck {
             self.mode.as_str()
         );
         match &self.verdict {
-            Verdict::Verified { key, form } => {
+            SignatureVerdict::Verified { key, form } => {
                 format!("image {} is signed by {key} ({form}); {policy}", self.image)
             }
-            Verdict::Unsigned => format!(
+            SignatureVerdict::Unsigned => format!(
                 "image {} has no signature in {} (neither a cosign .sig tag nor a sigstore bundle referrer); {policy}",
                 self.image, self.signatures_in
             ),
-            Verdict::Refused(reasons) => format!(
+            SignatureVerdict::Refused(reasons) => format!(
                 "image {} is not signed by a trusted key: found {} in {}; {policy}",
                 self.image,
                 reasons.join("; "),
@@ -109,7 +109,7 @@ mod tests {
             signatures_in: "mirror/sigs".into(),
             keys: vec!["signing/cosign.pub".into()],
             missing_keys: vec!["Secret old does not exist".into()],
-            verdict: Verdict::Refused(vec![
+            verdict: SignatureVerdict::Refused(vec![
                 "a simple-signing signature that none of the keys verifies".into(),
             ]),
         };

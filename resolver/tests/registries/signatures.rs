@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::Failed;
 use llama_stack_resolver::signature::policy::{Mode, Rule};
-use llama_stack_resolver::signature::{PublicKey, SignaturePolicy, Verdict};
+use llama_stack_resolver::signature::{PublicKey, SignaturePolicy, SignatureVerdict};
 use llama_stack_resolver::{Distribution, Resolution, ResolveError, ResolverOptions};
 
 use super::support::cosign::Cosign;
@@ -100,7 +100,7 @@ fn resolve(
 
 fn verified_by(resolution: &Resolution, key: &str, form: &str) -> Result<(), Failed> {
     match resolution.signature.as_ref().map(|c| &c.verdict) {
-        Some(Verdict::Verified { key: k, form: f }) if k == key && *f == form => Ok(()),
+        Some(SignatureVerdict::Verified { key: k, form: f }) if k == key && *f == form => Ok(()),
         other => Err(format!("expected verified by {key} ({form}), got {other:?}").into()),
     }
 }
@@ -183,7 +183,7 @@ pub fn unsigned_is_refused_or_audited(env: &Env) -> Result<(), Failed> {
     options.signatures = policy(public_key(signing, "trusted")?, Mode::Audit, None);
     let resolution = resolve(env, options, &tagged).map_err(|e| e.to_string())?;
     let check = resolution.signature.ok_or("audit reports the check")?;
-    super::assert_eq(&check.verdict, &Verdict::Unsigned, "audit verdict")?;
+    super::assert_eq(&check.verdict, &SignatureVerdict::Unsigned, "audit verdict")?;
     super::assert_eq(
         &*resolution.config.yaml,
         config_yaml("unsigned").as_str(),

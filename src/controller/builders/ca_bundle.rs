@@ -9,12 +9,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
-use super::names::{labels, short_hash};
 use super::object::{BuildError, metadata, stamped};
 use crate::controller::stack::Stack;
+use crate::naming::{CA_BUNDLE_KEY, ca_bundle_name, labels};
 
-/// Key of the managed bundle (and the default source key).
-pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
 /// Where the managed bundle is mounted in the server container.
 pub const MOUNT_DIR: &str = "/etc/ssl/certs/ca-bundle";
 /// Most bytes read from the source keys together.
@@ -45,20 +43,6 @@ pub enum CaBundleError {
     /// Too many certificates.
     #[error("the CA bundle holds more than {MAX_CERTIFICATES} certificates")]
     TooMany,
-}
-
-/// Name of the managed ConfigMap holding `pem`: `<name>-ca-bundle-<first 8 hex of its hash>`.
-/// Named by content, as the generated config is, so a revision's Pods mount the bundle they
-/// started with, and a rollback to the last Ready revision returns to its bundle too.
-pub fn ca_bundle_name(stack: &Stack, pem: &str) -> String {
-    let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
-    format!("{}-{}", ca_bundle_prefix(stack.name), short_hash(&hash))
-}
-
-/// What every managed CA bundle of `cr` is named with (pruning finds the old ones by it; the
-/// bundle of operators before content naming was `<cr>-ca-bundle`, which it also starts).
-pub fn ca_bundle_prefix(cr: &str) -> String {
-    format!("{cr}-ca-bundle")
 }
 
 /// Checks the PEM text of each `(key, text)` and joins the certificates into one bundle.
@@ -110,7 +94,7 @@ fn pem(der: &[u8]) -> String {
 }
 
 pub(super) fn config_map(stack: &Stack, pem: &str) -> Result<ConfigMap, BuildError> {
-    let mut metadata = metadata(stack, &ca_bundle_name(stack, pem));
+    let mut metadata = metadata(stack, &ca_bundle_name(stack.name, pem));
     metadata
         .labels
         .get_or_insert_with(Default::default)

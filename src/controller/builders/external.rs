@@ -17,7 +17,7 @@ use crate::external::{
     MERGED_DIR, PROVIDERS_DIR, TERMINATION_LOG, TOOLS_DIR, install_container_name,
 };
 
-use super::names::{CONFIG_DIR, volumes};
+use crate::naming::{CONFIG_DIR, volumes};
 
 /// Python packages installed for the providers (prepended to the server's PYTHONPATH).
 pub const PYTHON_PACKAGES: &str = "/opt/llama-stack/external-providers/python-packages";

@@ -6,7 +6,6 @@ mod ca_bundle;
 mod derived;
 pub mod external;
 mod inputs;
-mod names;
 mod network;
 mod object;
 mod pod;
@@ -25,25 +24,12 @@ use kube::api::DynamicObject;
 
 use crate::controller::stack::Stack;
 
-pub use ca_bundle::{
-    CA_BUNDLE_KEY, CaBundleError, ca_bundle_name, ca_bundle_prefix, collect_certificates,
-};
-pub use derived::{derived_secret_key, derived_secret_name, derived_secret_prefix};
+pub use ca_bundle::{CaBundleError, collect_certificates};
 pub use inputs::{Inputs, ServerConfig};
-pub use names::{
-    CONFIG_DIR, PORT_NAME, config_map_name, generated_config_map_prefix, labels,
-    managed_service_account_name, pvc_name, service_account_name, volumes,
-};
-pub use network::{
-    SERVICE_SUFFIX, exposure_warning, ingress_name, network_policy_name, route_resource,
-    service_name,
-};
-pub use object::{
-    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, DESIRED_HASH, FIELD_MANAGER, SECRETS_HASH,
-    owned_by_selector,
-};
+pub use network::{exposure_warning, route_resource};
+pub use object::BuildError;
 pub use pod::config_dir;
-pub use scaling::{hpa_name, minimum_replicas, pdb_name, pdb_warning};
+pub use scaling::{minimum_replicas, pdb_warning};
 pub use workload::{DEFAULT_STORAGE_SIZE, config_map, deployment, persistent_volume_claim};
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".

@@ -13,30 +13,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::json;
 
-use super::names::PORT_NAME;
 use super::object::{
     BuildError, match_labels, metadata, pod_selector, selector_labels, stamp, stamped,
 };
 use crate::api::v1alpha2::ExposeOptions;
 use crate::controller::stack::Stack;
-
-/// What the Service's name adds to the resource's name.
-pub const SERVICE_SUFFIX: &str = "-service";
-
-/// Name of the Service.
-pub fn service_name(stack: &Stack) -> String {
-    format!("{}{SERVICE_SUFFIX}", stack.name)
-}
-
-/// Name of the NetworkPolicy.
-pub fn network_policy_name(stack: &Stack) -> String {
-    format!("{}-network-policy", stack.name)
-}
-
-/// Name of the Ingress (and of the Route).
-pub fn ingress_name(stack: &Stack) -> String {
-    format!("{}-ingress", stack.name)
-}
+use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
 
 /// OpenShift's `route.openshift.io/v1` Route.
 pub fn route_resource() -> ApiResource {
@@ -52,7 +34,7 @@ pub fn route_resource() -> ApiResource {
 /// The ClusterIP Service in front of the server.
 pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
     stamped(Service {
-        metadata: metadata(stack, &service_name(stack)),
+        metadata: metadata(stack, &service_name(stack.name)),
         spec: Some(ServiceSpec {
             selector: Some(selector_labels(stack)),
             ports: Some(vec![ServicePort {
@@ -110,7 +92,7 @@ pub(super) fn network_policy(
         peers
     };
     stamped(NetworkPolicy {
-        metadata: metadata(stack, &network_policy_name(stack)),
+        metadata: metadata(stack, &network_policy_name(stack.name)),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(pod_selector(stack)),
             policy_types: Some(vec!["Ingress".to_owned()]),
@@ -161,7 +143,7 @@ pub(super) fn exposure(
 
 /// The OpenShift Route. It has no typed form here: a dynamic object keeps the fields it is given.
 fn route(stack: &Stack, options: &ExposeOptions) -> Result<DynamicObject, BuildError> {
-    let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack)}, "port": {"targetPort": PORT_NAME}});
+    let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack.name)}, "port": {"targetPort": PORT_NAME}});
     if let Some(host) = &options.hostname {
         spec["host"] = json!(host);
     }
@@ -177,7 +159,7 @@ fn route(stack: &Stack, options: &ExposeOptions) -> Result<DynamicObject, BuildE
             api_version: resource.api_version,
             kind: resource.kind,
         }),
-        metadata: metadata(stack, &ingress_name(stack)),
+        metadata: metadata(stack, &ingress_name(stack.name)),
         data: json!({"spec": spec}),
     };
     stamp("Route", &mut route)?;
@@ -186,7 +168,7 @@ fn route(stack: &Stack, options: &ExposeOptions) -> Result<DynamicObject, BuildE
 
 /// The Ingress; its TLS section only with `expose.tlsSecretName`.
 fn ingress(stack: &Stack, options: ExposeOptions) -> Result<Ingress, BuildError> {
-    let mut metadata = metadata(stack, &ingress_name(stack));
+    let mut metadata = metadata(stack, &ingress_name(stack.name));
     if stack.networking.tls {
         // The backend speaks HTTPS; common controllers read this annotation.
         metadata.annotations = Some(BTreeMap::from([(
@@ -196,7 +178,7 @@ fn ingress(stack: &Stack, options: ExposeOptions) -> Result<Ingress, BuildError>
     }
     let backend = IngressBackend {
         service: Some(IngressServiceBackend {
-            name: service_name(stack),
+            name: service_name(stack.name),
             port: Some(ServiceBackendPort {
                 name: Some(PORT_NAME.to_owned()),
                 number: None,

@@ -6,19 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Resource;
 
-use super::names::labels;
 use crate::controller::stack::Stack;
-
-/// Field manager of every apply.
-pub const FIELD_MANAGER: &str = "llama-stack-operator";
-/// Pod-template annotation carrying the generated config's hash (a change rolls the Pods).
-pub const CONFIG_HASH: &str = "llamastack.io/config-hash";
-/// Pod-template annotation carrying the hash of the referenced Secret values (a change rolls).
-pub const SECRETS_HASH: &str = "llamastack.io/secrets-hash";
-/// Pod-template annotation carrying the hash of the managed CA bundle (a change rolls).
-pub const CA_BUNDLE_HASH: &str = "llamastack.io/ca-bundle-hash";
-/// Annotation carrying the hash of everything the operator applied to an object.
-pub const DESIRED_HASH: &str = "llamastack.io/desired-hash";
+use crate::naming::{DESIRED_HASH, FIELD_MANAGER, labels};
 
 /// Why an owned object could not be built. Always a bug in a builder, never the user's input.
 #[derive(Debug, thiserror::Error)]
@@ -59,15 +48,6 @@ pub(super) fn match_labels(labels: BTreeMap<String, String>) -> LabelSelector {
         match_labels: Some(labels),
         ..LabelSelector::default()
     }
-}
-
-/// The label selector of everything the operator made for the resource named `name`.
-pub fn owned_by_selector(name: &str) -> String {
-    format!(
-        "{}={name},{}={FIELD_MANAGER}",
-        labels::INSTANCE,
-        labels::MANAGED_BY
-    )
 }
 
 /// Standard metadata of an owned object: its name, the stack's namespace and labels, and the

@@ -14,17 +14,32 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::inputs::{Inputs, ServerConfig};
-use super::names::{
-    CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, PRE_STOP_SECONDS, SERVER_COMMAND, pvc_name,
-    service_account_name, volumes,
-};
 use super::object::pod_selector;
 use super::user_parts::{self, UserParts};
-use super::{ca_bundle, derived, external};
+use super::{ca_bundle, external};
 use crate::controller::stack::Stack;
+use crate::naming::{
+    CA_BUNDLE_KEY, CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
+    derived_secret_name, managed_service_account_name, mount_path, pvc_name, volumes,
+};
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::TLS_DIR;
 use llama_stack_resolver::server_line::{ServerLine, ServerRelease};
+
+/// How long a stopping server keeps serving before it is signalled (the `preStop` sleep, a
+/// native action since Kubernetes 1.30), while the Service's endpoints update everywhere.
+pub const PRE_STOP_SECONDS: i64 = 5;
+/// The server container's command unless the user gives one: `llama stack run` on the config in
+/// `LLAMA_STACK_CONFIG` (Kubernetes expands `$(VAR)` from the container's environment), on the
+/// port in `LLAMA_STACK_PORT`.
+pub const SERVER_COMMAND: [&str; 4] = ["llama", "stack", "run", "$(LLAMA_STACK_CONFIG)"];
+
+/// The ServiceAccount the server Pods run as: the user's, else the operator-managed one.
+pub fn service_account_name(stack: &Stack) -> String {
+    stack
+        .user_service_account()
+        .map_or_else(|| managed_service_account_name(stack.name), str::to_owned)
+}
 
 /// UID and GID of the server outside OpenShift.
 const RUN_AS: i64 = 1001;
@@ -95,7 +110,7 @@ pub fn config_dir(stack: &Stack, config: ServerConfig) -> &'static str {
     let taken = user_parts_of(stack)
         .mounts
         .iter()
-        .any(|m| user_parts::normalized(&m.mount_path) == CONFIG_DIR);
+        .any(|m| mount_path(&m.mount_path) == CONFIG_DIR);
     match config {
         ServerConfig::Generated(_) if taken => MOVED_CONFIG_DIR,
         _ => CONFIG_DIR,
@@ -173,7 +188,7 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
         env.push(literal("PYTHONPATH", external::PYTHON_PACKAGES));
     }
     if inputs.ca_bundle.is_some() {
-        let file = format!("{}/{}", ca_bundle::MOUNT_DIR, ca_bundle::CA_BUNDLE_KEY);
+        let file = format!("{}/{CA_BUNDLE_KEY}", ca_bundle::MOUNT_DIR);
         env.push(literal("SSL_CERT_FILE", file));
     }
     for var in inputs.generated.iter().flat_map(|g| g.env.iter()) {
@@ -185,8 +200,8 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
             // option the URL may not have is an optional key.
             EnvSource::SecretUrlPart { part, .. } => from_secret(
                 name,
-                derived::derived_secret_name(stack, inputs.secrets_hash.unwrap_or_default()),
-                derived::derived_secret_key(*part),
+                derived_secret_name(stack.name, inputs.secrets_hash.unwrap_or_default()),
+                derived_secret_key(*part),
                 part.optional().then_some(true),
             ),
         });
@@ -380,7 +395,7 @@ fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
     volumes.push(match stack.storage {
         Some(_) => Volume {
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: pvc_name(stack),
+                claim_name: pvc_name(stack.name),
                 read_only: None,
             }),
             ..volume(volumes::DATA)
@@ -392,7 +407,7 @@ fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
     });
     if let Some(pem) = inputs.ca_bundle {
         volumes.push(Volume {
-            config_map: config_map(&ca_bundle::ca_bundle_name(stack, pem)),
+            config_map: config_map(&ca_bundle_name(stack.name, pem)),
             ..volume(volumes::CA_BUNDLE)
         });
     }

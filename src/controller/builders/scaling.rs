@@ -10,19 +10,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::object::{BuildError, metadata, pod_selector, stamped};
 use crate::api::v1alpha2::PodDisruptionBudgetSpec;
 use crate::controller::stack::Stack;
+use crate::naming::{hpa_name, pdb_name};
 
 /// CPU utilization target when autoscaling names no metric.
 const DEFAULT_CPU_TARGET: i32 = 80;
-
-/// Name of the HorizontalPodAutoscaler.
-pub fn hpa_name(stack: &Stack) -> String {
-    format!("{}-hpa", stack.name)
-}
-
-/// Name of the PodDisruptionBudget.
-pub fn pdb_name(stack: &Stack) -> String {
-    format!("{}-pdb", stack.name)
-}
 
 /// The fewest replicas that can be running: the fixed count, or the autoscaler's minimum.
 pub fn minimum_replicas(stack: &Stack) -> i32 {
@@ -60,7 +51,7 @@ pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, Buil
     }
     let min = autoscaling.min_replicas.unwrap_or(1).max(1);
     stamped(HorizontalPodAutoscaler {
-        metadata: metadata(stack, &hpa_name(stack)),
+        metadata: metadata(stack, &hpa_name(stack.name)),
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".to_owned()),
@@ -100,7 +91,7 @@ pub(super) fn pdb(stack: &Stack) -> Result<Option<PodDisruptionBudget>, BuildErr
         _ => spec.max_unavailable = Some(IntOrString::Int(1)),
     }
     stamped(PodDisruptionBudget {
-        metadata: metadata(stack, &pdb_name(stack)),
+        metadata: metadata(stack, &pdb_name(stack.name)),
         spec: Some(spec),
         ..PodDisruptionBudget::default()
     })

@@ -2,9 +2,9 @@ use crate::api::v1alpha2::LlamaStackDistribution;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
-use super::object::*;
 use super::*;
 use crate::controller::stack::Stack;
+use crate::naming::*;
 use crate::stack_config::GeneratedConfig;
 
 fn cr(spec: Value) -> LlamaStackDistribution {
@@ -17,7 +17,7 @@ fn cr(spec: Value) -> LlamaStackDistribution {
 
 /// The view the builders take.
 fn view(cr: &LlamaStackDistribution) -> Stack<'_> {
-    Stack::validate(cr).unwrap()
+    Stack::read(cr).unwrap()
 }
 
 fn generated() -> GeneratedConfig {
@@ -864,7 +864,7 @@ mod by_construction {
             for container in containers {
                 let mounts = container["volumeMounts"].as_array().cloned().unwrap_or_default();
                 assert_unique("mount path", mounts.iter()
-                    .map(|m| user_parts::normalized(m["mountPath"].as_str().unwrap())));
+                    .map(|m| mount_path(m["mountPath"].as_str().unwrap())));
                 for mount in &mounts {
                     let name = mount["name"].as_str().unwrap();
                     assert!(volume_names.contains(name), "mount of missing volume {name}: {pod}");
@@ -875,11 +875,11 @@ mod by_construction {
             // Every one of the user's entries is there (the last of each name or path).
             let server = &pod["containers"][0];
             for (v, p) in &mounts {
-                let path = user_parts::normalized(PATHS[*p]);
+                let path = mount_path(PATHS[*p]);
                 let last = mounts.iter().rev()
-                    .find(|(_, q)| user_parts::normalized(PATHS[*q]) == path).unwrap();
+                    .find(|(_, q)| mount_path(PATHS[*q]) == path).unwrap();
                 let found = server["volumeMounts"].as_array().unwrap().iter()
-                    .find(|m| user_parts::normalized(m["mountPath"].as_str().unwrap()) == path)
+                    .find(|m| mount_path(m["mountPath"].as_str().unwrap()) == path)
                     .unwrap_or_else(|| panic!("the user's mount at {path} is missing"));
                 if (v, p) == (&last.0, &last.1) {
                     prop_assert_eq!(&found["name"], &json!(VOLUME_NAMES[*v]));

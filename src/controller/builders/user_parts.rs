@@ -19,6 +19,8 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{EnvVar, PodSpec, Volume, VolumeMount};
 
+use crate::naming::mount_path;
+
 /// Prefix of an operator volume renamed because the user has a volume of its name.
 pub const RENAMED_PREFIX: &str = "llso-";
 /// The user's `PYTHONPATH`, kept under this name when it is read from a Secret or ConfigMap, so
@@ -34,12 +36,6 @@ pub struct UserParts<'a> {
     pub mounts: &'a [VolumeMount],
     /// `workload.overrides.env` (of the server container).
     pub env: &'a [EnvVar],
-}
-
-/// A mount path as the container sees it: `/.llama/` and `/.llama` are one path.
-pub fn normalized(path: &str) -> &str {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() { "/" } else { trimmed }
 }
 
 /// The last entry of each key, in the order of those last entries.
@@ -95,19 +91,19 @@ pub fn merge_env(
 /// operator's alone). `server` is the index of the server container in `pod.containers`.
 pub fn merge_volumes(pod: &mut PodSpec, server: usize, user: &UserParts) {
     let user_volumes = last_of_each(user.volumes, |v| v.name.as_str());
-    let user_mounts = last_of_each(user.mounts, |m| normalized(&m.mount_path));
+    let user_mounts = last_of_each(user.mounts, |m| mount_path(&m.mount_path));
     let taken: BTreeSet<&str> = user_volumes.iter().map(|v| v.name.as_str()).collect();
     rename_taken_volumes(pod, &taken);
     let user_paths: BTreeSet<&str> = user_mounts
         .iter()
-        .map(|m| normalized(&m.mount_path))
+        .map(|m| mount_path(&m.mount_path))
         .collect();
     let server_mounts = pod
         .containers
         .get_mut(server)
         .and_then(|c| c.volume_mounts.as_mut());
     if let Some(mounts) = server_mounts {
-        mounts.retain(|m| !user_paths.contains(normalized(&m.mount_path)));
+        mounts.retain(|m| !user_paths.contains(mount_path(&m.mount_path)));
         mounts.extend(user_mounts.iter().map(|m| (*m).clone()));
     }
     drop_unmounted_operator_volumes(pod, &taken);

@@ -12,13 +12,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::inputs::Inputs;
-use super::names::{config_map_name, labels, managed_service_account_name, pvc_name};
-use super::object::{
-    BuildError, CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, common_labels, match_labels, metadata,
-    pod_selector, stamped,
-};
+use super::object::{BuildError, common_labels, match_labels, metadata, pod_selector, stamped};
 use super::pod;
 use crate::controller::stack::Stack;
+use crate::naming::{
+    CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, config_map_name, labels,
+    managed_service_account_name, pvc_name,
+};
 use crate::stack_config::GeneratedConfig;
 
 /// Size of the data PVC when `workload.storage.size` is not set.
@@ -39,7 +39,7 @@ pub fn service_account(
         .map(|name| LocalObjectReference { name: name.clone() })
         .collect();
     stamped(ServiceAccount {
-        metadata: metadata(stack, &managed_service_account_name(stack)),
+        metadata: metadata(stack, &managed_service_account_name(stack.name)),
         automount_service_account_token: Some(false),
         image_pull_secrets: Some(secrets),
         ..ServiceAccount::default()
@@ -57,7 +57,7 @@ pub fn persistent_volume_claim(stack: &Stack) -> Result<Option<PersistentVolumeC
         .clone()
         .unwrap_or_else(|| Quantity(DEFAULT_STORAGE_SIZE.to_owned()));
     stamped(PersistentVolumeClaim {
-        metadata: metadata(stack, &pvc_name(stack)),
+        metadata: metadata(stack, &pvc_name(stack.name)),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
             resources: Some(VolumeResourceRequirements {

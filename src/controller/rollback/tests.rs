@@ -5,7 +5,7 @@ use crate::api::v1alpha2::LlamaStackDistribution;
 
 /// The view the rollback judgement takes.
 fn view(cr: &LlamaStackDistribution) -> Stack<'_> {
-    Stack::validate(cr).unwrap()
+    Stack::read(cr).unwrap()
 }
 
 const GOOD: &str = "hash-good";
@@ -69,9 +69,9 @@ fn pulling() -> Pod {
     .unwrap()
 }
 
-fn rejected_reason(verdict: Verdict) -> String {
+fn rejected_reason(verdict: Judgement) -> String {
     match verdict {
-        Verdict::RollBack { rejected, .. } => rejected.reason,
+        Judgement::RollBack { rejected, .. } => rejected.reason,
         other => panic!("expected a rollback, got {other:?}"),
     }
 }
@@ -82,7 +82,7 @@ fn a_revision_with_every_replica_ready_is_remembered_once() {
     let verdict = judge(&view(&fresh), &deployment(BAD, 1, complete()), &[]);
     assert_eq!(
         verdict,
-        Verdict::Ready(RevisionStatus {
+        Judgement::Ready(RevisionStatus {
             desired_hash: BAD.to_owned(),
             image: format!("reg/img@sha256:{BAD}"),
             config_map: Some(format!("s-config-{BAD}")),
@@ -91,11 +91,11 @@ fn a_revision_with_every_replica_ready_is_remembered_once() {
     let known = remembering(json!({}));
     assert_eq!(
         judge(&view(&known), &deployment(GOOD, 1, complete()), &[]),
-        Verdict::Steady
+        Judgement::Steady
     );
     assert_eq!(
         judge(&view(&known), &deployment(BAD, 0, complete()), &[]),
-        Verdict::Steady,
+        Judgement::Steady,
         "a stack scaled to zero proves nothing about its revision"
     );
 }
@@ -107,7 +107,7 @@ fn a_crash_loop_with_nothing_serving_rolls_back_and_names_the_last_words() {
         &deployment(BAD, 1, rolling(0)),
         &[crash_looping()],
     );
-    let Verdict::RollBack {
+    let Judgement::RollBack {
         rejected,
         last_ready,
     } = verdict
@@ -133,7 +133,7 @@ fn old_pods_serving_keep_serving_and_nothing_is_rolled_back() {
         &deployment(BAD, 1, rolling(1)),
         &[crash_looping()],
     );
-    assert_eq!(verdict, Verdict::Steady);
+    assert_eq!(verdict, Judgement::Steady);
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn never_leaves_the_crash_loop_to_a_person() {
         &deployment(BAD, 1, rolling(0)),
         &[crash_looping()],
     );
-    assert_eq!(verdict, Verdict::Steady);
+    assert_eq!(verdict, Judgement::Steady);
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn without_a_revision_that_was_ready_there_is_nothing_to_return_to() {
             &deployment(BAD, 1, rolling(0)),
             &[crash_looping()]
         ),
-        Verdict::Steady,
+        Judgement::Steady,
         "the first revision"
     );
     assert_eq!(
@@ -164,7 +164,7 @@ fn without_a_revision_that_was_ready_there_is_nothing_to_return_to() {
             &deployment(GOOD, 1, rolling(0)),
             &[crash_looping()]
         ),
-        Verdict::Steady,
+        Judgement::Steady,
         "the last Ready revision itself crashes (a database down): rolling back changes nothing"
     );
 }
@@ -188,7 +188,7 @@ fn an_image_pull_waits_for_the_progress_deadline_then_rolls_back() {
     let cr = remembering(json!({}));
     assert_eq!(
         judge(&view(&cr), &deployment(BAD, 1, rolling(0)), &[pulling()]),
-        Verdict::Steady,
+        Judgement::Steady,
         "a registry may come back: the rollout waits for its deadline"
     );
     let mut stalled = rolling(0);
@@ -212,7 +212,7 @@ fn a_status_of_an_older_generation_is_not_judged() {
         &deployment(BAD, 1, behind),
         &[crash_looping()],
     );
-    assert_eq!(verdict, Verdict::Steady);
+    assert_eq!(verdict, Judgement::Steady);
 }
 
 #[test]
@@ -346,7 +346,7 @@ fn only_the_newest_revisions_pods_are_judged() {
     let judged = newest_revision_pods(&rolling_out, &sets, &pods);
     assert_eq!(judged.len(), 1);
     assert_eq!(judged[0], pods[1]);
-    assert_eq!(judge(&view(&cr), &rolling_out, &judged), Verdict::Steady);
+    assert_eq!(judge(&view(&cr), &rolling_out, &judged), Judgement::Steady);
     // The same crash loop in the newest revision's own Pod is judged, and rolled back from.
     let own = [owned_by(crash_looping(), "rs-7")];
     let judged = newest_revision_pods(&rolling_out, &sets, &own);
@@ -372,6 +372,6 @@ fn a_pod_waiting_for_a_node_is_not_rolled_back_from() {
     .unwrap();
     assert_eq!(
         judge(&view(&cr), &deployment(BAD, 1, stalled), &[waiting]),
-        Verdict::Steady
+        Judgement::Steady
     );
 }

@@ -1,4 +1,4 @@
-//! Admission checks CEL cannot express (the polymorphic fields are untyped in the CRD): shapes
+//! The validating webhook's checks, those CEL cannot express (the polymorphic fields are untyped in the CRD): shapes
 //! and unknown keys of those fields, explicit ids in lists, ids unique across APIs, an API both
 //! configured and disabled, model providers, known distribution names, and everything the config
 //! generator would refuse. Unknown provider settings come back as warnings. Pure.
@@ -7,16 +7,15 @@ use serde_json::Value;
 
 use crate::api::polymorphic::json_kind;
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
-use crate::controller::builders::CONFIG_DIR;
-use crate::controller::builders::user_parts::normalized;
+use crate::naming::{CONFIG_DIR, SERVICE_SUFFIX, mount_path};
 use crate::stack_config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
 use llama_stack_resolver::embedded::embedded_base_config;
 use llama_stack_resolver::server_line::ServerLine;
 use llama_stack_resolver::{Catalog, LookupError};
 
-/// What admission says.
+/// What the webhook's checks found.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Verdict {
+pub struct Findings {
     /// Denial causes (empty: allowed).
     pub errors: Vec<FieldError>,
     /// Warnings for the client.
@@ -144,7 +143,7 @@ fn check_shapes(spec: &Value, errors: &mut Vec<FieldError>) {
 
 /// The longest resource name whose Service name (`<name>-service`) is still a DNS label of at
 /// most 63 characters; every other derived name has room (253), and label values allow 63.
-pub const MAX_NAME: usize = 63 - crate::controller::builders::SERVICE_SUFFIX.len();
+pub const MAX_NAME: usize = 63 - SERVICE_SUFFIX.len();
 
 /// A name too long for the objects the operator derives from it is refused here, with the fix,
 /// rather than failing at the first write.
@@ -153,7 +152,7 @@ fn check_name(object: &Value, errors: &mut Vec<FieldError>) {
         return;
     };
     if name.len() > MAX_NAME {
-        let suffix = crate::controller::builders::SERVICE_SUFFIX;
+        let suffix = SERVICE_SUFFIX;
         err(
             errors,
             "metadata.name",
@@ -167,17 +166,17 @@ fn check_name(object: &Value, errors: &mut Vec<FieldError>) {
 
 /// Validates an object of either version (as JSON), by its `apiVersion`; anything else passes.
 /// `catalog` carries the operator's image-overrides.
-pub fn validate(object: &Value, catalog: &Catalog) -> Verdict {
+pub fn check(object: &Value, catalog: &Catalog) -> Findings {
     match object.get("apiVersion").and_then(Value::as_str) {
-        Some("llamastack.io/v1alpha2") => validate_v1alpha2(object, catalog),
-        Some("llamastack.io/v1alpha1") => validate_v1alpha1(object, catalog),
-        _ => Verdict::default(),
+        Some("llamastack.io/v1alpha2") => check_v1alpha2(object, catalog),
+        Some("llamastack.io/v1alpha1") => check_v1alpha1(object, catalog),
+        _ => Findings::default(),
     }
 }
 
 /// Validates a v1alpha2 object (as JSON). `catalog` carries the operator's image-overrides.
-pub fn validate_v1alpha2(object: &Value, catalog: &Catalog) -> Verdict {
-    let mut verdict = Verdict::default();
+pub fn check_v1alpha2(object: &Value, catalog: &Catalog) -> Findings {
+    let mut verdict = Findings::default();
     check_name(object, &mut verdict.errors);
     let spec_json = object.get("spec").cloned().unwrap_or(Value::Null);
     check_shapes(&spec_json, &mut verdict.errors);
@@ -273,8 +272,8 @@ fn spec_only_generation(
 }
 
 /// Validates a v1alpha1 object: the distribution name must be known.
-pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
-    let mut verdict = Verdict::default();
+pub fn check_v1alpha1(object: &Value, catalog: &Catalog) -> Findings {
+    let mut verdict = Findings::default();
     check_name(object, &mut verdict.errors);
     let name = object
         .pointer("/spec/server/distribution/name")
@@ -308,7 +307,7 @@ pub fn validate_v1alpha1(object: &Value, catalog: &Catalog) -> Verdict {
         && mounts.into_iter().flatten().any(|m| {
             m.get("mountPath")
                 .and_then(Value::as_str)
-                .is_some_and(|p| normalized(p) == CONFIG_DIR)
+                .is_some_and(|p| mount_path(p) == CONFIG_DIR)
         })
     {
         err(
@@ -335,7 +334,7 @@ fn mounts_over_config_dir(spec: &LlamaStackDistributionSpec) -> bool {
         .and_then(|o| o.volume_mounts.as_ref())
         .into_iter()
         .flatten()
-        .any(|m| normalized(&m.mount_path) == CONFIG_DIR)
+        .any(|m| mount_path(&m.mount_path) == CONFIG_DIR)
 }
 
 #[cfg(test)]
@@ -344,14 +343,14 @@ mod tests {
 
     use super::*;
 
-    fn check(spec: Value) -> Verdict {
-        validate_v1alpha2(
+    fn check_spec(spec: Value) -> Findings {
+        check_v1alpha2(
             &json!({"apiVersion": "llamastack.io/v1alpha2", "spec": spec}),
             &Catalog::embedded().unwrap(),
         )
     }
 
-    fn paths(v: &Verdict) -> Vec<String> {
+    fn paths(v: &Findings) -> Vec<String> {
         v.errors.iter().map(ToString::to_string).collect()
     }
 
@@ -364,11 +363,11 @@ mod tests {
         };
         assert_eq!(MAX_NAME, 55);
         assert!(
-            validate_v1alpha2(&named(55, "v1alpha2"), &catalog)
+            check_v1alpha2(&named(55, "v1alpha2"), &catalog)
                 .errors
                 .is_empty()
         );
-        let refused = validate_v1alpha2(&named(56, "v1alpha2"), &catalog);
+        let refused = check_v1alpha2(&named(56, "v1alpha2"), &catalog);
         assert_eq!(refused.errors.len(), 1, "{:?}", paths(&refused));
         assert!(
             paths(&refused)[0].starts_with("metadata.name")
@@ -377,12 +376,12 @@ mod tests {
             paths(&refused)
         );
         assert!(
-            validate_v1alpha1(&named(55, "v1alpha1"), &catalog)
+            check_v1alpha1(&named(55, "v1alpha1"), &catalog)
                 .errors
                 .is_empty()
         );
         assert_eq!(
-            validate_v1alpha1(&named(70, "v1alpha1"), &catalog)
+            check_v1alpha1(&named(70, "v1alpha1"), &catalog)
                 .errors
                 .len(),
             1
@@ -391,7 +390,7 @@ mod tests {
 
     #[test]
     fn shapes_and_unknown_keys() {
-        let v = check(
+        let v = check_spec(
             json!({"distribution": {"name": "starter"}, "providers": {"inference": "vllm", "safety": [{"provider": "llama-guard", "endpiont": "x"}]},
             "resources": {"models": [7]}, "networking": {"expose": "yes"}}),
         );
@@ -410,7 +409,8 @@ mod tests {
     fn external_provider_ids_used_twice_are_refused_in_both_versions() {
         let twice = json!({"inference": [{"providerId": "acme", "image": "a:1"}],
                            "safety": [{"providerId": "acme", "image": "b:1"}]});
-        let v2 = check(json!({"distribution": {"name": "starter"}, "externalProviders": twice}));
+        let v2 =
+            check_spec(json!({"distribution": {"name": "starter"}, "externalProviders": twice}));
         assert!(
             paths(&v2)[0].starts_with(
                 "spec.externalProviders: ERROR: Duplicate external provider ID 'acme'"
@@ -418,7 +418,7 @@ mod tests {
             "{:?}",
             paths(&v2)
         );
-        let v1 = validate_v1alpha1(
+        let v1 = check_v1alpha1(
             &json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
                     "metadata": {"name": "x"},
                     "spec": {"server": {"distribution": {"name": "starter"}, "externalProviders": twice}}}),
@@ -433,7 +433,7 @@ mod tests {
     #[test]
     fn a_mount_over_the_users_config_map_is_refused_with_the_fix() {
         let mount = json!([{"name": "x", "mountPath": "/etc/llama-stack/"}]);
-        let v = check(
+        let v = check_spec(
             json!({"distribution": {"name": "starter"}, "overrideConfig": {"configMapName": "cfg"},
                    "workload": {"overrides": {"volumes": [{"name": "x", "emptyDir": {}}], "volumeMounts": mount}}}),
         );
@@ -442,21 +442,21 @@ mod tests {
             "{:?}",
             paths(&v)
         );
-        let v1 = validate_v1alpha1(
+        let v1 = check_v1alpha1(
             &json!({"spec": {"server": {"distribution": {"name": "starter"}, "userConfig": {"configMapName": "cfg"},
                     "podOverrides": {"volumeMounts": mount}}}}),
             &Catalog::embedded().unwrap(),
         );
         assert_eq!(v1.errors.len(), 1, "{v1:?}");
         // Without a ConfigMap of the user's, the generated config moves aside: accepted.
-        let generated = check(json!({"distribution": {"name": "starter"},
+        let generated = check_spec(json!({"distribution": {"name": "starter"},
                    "workload": {"overrides": {"volumes": [{"name": "x", "emptyDir": {}}], "volumeMounts": mount}}}));
         assert!(generated.errors.is_empty(), "{:?}", paths(&generated));
     }
 
     #[test]
     fn spec_rules_hold_for_image_distributions_too() {
-        let v = check(
+        let v = check_spec(
             json!({"distribution": {"image": "quay.io/x/y:1"}, "providers": {"inference": [{"provider": "vllm"}, {"id": "b", "provider": "openai"}]},
             "resources": {"shields": ["s"]}}),
         );
@@ -474,7 +474,7 @@ mod tests {
         // Names no published image carries: admitted with what to write instead (a stack pinned
         // to such an image keeps running); unknown names are refused.
         for removed in ["ollama", "remote-vllm", "meta-reference-gpu", "nvidia"] {
-            let v = check(json!({"distribution": {"name": removed}}));
+            let v = check_spec(json!({"distribution": {"name": removed}}));
             assert!(v.errors.is_empty(), "{:?}", paths(&v));
             assert!(
                 v.warnings[0].contains("has no published image")
@@ -482,19 +482,19 @@ mod tests {
                 "{:?}",
                 v.warnings
             );
-            let v1 = validate_v1alpha1(
+            let v1 = check_v1alpha1(
                 &json!({"spec": {"server": {"distribution": {"name": removed}}}}),
                 &Catalog::embedded().unwrap(),
             );
             assert!(v1.errors.is_empty() && v1.warnings.len() == 1, "{v1:?}");
         }
-        let v = check(json!({"distribution": {"name": "startr"}}));
+        let v = check_spec(json!({"distribution": {"name": "startr"}}));
         assert!(
             paths(&v)[0].contains("unknown distribution"),
             "{:?}",
             paths(&v)
         );
-        let v = check(
+        let v = check_spec(
             json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": {"max_tokenz": 1}}},
             "resources": {"models": [{"name": "m", "provider": "nope"}]}}),
         );
@@ -504,7 +504,7 @@ mod tests {
                 "spec.resources.models[0].provider: no inference provider has id \"nope\"; available: vllm"
             ]
         );
-        let v = check(
+        let v = check_spec(
             json!({"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v", "settings": {"max_tokenz": 1}}}}),
         );
         assert!(v.errors.is_empty());
