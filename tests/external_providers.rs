@@ -73,7 +73,7 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
     let inputs = Inputs {
         image: DISTRIBUTION,
         generated: Some(&generated),
-        config: builders::ServerConfig::Generated(&config_map),
+        config: builders::ServerConfig::Generated(config_map.clone()),
         operator_image: OPERATOR,
         ..Default::default()
     };

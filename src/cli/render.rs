@@ -10,17 +10,15 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use llama_stack_resolver::embedded::embedded_base_config;
-use llama_stack_resolver::server_line::ServerRelease;
 use llama_stack_resolver::{Catalog, LookupError};
 use serde_json::Value;
 
 use super::overrides::{OverridesError, catalog_with_overrides};
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::controller::builders;
-use crate::controller::plan::generation_asked;
+use crate::controller::builders::{self, ServerConfig};
+use crate::controller::server_run::{self, ServerRun};
 use crate::controller::stack::{Invalid, Stack};
-use crate::controller::user_config::{as_generated, user_config};
-use crate::stack_config::{GeneratedConfig, ProviderTable, generate, parse_base};
+use crate::stack_config::{GeneratedConfig, parse_base};
 use crate::validate::documents::{ReadError, read_inputs};
 use crate::validate::{SetupError, Validator, Verdict};
 
@@ -104,47 +102,32 @@ fn read(path: &PathBuf) -> Result<String, RenderError> {
     })
 }
 
-/// Which config the server runs.
-enum Config {
-    /// The generated one.
-    Generated,
-    /// The user's ConfigMap, mounted whole; `key` is the config.
-    User { config_map: String, key: String },
-    /// The image's own.
-    Image,
+/// What the server of one stack runs, offline, as the controller decides it
+/// ([`server_run`]); and why `--config`/`--env` have nothing to show, when they do not.
+struct OfflineRun {
+    run: ServerRun,
+    nothing_to_show: Option<String>,
 }
 
-/// What the server of one stack runs.
-struct ServerRun {
-    config: Config,
-    /// The server the image runs, as far as render knows offline: a named distribution's is the
-    /// catalog's release; another image is taken for the llama-stack line (its labels are not
-    /// read offline).
-    server: ServerRelease,
-    /// The generated config, or the user's when their ConfigMap is among the inputs; else why
-    /// `--config`/`--env` have nothing to show.
-    generated: Result<GeneratedConfig, String>,
+impl OfflineRun {
+    /// The config `--config`/`--env` show.
+    fn shown(&self) -> Result<&GeneratedConfig, RenderError> {
+        match &self.nothing_to_show {
+            Some(why) => Err(RenderError::NoBase(why.clone())),
+            None => Ok(&self.run.generated),
+        }
+    }
 }
 
 /// Every object the controller applies, as one YAML stream, built by the controller's builders.
 /// Offline, so without the values only the cluster knows (CA bundle, Secret hashes, pull secrets).
-fn objects(stack: &Stack<'_>, image: &str, server: &ServerRun) -> Result<String, RenderError> {
+fn objects(stack: &Stack<'_>, image: &str, offline: &OfflineRun) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let generated_name = server
-        .generated
-        .as_ref()
-        .ok()
-        .map(|g| crate::naming::config_map_name(stack.name, &g.hash));
-    let config = match (&server.config, &generated_name) {
-        (Config::Generated, Some(name)) => builders::ServerConfig::Generated(name),
-        (Config::User { config_map, key }, _) => builders::ServerConfig::User { config_map, key },
-        _ => builders::ServerConfig::Image,
-    };
     let inputs = builders::Inputs {
         image,
-        server: server.server,
-        generated: server.generated.as_ref().ok(),
-        config,
+        server: offline.run.server,
+        generated: offline.shown().ok(),
+        config: offline.run.config.clone(),
         ..Default::default()
     };
     let desired = builders::desired(stack, &inputs).map_err(|e| err(&e))?;
@@ -181,12 +164,12 @@ fn objects(stack: &Stack<'_>, image: &str, server: &ServerRun) -> Result<String,
 }
 
 /// What the server of `cr` runs, offline.
-fn server_run(
+fn offline_run(
     stack: &Stack<'_>,
     args: &Args,
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
-) -> Result<ServerRun, RenderError> {
+) -> Result<OfflineRun, RenderError> {
     let server = stack.server(
         stack
             .spec
@@ -202,27 +185,24 @@ fn server_run(
             eprintln!(
                 "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
             );
-            let config = Config::User {
-                config_map: name.clone(),
-                key: "config.yaml".to_owned(),
+            let run = ServerRun {
+                config: ServerConfig::User {
+                    config_map: name.clone(),
+                    key: "config.yaml".to_owned(),
+                },
+                server,
+                generated: GeneratedConfig::default(),
             };
             let why = format!("the config is in ConfigMap {name:?}, which is not among the inputs");
-            return Ok(ServerRun {
-                server,
-                config,
-                generated: Err(why),
+            return Ok(OfflineRun {
+                run,
+                nothing_to_show: Some(why),
             });
         };
-        let user = user_config(cm).map_err(|e| RenderError::NoBase(e.message(name)))?;
-        let generated = as_generated(&user, name).map_err(RenderError::NoBase)?;
-        let config = Config::User {
-            config_map: name.clone(),
-            key: user.key.to_owned(),
-        };
-        return Ok(ServerRun {
-            server,
-            config,
-            generated: Ok(generated),
+        let run = server_run::from_user_config(name, cm, server).map_err(RenderError::NoBase)?;
+        return Ok(OfflineRun {
+            run,
+            nothing_to_show: None,
         });
     }
     // A named distribution's embedded config knows its server (the catalog's release); a file
@@ -236,30 +216,22 @@ fn server_run(
         (None, None) => None,
     };
     let Some(base) = base else {
-        if let Some(field) = generation_asked(stack) {
-            return Err(RenderError::NoBase(format!(
+        let run = server_run::image_own(stack, server).map_err(|field| {
+            RenderError::NoBase(format!(
                 "{field} asks for a generated config, and the base config of {image} is in its labels, which render does not fetch; pass --base-config FILE (`llama-stack-operator resolve {image} --show-config` prints it)"
-            )));
-        }
+            ))
+        })?;
         let why = format!(
             "the server runs the config inside {image} (`llama-stack-operator resolve {image} --show-config` prints it, if the image is labelled with it)"
         );
-        return Ok(ServerRun {
-            server,
-            config: Config::Image,
-            generated: Err(why),
+        return Ok(OfflineRun {
+            run,
+            nothing_to_show: Some(why),
         });
     };
-    let base = stack.base_for_server(&base);
-    let generated = generate(
-        stack.spec,
-        &base,
-        ProviderTable::for_server(base.server.as_ref()),
-    )?;
-    Ok(ServerRun {
-        server: stack.server(base.server),
-        config: Config::Generated,
-        generated: Ok(generated),
+    Ok(OfflineRun {
+        run: server_run::from_base(stack, &base)?,
+        nothing_to_show: None,
     })
 }
 
@@ -278,8 +250,8 @@ fn render_one(
         None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
     let stack = Stack::read(cr)?;
-    let server = server_run(&stack, args, &image, config_maps)?;
-    if let Ok(generated) = &server.generated {
+    let offline = offline_run(&stack, args, &image, config_maps)?;
+    if let Ok(generated) = offline.shown() {
         for warning in &generated.warnings {
             if !admission_warnings
                 .iter()
@@ -290,17 +262,14 @@ fn render_one(
         }
     }
     if args.config || args.env {
-        let generated = server
-            .generated
-            .as_ref()
-            .map_err(|why| RenderError::NoBase(why.clone()))?;
+        let generated = offline.shown()?;
         return if args.config {
             Ok(generated.yaml.clone())
         } else {
             serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))
         };
     }
-    objects(&stack, &image, &server)
+    objects(&stack, &image, &offline)
 }
 
 /// The ConfigMaps among the inputs, by name.

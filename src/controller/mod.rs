@@ -32,6 +32,7 @@ mod rollback;
 mod rollout;
 mod secret_mask;
 mod server_info;
+pub(crate) mod server_run;
 mod settings;
 pub mod slim_cache;
 pub mod stack;

@@ -8,60 +8,19 @@ use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::server_line::ServerRelease;
 use llama_stack_resolver::{FailureKind, Resolver};
 
-use super::builders;
+use super::builders::{self, ServerConfig};
 use super::context::Context;
 use super::error::{ApiError, api_err};
+use super::server_run::{self, ServerRun};
 use super::stack::Stack;
-use super::user_config::{as_generated, user_config};
 use crate::api::conditions::Reason;
 use crate::api::v1alpha2::ConfigSource;
-use crate::naming::config_map_name;
-use crate::stack_config::{GenerateError, ProviderTable, generate};
-
-/// Which config the server runs, and where it comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Mount {
-    /// The generated, hash-named ConfigMap (created and pruned by the operator).
-    Generated(String),
-    /// The user's ConfigMap (`overrideConfig`, v1alpha1 `userConfig`), mounted whole; the server
-    /// runs its key `key`.
-    User {
-        /// The ConfigMap.
-        config_map: String,
-        /// The key holding the config: `config.yaml`, `run.yaml` or the only key.
-        key: String,
-    },
-    /// The image's own config and entrypoint: the resource asks for nothing to generate and no
-    /// label or ConfigMap gives a config (as the upstream operator ran such an image).
-    Image,
-}
-
-impl Mount {
-    /// The ConfigMap the Pods mount, if any.
-    pub(super) fn config_map(&self) -> Option<&str> {
-        match self {
-            Self::Generated(name)
-            | Self::User {
-                config_map: name, ..
-            } => Some(name),
-            Self::Image => None,
-        }
-    }
-
-    /// What the builders take.
-    pub(super) fn server_config(&self) -> builders::ServerConfig<'_> {
-        match self {
-            Self::Generated(name) => builders::ServerConfig::Generated(name),
-            Self::User { config_map, key } => builders::ServerConfig::User { config_map, key },
-            Self::Image => builders::ServerConfig::Image,
-        }
-    }
-}
+use crate::stack_config::GenerateError;
 
 /// The outcome of the config half of a reconcile.
 pub(super) struct Planned {
     /// The config the Pods run.
-    pub(super) mount: Mount,
+    pub(super) mount: ServerConfig,
     pub(super) image: String,
     /// The server the image runs.
     pub(super) server: ServerRelease,
@@ -285,20 +244,22 @@ pub(super) async fn plan(
                 keep_pinned_over_fallback(running, &resolution)?;
                 generate_from(stack, &resolution)?
             }
-            Err(e) => match (e.pinned_without_config(), generation_asked(stack)) {
-                (Some(pinned), None) => {
-                    warnings.extend(image_config_warnings(stack));
-                    image_own_config(pinned.to_owned(), stack.server(None))
-                }
-                (Some(pinned), Some(field)) => {
-                    return Err(Failure {
-                        reason: Reason::BaseConfigRequired,
-                        message: base_config_required(pinned, field),
-                        image: None,
+            Err(e) => match e.pinned_without_config() {
+                Some(pinned) => match server_run::image_own(stack, stack.server(None)) {
+                    Ok(run) => {
+                        warnings.extend(image_config_warnings(stack));
+                        planned(run, pinned.to_owned(), ConfigSource::Image, None)
                     }
-                    .into());
-                }
-                (None, _) => return Err(resolve_failure(&e).into()),
+                    Err(field) => {
+                        return Err(Failure {
+                            reason: Reason::BaseConfigRequired,
+                            message: base_config_required(pinned, field),
+                            image: None,
+                        }
+                        .into());
+                    }
+                },
+                None => return Err(resolve_failure(&e).into()),
             },
         },
     };
@@ -318,30 +279,6 @@ fn spec_warnings(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<String>, Failur
     Ok(warnings)
 }
 
-/// The first field of the spec that only a generated config can carry: with it, an image
-/// without a base config cannot run its own config instead.
-pub(crate) fn generation_asked(stack: &Stack<'_>) -> Option<&'static str> {
-    let spec = &stack.spec;
-    let tls = spec
-        .networking
-        .as_ref()
-        .and_then(|n| n.tls.as_ref())
-        .is_some_and(|t| t.enabled);
-    [
-        ("spec.providers", spec.providers.is_some()),
-        ("spec.resources", spec.resources.is_some()),
-        ("spec.storage", spec.storage.is_some()),
-        (
-            "spec.disabled",
-            spec.disabled.as_ref().is_some_and(|d| !d.is_empty()),
-        ),
-        ("spec.externalProviders", stack.has_external_providers()),
-        ("spec.networking.tls.enabled", tls),
-    ]
-    .into_iter()
-    .find_map(|(field, set)| set.then_some(field))
-}
-
 /// Why an image without a base config cannot run what the spec asks for, and the ways out.
 fn base_config_required(image: &str, field: &str) -> String {
     format!(
@@ -349,26 +286,18 @@ fn base_config_required(image: &str, field: &str) -> String {
     )
 }
 
-/// The image's own config and entrypoint, as the upstream operator ran an image: nothing is
-/// generated or mounted.
-fn image_own_config(image: String, server: ServerRelease) -> Planned {
+/// A plan of `run` on `image`; the base config's hash and file, the pull secrets, the pin and
+/// the warnings are filled in by the caller where they apply.
+fn planned(run: ServerRun, image: String, source: ConfigSource, stale: Option<String>) -> Planned {
     Planned {
-        mount: Mount::Image,
+        mount: run.config,
         image,
-        server,
-        source: ConfigSource::Image,
+        server: run.server,
+        source,
         base_hash: String::new(),
         base_file: None,
-        generated: crate::stack_config::GeneratedConfig {
-            yaml: String::new(),
-            hash: String::new(),
-            env: Vec::new(),
-            provider_count: 0,
-            resource_count: 0,
-            config_version: 0,
-            warnings: Vec::new(),
-        },
-        stale: None,
+        generated: run.generated,
+        stale,
         pull_secrets: Vec::new(),
         pin: Pin::default(),
         warnings: Vec::new(),
@@ -449,9 +378,7 @@ fn generate_from(
     stack: &Stack<'_>,
     resolution: &llama_stack_resolver::Resolution,
 ) -> Result<Planned, Failure> {
-    let base = stack.base_for_server(&resolution.config);
-    let table = ProviderTable::for_server(base.server.as_ref());
-    let generated = generate(stack.spec, &base, table).map_err(|e| {
+    let run = server_run::from_base(stack, &resolution.config).map_err(|e| {
         let (reason, message) = match e {
             GenerateError::UnsupportedVersion(inner) => {
                 (Reason::UnsupportedConfigVersion, inner.to_string())
@@ -467,21 +394,15 @@ fn generate_from(
             image: Some(resolution.image.clone()),
         }
     })?;
+    let source = match resolution.config.source {
+        llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
+        llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
+    };
+    let stale = resolution.stale.as_ref().map(ToString::to_string);
     Ok(Planned {
-        mount: Mount::Generated(config_map_name(stack.name, &generated.hash)),
-        image: resolution.image.clone(),
-        server: stack.server(base.server),
-        source: match resolution.config.source {
-            llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
-            llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
-        },
         base_hash: resolution.config.hash.clone(),
         base_file: resolution.config.file.clone(),
-        generated,
-        stale: resolution.stale.as_ref().map(ToString::to_string),
-        pull_secrets: Vec::new(),
-        pin: Pin::default(),
-        warnings: Vec::new(),
+        ..planned(run, resolution.image.clone(), source, stale)
     })
 }
 
@@ -564,23 +485,10 @@ async fn override_config(
         .await
         .map_err(api_err(format!("read ConfigMap {ns}/{name} (overrideConfig)")))?
         .ok_or_else(|| fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName")))?;
-    let user = user_config(&cm).map_err(|e| fail(e.message(name)))?;
-    let generated = as_generated(&user, name).map_err(fail)?;
+    let run = server_run::from_user_config(name, &cm, server).map_err(fail)?;
     Ok(Planned {
-        mount: Mount::User {
-            config_map: name.to_owned(),
-            key: user.key.to_owned(),
-        },
-        image,
-        server,
-        source: ConfigSource::OverrideConfig,
-        base_hash: user.hash.clone(),
-        base_file: None,
-        generated,
-        stale,
-        pull_secrets: Vec::new(),
-        pin: Pin::default(),
-        warnings: Vec::new(),
+        base_hash: run.generated.hash.clone(),
+        ..planned(run, image, ConfigSource::OverrideConfig, stale)
     })
 }
 

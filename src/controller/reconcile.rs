@@ -16,7 +16,7 @@ use kube::runtime::controller::Action;
 use tracing::Instrument;
 
 use super::apply::{Applied, apply};
-use super::builders::{self, Inputs};
+use super::builders::{self, Inputs, ServerConfig};
 use super::conditions::Blocked;
 use super::context::Context;
 use super::error::Error;
@@ -213,8 +213,8 @@ async fn converge(
     let inputs = Inputs {
         image: &planned.image,
         server: planned.server,
-        generated: Some(&planned.generated).filter(|_| planned.mount != plan::Mount::Image),
-        config: planned.mount.server_config(),
+        generated: Some(&planned.generated).filter(|_| planned.mount != ServerConfig::Image),
+        config: planned.mount.clone(),
         ca_bundle: ca_bundle.as_deref(),
         secrets_hash: secrets.hash.as_deref(),
         pull_secrets: &planned.pull_secrets,

@@ -11,11 +11,12 @@ use serde_json::json;
 use std::time::Instant;
 
 use super::apply::Applied;
+use super::builders::ServerConfig;
 use super::conditions::{Blocked, Conditions, phase};
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
-use super::plan::{Failure, Mount, Planned};
+use super::plan::{Failure, Planned};
 use super::server_info::{Providers, ServerInfo};
 use super::stack::Stack;
 use super::{events, rollback, rollout};
@@ -116,18 +117,18 @@ impl Report {
             planned.generated.provider_count, planned.generated.resource_count
         );
         let (reason, what) = match &planned.mount {
-            Mount::Image => (
+            ServerConfig::Image => (
                 Reason::ImageOwnConfig,
                 format!(
                     "Running the config of image {} with its own entrypoint: the image has no io.llamastack.config labels, the operator no embedded config for it, and the resource asks for nothing to generate",
                     planned.image
                 ),
             ),
-            Mount::User { config_map, key } => (
+            ServerConfig::User { config_map, key } => (
                 Reason::ConfigGenerationSucceeded,
                 format!("Using {key} of ConfigMap {config_map} with {counts}"),
             ),
-            Mount::Generated(_) => (
+            ServerConfig::Generated(_) => (
                 Reason::ConfigGenerationSucceeded,
                 format!("Generated config.yaml with {counts}"),
             ),

@@ -56,8 +56,8 @@ pub enum GenerateError {
     Invalid(Vec<FieldError>),
 }
 
-/// The generated config and what goes with it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The generated config and what goes with it (empty by default: no config).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GeneratedConfig {
     /// `config.yaml` bytes.
     pub yaml: String,

@@ -17,7 +17,7 @@ pub struct Inputs<'a> {
     /// The generated config (or the user's, for `overrideConfig`).
     pub generated: Option<&'a GeneratedConfig>,
     /// Which config the server runs and how it reaches the container.
-    pub config: ServerConfig<'a>,
+    pub config: ServerConfig,
     /// Validated PEM certificates of the managed CA bundle.
     pub ca_bundle: Option<&'a str>,
     /// Hash of the referenced Secret values (rolls the Pods when a value changes).
@@ -37,27 +37,30 @@ pub struct Inputs<'a> {
     pub derived: Option<&'a BTreeMap<String, ByteString>>,
 }
 
-/// Which config the server runs, and how it reaches the server container.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ServerConfig<'a> {
-    /// The generated, hash-named ConfigMap of this name (built here), key `config.yaml`.
-    Generated(&'a str),
-    /// The user's ConfigMap, mounted whole (as the upstream operator did); the server runs `key`.
+/// Which config the server runs, and how it reaches the server container: the one type the
+/// plan decides, the builders build from, the status reports and `render` shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ServerConfig {
+    /// The generated, hash-named ConfigMap of this name (created and pruned by the operator),
+    /// key `config.yaml`.
+    Generated(String),
+    /// The user's ConfigMap (`overrideConfig`, v1alpha1 `userConfig`), mounted whole (as the
+    /// upstream operator did); the server runs its key `key`.
     User {
         /// The ConfigMap.
-        config_map: &'a str,
-        /// The key holding the config.
-        key: &'a str,
+        config_map: String,
+        /// The key holding the config: `config.yaml`, `run.yaml` or the only key.
+        key: String,
     },
     /// The image's own config and entrypoint: no config is mounted and no command set.
     #[default]
     Image,
 }
 
-impl ServerConfig<'_> {
+impl ServerConfig {
     /// The ConfigMap the Pods mount, if any.
     pub fn config_map(&self) -> Option<&str> {
-        match *self {
+        match self {
             Self::Generated(name)
             | Self::User {
                 config_map: name, ..
@@ -68,7 +71,7 @@ impl ServerConfig<'_> {
 
     /// The file name of the config inside the mounted ConfigMap.
     pub fn key(&self) -> &str {
-        match *self {
+        match self {
             Self::User { key, .. } => key,
             Self::Generated(_) | Self::Image => "config.yaml",
         }

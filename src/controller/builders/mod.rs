@@ -63,7 +63,7 @@ pub struct Desired {
 
 /// Builds every desired object.
 pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
-    let config_map = match (inputs.config, inputs.generated) {
+    let config_map = match (&inputs.config, inputs.generated) {
         (ServerConfig::Generated(_), Some(generated)) => Some(config_map(stack, generated)),
         _ => None,
     };

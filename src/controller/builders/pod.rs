@@ -106,7 +106,7 @@ fn data_dir<'a>(stack: &Stack<'a>, server: ServerRelease) -> &'a str {
 /// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
 /// their own there and the config is generated (the user's mount wins, the generated config moves
 /// aside). A user's ConfigMap stays at [`CONFIG_DIR`], where its own command may name it.
-pub fn config_dir(stack: &Stack, config: ServerConfig) -> &'static str {
+pub fn config_dir(stack: &Stack, config: &ServerConfig) -> &'static str {
     let taken = user_parts_of(stack)
         .mounts
         .iter()
@@ -163,7 +163,7 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
         } else {
             format!(
                 "{}/{}",
-                config_dir(stack, inputs.config),
+                config_dir(stack, &inputs.config),
                 inputs.config.key()
             )
         };
@@ -232,7 +232,10 @@ fn mount(name: &str, path: &str) -> VolumeMount {
 fn volume_mounts(stack: &Stack, inputs: &Inputs) -> Vec<VolumeMount> {
     let mut mounts = Vec::new();
     if inputs.config.config_map().is_some() {
-        mounts.push(read_only(volumes::CONFIG, config_dir(stack, inputs.config)));
+        mounts.push(read_only(
+            volumes::CONFIG,
+            config_dir(stack, &inputs.config),
+        ));
     }
     mounts.push(mount(volumes::DATA, data_dir(stack, inputs.server)));
     if inputs.ca_bundle.is_some() {
@@ -323,7 +326,7 @@ fn container(stack: &Stack, inputs: &Inputs) -> Container {
     let launch_command = launch(inputs.server)
         .command
         .map(|c| c.iter().map(|part| (*part).to_owned()).collect::<Vec<_>>());
-    let command = match (&overrides.command, inputs.config) {
+    let command = match (&overrides.command, &inputs.config) {
         (Some(command), _) => Some(command.clone()),
         (None, ServerConfig::Image) => None,
         (None, _) => launch_command,
@@ -471,7 +474,7 @@ pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
         inputs.operator_image,
         &format!(
             "{}/{}",
-            config_dir(stack, inputs.config),
+            config_dir(stack, &inputs.config),
             inputs.config.key()
         ),
     );

@@ -37,7 +37,7 @@ fn base_inputs(g: &GeneratedConfig) -> Inputs<'_> {
     Inputs {
         image: "reg/img@sha256:aa",
         generated: Some(g),
-        config: ServerConfig::Generated("s-config-01234567"),
+        config: ServerConfig::Generated("s-config-01234567".to_owned()),
         ..Default::default()
     }
 }
@@ -244,7 +244,7 @@ fn the_managed_service_account_has_no_token_and_the_namespace_pull_secrets() {
         &view(&cr(json!({"distribution": {"name": "starter"}}))),
         &Inputs {
             pull_secrets: &pull,
-            config: ServerConfig::Generated("c"),
+            config: ServerConfig::Generated("c".to_owned()),
             ..Default::default()
         },
     )
@@ -449,7 +449,7 @@ fn an_existing_deployments_selector_is_kept_and_its_labels_reach_the_pods() {
     let inputs = Inputs {
         image: "reg/img@sha256:aa",
         generated: Some(&g),
-        config: ServerConfig::Generated("s-config-01234567"),
+        config: ServerConfig::Generated("s-config-01234567".to_owned()),
         existing_selector: Some(&upstream),
         ..Default::default()
     };
@@ -477,7 +477,7 @@ fn the_operators_own_selector_read_back_changes_nothing() {
     let base = Inputs {
         image: "reg/img@sha256:aa",
         generated: Some(&g),
-        config: ServerConfig::Generated("s-config-01234567"),
+        config: ServerConfig::Generated("s-config-01234567".to_owned()),
         ..Default::default()
     };
     let cr = cr(json!({"distribution": {"name": "starter"}}));
@@ -621,8 +621,8 @@ fn the_images_own_config_mounts_nothing_and_keeps_the_images_entrypoint() {
 fn a_users_config_map_is_mounted_whole_and_its_key_is_the_config() {
     let d = build(json!({"distribution": {"name": "starter"}}), |inputs| {
         inputs.config = ServerConfig::User {
-            config_map: "llama-stack-config",
-            key: "run.yaml",
+            config_map: "llama-stack-config".to_owned(),
+            key: "run.yaml".to_owned(),
         };
     });
     assert!(d.config_map.is_none(), "the user's ConfigMap is not built");
@@ -643,8 +643,8 @@ fn a_users_config_map_is_mounted_whole_and_its_key_is_the_config() {
         json!({"distribution": {"name": "starter"}, "workload": {"overrides": {"command": ["llama", "stack", "run", "/etc/llama-stack/run.yaml"]}}}),
         |inputs| {
             inputs.config = ServerConfig::User {
-                config_map: "llama-stack-config",
-                key: "run.yaml",
+                config_map: "llama-stack-config".to_owned(),
+                key: "run.yaml".to_owned(),
             };
         },
     );
@@ -840,12 +840,12 @@ mod by_construction {
             inputs.operator_image = "op@sha256:00";
             inputs.ca_bundle = flags.3.then_some("pem");
             inputs.config = match config {
-                0 => ServerConfig::Generated("s-config-01234567"),
-                1 => ServerConfig::User { config_map: "mine", key: "run.yaml" },
+                0 => ServerConfig::Generated("s-config-01234567".to_owned()),
+                1 => ServerConfig::User { config_map: "mine".to_owned(), key: "run.yaml".to_owned() },
                 // The image's own config never comes with external providers (they need a
                 // config to merge into: the plan refuses that).
                 _ if !flags.2 => ServerConfig::Image,
-                _ => ServerConfig::Generated("s-config-01234567"),
+                _ => ServerConfig::Generated("s-config-01234567".to_owned()),
             };
             // Mounts name the user's own volumes (a mount of a volume nobody declares is refused
             // by the API server whatever the operator does).
@@ -958,8 +958,8 @@ fn an_ogx_image_runs_its_entrypoint_on_the_mounted_config_with_ogx_variables() {
     let users = server_of(json!({"distribution": {"name": "starter"}}), &|i| {
         i.server = v1_3;
         i.config = ServerConfig::User {
-            config_map: "mine",
-            key: "run.yaml",
+            config_map: "mine".to_owned(),
+            key: "run.yaml".to_owned(),
         };
     });
     assert_eq!(users["args"], json!(["--insecure"]));
