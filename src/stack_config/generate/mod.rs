@@ -133,6 +133,16 @@ impl Ctx<'_> {
     }
 }
 
+/// The provider entries of `api` in the config (none when it has no such list).
+fn providers_of<'c>(config: &'c Map<String, Value>, api: &str) -> impl Iterator<Item = &'c Value> {
+    config
+        .get("providers")
+        .and_then(|p| p.get(api))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 /// The id part of a base `provider_id` such as `${env.OLLAMA_URL:+ollama}` (conditional ids).
 fn effective_id(raw: &str) -> &str {
     raw.strip_prefix("${env.")

@@ -283,12 +283,7 @@ pub(super) fn providers(
             ctx.error(format!("spec.providers.{spec_api}"), message);
             continue;
         }
-        let base: Vec<Value> = config
-            .get("providers")
-            .and_then(|p| p.get(*api))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let base: Vec<Value> = providers_of(config, api).cloned().collect();
         let mut entries = Vec::new();
         let many = field.items().len() > 1;
         for (i, p) in field.items().iter().enumerate() {

@@ -7,13 +7,7 @@ pub(super) fn raw_ids_of<'c>(
     config: &'c Map<String, Value>,
     api: &str,
 ) -> impl Iterator<Item = &'c str> {
-    config
-        .get("providers")
-        .and_then(|p| p.get(api))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p.get("provider_id").and_then(Value::as_str))
+    providers_of(config, api).filter_map(|p| p.get("provider_id").and_then(Value::as_str))
 }
 
 pub(super) fn ids_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
@@ -31,12 +25,7 @@ pub(super) fn unconditional_ids_of(config: &Map<String, Value>, api: &str) -> Ve
 }
 
 pub(super) fn types_of(config: &Map<String, Value>, api: &str) -> Vec<String> {
-    config
-        .get("providers")
-        .and_then(|p| p.get(api))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    providers_of(config, api)
         .filter_map(|p| {
             p.get("provider_type")
                 .and_then(Value::as_str)
