@@ -22,7 +22,7 @@ pub mod external_status;
 mod field_digest;
 mod next_look;
 mod observe;
-pub(crate) mod plan;
+mod plan;
 mod prune;
 mod prune_marks;
 mod recent_writes;
@@ -37,7 +37,7 @@ mod settings;
 pub mod slim_cache;
 pub mod stack;
 mod status;
-pub(crate) mod user_config;
+mod user_config;
 pub(crate) mod watches;
 mod write;
 
