@@ -59,7 +59,9 @@ begin go control_plane_then_tools
 # (its own line names an index this machine cannot reach), and the suites replace it.
 with_starter_deps() { # <venv script> <cli> <starter config>
   local venv deps=(); venv=$("$1") || return 1
-  mapfile -t deps < <("$venv/bin/$2" stack list-deps "$3" | head -n 1 | tr ' ' '\n' \
+  # The first line only, read to the end (`head` would close the pipe early and the CLI print
+  # a BrokenPipeError traceback into the log, which reads like a failure).
+  mapfile -t deps < <("$venv/bin/$2" stack list-deps "$3" | sed -n 1p | tr ' ' '\n' \
     | grep -v -e '^$' -e '^sentence-transformers' -e '^torch')
   ((${#deps[@]})) || { echo "$2 stack list-deps $3 named nothing" >&2; return 1; }
   "$1" "${deps[@]}"
@@ -71,7 +73,9 @@ begin ogxvenv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/conf
 # whole-program LTO: minutes on mostly one core, in a target directory of its own, so it runs
 # beside the suites' build); cargo-cyclonedx for the release test's SBOM; the suites themselves.
 [[ -n "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]] || begin image scripts/build-operator-image.sh
-command -v cargo-cyclonedx >/dev/null || cargo install --quiet --locked cargo-cyclonedx@0.5.9
+# A debug build: it runs for a second, and its optimised LTO build held up a cold run by about 7
+# minutes on two cores (2026-11-27).
+command -v cargo-cyclonedx >/dev/null || cargo install --debug --quiet --locked cargo-cyclonedx@0.5.9
 # Every target unless the arguments choose some (`--test node` runs that suite alone).
 targets=(--all-targets)
 for arg in "$@"; do

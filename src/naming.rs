@@ -42,6 +42,9 @@ pub mod volumes {
     pub const MERGED_CONFIG: &str = "merged-config";
 }
 
+/// Annotation a user sets (to any new value, e.g. a timestamp) to have the tags of a stack
+/// looked up again: `kubectl annotate llsd <name> llamastack.io/repin="$(date +%s)" --overwrite`.
+pub const REPIN_ANNOTATION: &str = "llamastack.io/repin";
 /// Field manager of every apply (and the value of [`labels::MANAGED_BY`]).
 pub const FIELD_MANAGER: &str = "llama-stack-operator";
 /// Pod-template annotation carrying the generated config's hash (a change rolls the Pods).

@@ -32,8 +32,6 @@ pub(super) struct Applied {
     pub(super) pvc_phase: Option<String>,
     /// Where the stack is exposed, once the Ingress or Route has an address.
     pub(super) route_url: Option<String>,
-    /// The plan's revision was rejected earlier and is held back (see `rollback`).
-    pub(super) held: bool,
 }
 
 /// Writes `desired`. `current` is the Deployment read at the start of the reconcile; with
@@ -41,7 +39,7 @@ pub(super) struct Applied {
 pub(super) async fn apply(
     stack: &Stack<'_>,
     ctx: &Context,
-    desired: Desired,
+    desired: &Desired,
     current: Option<&Deployment>,
     keep_deployment: bool,
 ) -> Result<Applied, ApiError> {
@@ -65,23 +63,23 @@ pub(super) async fn apply(
     let client = &ctx.client;
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
     let kept = current.filter(|_| keep_deployment);
-    if let Some(cm) = &config_map
+    if let Some(cm) = config_map
         && create_config_map_once(&Api::namespaced(client.clone(), ns), cm).await?
     {
         ctx.metrics.config_generated();
     }
-    if let Some(secret) = &derived_secret {
+    if let Some(secret) = derived_secret {
         sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
     let sa_name = naming::managed_service_account_name(stack.name);
     sync_in::<ServiceAccount>(client, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.
-    if let Some(bundle) = &ca_bundle {
+    if let Some(bundle) = ca_bundle {
         let name = bundle.name_any();
         sync_in::<ConfigMap>(client, ns, &name, Some(bundle), uid).await?;
     }
-    let pvc_phase = match &pvc {
+    let pvc_phase = match pvc {
         Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), ns), pvc).await?),
         None => None,
     };
@@ -90,10 +88,10 @@ pub(super) async fn apply(
         None => apply_deployment(stack, ctx, deployment, current).await?,
     };
     let service_name = naming::service_name(stack.name);
-    sync_in::<Service>(client, ns, &service_name, Some(&service), uid).await?;
+    sync_in::<Service>(client, ns, &service_name, Some(service), uid).await?;
     let policy_name = naming::network_policy_name(stack.name);
     sync_in::<NetworkPolicy>(client, ns, &policy_name, network_policy.as_ref(), uid).await?;
-    let route_url = expose(stack, ctx, ingress, route).await?;
+    let route_url = expose(stack, ctx, ingress.as_ref(), route.as_ref()).await?;
     let hpa_name = naming::hpa_name(stack.name);
     sync_in::<HorizontalPodAutoscaler>(client, ns, &hpa_name, hpa.as_ref(), uid).await?;
     let pdb_name = naming::pdb_name(stack.name);
@@ -105,7 +103,6 @@ pub(super) async fn apply(
         deployment,
         pvc_phase,
         route_url,
-        held: false,
     })
 }
 
@@ -113,7 +110,7 @@ pub(super) async fn apply(
 async fn apply_deployment(
     stack: &Stack<'_>,
     ctx: &Context,
-    desired: Deployment,
+    desired: &Deployment,
     current: Option<&Deployment>,
 ) -> Result<Option<Deployment>, ApiError> {
     let ns = stack.namespace;
@@ -122,7 +119,7 @@ async fn apply_deployment(
         &deployments,
         "Deployment",
         stack.name,
-        Some(&desired),
+        Some(desired),
         current.cloned(),
         stack.uid(),
     )
@@ -136,8 +133,8 @@ async fn apply_deployment(
         let note = format!(
             "Deployment {} applied with image {} and config {}",
             stack.name,
-            rollout::image_of(&desired),
-            rollout::config_of(&desired)
+            rollout::image_of(desired),
+            rollout::config_of(desired)
         );
         events::publish(ctx, stack.resource, EventType::Normal, reason, note).await;
     }
@@ -148,18 +145,18 @@ async fn apply_deployment(
 async fn expose(
     stack: &Stack<'_>,
     ctx: &Context,
-    ingress: Option<Ingress>,
-    route: Option<DynamicObject>,
+    ingress: Option<&Ingress>,
+    route: Option<&DynamicObject>,
 ) -> Result<Option<String>, ApiError> {
     let ns = stack.namespace;
     let uid = stack.uid();
     let name = naming::ingress_name(stack.name);
-    let (_, ingress) = sync_in::<Ingress>(&ctx.client, ns, &name, ingress.as_ref(), uid).await?;
+    let (_, ingress) = sync_in::<Ingress>(&ctx.client, ns, &name, ingress, uid).await?;
     let mut url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {
         let routes: Api<DynamicObject> =
             Api::namespaced_with(ctx.client.clone(), ns, &builders::route_resource());
-        let (_, route) = sync(&routes, "Route", &name, route.as_ref(), uid).await?;
+        let (_, route) = sync(&routes, "Route", &name, route, uid).await?;
         if let Some(host) = route.as_ref().and_then(|r| r.data["spec"]["host"].as_str()) {
             url = Some(format!("https://{host}"));
         }

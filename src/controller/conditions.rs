@@ -73,15 +73,18 @@ pub struct Conditions {
     previous: Vec<Condition>,
     current: Vec<Condition>,
     generation: Option<i64>,
+    /// The transition time of a condition whose status changes.
+    now: jiff::Timestamp,
 }
 
 impl Conditions {
-    /// Starts from the stored conditions, for the object's `generation`.
-    pub fn new(previous: &[Condition], generation: Option<i64>) -> Self {
+    /// Starts from the stored conditions, for the object's `generation`, at `now`.
+    pub fn new(previous: &[Condition], generation: Option<i64>, now: jiff::Timestamp) -> Self {
         Self {
             previous: previous.to_vec(),
             current: previous.to_vec(),
             generation,
+            now,
         }
     }
 
@@ -105,7 +108,7 @@ impl Conditions {
             .iter()
             .find(|c| c.type_ == type_ && c.status == status)
             .map(|c| c.last_transition_time.clone())
-            .unwrap_or_else(|| Time(jiff::Timestamp::now()));
+            .unwrap_or(Time(self.now));
         self.current.retain(|c| c.type_ != type_);
         self.current.push(Condition {
             type_: type_.to_owned(),
@@ -260,10 +263,10 @@ mod tests {
 
     #[test]
     fn transition_time_is_kept_while_the_status_stays() {
-        let mut first = Conditions::new(&[], Some(1));
+        let mut first = Conditions::new(&[], Some(1), jiff::Timestamp::now());
         first.set(Available, false, ReplicasUnavailable, "0/1");
         let stored = first.into_sorted();
-        let mut second = Conditions::new(&stored, Some(2));
+        let mut second = Conditions::new(&stored, Some(2), jiff::Timestamp::now());
         second.set(Available, false, ReplicasUnavailable, "0/1 still");
         assert!(
             second.changed().is_empty(),
@@ -274,14 +277,14 @@ mod tests {
         assert_eq!(kept[0].observed_generation, Some(2));
         assert_eq!(kept[0].message, "0/1 still");
 
-        let mut third = Conditions::new(&kept, Some(2));
+        let mut third = Conditions::new(&kept, Some(2), jiff::Timestamp::now());
         third.set(Available, true, MinimumReplicasAvailable, "1/1");
         assert_eq!(third.changed().len(), 1);
     }
 
     #[test]
     fn phase_prefers_failure_then_presence_then_readiness() {
-        let mut c = Conditions::new(&[], None);
+        let mut c = Conditions::new(&[], None, jiff::Timestamp::now());
         assert_eq!(phase(&c, false, false), DistributionPhase::Pending);
         assert_eq!(phase(&c, true, false), DistributionPhase::Initializing);
         assert_eq!(phase(&c, true, true), DistributionPhase::Ready);
@@ -327,7 +330,7 @@ mod tests {
 
     #[test]
     fn the_summary_follows_the_phase_with_the_reason_that_explains_it() {
-        let mut c = Conditions::new(&[], Some(4));
+        let mut c = Conditions::new(&[], Some(4), jiff::Timestamp::now());
         c.set(
             ConditionType::DeploymentReady,
             false,
@@ -395,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_stack_with_no_detailed_reason_yet_is_progressing() {
-        let mut c = Conditions::new(&[], Some(1));
+        let mut c = Conditions::new(&[], Some(1), jiff::Timestamp::now());
         c.summarize(DistributionPhase::Initializing);
         assert_eq!(
             summary(&c),

@@ -1,36 +1,35 @@
-//! The step after the plan: read what a LlamaStackDistribution refers to besides its spec.
-//! Secrets are checked and hashed, connection strings split into the parts the server reads, and
-//! the CA bundle ConfigMap validated. Secret values are read only to hash or split them; none is
-//! ever logged or put in the status.
+//! What a LlamaStackDistribution refers to besides its spec, judged (pure; the reads are
+//! [`super::gather`]'s): Secrets are checked and hashed, connection strings split into the parts
+//! the server reads, and the CA bundle ConfigMap validated. Secret values are read only to hash
+//! or split them; none is ever logged or put in the status.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::Api;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::builders::collect_certificates;
 use super::conditions::Blocked;
-use super::error::{ApiError, api_err};
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::object_refs::{RefKind, Reference};
 use crate::naming::{CA_BUNDLE_KEY, derived_secret_key, derived_secret_name};
 use crate::stack_config::GeneratedConfig;
 
-/// The Secrets an object references.
-pub(super) struct SecretCheck {
+/// The Secrets an object references, all found.
+pub(super) struct SecretCheck<'a> {
     /// How many Secret references there are.
     pub(super) count: usize,
     /// Hash of the referenced values, salted with the object's uid (rolls the Pods when a value
     /// changes; a plain hash of a short password in an annotation would invite guessing).
     pub(super) hash: Option<String>,
     /// The Secrets as read (`None`: absent), for the steps that need values.
-    fetched: BTreeMap<String, Option<Secret>>,
+    fetched: &'a BTreeMap<String, Option<Secret>>,
 }
 
-impl SecretCheck {
-    /// The value of `key` in the referenced Secret `name`, as read by [`secrets`].
+impl SecretCheck<'_> {
+    /// The value of `key` in the referenced Secret `name`.
     fn value(&self, name: &str, key: &str) -> Option<&[u8]> {
         let secret = self.fetched.get(name)?.as_ref()?;
         secret.data.as_ref()?.get(key).map(|v| v.0.as_slice())
@@ -45,26 +44,21 @@ fn absorb(material: &mut Vec<u8>, parts: [&[u8]; 3]) {
     }
 }
 
-/// Reads every referenced Secret once: the hash of their values, or the first one missing.
-pub(super) async fn secrets(
-    client: &kube::Client,
+/// The referenced Secrets (`fetched`, as read): the hash of their values, or the first one
+/// (or key) missing.
+pub(super) fn secrets<'a>(
     stack: &Stack<'_>,
-) -> Result<Result<SecretCheck, Blocked>, ApiError> {
-    let refs = &stack.references;
+    fetched: &'a BTreeMap<String, Option<Secret>>,
+) -> Result<SecretCheck<'a>, Blocked> {
     let ns = stack.namespace;
-    let api = Api::<Secret>::namespaced(client.clone(), ns);
-    let mut fetched: BTreeMap<String, Option<Secret>> = BTreeMap::new();
     let mut missing = None;
     let mut material: Vec<u8> = stack.uid().as_bytes().to_vec();
-    let secret_refs: Vec<&Reference> = refs.iter().filter(|r| r.kind == RefKind::Secret).collect();
+    let secret_refs: Vec<&Reference> = stack
+        .references
+        .iter()
+        .filter(|r| r.kind == RefKind::Secret)
+        .collect();
     for r in &secret_refs {
-        if !fetched.contains_key(&r.name) {
-            let secret = api
-                .get_opt(&r.name)
-                .await
-                .map_err(api_err(format!("read Secret {ns}/{}", r.name)))?;
-            fetched.insert(r.name.clone(), secret);
-        }
         let Some(secret) = fetched.get(&r.name).and_then(Option::as_ref) else {
             missing.get_or_insert_with(|| {
                 format!(
@@ -95,30 +89,29 @@ pub(super) async fn secrets(
         }
     }
     if let Some(message) = missing {
-        let blocked = Blocked::reference(
+        return Err(Blocked::reference(
             ConditionType::SecretsResolved,
             Reason::SecretNotFound,
             message,
-        );
-        return Ok(Err(blocked));
+        ));
     }
     let hash = (!secret_refs.is_empty()).then(|| {
         let full = llama_stack_resolver::digest::sha256_hex(&material);
         full.chars().take(16).collect()
     });
-    Ok(Ok(SecretCheck {
+    Ok(SecretCheck {
         count: secret_refs.len(),
         hash,
         fetched,
-    }))
+    })
 }
 
 /// The validated PEM of `networking.tls.caBundle` (`None` when none is configured), or why it
-/// cannot be used.
-pub(super) async fn ca_bundle(
-    client: &kube::Client,
+/// cannot be used. `cm`: the ConfigMap it names, as read (`None`: absent).
+pub(super) fn ca_bundle(
     stack: &Stack<'_>,
-) -> Result<Result<Option<String>, Blocked>, ApiError> {
+    cm: Option<&ConfigMap>,
+) -> Result<Option<String>, Blocked> {
     let invalid = |message| {
         Blocked::reference(
             ConditionType::ConfigGenerated,
@@ -127,39 +120,36 @@ pub(super) async fn ca_bundle(
         )
     };
     let Some(config) = stack.networking.ca_bundle else {
-        return Ok(Ok(None));
+        return Ok(None);
     };
     let own = stack.namespace;
     let ns = config.config_map_namespace.as_deref().unwrap_or(own);
     let name = &config.config_map_name;
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await
-        .map_err(api_err(format!("read ConfigMap {ns}/{name}")))?;
     let Some(cm) = cm else {
-        return Ok(Err(invalid(format!(
+        return Err(invalid(format!(
             "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.networking.tls.caBundle.configMapName"
-        ))));
+        )));
     };
     let keys = config
         .config_map_keys
         .clone()
         .unwrap_or_else(|| vec![CA_BUNDLE_KEY.to_owned()]);
-    let data = cm.data.unwrap_or_default();
+    let empty = BTreeMap::new();
+    let data = cm.data.as_ref().unwrap_or(&empty);
     let mut sources = Vec::new();
     for key in keys {
         match data.get(&key) {
             Some(text) => sources.push((key, text.clone())),
             None => {
-                return Ok(Err(invalid(format!(
+                return Err(invalid(format!(
                     "CA bundle: key \"{key}\" not found in ConfigMap {ns}/{name}: add it or remove it from spec.networking.tls.caBundle.configMapKeys"
-                ))));
+                )));
             }
         }
     }
-    Ok(collect_certificates(&sources)
+    collect_certificates(&sources)
         .map(Some)
-        .map_err(|e| invalid(format!("CA bundle in ConfigMap {ns}/{name}: {e}"))))
+        .map_err(|e| invalid(format!("CA bundle in ConfigMap {ns}/{name}: {e}")))
 }
 
 /// The parts of the connection strings the config reads from separate variables (PostgreSQL
@@ -219,24 +209,19 @@ pub(super) fn url_parts(
 /// Whether the stack may write its derived Secret: the name is free, or the Secret there is this
 /// stack's (controlled by it). A Secret of that name the stack does not control (a user's, or
 /// another tool's) is never overwritten: the stack is blocked and the status says what to do.
-/// Read only when there is something to derive.
-pub(super) async fn derived_secret_free(
-    client: &kube::Client,
+/// `occupant`: the metadata of what holds the name, as read.
+pub(super) fn derived_secret_free(
     stack: &Stack<'_>,
     derived: &BTreeMap<String, ByteString>,
     secrets_hash: Option<&str>,
-) -> Result<Result<(), Blocked>, ApiError> {
+    occupant: Option<&ObjectMeta>,
+) -> Result<(), Blocked> {
     if derived.is_empty() {
-        return Ok(Ok(()));
+        return Ok(());
     }
     let name = derived_secret_name(stack.name, secrets_hash.unwrap_or_default());
-    let ns = stack.namespace;
-    let existing = Api::<Secret>::namespaced(client.clone(), ns)
-        .get_metadata_opt(&name)
-        .await
-        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
-    Ok(match existing {
-        Some(secret) if !controlled_by(&secret.metadata, stack.uid()) => Err(Blocked::spec(
+    match occupant {
+        Some(meta) if !controlled_by(meta, stack.uid()) => Err(Blocked::spec(
             ConditionType::ConfigGenerated,
             Reason::ConfigGenerationFailed,
             format!(
@@ -244,7 +229,7 @@ pub(super) async fn derived_secret_free(
             ),
         )),
         _ => Ok(()),
-    })
+    }
 }
 
 /// Whether `meta` names the object with `uid` as its controller.
@@ -260,7 +245,7 @@ mod tests {
     use super::*;
     use crate::stack_config::env::{EnvSource, EnvVarSpec, UrlPart};
 
-    fn connection(url: &str) -> (GeneratedConfig, SecretCheck) {
+    fn connection(url: &str) -> (GeneratedConfig, BTreeMap<String, Option<Secret>>) {
         let reference = crate::api::v1alpha2::SecretKeyRef {
             name: "pg".into(),
             key: "url".into(),
@@ -296,18 +281,19 @@ mod tests {
             )])),
             ..Default::default()
         };
-        let secrets = SecretCheck {
-            count: 1,
-            hash: None,
-            fetched: BTreeMap::from([("pg".to_owned(), Some(secret))]),
-        };
-        (generated, secrets)
+        let fetched = BTreeMap::from([("pg".to_owned(), Some(secret))]);
+        (generated, fetched)
     }
 
     #[test]
     fn tls_options_are_split_out_and_other_options_refused_without_the_url() {
-        let (generated, secrets) = connection("postgres://u:pw@db:5432/kv?sslmode=verify-full");
-        let data = url_parts(&generated, &secrets).unwrap();
+        let check = |fetched| SecretCheck {
+            count: 1,
+            hash: None,
+            fetched,
+        };
+        let (generated, fetched) = connection("postgres://u:pw@db:5432/kv?sslmode=verify-full");
+        let data = url_parts(&generated, &check(&fetched)).unwrap();
         let text = |k: &str| {
             data.get(k)
                 .map(|v| String::from_utf8_lossy(&v.0).into_owned())
@@ -319,8 +305,8 @@ mod tests {
             "an option the URL lacks stays unset (the variable is optional)"
         );
         assert_eq!(text("storage-sql-host").as_deref(), Some("db"));
-        let (generated, secrets) = connection("postgres://u:pw@db/kv?target_session_attrs=any");
-        let blocked = url_parts(&generated, &secrets).unwrap_err();
+        let (generated, fetched) = connection("postgres://u:pw@db/kv?target_session_attrs=any");
+        let blocked = url_parts(&generated, &check(&fetched)).unwrap_err();
         let message = format!("{blocked:?}");
         assert!(
             message.contains("target_session_attrs") && message.contains("sslmode"),

@@ -23,10 +23,10 @@ pub(super) fn api_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> 
 /// are reported in the status and retried.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Reading what the plan needs (ServiceAccount, pull secrets, the user's ConfigMap) failed.
+    /// Gathering what the plan needs (ServiceAccount, pull secrets, the user's ConfigMap) failed.
     #[error(transparent)]
     Plan(ApiError),
-    /// Reading the referenced Secrets and ConfigMaps failed.
+    /// Gathering the referenced Secrets and ConfigMaps (the CA bundle, the derived Secret) failed.
     #[error(transparent)]
     Dereference(ApiError),
     /// An owned object could not be built (a bug).
@@ -35,7 +35,7 @@ pub enum Error {
     /// Writing an owned object failed.
     #[error(transparent)]
     Apply(ApiError),
-    /// Reading the Deployment or the server Pods failed.
+    /// Reading the Deployment, its ReplicaSets or the server Pods failed.
     #[error(transparent)]
     Observe(ApiError),
     /// Writing the status failed.

@@ -2,8 +2,9 @@
 //! objects around it (Service, ServiceAccount, PVC, CA bundle, NetworkPolicy, Ingress or Route,
 //! HPA, PDB, derived Secret).
 //!
-//! [`reconcile()`] runs one pass of the pipeline `read → plan → dereference → build → apply →
-//! observe → status`, one module per step. `validate` reads the resource into a
+//! [`reconcile()`] runs one pass of the pipeline `read → gather → decide → apply → observe →
+//! report`, one module per step (`stack`, `gather`, `decide`, `apply`, `observe`, `status`);
+//! `decide` and the status `report` are pure. `stack` reads the resource into a
 //! [`stack::Stack`], which every later step takes; `watches` decides when it runs. The Deployment
 //! is applied **once** per change, with image, config volume, env vars and hashes together; when nothing
 //! changed no write is made (every object carries the hash of what was applied); when a step
@@ -13,6 +14,7 @@ mod apply;
 pub mod builders;
 mod conditions;
 mod context;
+mod decide;
 mod dereference;
 mod drift;
 mod error;
@@ -20,8 +22,10 @@ mod event_series;
 mod events;
 pub mod external_status;
 mod field_digest;
+mod gather;
 mod next_look;
 mod observe;
+mod pin;
 mod plan;
 mod prune;
 mod prune_marks;

@@ -54,22 +54,12 @@ pub(super) enum Judgement {
 
 /// The stack's rollback policy (`Automatic` unless the spec says `Never`).
 pub(super) fn policy(stack: &Stack<'_>) -> RollbackPolicy {
-    stack
-        .spec
-        .workload
-        .as_ref()
-        .and_then(|w| w.rollback)
-        .unwrap_or_default()
+    stack.workload.rollback.unwrap_or_default()
 }
 
 /// The rollback memory in the stored status.
 pub(super) fn memory(stack: &Stack<'_>) -> RollbackStatus {
-    stack
-        .resource
-        .status
-        .as_ref()
-        .and_then(|s| s.rollback.clone())
-        .unwrap_or_default()
+    stack.recorded.rollback.cloned().unwrap_or_default()
 }
 
 /// The operator's desired hash of a Deployment or a ReplicaSet.
@@ -104,9 +94,28 @@ pub(super) fn held(
     } = memory(stack);
     let (rejected, last_ready) = (rejected?, last_ready?);
     let stands = rejected.revision.desired_hash == desired_hash
-        && Some(rejected.generation) == stack.resource.metadata.generation
+        && Some(rejected.generation) == stack.generation
         && last_ready.desired_hash != desired_hash;
     stands.then_some((rejected, last_ready))
+}
+
+/// Whether the ReplicaSets are worth reading for [`held`]: the memory holds a rejection made at
+/// this generation, and the running Deployment (`current`) is not the last Ready revision, so a
+/// hold would return to it from its ReplicaSet. (Whether the plan builds the rejected revision
+/// again is decided after the reads.)
+pub(super) fn may_restore(stack: &Stack<'_>, current: Option<&Deployment>) -> bool {
+    if policy(stack) == RollbackPolicy::Never {
+        return false;
+    }
+    let RollbackStatus {
+        last_ready,
+        rejected,
+    } = memory(stack);
+    let (Some(rejected), Some(last_ready)) = (rejected, last_ready) else {
+        return false;
+    };
+    Some(rejected.generation) == stack.generation
+        && current.and_then(desired_hash) != Some(last_ready.desired_hash.as_str())
 }
 
 /// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a
@@ -155,7 +164,7 @@ pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) ->
         Some(trouble) => Judgement::RollBack {
             rejected: RejectedRevision {
                 revision,
-                generation: stack.resource.metadata.generation.unwrap_or_default(),
+                generation: stack.generation.unwrap_or_default(),
                 reason: trouble.reason.as_str().to_owned(),
                 message: trouble.message,
                 rejected_at: Some(Time(jiff::Timestamp::now())),

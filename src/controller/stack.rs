@@ -1,7 +1,8 @@
-//! The validate step: a LlamaStackDistribution checked once and read into [`Stack`], the typed
-//! view every later step of a reconcile takes (plan, dereference, build, apply, observe,
-//! rollback, status). The defaults of the spec are applied here, once, so no step re-derives
-//! them from the raw resource.
+//! The read step: a LlamaStackDistribution checked once and read into [`Stack`], the typed
+//! view every later step of a reconcile takes (gather, decide, apply, observe, report). The
+//! defaults of the spec are applied here, once, so no step re-derives them from the raw resource,
+//! and what earlier reconciles recorded in the status is read here too ([`Recorded`]): only the
+//! report, which writes the status, reads the resource again.
 
 use std::sync::LazyLock;
 
@@ -15,9 +16,10 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, P
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{
-    ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, WorkloadOverrides,
-    WorkloadSpec,
+    ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, ResolvedDistributionStatus,
+    RollbackStatus, WorkloadOverrides, WorkloadSpec,
 };
+use crate::naming::REPIN_ANNOTATION;
 
 /// The server's port when `networking.port` is not set: llama-stack's own default.
 pub const DEFAULT_PORT: i32 = 8321;
@@ -75,6 +77,31 @@ pub struct Stack<'a> {
     /// The release `spec.distribution.serverVersion` declares for an image whose labels do not
     /// say.
     pub declared_server: Option<ServerRelease>,
+    /// `metadata.generation`: the revision of the spec (the rollback memory is kept per
+    /// generation).
+    pub generation: Option<i64>,
+    /// The [`REPIN_ANNOTATION`] the user set, if any.
+    pub repin_request: Option<&'a str>,
+    /// What earlier reconciles recorded in the status, which decisions build on.
+    pub recorded: Recorded<'a>,
+}
+
+/// What earlier reconciles recorded in a stack's status, which later decisions build on: the
+/// image applied (the pin policy keeps it) and the rollback memory. The rest of the status is
+/// only ever written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recorded<'a> {
+    /// The distribution as resolved and applied.
+    pub resolved: Option<&'a ResolvedDistributionStatus>,
+    /// The last Ready revision, and the one rejected.
+    pub rollback: Option<&'a RollbackStatus>,
+}
+
+impl<'a> Recorded<'a> {
+    /// The image the stack was last applied with.
+    pub fn image(&self) -> Option<&'a str> {
+        self.resolved.and_then(|r| r.image.as_deref())
+    }
 }
 
 /// `spec.networking`, with its defaults.
@@ -130,6 +157,19 @@ impl<'a> Stack<'a> {
                 .server_version
                 .as_deref()
                 .and_then(declared_release),
+            generation: meta.generation,
+            repin_request: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(REPIN_ANNOTATION))
+                .map(String::as_str),
+            recorded: Recorded {
+                resolved: resource
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.resolved_distribution.as_ref()),
+                rollback: resource.status.as_ref().and_then(|s| s.rollback.as_ref()),
+            },
         })
     }
 

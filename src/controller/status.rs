@@ -1,5 +1,6 @@
-//! The status step: what the other steps found, as conditions, a phase and the status fields;
-//! written (with Events for the transitions) only when something differs from what is stored.
+//! The report step: what one reconcile decided, did and saw, as conditions, a phase and the
+//! status fields ([`report`], pure); then written (with Events for the transitions) only when
+//! something differs from what is stored ([`Report::publish`]).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,9 +15,11 @@ use super::apply::Applied;
 use super::builders::ServerConfig;
 use super::conditions::{Blocked, Conditions, phase};
 use super::context::Context;
+use super::decide::{Decision, Held};
 use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
-use super::plan::{Failure, Planned};
+use super::plan::Planned;
+use super::rollback::Judgement;
 use super::server_info::{Providers, ServerInfo};
 use super::stack::Stack;
 use super::{events, rollback, rollout};
@@ -31,30 +34,118 @@ use crate::api::v1alpha2::{
 };
 use crate::naming::{FIELD_MANAGER, pvc_name, service_name};
 
+/// What one reconcile decided, did and saw after, for its status.
+pub(super) struct Facts<'a> {
+    /// The decision.
+    pub(super) decision: &'a Decision,
+    /// What the apply step wrote (`None`: the decision blocked, nothing was written), or the API
+    /// server's refusal of a write.
+    pub(super) applied: Result<Option<&'a Applied>, &'a ApiError>,
+    /// The Deployment now: the one applied, else the one read at the start.
+    pub(super) deployment: Option<&'a Deployment>,
+    /// The server Pods, when they were listed (see `observe::server_pods`).
+    pub(super) pods: Option<&'a [Pod]>,
+    /// The rollback judgement of the Deployment as observed after the apply.
+    pub(super) judgement: &'a Judgement,
+    /// What the server said of itself, when it was due to be asked.
+    pub(super) server: Option<ServerInfo>,
+}
+
+/// The status of a stack after one reconcile (pure): `facts` on the status the resource carries,
+/// with `now` as the time of anything that changed.
+pub(super) fn report(
+    stack: &Stack<'_>,
+    facts: Facts<'_>,
+    catalog: &llama_stack_resolver::Catalog,
+    now: jiff::Timestamp,
+) -> Report {
+    let mut report = Report::new(stack.resource, now);
+    let decision = facts.decision;
+    if let Some(count) = decision.secrets_found {
+        report.secrets_resolved(count);
+    }
+    let applied = match (&decision.next, facts.applied) {
+        (_, Err(error)) => {
+            // The API server's refusal (a policy engine, a quota) belongs in the status, where
+            // users look, not only in the operator's log.
+            report.apply_failed(error);
+            report.workload(stack, facts.deployment, None, None);
+            return report;
+        }
+        (Err(blocked), Ok(_)) => {
+            report.block(blocked.clone());
+            None
+        }
+        (Ok(intent), Ok(applied)) => {
+            report.config_applied(stack, &intent.planned);
+            report.distributions(stack, catalog);
+            match &intent.hold {
+                Some(hold) if hold.how == Held::NothingToRestore => {
+                    report.rollback_not_possible(&hold.rejected, &hold.last_ready);
+                }
+                Some(hold) => report.hold(&hold.rejected, &hold.last_ready),
+                None => report.rejection_lifted(),
+            }
+            applied
+        }
+    };
+    if applied.is_some() {
+        let with_providers = stack.has_external_providers();
+        report.external_providers(stack, facts.pods.filter(|_| with_providers));
+    }
+    report.workload(stack, facts.deployment, applied, facts.pods);
+    match facts.judgement {
+        Judgement::Steady => {}
+        Judgement::Ready(revision) => report.revision_ready(revision.clone()),
+        Judgement::RollBack {
+            rejected,
+            last_ready,
+        } => report.rolled_back(rejected.clone(), last_ready),
+    }
+    if let Some(info) = facts.server {
+        report.server_info(info);
+    }
+    report
+}
+
 /// The status being assembled during one reconcile, starting from the stored one.
 pub(super) struct Report {
     previous: LlamaStackDistributionStatus,
     status: LlamaStackDistributionStatus,
     conditions: Conditions,
+    /// The time of anything that changes in this reconcile.
+    now: jiff::Timestamp,
+    /// Whether a Deployment exists, and whether the stack is Ready (see [`Report::workload`]).
+    has_deployment: bool,
+    ready: bool,
 }
 
 impl Report {
     /// Starts from the status `cr` carries.
-    pub(super) fn new(cr: &LlamaStackDistribution) -> Self {
+    pub(super) fn new(cr: &LlamaStackDistribution, now: jiff::Timestamp) -> Self {
         let previous = cr.status.clone().unwrap_or_default();
         let conditions = Conditions::new(
             previous.conditions.as_deref().unwrap_or_default(),
             cr.metadata.generation,
+            now,
         );
         Self {
             status: previous.clone(),
             previous,
             conditions,
+            now,
+            has_deployment: false,
+            ready: false,
         }
     }
 
+    /// Whether the stack is Ready, as [`Report::workload`] found it.
+    pub(super) fn ready(&self) -> bool {
+        self.ready
+    }
+
     /// Records that the API server refused a write of an owned object.
-    pub(super) fn apply_failed(&mut self, error: &ApiError) {
+    fn apply_failed(&mut self, error: &ApiError) {
         self.conditions.set(
             ConditionType::DeploymentUpdated,
             false,
@@ -68,40 +159,8 @@ impl Report {
         self.conditions.block(blocked);
     }
 
-    /// Why no config could be planned. When the image a name resolves to changed (an operator
-    /// upgrade) and its base config does not take the spec, says so: the running Deployment is
-    /// kept, and the user must adapt the spec or pin the old image.
-    pub(super) fn plan_failed(&self, failure: Failure, has_deployment: bool) -> Blocked {
-        let running = self
-            .status
-            .resolved_distribution
-            .as_ref()
-            .and_then(|r| r.image.as_deref());
-        // Any failure to generate from the new image's base config (not a registry failure,
-        // which carries no image).
-        let generation_failed = matches!(
-            failure.reason,
-            Reason::ConfigGenerationFailed | Reason::UnsupportedConfigVersion
-        );
-        let upgraded = generation_failed
-            && has_deployment
-            && matches!((running, failure.image.as_deref()), (Some(old), Some(new)) if old != new);
-        let (reason, message) = if upgraded {
-            (
-                Reason::UpgradeConfigFailure,
-                format!(
-                    "Config generation failed after operator upgrade: {}",
-                    failure.message
-                ),
-            )
-        } else {
-            (failure.reason, failure.message)
-        };
-        Blocked::spec(ConditionType::ConfigGenerated, reason, message)
-    }
-
     /// Every referenced Secret was found.
-    pub(super) fn secrets_resolved(&mut self, count: usize) {
+    fn secrets_resolved(&mut self, count: usize) {
         self.conditions.set(
             ConditionType::SecretsResolved,
             true,
@@ -111,7 +170,7 @@ impl Report {
     }
 
     /// The config half of the status after a successful apply.
-    pub(super) fn config_applied(&mut self, stack: &Stack<'_>, planned: &Planned) {
+    fn config_applied(&mut self, stack: &Stack<'_>, planned: &Planned) {
         let counts = format!(
             "{} providers and {} models",
             planned.generated.provider_count, planned.generated.resource_count
@@ -161,7 +220,7 @@ impl Report {
         );
         let generated_at = match &self.status.config_generation {
             Some(g) if g.config_map_name == cm_name => g.generated_at.clone(),
-            _ => Some(Time(jiff::Timestamp::now())),
+            _ => Some(Time(self.now)),
         };
         let counted = |n: usize| i32::try_from(n).ok().filter(|_| cm_name.is_some());
         self.status.config_generation = Some(ConfigGenerationStatus {
@@ -179,7 +238,7 @@ impl Report {
         let pinned_at = previous
             .pinned_at
             .filter(|_| previous.image.as_ref() == Some(&planned.image))
-            .unwrap_or_else(|| Time(jiff::Timestamp::now()));
+            .unwrap_or(Time(self.now));
         self.status.resolved_distribution = Some(ResolvedDistributionStatus {
             image: Some(planned.image.clone()),
             config_source: Some(planned.source),
@@ -197,11 +256,7 @@ impl Report {
     /// `status.distributionConfig`'s `activeDistribution` (the name, or `custom` for an image,
     /// as the upstream operator wrote it) and `availableDistributions` (every name that
     /// resolves, `image-overrides` applied).
-    pub(super) fn distributions(
-        &mut self,
-        stack: &Stack<'_>,
-        catalog: &llama_stack_resolver::Catalog,
-    ) {
+    fn distributions(&mut self, stack: &Stack<'_>, catalog: &llama_stack_resolver::Catalog) {
         let known = self.status.distribution_config.take().unwrap_or_default();
         let active = stack
             .spec
@@ -218,7 +273,7 @@ impl Report {
 
     /// `status.externalProviders[]` and `ExternalProvidersReady` from the newest server Pod;
     /// `None` when the resource has no external providers.
-    pub(super) fn external_providers(&mut self, stack: &Stack<'_>, pods: Option<&[Pod]>) {
+    fn external_providers(&mut self, stack: &Stack<'_>, pods: Option<&[Pod]>) {
         let Some(pods) = pods else {
             self.status.external_providers = None;
             self.conditions
@@ -258,15 +313,14 @@ impl Report {
     }
 
     /// Readiness and the workload conditions from the Deployment (the one applied, or the one
-    /// kept when the reconcile was blocked) and, when the apply ran, what it wrote. Returns
-    /// whether the stack is Ready.
-    pub(super) fn workload(
+    /// kept when the reconcile was blocked) and, when the apply ran, what it wrote.
+    fn workload(
         &mut self,
         stack: &Stack<'_>,
         deployment: Option<&Deployment>,
         applied: Option<&Applied>,
         pods: Option<&[Pod]>,
-    ) -> bool {
+    ) {
         let replicas = Replicas::of(deployment);
         let trouble = deployment
             .filter(|d| !rollout::complete(d))
@@ -287,12 +341,13 @@ impl Report {
         if applied.is_some() {
             self.status.route_url = route_url;
         }
-        ready
+        self.has_deployment = deployment.is_some();
+        self.ready = ready;
     }
 
     /// Remembers `revision` as the last one whose every replica was Ready (what a rollback
     /// returns to).
-    pub(super) fn revision_ready(&mut self, revision: RevisionStatus) {
+    fn revision_ready(&mut self, revision: RevisionStatus) {
         let memory = self.status.rollback.get_or_insert_with(Default::default);
         memory.last_ready = Some(revision);
     }
@@ -300,14 +355,14 @@ impl Report {
     /// Records that the newest revision was rejected: the Deployment returns to `last_ready`
     /// in the next reconcile (the status is written first, so a restart in between finishes
     /// the rollback instead of forgetting it).
-    pub(super) fn rolled_back(&mut self, rejected: RejectedRevision, last_ready: &RevisionStatus) {
+    fn rolled_back(&mut self, rejected: RejectedRevision, last_ready: &RevisionStatus) {
         self.hold(&rejected, last_ready);
         let memory = self.status.rollback.get_or_insert_with(Default::default);
         memory.rejected = Some(rejected);
     }
 
     /// Says, in `DeploymentUpdated`, that a rejected revision is held back.
-    pub(super) fn hold(&mut self, rejected: &RejectedRevision, last_ready: &RevisionStatus) {
+    fn hold(&mut self, rejected: &RejectedRevision, last_ready: &RevisionStatus) {
         self.conditions.set(
             ConditionType::DeploymentUpdated,
             false,
@@ -317,11 +372,7 @@ impl Report {
     }
 
     /// Says that a rollback was due and the last Ready revision's ReplicaSet is gone.
-    pub(super) fn rollback_not_possible(
-        &mut self,
-        rejected: &RejectedRevision,
-        last_ready: &RevisionStatus,
-    ) {
+    fn rollback_not_possible(&mut self, rejected: &RejectedRevision, last_ready: &RevisionStatus) {
         self.conditions.set(
             ConditionType::DeploymentUpdated,
             false,
@@ -331,14 +382,14 @@ impl Report {
     }
 
     /// Forgets a rejection that no longer stands (the plan built another revision).
-    pub(super) fn rejection_lifted(&mut self) {
+    fn rejection_lifted(&mut self) {
         if let Some(memory) = self.status.rollback.as_mut() {
             memory.rejected = None;
         }
     }
 
     /// Records what the running server said (or that it did not answer: the last answer stays).
-    pub(super) fn server_info(&mut self, info: ServerInfo) {
+    fn server_info(&mut self, info: ServerInfo) {
         match info {
             ServerInfo::Answered { version, providers } => {
                 let previous = self.status.version.clone().unwrap_or_default();
@@ -347,7 +398,7 @@ impl Report {
                     if previous.llama_stack_server_version.as_deref() == Some(version.as_str()) {
                         previous.last_updated
                     } else {
-                        Some(Time(jiff::Timestamp::now()))
+                        Some(Time(self.now))
                     };
                 let message = format!(
                     "/v1/version says {version}; /v1/providers lists {}",
@@ -406,17 +457,11 @@ impl Report {
         }
     }
 
-    /// Sets the phase, publishes Events for the transitions and writes the status when it
-    /// differs from the stored one. Returns the reason recorded in the metrics (the phase, or
-    /// why it failed).
-    pub(super) async fn publish(
-        mut self,
-        cr: &LlamaStackDistribution,
-        ctx: &Context,
-        has_deployment: bool,
-        ready: bool,
-    ) -> Result<String, ApiError> {
-        let phase = phase(&self.conditions, has_deployment, ready);
+    /// The status as it is written: the phase, the summary conditions and the `generation`
+    /// observed. Returns the reason recorded in the metrics (the phase, or why it failed) and
+    /// whether the stack just became Ready.
+    fn finish(&mut self, generation: Option<i64>) -> (String, bool) {
+        let phase = phase(&self.conditions, self.has_deployment, self.ready);
         let reason = match phase {
             DistributionPhase::Failed => self
                 .conditions
@@ -428,8 +473,27 @@ impl Report {
             && self.previous.phase != Some(DistributionPhase::Ready);
         self.conditions.summarize(phase);
         self.status.phase = Some(phase);
-        self.status.observed_generation = cr.metadata.generation;
+        self.status.observed_generation = generation;
         self.status.conditions = Some(self.conditions.clone().into_sorted());
+        (reason, became_ready)
+    }
+
+    /// The finished status (what [`Report::publish`] compares and writes), for tables.
+    #[cfg(test)]
+    pub(super) fn into_status(mut self, generation: Option<i64>) -> LlamaStackDistributionStatus {
+        self.finish(generation);
+        self.status
+    }
+
+    /// Sets the phase, publishes Events for the transitions and writes the status when it
+    /// differs from the stored one. Returns the reason recorded in the metrics (the phase, or
+    /// why it failed).
+    pub(super) async fn publish(
+        mut self,
+        cr: &LlamaStackDistribution,
+        ctx: &Context,
+    ) -> Result<String, ApiError> {
+        let (reason, became_ready) = self.finish(cr.metadata.generation);
         // The cache keeps the providers as a digest (`slim_cache`): compared as such.
         let (mut compared, mut stored) = (self.status.clone(), std::mem::take(&mut self.previous));
         slim_cache::slim_status(&mut compared);
@@ -463,6 +527,12 @@ impl Report {
         ctx.recent_writes.wrote(&uid, digest, now);
         Ok(reason)
     }
+}
+
+/// Whether a stack whose Deployment is `deployment` is Ready (what [`report`] finds too), for
+/// the reads that wait for readiness.
+pub(super) fn is_ready(deployment: Option<&Deployment>) -> bool {
+    Replicas::of(deployment).ready()
 }
 
 /// The message of a stack scaled to zero.
@@ -500,6 +570,13 @@ impl Replicas {
         }
     }
 
+    /// Whether every wanted replica runs the newest revision and serves (or none is wanted).
+    fn ready(&self) -> bool {
+        let available_ok = self.exists && self.desired > 0 && self.available >= self.desired;
+        let stopped = self.exists && self.desired == 0 && self.complete;
+        (available_ok || stopped) && self.complete
+    }
+
     /// Sets `Available` (replicas serving, of any revision), `DeploymentReady` (the newest
     /// revision rolled out, or what stops it) and `HealthCheck`; returns whether it is Ready.
     fn record(&self, conditions: &mut Conditions, trouble: Option<rollout::Trouble>) -> bool {
@@ -515,7 +592,7 @@ impl Replicas {
         let available_ok = exists && desired > 0 && available >= desired;
         // Scaled to zero on purpose: every wanted replica (none) runs the current revision.
         let stopped = exists && desired == 0 && complete;
-        let ready = (available_ok || stopped) && complete;
+        let ready = self.ready();
         if stopped {
             conditions.set(
                 ConditionType::Available,
@@ -644,7 +721,7 @@ mod tests {
     }
 
     fn scaling_message(replicas: Replicas) -> String {
-        let mut conditions = Conditions::new(&[], Some(1));
+        let mut conditions = Conditions::new(&[], Some(1), jiff::Timestamp::now());
         replicas.record(&mut conditions, None);
         conditions
             .into_sorted()
@@ -687,7 +764,7 @@ mod tests {
 
     #[test]
     fn a_stack_scaled_to_zero_is_ready_and_says_nothing_serves() {
-        let mut conditions = Conditions::new(&[], Some(1));
+        let mut conditions = Conditions::new(&[], Some(1), jiff::Timestamp::now());
         assert!(replicas(0, 0, true).record(&mut conditions, None));
         let words = reasons(conditions);
         for (type_, status) in [
@@ -708,7 +785,7 @@ mod tests {
 
     #[test]
     fn old_pods_serving_a_failed_rollout_are_available_but_not_ready() {
-        let mut conditions = Conditions::new(&[], Some(1));
+        let mut conditions = Conditions::new(&[], Some(1), jiff::Timestamp::now());
         let crash = rollout::Trouble {
             reason: Reason::ServerCrashLooping,
             message: "keeps exiting".to_owned(),

@@ -1,0 +1,702 @@
+//! The decision of a reconcile as tables: a stack and what was read, in; what is applied or what
+//! blocks the stack, out. No cluster: the cluster suites prove the reads and writes around it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::{Resolution, ResolveError};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::api::conditions::{ConditionType, Reason};
+use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::naming::DESIRED_HASH;
+
+const PINNED: &str = "docker.io/ogxai/distribution-starter@sha256:2222222222222222222222222222222222222222222222222222222222222222";
+const OWN_IMAGE: &str = "registry.corp/own:1";
+
+/// A stored stack `s` in `ns`, generation 3, with `spec` and `status`.
+fn resource(spec: Value, status: Value) -> LlamaStackDistribution {
+    serde_json::from_value(
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u-1", "generation": 3},
+        "spec": spec, "status": status}),
+    )
+    .unwrap()
+}
+
+fn starter() -> Spec {
+    Spec(json!({"distribution": {"name": "starter"}}))
+}
+
+/// What a row changes in what was read.
+type Change = Box<dyn Fn(&mut Observed)>;
+
+/// A spec, extended row by row.
+#[derive(Clone)]
+struct Spec(Value);
+
+impl Spec {
+    fn with(mut self, extra: Value) -> Self {
+        let object = self.0.as_object_mut().unwrap();
+        object.extend(extra.as_object().unwrap().clone());
+        self
+    }
+}
+
+/// The starter distribution resolved to a pinned image with its embedded base config.
+fn resolution(pinned: bool, stale: Option<ResolveError>) -> Resolution {
+    Resolution {
+        image: PINNED.to_owned(),
+        pinned,
+        config: embedded_base_config("starter").unwrap().unwrap(),
+        stale: stale.map(Arc::new),
+        signature: None,
+    }
+}
+
+fn rejected_credentials() -> ResolveError {
+    ResolveError::CredentialsRejected {
+        image: PINNED.to_owned(),
+        registry: "docker.io".to_owned(),
+        tried: "ns/pull".to_owned(),
+    }
+}
+
+/// What a reconcile reads of a stack whose distribution resolved.
+fn resolved() -> Observed {
+    Observed {
+        reference: "docker.io/ogxai/distribution-starter:1.3.0".to_owned(),
+        resolution: Some(Ok(resolution(true, None))),
+        ..Observed::default()
+    }
+}
+
+fn operator() -> Operator<'static> {
+    Operator {
+        image: Some("registry.corp/operator@sha256:33"),
+        namespace: Some("llso-system"),
+        routes_available: false,
+    }
+}
+
+fn secret(key: &str, value: &str) -> Secret {
+    Secret {
+        data: Some(BTreeMap::from([(
+            key.to_owned(),
+            ByteString(value.as_bytes().to_vec()),
+        )])),
+        ..Secret::default()
+    }
+}
+
+fn postgres() -> Value {
+    json!({"storage": {"sql": {"type": "postgres",
+        "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}})
+}
+
+fn with_url(url: &str) -> impl Fn(&mut Observed) {
+    let url = url.to_owned();
+    move |o: &mut Observed| {
+        o.secrets = BTreeMap::from([("pg".to_owned(), Some(secret("url", &url)))]);
+    }
+}
+
+fn decide_on(
+    cr: &LlamaStackDistribution,
+    observed: &Observed,
+    operator: &Operator<'_>,
+) -> Decision {
+    let stack = Stack::read(cr).unwrap();
+    decide(&stack, observed, operator).unwrap()
+}
+
+/// Each problem the user must fix blocks the stack with its condition, reason and a message
+/// naming it; the first problem in the decision's order is the one reported, and whether the
+/// Secrets were all found is said beside it once they were checked.
+#[test]
+fn what_blocks_a_stack_and_what_it_says() {
+    struct Row {
+        what: &'static str,
+        spec: Spec,
+        status: Value,
+        operator: Operator<'static>,
+        observed: Box<dyn Fn(&mut Observed)>,
+        blocked: (ConditionType, Reason),
+        says: &'static str,
+        secrets_found: Option<usize>,
+    }
+    let row = |what, spec, observed: Box<dyn Fn(&mut Observed)>, blocked, says| Row {
+        what,
+        spec,
+        status: json!({}),
+        operator: operator(),
+        observed,
+        blocked,
+        says,
+        secrets_found: None,
+    };
+    let generated = ConditionType::ConfigGenerated;
+    let providers = json!({"externalProviders": {"inference": [
+        {"providerId": "acme", "image": "registry.corp/acme-provider:1"}]}});
+    let table = [
+        Row {
+            operator: Operator {
+                image: None,
+                ..operator()
+            },
+            ..row(
+                "external providers while the operator does not know its image (checked first)",
+                starter().with(providers.clone()),
+                Box::new(|o| o.pull_secret_unusable = Some("unusable".to_owned())),
+                (generated, Reason::ExternalProviderInvalid),
+                "set OPERATOR_IMAGE",
+            )
+        },
+        row(
+            "a pull secret kubelet could not use",
+            starter(),
+            Box::new(|o| {
+                o.pull_secret_unusable = Some("pull secret ns/p: no .dockerconfigjson".to_owned());
+                o.resolution = None;
+            }),
+            (generated, Reason::RegistryError),
+            "pull secret ns/p: no .dockerconfigjson",
+        ),
+        row(
+            "the registry refuses every credential",
+            starter(),
+            Box::new(|o| o.resolution = Some(Err(Arc::new(rejected_credentials())))),
+            (generated, Reason::RegistryError),
+            "rejected every pull secret",
+        ),
+        row(
+            "an image without a base config while the spec asks for generation",
+            Spec(json!({"distribution": {"image": OWN_IMAGE}, "disabled": ["safety"]})),
+            Box::new(|o| {
+                let error = ResolveError::BaseConfigRequired {
+                    image: OWN_IMAGE.to_owned(),
+                };
+                o.resolution = Some(Err(Arc::new(error)));
+            }),
+            (generated, Reason::BaseConfigRequired),
+            "spec.disabled asks for a generated config",
+        ),
+        row(
+            "overrideConfig names a ConfigMap that does not exist",
+            starter().with(json!({"overrideConfig": {"configMapName": "mine"}})),
+            Box::new(|_| {}),
+            (generated, Reason::ConfigGenerationFailed),
+            "ConfigMap \"mine\" not found in namespace \"ns\"",
+        ),
+        Row {
+            status: json!({"resolvedDistribution": {"image": PINNED,
+                "reference": "docker.io/ogxai/distribution-starter:1.3.0"}}),
+            ..row(
+                "a running pin, the registry down and only the embedded fallback to offer",
+                starter(),
+                Box::new(|o| {
+                    o.deployment = Some(Default::default());
+                    o.resolution = Some(Ok(resolution(false, Some(rejected_credentials()))));
+                }),
+                (generated, Reason::RegistryError),
+                "keeping the running image and config until the registry answers",
+            )
+        },
+        row(
+            "a referenced Secret is missing",
+            starter().with(postgres()),
+            Box::new(|o| o.secrets = BTreeMap::from([("pg".to_owned(), None)])),
+            (ConditionType::SecretsResolved, Reason::SecretNotFound),
+            "Secret \"pg\" not found in namespace \"ns\"",
+        ),
+        Row {
+            secrets_found: Some(1),
+            ..row(
+                "the connection string is not a PostgreSQL URL",
+                starter().with(postgres()),
+                Box::new(with_url("mysql://nope")),
+                (generated, Reason::ConfigGenerationFailed),
+                "is not a PostgreSQL URL",
+            )
+        },
+        Row {
+            secrets_found: Some(1),
+            ..row(
+                "the derived Secret's name is held by a Secret the stack does not control",
+                starter().with(postgres()),
+                Box::new(|o| {
+                    with_url("postgres://u:pw@db:5432/kv")(o);
+                    o.derived_secret = Some(ObjectMeta::default());
+                }),
+                (generated, Reason::ConfigGenerationFailed),
+                "exists and is not this stack's",
+            )
+        },
+        Row {
+            // Checked after the Secrets (none here): they are reported found beside it.
+            secrets_found: Some(0),
+            ..row(
+                "the CA bundle's ConfigMap is missing",
+                starter().with(
+                    json!({"networking": {"tls": {"caBundle": {"configMapName": "corporate-ca"}}}}),
+                ),
+                Box::new(|_| {}),
+                (generated, Reason::CABundleInvalid),
+                "ConfigMap \"corporate-ca\" not found in namespace \"ns\"",
+            )
+        },
+    ];
+    for row in table {
+        let cr = resource(row.spec.0.clone(), row.status.clone());
+        let mut observed = resolved();
+        (row.observed)(&mut observed);
+        let decision = decide_on(&cr, &observed, &row.operator);
+        let blocked = match decision.next {
+            Err(blocked) => blocked,
+            Ok(intent) => panic!("{}: applied {:?}", row.what, intent.planned.mount),
+        };
+        assert_eq!(
+            (blocked.condition, blocked.reason),
+            row.blocked,
+            "{}: {}",
+            row.what,
+            blocked.message
+        );
+        assert!(
+            blocked.message.contains(row.says),
+            "{}: {:?} does not say {:?}",
+            row.what,
+            blocked.message,
+            row.says
+        );
+        assert!(!blocked.message.contains("pw@"), "{}: a password", row.what);
+        assert_eq!(decision.secrets_found, row.secrets_found, "{}", row.what);
+    }
+}
+
+/// What runs when nothing blocks: the generated config on the resolved image, the user's
+/// ConfigMap as is, or the image's own config; the derived Secret when the stack owns its name.
+#[test]
+fn what_a_stack_that_is_not_blocked_runs() {
+    let user_config = ConfigMap {
+        data: Some(BTreeMap::from([(
+            "config.yaml".to_owned(),
+            "version: 2\nimage_name: mine\napis: []\nproviders: {}\n".to_owned(),
+        )])),
+        ..ConfigMap::default()
+    };
+    let own = |o: &mut Observed| {
+        let error = ResolveError::BaseConfigRequired {
+            image: OWN_IMAGE.to_owned(),
+        };
+        o.resolution = Some(Err(Arc::new(error)));
+    };
+    let derived_is_ours = |o: &mut Observed| {
+        with_url("postgres://u:pw@db:5432/kv")(o);
+        let mut meta = ObjectMeta::default();
+        meta.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                uid: "u-1".to_owned(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        o.derived_secret = Some(meta);
+    };
+    let cm = user_config.clone();
+    let rows: [(&str, Spec, Change, &str, Option<usize>); 4] = [
+        (
+            "generated",
+            starter(),
+            Box::new(|_| {}),
+            "generated",
+            Some(0),
+        ),
+        (
+            "the user's ConfigMap",
+            starter().with(json!({"overrideConfig": {"configMapName": "mine"}})),
+            Box::new(move |o| o.user_config = Some(cm.clone())),
+            "user",
+            Some(0),
+        ),
+        (
+            "the image's own config",
+            Spec(json!({"distribution": {"image": OWN_IMAGE}})),
+            Box::new(own),
+            "image",
+            Some(0),
+        ),
+        (
+            "a connection string split into the stack's own derived Secret",
+            starter().with(postgres()),
+            Box::new(derived_is_ours),
+            "generated",
+            Some(1),
+        ),
+    ];
+    for (what, spec, change, runs, secrets_found) in rows {
+        let cr = resource(spec.0.clone(), json!({}));
+        let mut observed = resolved();
+        change(&mut observed);
+        let decision = decide_on(&cr, &observed, &operator());
+        let intent = decision
+            .next
+            .unwrap_or_else(|b| panic!("{what}: blocked: {}", b.message));
+        assert_eq!(decision.secrets_found, secrets_found, "{what}");
+        assert_eq!(intent.hold, None, "{what}");
+        let names = object_names(&intent.desired);
+        match (runs, &intent.planned.mount) {
+            ("generated", ServerConfig::Generated(name)) => {
+                assert!(name.starts_with("s-config-"), "{what}: {name}");
+                assert_eq!(names.get("ConfigMap"), Some(name), "{what}");
+                assert_eq!(intent.planned.image, PINNED, "{what}");
+            }
+            ("user", ServerConfig::User { config_map, key }) => {
+                assert_eq!((config_map.as_str(), key.as_str()), ("mine", "config.yaml"));
+                assert_eq!(names.get("ConfigMap"), None, "{what}: nothing generated");
+            }
+            ("image", ServerConfig::Image) => {
+                assert_eq!(intent.planned.image, OWN_IMAGE, "{what}");
+                assert_eq!(names.get("ConfigMap"), None, "{what}: nothing mounted");
+            }
+            (_, mount) => panic!("{what}: runs {mount:?}, not the {runs} config"),
+        }
+        assert_eq!(
+            names.contains_key("Secret"),
+            secrets_found == Some(1),
+            "{what}: the derived Secret exactly when a connection string is split"
+        );
+    }
+}
+
+/// The revision the plan builds, as its desired hash (the rollback memory names revisions so).
+fn planned_hash(spec: &Spec) -> String {
+    let cr = resource(spec.0.clone(), json!({}));
+    let decision = decide_on(&cr, &resolved(), &operator());
+    let intent = decision.next.unwrap();
+    rollback::desired_hash(&intent.desired.deployment)
+        .unwrap()
+        .to_owned()
+}
+
+/// A ReplicaSet of the revision with `hash`, running `image`.
+fn replica_set(hash: &str, image: &str) -> ReplicaSet {
+    serde_json::from_value(json!({"metadata": {"name": "s-old", "annotations": {
+            DESIRED_HASH: hash, "deployment.kubernetes.io/revision": "1"}},
+        "spec": {"selector": {}, "template": {
+            "metadata": {"labels": {"app": "s", "pod-template-hash": "abc"}},
+            "spec": {"containers": [{"name": "llama-stack", "image": image}]}}}}))
+    .unwrap()
+}
+
+/// A revision rolled back from is held back while the plan builds it again: the running last
+/// Ready revision is kept as it is, or restored from its ReplicaSet, or (its ReplicaSet gone)
+/// the plan is applied and the hold says why; a rollback policy of `Never` holds nothing. The
+/// ReplicaSets are read exactly when a restore can be needed.
+#[test]
+fn a_rejected_revision_is_held_back_while_the_plan_builds_it_again() {
+    let good = "hash-good";
+    let good_image = "registry.corp/good@sha256:44";
+    let spec = starter();
+    let rejected = planned_hash(&spec);
+    let memory = json!({"rollback": {
+        "lastReady": {"desiredHash": good, "image": good_image},
+        "rejected": {"desiredHash": rejected, "image": PINNED, "generation": 3,
+            "reason": "ServerCrashLooping", "message": "keeps exiting"}}});
+    let running = |hash: &str| -> Deployment {
+        serde_json::from_value(
+            json!({"metadata": {"name": "s", "annotations": {DESIRED_HASH: hash}},
+            "spec": {"selector": {}, "template": {}}}),
+        )
+        .unwrap()
+    };
+    type Row = (
+        &'static str,
+        Spec,
+        Option<Deployment>,
+        Option<Vec<ReplicaSet>>,
+    );
+    let rows: [(Row, Option<Held>); 4] = [
+        (
+            (
+                "the last Ready revision runs",
+                spec.clone(),
+                Some(running(good)),
+                None,
+            ),
+            Some(Held::KeepRunning),
+        ),
+        (
+            (
+                "the rejected revision runs, the last Ready one's ReplicaSet is kept",
+                spec.clone(),
+                Some(running(&rejected)),
+                Some(vec![replica_set(good, good_image)]),
+            ),
+            Some(Held::Restore),
+        ),
+        (
+            (
+                "the rejected revision runs, nothing to return to",
+                spec.clone(),
+                Some(running(&rejected)),
+                Some(vec![]),
+            ),
+            Some(Held::NothingToRestore),
+        ),
+        (
+            (
+                "rollback: Never",
+                spec.clone()
+                    .with(json!({"workload": {"rollback": "Never"}})),
+                Some(running(&rejected)),
+                None,
+            ),
+            None,
+        ),
+    ];
+    for ((what, spec, deployment, replica_sets), expected) in rows {
+        let cr = resource(spec.0.clone(), memory.clone());
+        let stack = Stack::read(&cr).unwrap();
+        assert_eq!(
+            rollback::may_restore(&stack, deployment.as_ref()),
+            replica_sets.is_some(),
+            "{what}: whether gather reads the ReplicaSets"
+        );
+        let observed = Observed {
+            deployment,
+            replica_sets,
+            ..resolved()
+        };
+        let intent = decide(&stack, &observed, &operator())
+            .unwrap()
+            .next
+            .unwrap();
+        assert_eq!(intent.hold.as_ref().map(|h| h.how), expected, "{what}");
+        let built = rollback::desired_hash(&intent.desired.deployment).unwrap();
+        let image = crate::controller::rollout::image_of(&intent.desired.deployment);
+        match expected {
+            Some(Held::Restore) => {
+                assert_eq!((built, image.as_str()), (good, good_image), "{what}");
+                let labels = intent
+                    .desired
+                    .deployment
+                    .spec
+                    .as_ref()
+                    .unwrap()
+                    .template
+                    .metadata
+                    .as_ref()
+                    .unwrap()
+                    .labels
+                    .as_ref()
+                    .unwrap();
+                assert!(
+                    !labels.contains_key("pod-template-hash"),
+                    "{what}: {labels:?}"
+                );
+            }
+            _ => assert_eq!(
+                (built, image.as_str()),
+                (rejected.as_str(), PINNED),
+                "{what}"
+            ),
+        }
+        assert_eq!(
+            intent.keeps_deployment(),
+            expected == Some(Held::KeepRunning),
+            "{what}"
+        );
+        if let Some(hold) = &intent.hold {
+            assert_eq!(hold.last_ready.desired_hash, good, "{what}");
+            assert_eq!(hold.rejected.revision.desired_hash, rejected, "{what}");
+        }
+    }
+}
+
+mod report {
+    //! From a decision, what the apply wrote and what runs, to the status (pure).
+
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    use super::*;
+    use crate::api::common::DistributionPhase;
+    use crate::api::v1alpha2::LlamaStackDistributionStatus;
+    use crate::controller::apply::Applied;
+    use crate::controller::error::ApiError;
+    use crate::controller::status::{Facts, report};
+
+    fn at(time: &str) -> jiff::Timestamp {
+        time.parse().unwrap()
+    }
+
+    /// A Deployment whose one replica runs the newest revision and serves.
+    fn serving(desired: &Deployment) -> Deployment {
+        let mut deployment = desired.clone();
+        deployment.metadata.generation = Some(1);
+        deployment.status = Some(
+            serde_json::from_value(json!({"observedGeneration": 1, "replicas": 1,
+                "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}))
+            .unwrap(),
+        );
+        deployment
+    }
+
+    /// The finished status of a reconcile of `cr` that applied `decision` (or was refused with
+    /// `refused`), at `now`.
+    fn status_after(
+        cr: &LlamaStackDistribution,
+        decision: &Decision,
+        applied: Result<Option<&Applied>, &ApiError>,
+        judgement: &rollback::Judgement,
+        now: jiff::Timestamp,
+    ) -> LlamaStackDistributionStatus {
+        let stack = Stack::read(cr).unwrap();
+        let deployment = applied.ok().flatten().and_then(|a| a.deployment.as_ref());
+        let facts = Facts {
+            decision,
+            applied,
+            deployment,
+            pods: None,
+            judgement,
+            server: None,
+        };
+        let catalog = llama_stack_resolver::Catalog::embedded().unwrap();
+        report(&stack, facts, &catalog, now).into_status(cr.metadata.generation)
+    }
+
+    fn condition(status: &LlamaStackDistributionStatus, type_: &str) -> (String, String, String) {
+        let c = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} in {:?}", status.conditions));
+        (c.status.clone(), c.reason.clone(), c.message.clone())
+    }
+
+    /// A stack applied and serving is Ready with the config and image it runs; reported again at a
+    /// later time with nothing changed, its status is exactly the stored one (so nothing is
+    /// written at rest and no time moves).
+    #[test]
+    fn a_serving_stack_is_ready_and_at_rest_its_status_does_not_change() {
+        let cr = resource(starter().0, json!({}));
+        let decision = decide_on(&cr, &resolved(), &operator());
+        let intent = decision.next.as_ref().unwrap();
+        let applied = Applied {
+            deployment: Some(serving(&intent.desired.deployment)),
+            ..Applied::default()
+        };
+        let first = at("2026-11-27T10:00:00Z");
+        let steady = rollback::Judgement::Steady;
+        let status = status_after(&cr, &decision, Ok(Some(&applied)), &steady, first);
+        assert_eq!(status.phase, Some(DistributionPhase::Ready));
+        let generated = condition(&status, "ConfigGenerated");
+        assert_eq!(
+            (generated.0.as_str(), generated.1.as_str()),
+            ("True", "ConfigGenerationSucceeded")
+        );
+        let resolved_status = status.resolved_distribution.clone().unwrap();
+        assert_eq!(resolved_status.image.as_deref(), Some(PINNED));
+        assert_eq!(resolved_status.pinned_at.map(|t| t.0), Some(first));
+        let generation = status.config_generation.clone().unwrap();
+        assert_eq!(generation.generated_at.map(|t| t.0), Some(first));
+        assert_eq!(
+            generation.config_map_name.as_deref(),
+            intent.planned.mount.config_map()
+        );
+
+        assert!(
+            status
+                .conditions
+                .iter()
+                .flatten()
+                .all(|c| c.last_transition_time.0 == first),
+            "every condition changed at {first}"
+        );
+        let stored = resource(starter().0, serde_json::to_value(&status).unwrap());
+        let later = at("2026-11-27T11:00:00Z");
+        let again = status_after(&stored, &decision, Ok(Some(&applied)), &steady, later);
+        assert_eq!(again, status, "a reconcile at rest changes nothing");
+    }
+
+    /// What the status says of a blocked stack, a write the API server refused, a revision held
+    /// back and one just rolled back from.
+    #[test]
+    fn the_status_says_what_blocked_was_refused_or_rolled_back() {
+        let now = at("2026-11-27T10:00:00Z");
+        let steady = rollback::Judgement::Steady;
+
+        let cr = resource(starter().with(postgres()).0, json!({}));
+        let mut observed = resolved();
+        observed.secrets = BTreeMap::from([("pg".to_owned(), None)]);
+        let blocked = decide_on(&cr, &observed, &operator());
+        let status = status_after(&cr, &blocked, Ok(None), &steady, now);
+        let (ok, reason, message) = condition(&status, "SecretsResolved");
+        assert_eq!((ok.as_str(), reason.as_str()), ("False", "SecretNotFound"));
+        assert!(message.contains("Secret \"pg\" not found"), "{message}");
+        assert_eq!(
+            status.resolved_distribution, None,
+            "nothing applied, nothing recorded"
+        );
+
+        let cr = resource(starter().0, json!({}));
+        let decision = decide_on(&cr, &resolved(), &operator());
+        let refusal = ApiError {
+            action: "apply Deployment ns/s".to_owned(),
+            source: kube::Error::Api(
+                kube::core::Status::failure("denied by the quota", "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ),
+        };
+        let status = status_after(&cr, &decision, Err(&refusal), &steady, now);
+        let (ok, reason, message) = condition(&status, "DeploymentUpdated");
+        assert_eq!((ok.as_str(), reason.as_str()), ("False", "ApplyFailed"));
+        assert!(message.contains("denied by the quota"), "{message}");
+
+        let spec = starter();
+        let rejected = planned_hash(&spec);
+        let memory = json!({"rollback": {
+            "lastReady": {"desiredHash": "hash-good", "image": "registry.corp/good@sha256:44"},
+            "rejected": {"desiredHash": rejected, "image": PINNED, "generation": 3,
+                "reason": "ServerCrashLooping", "message": "keeps exiting"}}});
+        let cr = resource(spec.0.clone(), memory);
+        let observed = Observed {
+            replica_sets: Some(vec![replica_set(
+                "hash-good",
+                "registry.corp/good@sha256:44",
+            )]),
+            ..resolved()
+        };
+        let held = decide_on(&cr, &observed, &operator());
+        let applied = Applied::default();
+        let status = status_after(&cr, &held, Ok(Some(&applied)), &steady, now);
+        let (ok, reason, message) = condition(&status, "DeploymentUpdated");
+        assert_eq!((ok.as_str(), reason.as_str()), ("False", "RolledBack"));
+        assert!(message.contains("keeps exiting"), "{message}");
+
+        let cr = resource(starter().0, json!({}));
+        let decision = decide_on(&cr, &resolved(), &operator());
+        let rejection: crate::api::v1alpha2::RejectedRevision = serde_json::from_value(json!({
+            "desiredHash": "hash-new", "image": PINNED, "generation": 3,
+            "reason": "ServerCrashLooping", "message": "exit 1"}))
+        .unwrap();
+        let last_ready: crate::api::v1alpha2::RevisionStatus =
+            serde_json::from_value(json!({"desiredHash": "hash-good", "image": "i"})).unwrap();
+        let judged = rollback::Judgement::RollBack {
+            rejected: rejection.clone(),
+            last_ready,
+        };
+        let status = status_after(&cr, &decision, Ok(Some(&applied)), &judged, now);
+        let memory = status.rollback.clone().unwrap();
+        assert_eq!(memory.rejected, Some(rejection));
+        assert_eq!(condition(&status, "DeploymentUpdated").1, "RolledBack");
+    }
+}

@@ -1,0 +1,253 @@
+//! The gather step: every read the decision of a reconcile needs, done first, into one
+//! [`Observed`] value, so that [`super::decide`] is a pure function of the stack and what was
+//! read. Nothing here decides what to do; a read that fails is an [`Error`] (an API hiccup is
+//! retried with backoff and never fails the stack), while what was read and found wanting (a
+//! missing Secret, a malformed pull secret) is recorded as found for the decision to judge.
+//!
+//! A few reads depend on earlier ones: the resolution needs the pull credentials and the pin
+//! policy's choice ([`pin::choose`]); the derived Secret's name needs the referenced Secrets'
+//! hash. Reads the decision may not use are made only where cheap and rare (the derived Secret's
+//! metadata when the spec has a connection string, the ReplicaSets while a rejected revision may
+//! need restoring).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::Api;
+use llama_stack_resolver::keyring::{CredentialSource, Keyring};
+use llama_stack_resolver::pull_secret::add_pull_secret;
+use llama_stack_resolver::{Resolution, ResolveError};
+
+use super::context::Context;
+use super::error::{ApiError, Error, api_err};
+use super::stack::Stack;
+use super::{dereference, observe, pin, rollback};
+use crate::api::object_refs::RefKind;
+use crate::naming::derived_secret_name;
+
+/// What one reconcile read, for the decision.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Observed {
+    /// The Deployment of the stack's name, if any.
+    pub(super) deployment: Option<Deployment>,
+    /// The pull secrets of the server Pod's ServiceAccount (copied into the managed one).
+    pub(super) pull_secrets: Vec<String>,
+    /// Why one of them cannot be used (kubelet would fail the pull the same way); nothing is
+    /// resolved then.
+    pub(super) pull_secret_unusable: Option<String>,
+    /// The reference the distribution resolves from now (empty when it cannot be resolved).
+    pub(super) reference: String,
+    /// The reference of the deployed pin the resolution kept ([`pin::to_keep`]), if it kept one.
+    pub(super) kept_pin_from: Option<String>,
+    /// The resolution of the distribution; `None` when the pull secrets were unusable.
+    pub(super) resolution: Option<Result<Resolution, Arc<ResolveError>>>,
+    /// The ConfigMap `overrideConfig` names, when it names one and it exists.
+    pub(super) user_config: Option<ConfigMap>,
+    /// Every Secret the spec references, by name (`None`: absent).
+    pub(super) secrets: BTreeMap<String, Option<Secret>>,
+    /// The metadata of the object at the derived Secret's name, read when the spec has a
+    /// connection string to split and every referenced Secret was found.
+    pub(super) derived_secret: Option<ObjectMeta>,
+    /// The ConfigMap `networking.tls.caBundle` names, when it names one and it exists.
+    pub(super) ca_bundle: Option<ConfigMap>,
+    /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
+    /// returned from ([`rollback::may_restore`]).
+    pub(super) replica_sets: Option<Vec<ReplicaSet>>,
+}
+
+/// Reads everything the decision needs, in the order the decision uses it.
+pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed, Error> {
+    let deployment = observe::deployment(stack, ctx)
+        .await
+        .map_err(Error::Observe)?;
+    let (keyring, pull_secrets) = pull_keyring(stack, ctx).await.map_err(Error::Plan)?;
+    let resolver = ctx.resolver();
+    let (reference, kept) = pin::choose(stack, &resolver);
+    let (pull_secret_unusable, resolution) = match keyring {
+        Err(why) => (Some(why), None),
+        Ok(keyring) => {
+            let (distribution, image_config) = (&stack.distribution, stack.image_config);
+            let resolved = match kept {
+                Some(kept) => {
+                    resolver
+                        .resolve_pinned(distribution, image_config, kept.image, &keyring)
+                        .await
+                }
+                None => {
+                    resolver
+                        .resolve_choosing(distribution, image_config, &keyring)
+                        .await
+                }
+            };
+            (None, Some(resolved))
+        }
+    };
+    let user_config = match &stack.spec.override_config {
+        Some(over) => {
+            let (ns, name) = (stack.namespace, &over.config_map_name);
+            let action = format!("read ConfigMap {ns}/{name} (overrideConfig)");
+            config_map(ctx, ns, name, action)
+                .await
+                .map_err(Error::Plan)?
+        }
+        None => None,
+    };
+    let secrets = referenced_secrets(stack, ctx)
+        .await
+        .map_err(Error::Dereference)?;
+    let derived_secret = derived_secret(stack, ctx, &secrets)
+        .await
+        .map_err(Error::Dereference)?;
+    let ca_bundle = match stack.networking.ca_bundle {
+        Some(config) => {
+            let ns = config
+                .config_map_namespace
+                .as_deref()
+                .unwrap_or(stack.namespace);
+            let name = &config.config_map_name;
+            config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
+                .await
+                .map_err(Error::Dereference)?
+        }
+        None => None,
+    };
+    let replica_sets = if rollback::may_restore(stack, deployment.as_ref()) {
+        let sets = observe::replica_sets(stack, ctx)
+            .await
+            .map_err(Error::Observe)?;
+        Some(sets)
+    } else {
+        None
+    };
+    Ok(Observed {
+        deployment,
+        pull_secrets,
+        pull_secret_unusable,
+        reference,
+        kept_pin_from: kept.map(|k| k.from.to_owned()),
+        resolution,
+        user_config,
+        secrets,
+        derived_secret,
+        ca_bundle,
+        replica_sets,
+    })
+}
+
+/// The credentials kubelet would use for the server Pod, and their Secret names: the pod template
+/// has no pull secrets, so those of its ServiceAccount: the user's
+/// (`workload.overrides.serviceAccountName`), else the namespace's `default`, whose list the
+/// managed `<cr>-sa` copies. Missing Secrets are skipped, as kubelet does; a malformed one makes
+/// the keyring unusable (`Err`: why), as the pull would fail.
+async fn pull_keyring(
+    stack: &Stack<'_>,
+    ctx: &Context,
+) -> Result<(Result<Keyring, String>, Vec<String>), ApiError> {
+    let ns = stack.namespace;
+    let sa_name = stack.user_service_account().unwrap_or("default");
+    let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), ns)
+        .get_opt(sa_name)
+        .await
+        .map_err(api_err(format!(
+            "read ServiceAccount {ns}/{sa_name} for its imagePullSecrets"
+        )))?;
+    let names: Vec<String> = sa
+        .and_then(|sa| sa.image_pull_secrets)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    let mut keyring = Keyring::default();
+    for name in &names {
+        let secret = Api::<Secret>::namespaced(ctx.client.clone(), ns)
+            .get_opt(name)
+            .await
+            .map_err(api_err(format!("read pull secret {ns}/{name}")))?;
+        let Some(secret) = secret else { continue };
+        let data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        let source = CredentialSource {
+            namespace: ns.to_owned(),
+            name: name.clone(),
+        };
+        let kind = secret.type_.as_deref().unwrap_or_default();
+        if let Err(e) = add_pull_secret(&mut keyring, source, kind, &data) {
+            return Ok((Err(e.to_string()), names));
+        }
+    }
+    Ok((Ok(keyring), names))
+}
+
+/// The ConfigMap `ns/name`, if it exists (`action` says what was read, for an error).
+async fn config_map(
+    ctx: &Context,
+    ns: &str,
+    name: &str,
+    action: String,
+) -> Result<Option<ConfigMap>, ApiError> {
+    Api::<ConfigMap>::namespaced(ctx.client.clone(), ns)
+        .get_opt(name)
+        .await
+        .map_err(api_err(action))
+}
+
+/// Every Secret the spec references, each read once.
+async fn referenced_secrets(
+    stack: &Stack<'_>,
+    ctx: &Context,
+) -> Result<BTreeMap<String, Option<Secret>>, ApiError> {
+    let ns = stack.namespace;
+    let api = Api::<Secret>::namespaced(ctx.client.clone(), ns);
+    let mut fetched = BTreeMap::new();
+    for r in stack
+        .references
+        .iter()
+        .filter(|r| r.kind == RefKind::Secret)
+    {
+        if fetched.contains_key(&r.name) {
+            continue;
+        }
+        let secret = api
+            .get_opt(&r.name)
+            .await
+            .map_err(api_err(format!("read Secret {ns}/{}", r.name)))?;
+        fetched.insert(r.name.clone(), secret);
+    }
+    Ok(fetched)
+}
+
+/// The metadata of whatever holds the derived Secret's name, when the stack has a connection
+/// string to split (only then is there a Secret to derive) and its name can be known (every
+/// referenced Secret found: the name carries their hash).
+async fn derived_secret(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    secrets: &BTreeMap<String, Option<Secret>>,
+) -> Result<Option<ObjectMeta>, ApiError> {
+    let splits_a_url = stack
+        .spec
+        .storage
+        .as_ref()
+        .and_then(|s| s.sql.as_ref())
+        .is_some_and(|sql| sql.connection_string.is_some());
+    let Some(check) = splits_a_url
+        .then(|| dereference::secrets(stack, secrets).ok())
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let name = derived_secret_name(stack.name, check.hash.as_deref().unwrap_or_default());
+    let ns = stack.namespace;
+    let existing = Api::<Secret>::namespaced(ctx.client.clone(), ns)
+        .get_metadata_opt(&name)
+        .await
+        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
+    Ok(existing.map(|meta| meta.metadata))
+}
