@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use crate::limits::Limits;
-use crate::server_line::{self, ServerRelease};
+use crate::server_line::{self, OGX_CONFIG_PREFIX, ServerRelease};
 
 /// Base64 of the whole config.yaml (for configs under ~50 KB).
 pub const LABEL_BASE64: &str = "io.llamastack.config.base64";
@@ -18,8 +18,6 @@ pub const LABEL_LAYER: &str = "io.llamastack.config.layer";
 pub const LABEL_PATH: &str = "io.llamastack.config.path";
 /// Schema version of the config (e.g. `2`).
 pub const LABEL_VERSION: &str = "io.llamastack.config.version";
-/// OGX images: `com.ogx.config.<file>` holds the base64 of each config file.
-pub const OGX_CONFIG_PREFIX: &str = "com.ogx.config.";
 /// OGX images: the config file the image runs (`config.yaml` when absent).
 pub const OGX_DEFAULT_CONFIG: &str = "com.ogx.distribution.default-config";
 /// OGX images: the config files the image carries (a comma list).

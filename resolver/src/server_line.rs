@@ -7,6 +7,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+/// OGX images: `com.ogx.config.<file>` holds the base64 of each config file (any such label
+/// means OGX).
+pub const OGX_CONFIG_PREFIX: &str = "com.ogx.config.";
 /// `com.ogx.distribution.version`: the server version OGX's image build records.
 pub const LABEL_OGX_VERSION: &str = "com.ogx.distribution.version";
 /// `org.opencontainers.image.version`: the image version (OGX's build sets the server version).
@@ -242,7 +245,7 @@ pub fn from_labels(labels: Option<&Map<String, Value>>) -> Option<ServerRelease>
         });
     }
     let has_prefix = |prefix: &str| labels.keys().any(|k| k.starts_with(prefix));
-    if has_prefix(crate::labels::OGX_CONFIG_PREFIX) {
+    if has_prefix(OGX_CONFIG_PREFIX) {
         return Some(ServerRelease {
             line: ServerLine::Ogx,
             version: oci_version.filter(|v| ServerLine::of_version(*v) == ServerLine::Ogx),

@@ -7,35 +7,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::builders::{self, BuildError, Desired, Inputs, ServerConfig};
 use super::conditions::Blocked;
-use super::context::Context;
 use super::gather::Observed;
+pub(super) use super::plan::Operator;
 use super::plan::{self, Planned};
 use super::stack::Stack;
 use super::{dereference, rollback};
 use crate::api::v1alpha2::{RejectedRevision, RevisionStatus};
-
-/// What the operator itself brings to a decision: its settings and what it learnt of the
-/// cluster it runs in.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Operator<'a> {
-    /// The operator's own image (its binary runs the external-provider steps in the Pods).
-    pub(super) image: Option<&'a str>,
-    /// The operator's namespace (allowed by the NetworkPolicy).
-    pub(super) namespace: Option<&'a str>,
-    /// Whether the cluster serves OpenShift Routes.
-    pub(super) routes_available: bool,
-}
-
-impl<'a> Operator<'a> {
-    /// The operator as its context knows it.
-    pub(super) fn of(ctx: &'a Context) -> Self {
-        Self {
-            image: ctx.operator_image(),
-            namespace: ctx.operator_namespace(),
-            routes_available: ctx.routes_available(),
-        }
-    }
-}
 
 /// What one reconcile does.
 #[derive(Debug)]

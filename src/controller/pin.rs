@@ -4,9 +4,7 @@
 
 use llama_stack_resolver::{Distribution, Resolution, Resolver};
 
-use super::plan::Failure;
 use super::stack::Stack;
-use crate::api::conditions::Reason;
 use crate::naming::REPIN_ANNOTATION;
 
 /// The organisation Docker Hub no longer has (June 2026), where every llama-stack distribution
@@ -124,11 +122,12 @@ pub(super) fn is_pinned(image: &str) -> bool {
 /// pinned image. Once it does, a registry outage must never replace the pinned image and its
 /// config with the catalog's tag and the embedded config (after an operator restart the
 /// resolver's last known good result is gone): what runs is kept until the registry answers, and
-/// the status says why. A stack that runs the unpinned fallback already keeps using it.
+/// the status says why (`Err`: what it says). A stack that runs the unpinned fallback already
+/// keeps using it.
 pub(super) fn keep_pinned_over_fallback(
     running: Option<&str>,
     resolution: &Resolution,
-) -> Result<(), Failure> {
+) -> Result<(), String> {
     let runs_pinned = running.is_some_and(is_pinned);
     let Some(error) = resolution
         .stale
@@ -137,13 +136,9 @@ pub(super) fn keep_pinned_over_fallback(
     else {
         return Ok(());
     };
-    Err(Failure {
-        reason: Reason::RegistryError,
-        message: format!(
-            "{error}; keeping the running image and config until the registry answers (the embedded config of a distribution is used only for a first deployment)"
-        ),
-        image: None,
-    })
+    Err(format!(
+        "{error}; keeping the running image and config until the registry answers (the embedded config of a distribution is used only for a first deployment)"
+    ))
 }
 
 #[cfg(test)]

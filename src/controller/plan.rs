@@ -6,7 +6,6 @@ use llama_stack_resolver::server_line::ServerRelease;
 
 use super::builders::{self, ServerConfig};
 use super::conditions::Blocked;
-use super::decide::Operator;
 use super::gather::Observed;
 use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
@@ -37,12 +36,44 @@ pub(super) struct Planned {
     pub(super) warnings: Vec<String>,
 }
 
+/// What the operator itself brings to a decision: its settings and what it learnt of the
+/// cluster it runs in.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Operator<'a> {
+    /// The operator's own image (its binary runs the external-provider steps in the Pods).
+    pub(super) image: Option<&'a str>,
+    /// The operator's namespace (allowed by the NetworkPolicy).
+    pub(super) namespace: Option<&'a str>,
+    /// Whether the cluster serves OpenShift Routes.
+    pub(super) routes_available: bool,
+}
+
+impl<'a> Operator<'a> {
+    /// The operator as its context knows it.
+    pub(super) fn of(ctx: &'a super::context::Context) -> Self {
+        Self {
+            image: ctx.operator_image(),
+            namespace: ctx.operator_namespace(),
+            routes_available: ctx.routes_available(),
+        }
+    }
+}
+
 /// Why no config could be planned: the condition reason and message, and the image resolved.
 #[derive(Debug)]
 pub(super) struct Failure {
     pub(super) reason: Reason,
     pub(super) message: String,
     pub(super) image: Option<String>,
+}
+
+/// A registry that failed the plan, saying `message`.
+fn registry(message: String) -> Failure {
+    Failure {
+        reason: Reason::RegistryError,
+        message,
+        image: None,
+    }
 }
 
 /// A resolution failure, for the status.
@@ -80,13 +111,7 @@ pub(super) fn plan(
     let mut warnings = spec_warnings(stack, operator)?;
     let resolved = match (&observed.pull_secret_unusable, &observed.resolution) {
         (None, Some(resolved)) => resolved,
-        (unusable, _) => {
-            return Err(Failure {
-                reason: Reason::RegistryError,
-                message: unusable.clone().unwrap_or_default(),
-                image: None,
-            });
-        }
+        (unusable, _) => return Err(registry(unusable.clone().unwrap_or_default())),
     };
     let pin = pin::recorded(
         stack,
@@ -100,7 +125,7 @@ pub(super) fn plan(
             // The user's config needs no base config: the image is only pinned, labels optional.
             let (image, server, stale) = match resolved {
                 Ok(resolution) => {
-                    pin::keep_pinned_over_fallback(running, resolution)?;
+                    pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
                     let stale = resolution.stale.as_ref().map(ToString::to_string);
                     let server = stack.server(resolution.config.server);
                     (resolution.image.clone(), server, stale)
@@ -114,7 +139,7 @@ pub(super) fn plan(
         }
         None => match resolved {
             Ok(resolution) => {
-                pin::keep_pinned_over_fallback(running, resolution)?;
+                pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
                 generate_from(stack, resolution)?
             }
             Err(e) => match e.pinned_without_config() {
