@@ -164,24 +164,5 @@ fn hold(stack: &Stack<'_>, deployment: &mut Deployment, observed: &Observed) -> 
     })
 }
 
-/// The objects of a decision, by kind and name, for tables and comparisons.
-#[cfg(test)]
-pub(super) fn object_names(desired: &Desired) -> std::collections::BTreeMap<&'static str, String> {
-    use kube::ResourceExt;
-    let mut names = std::collections::BTreeMap::new();
-    names.insert("Deployment", desired.deployment.name_any());
-    names.insert("Service", desired.service.name_any());
-    if let Some(cm) = &desired.config_map {
-        names.insert("ConfigMap", cm.name_any());
-    }
-    if let Some(secret) = &desired.derived_secret {
-        names.insert("Secret", secret.name_any());
-    }
-    if let Some(bundle) = &desired.ca_bundle {
-        names.insert("CaBundle", bundle.name_any());
-    }
-    names
-}
-
 #[cfg(test)]
 mod tests;

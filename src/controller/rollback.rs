@@ -85,17 +85,9 @@ pub(super) fn held(
     stack: &Stack<'_>,
     desired_hash: &str,
 ) -> Option<(RejectedRevision, RevisionStatus)> {
-    if policy(stack) == RollbackPolicy::Never {
-        return None;
-    }
-    let RollbackStatus {
-        last_ready,
-        rejected,
-    } = memory(stack);
-    let (rejected, last_ready) = (rejected?, last_ready?);
-    let stands = rejected.revision.desired_hash == desired_hash
-        && Some(rejected.generation) == stack.generation
-        && last_ready.desired_hash != desired_hash;
+    let (rejected, last_ready) = rejection_of_this_generation(stack)?;
+    let stands =
+        rejected.revision.desired_hash == desired_hash && last_ready.desired_hash != desired_hash;
     stands.then_some((rejected, last_ready))
 }
 
@@ -104,18 +96,23 @@ pub(super) fn held(
 /// hold would return to it from its ReplicaSet. (Whether the plan builds the rejected revision
 /// again is decided after the reads.)
 pub(super) fn may_restore(stack: &Stack<'_>, current: Option<&Deployment>) -> bool {
+    rejection_of_this_generation(stack).is_some_and(|(_, last_ready)| {
+        current.and_then(desired_hash) != Some(last_ready.desired_hash.as_str())
+    })
+}
+
+/// The rejected revision and the last Ready one, when the memory holds a rejection made at the
+/// stack's generation and rollbacks are on: what [`held`] and [`may_restore`] both start from.
+fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, RevisionStatus)> {
     if policy(stack) == RollbackPolicy::Never {
-        return false;
+        return None;
     }
     let RollbackStatus {
         last_ready,
         rejected,
     } = memory(stack);
-    let (Some(rejected), Some(last_ready)) = (rejected, last_ready) else {
-        return false;
-    };
-    Some(rejected.generation) == stack.generation
-        && current.and_then(desired_hash) != Some(last_ready.desired_hash.as_str())
+    let (rejected, last_ready) = (rejected?, last_ready?);
+    (Some(rejected.generation) == stack.generation).then_some((rejected, last_ready))
 }
 
 /// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a

@@ -375,6 +375,24 @@ fn what_a_stack_that_is_not_blocked_runs() {
     }
 }
 
+/// The objects of a decision, by kind and name, for tables and comparisons.
+fn object_names(desired: &Desired) -> std::collections::BTreeMap<&'static str, String> {
+    use kube::ResourceExt;
+    let mut names = std::collections::BTreeMap::new();
+    names.insert("Deployment", desired.deployment.name_any());
+    names.insert("Service", desired.service.name_any());
+    if let Some(cm) = &desired.config_map {
+        names.insert("ConfigMap", cm.name_any());
+    }
+    if let Some(secret) = &desired.derived_secret {
+        names.insert("Secret", secret.name_any());
+    }
+    if let Some(bundle) = &desired.ca_bundle {
+        names.insert("CaBundle", bundle.name_any());
+    }
+    names
+}
+
 /// The revision the plan builds, as its desired hash (the rollback memory names revisions so).
 fn planned_hash(spec: &Spec) -> String {
     let cr = resource(spec.0.clone(), json!({}));
