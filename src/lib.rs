@@ -9,6 +9,7 @@ pub(crate) mod external;
 pub(crate) mod leader;
 pub(crate) mod metrics;
 pub mod naming;
+pub mod ogx_server;
 pub(crate) mod operator_config;
 pub mod stack_config;
 pub(crate) mod tls_files;

@@ -5,6 +5,7 @@ pub(crate) mod apis;
 pub mod common;
 pub(crate) mod conditions;
 pub(crate) mod object_refs;
+pub mod ogx;
 pub(crate) mod polymorphic;
 mod schema;
 pub mod v1alpha1;

@@ -183,6 +183,18 @@ pub struct ProvidersSpec {
     /// Telemetry backend (rendered as OpenTelemetry settings of the server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<ProviderConfigOrList>,
+    /// Responses providers (OGX 1.x: `builtin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<ProviderConfigOrList>,
+    /// Batches providers (OGX 1.x: `reference`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<ProviderConfigOrList>,
+    /// Files providers, e.g. `localfs`, `s3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<ProviderConfigOrList>,
+    /// File processors (OGX 1.x), e.g. `pypdf`, `docling-serve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_processors: Option<ProviderConfigOrList>,
 }
 
 impl ProvidersSpec {
@@ -194,6 +206,10 @@ impl ProvidersSpec {
             ("vectorIo", &self.vector_io),
             ("toolRuntime", &self.tool_runtime),
             ("telemetry", &self.telemetry),
+            ("responses", &self.responses),
+            ("batches", &self.batches),
+            ("files", &self.files),
+            ("fileProcessors", &self.file_processors),
         ]
         .into_iter()
         .flat_map(|(api, list)| list.iter().flat_map(|l| l.items()).map(move |p| (api, p)))
@@ -478,6 +494,10 @@ pub struct OverrideConfigSpec {
     /// ConfigMap in the same namespace whose `config.yaml` key holds the server config.
     #[schemars(length(min = 1, max = 253))]
     pub config_map_name: String,
+    /// The key holding the config (default: `config.yaml`, else `run.yaml`, else the only key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: Option<String>,
 }
 
 /// Where the base config of the resolved distribution came from.

@@ -188,7 +188,7 @@ fn offline_run(
             let run = ServerRun {
                 config: ServerConfig::User {
                     config_map: name.clone(),
-                    key: "config.yaml".to_owned(),
+                    key: o.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
                 },
                 server,
                 generated: GeneratedConfig::default(),
@@ -199,7 +199,8 @@ fn offline_run(
                 nothing_to_show: Some(why),
             });
         };
-        let run = server_run::from_user_config(name, cm, server).map_err(RenderError::NoBase)?;
+        let run = server_run::from_user_config(name, o.key.as_deref(), cm, server)
+            .map_err(RenderError::NoBase)?;
         return Ok(OfflineRun {
             run,
             nothing_to_show: None,

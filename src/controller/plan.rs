@@ -11,7 +11,7 @@ use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::v1alpha2::ConfigSource;
+use crate::api::v1alpha2::{ConfigSource, OverrideConfigSpec};
 use crate::stack_config::GenerateError;
 
 /// The outcome of the config half of a decision.
@@ -135,7 +135,7 @@ pub(super) fn plan(
                     None => return Err(resolve_failure(e)),
                 },
             };
-            override_config(stack, observed, &over.config_map_name, image, server, stale)?
+            override_config(stack, observed, over, image, server, stale)?
         }
         None => match resolved {
             Ok(resolution) => {
@@ -291,12 +291,13 @@ fn generate_from(
 fn override_config(
     stack: &Stack<'_>,
     observed: &Observed,
-    name: &str,
+    over: &OverrideConfigSpec,
     image: String,
     server: ServerRelease,
     stale: Option<String>,
 ) -> Result<Planned, Failure> {
     let ns = stack.namespace;
+    let name = &over.config_map_name;
     let fail = |message: String| Failure {
         reason: Reason::ConfigGenerationFailed,
         message,
@@ -305,7 +306,7 @@ fn override_config(
     let cm = observed.user_config.as_ref().ok_or_else(|| {
         fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName"))
     })?;
-    let run = server_run::from_user_config(name, cm, server).map_err(fail)?;
+    let run = server_run::from_user_config(name, over.key.as_deref(), cm, server).map_err(fail)?;
     Ok(Planned {
         base_hash: run.generated.hash.clone(),
         ..planned(run, image, ConfigSource::OverrideConfig, stale)

@@ -26,14 +26,15 @@ pub struct ServerRun {
     pub generated: GeneratedConfig,
 }
 
-/// The user's ConfigMap `name` (`overrideConfig`) as the server's config, as is; or why it cannot
-/// be (a message naming the ConfigMap).
+/// The user's ConfigMap `name` (`overrideConfig`, at its `key` when given) as the server's config,
+/// as is; or why it cannot be (a message naming the ConfigMap).
 pub fn from_user_config(
     name: &str,
+    key: Option<&str>,
     config_map: &ConfigMap,
     server: ServerRelease,
 ) -> Result<ServerRun, String> {
-    let user = user_config(config_map).map_err(|e| e.message(name))?;
+    let user = user_config(config_map, key).map_err(|e| e.message(name))?;
     let generated = as_generated(&user, name)?;
     Ok(ServerRun {
         config: ServerConfig::User {

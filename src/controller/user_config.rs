@@ -28,6 +28,8 @@ pub enum UserConfigError {
     Empty,
     /// Several keys, none of them a config key.
     Ambiguous(Vec<String>),
+    /// The key the spec names is not in the ConfigMap (its keys follow).
+    MissingKey(String, Vec<String>),
 }
 
 impl UserConfigError {
@@ -39,6 +41,10 @@ impl UserConfigError {
             ),
             Self::Ambiguous(keys) => format!(
                 "ConfigMap \"{name}\" has no config.yaml or run.yaml key, and several others ({}), so it is not clear which one is the server's config; name it config.yaml. Referenced by: spec.overrideConfig.configMapName",
+                keys.join(", ")
+            ),
+            Self::MissingKey(key, keys) => format!(
+                "ConfigMap \"{name}\" has no key {key:?} (its keys: {}). Referenced by: spec.overrideConfig",
                 keys.join(", ")
             ),
         }
@@ -76,10 +82,24 @@ pub fn as_generated(
     })
 }
 
-/// The config a user's ConfigMap holds.
-pub fn user_config(cm: &ConfigMap) -> Result<UserConfig<'_>, UserConfigError> {
+/// The config a user's ConfigMap holds: under `key` when the spec names one, else found by
+/// [`CONFIG_KEYS`].
+pub fn user_config<'a>(
+    cm: &'a ConfigMap,
+    key: Option<&str>,
+) -> Result<UserConfig<'a>, UserConfigError> {
     static EMPTY: BTreeMap<String, String> = BTreeMap::new();
     let data = cm.data.as_ref().unwrap_or(&EMPTY);
+    if let Some(wanted) = key {
+        let (key, yaml) = data.get_key_value(wanted).ok_or_else(|| {
+            UserConfigError::MissingKey(wanted.to_owned(), data.keys().cloned().collect())
+        })?;
+        return Ok(UserConfig {
+            key,
+            yaml,
+            hash: content_hash(cm),
+        });
+    }
     let (key, yaml) = CONFIG_KEYS
         .iter()
         .find_map(|k| data.get_key_value(*k))
@@ -139,25 +159,25 @@ mod tests {
     #[test]
     fn config_yaml_then_run_yaml_then_the_only_key() {
         let both = cm(&[("run.yaml", "a"), ("config.yaml", "b")]);
-        assert_eq!(user_config(&both).unwrap().key, "config.yaml");
+        assert_eq!(user_config(&both, None).unwrap().key, "config.yaml");
         let run = cm(&[("run.yaml", "a"), ("notes.txt", "n")]);
-        let found = user_config(&run).unwrap();
+        let found = user_config(&run, None).unwrap();
         assert_eq!((found.key, found.yaml), ("run.yaml", "a"));
         let only = cm(&[("stack.yaml", "c")]);
-        assert_eq!(user_config(&only).unwrap().key, "stack.yaml");
+        assert_eq!(user_config(&only, None).unwrap().key, "stack.yaml");
     }
 
     #[test]
     fn several_other_keys_or_none_are_refused_with_the_keys_named() {
         let several = cm(&[("a.yaml", "a"), ("b.yaml", "b")]);
-        let error = user_config(&several).unwrap_err();
+        let error = user_config(&several, None).unwrap_err();
         assert_eq!(
             error,
             UserConfigError::Ambiguous(vec!["a.yaml".into(), "b.yaml".into()])
         );
         assert!(error.message("cfg").contains("(a.yaml, b.yaml)"));
         assert_eq!(
-            user_config(&ConfigMap::default()).unwrap_err(),
+            user_config(&ConfigMap::default(), None).unwrap_err(),
             UserConfigError::Empty
         );
         // One text key beside binary data: the binary file may be the config's companion or
@@ -167,18 +187,18 @@ mod tests {
             "model.bin".to_owned(),
             ByteString(vec![1]),
         )]));
-        assert!(user_config(&with_binary).is_err());
+        assert!(user_config(&with_binary, None).is_err());
     }
 
     #[test]
     fn the_hash_covers_every_key_and_tells_keys_from_values() {
         let base = cm(&[("run.yaml", "a"), ("extra.json", "{}")]);
-        let hash = user_config(&base).unwrap().hash;
+        let hash = user_config(&base, None).unwrap().hash;
         let other_file = cm(&[("run.yaml", "a"), ("extra.json", "{\"x\":1}")]);
-        assert_ne!(user_config(&other_file).unwrap().hash, hash);
+        assert_ne!(user_config(&other_file, None).unwrap().hash, hash);
         // The same bytes split differently between key and value hash differently.
         let shifted = cm(&[("run.yaml", "a"), ("extra.jso", "n{}")]);
-        assert_ne!(user_config(&shifted).unwrap().hash, hash);
-        assert_eq!(user_config(&base.clone()).unwrap().hash, hash);
+        assert_ne!(user_config(&shifted, None).unwrap().hash, hash);
+        assert_eq!(user_config(&base.clone(), None).unwrap().hash, hash);
     }
 }

@@ -93,7 +93,7 @@ fn a_users_config_map_runs_as_it_is() {
         ),
     ];
     for (data, expected) in table {
-        let decided = from_user_config("mine", &config_map(data), ServerRelease::ASSUMED);
+        let decided = from_user_config("mine", None, &config_map(data), ServerRelease::ASSUMED);
         match expected {
             Ok(key) => {
                 let run = decided.unwrap();

@@ -225,11 +225,33 @@ pub fn generate_from_yaml(
     generate(spec, &parse_base(base_yaml)?, table)
 }
 
-/// Generates the config for a spec over a parsed base config.
+/// How the spec's models combine with the base config's: the two APIs differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ModelMerge {
+    /// Registered in addition to the base config's (`LlamaStackDistribution`).
+    #[default]
+    Add,
+    /// Registered instead of the base config's, when the spec lists any (`OGXServer`, as the
+    /// OGX operator merges).
+    Replace,
+}
+
+/// Generates the config for a spec over a parsed base config, its models added to the base's.
 pub fn generate(
     spec: &LlamaStackDistributionSpec,
     base: &BaseConfig,
     table: &ProviderTable,
+) -> Result<GeneratedConfig, GenerateError> {
+    generate_merging(spec, base, table, ModelMerge::Add)
+}
+
+/// Generates the config for a spec over a parsed base config, its models merged as `models`
+/// says.
+pub fn generate_merging(
+    spec: &LlamaStackDistributionSpec,
+    base: &BaseConfig,
+    table: &ProviderTable,
+    models: ModelMerge,
 ) -> Result<GeneratedConfig, GenerateError> {
     if !base.document.get("providers").is_some_and(Value::is_object) {
         return Err(GenerateError::BaseConfig(
@@ -254,6 +276,9 @@ pub fn generate(
     disabled(&mut ctx, spec, &configured, &mut config);
     prune_dependencies(&mut ctx, &mut config);
     repair_references(&mut ctx, &mut config, &before);
+    if models == ModelMerge::Replace {
+        replace_base_models(spec, &mut config);
+    }
     let resource_count = resources(&mut ctx, spec, &mut config);
     storage(&mut ctx, spec, &mut config);
     let serving = server_section::server(

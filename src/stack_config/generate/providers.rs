@@ -247,6 +247,10 @@ pub(super) const USER_APIS: &[(&str, &str)] = &[
     ("safety", "safety"),
     ("vectorIo", "vector_io"),
     ("toolRuntime", "tool_runtime"),
+    ("responses", "responses"),
+    ("batches", "batches"),
+    ("files", "files"),
+    ("fileProcessors", "file_processors"),
 ];
 
 /// Why a spec section has no target on this server: its API does not exist there (the
@@ -275,6 +279,10 @@ pub(super) fn providers(
         &user.safety,
         &user.vector_io,
         &user.tool_runtime,
+        &user.responses,
+        &user.batches,
+        &user.files,
+        &user.file_processors,
     ];
     for ((spec_api, api), field) in USER_APIS.iter().zip(fields) {
         let Some(field) = field else { continue };

@@ -89,6 +89,21 @@ pub(super) fn resources(
     models + shields + tools
 }
 
+/// Drops the base config's models when the spec lists its own ([`ModelMerge::Replace`]).
+pub(super) fn replace_base_models(
+    spec: &LlamaStackDistributionSpec,
+    config: &mut Map<String, Value>,
+) {
+    let listed = spec
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.models.as_ref().is_some_and(|m| !m.is_empty()));
+    if let (true, Some(Value::Object(resources))) = (listed, config.get_mut("registered_resources"))
+    {
+        resources.remove("models");
+    }
+}
+
 /// Registers the models; returns how many.
 pub(super) fn models(
     ctx: &mut Ctx<'_>,

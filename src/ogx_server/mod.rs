@@ -1,0 +1,302 @@
+//! The `OGXServer` front door: an `ogx.io/v1beta1` `OGXServer` mapped into the operator's own
+//! model of a stack (the `LlamaStackDistribution` hub, `llamastack.io/v1alpha2`), and the status
+//! the core reports mapped back (`status`). Pure.
+//!
+//! What the model cannot carry yet is refused with the field that asks for it
+//! ([`Untranslatable`]), before anything runs: a stack that silently ran without the
+//! NetworkPolicy rules or client certificate its spec names would be worse than one that says
+//! why it does not run.
+
+pub mod providers;
+pub mod status;
+
+use k8s_openapi::api::core::v1::EnvVar;
+use serde_json::Value;
+
+use crate::api::apis;
+use crate::api::common::{AllowedFromSpec, CaBundleConfig, DistributionType};
+use crate::api::ogx::{self, OGXServer, OGXServerSpec};
+use crate::api::polymorphic::{BoolOrObject, NameOrObject};
+use crate::api::v1alpha2::{
+    ExposeOptions, KvStorageSpec, KvStorageType, LlamaStackDistribution,
+    LlamaStackDistributionSpec, ModelConfig, NetworkingSpec, OverrideConfigSpec, ResourcesSpec,
+    SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
+};
+
+/// The metrics port when `monitoring.metricsPort` is not set (OpenTelemetry's Prometheus
+/// exporter default, which the OGX server uses).
+pub const DEFAULT_METRICS_PORT: i32 = 9464;
+/// The server port when `network.port` is not set.
+pub const DEFAULT_PORT: i32 = 8321;
+/// The variable the OGX server reads its model-registry refresh interval from.
+pub const REGISTRY_REFRESH_VAR: &str = "OGX_REGISTRY_REFRESH_INTERVAL_SECONDS";
+
+/// A field of an `OGXServer` the operator cannot serve yet, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {why}")]
+pub struct Untranslatable {
+    /// The field, as a path from the object (`spec.tls.identity`).
+    pub field: String,
+    /// Why, and what to do instead.
+    pub why: String,
+}
+
+impl Untranslatable {
+    fn new(field: impl Into<String>, why: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            why: why.into(),
+        }
+    }
+}
+
+/// An `OGXServer` as the stack the core reconciles: the same metadata (name, namespace, uid,
+/// generation, annotations), its spec in the model, and its status read back.
+pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslatable> {
+    let spec = spec(&server.spec)?;
+    let mut model = LlamaStackDistribution::new("", spec);
+    model.metadata = server.metadata.clone();
+    model.status = server.status.as_ref().map(status::into_model);
+    Ok(model)
+}
+
+/// The spec in the model.
+pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untranslatable> {
+    refuse_what_is_not_served(spec)?;
+    let providers = match &spec.providers {
+        Some(p) => {
+            let json = serde_json::to_value(p)
+                .map_err(|e| Untranslatable::new("spec.providers", e.to_string()))?;
+            Some(providers::providers(&json)?)
+        }
+        None => None,
+    };
+    Ok(LlamaStackDistributionSpec {
+        distribution: DistributionType {
+            name: spec.distribution.name.clone(),
+            image: spec.distribution.image.clone(),
+            ..DistributionType::default()
+        },
+        providers,
+        resources: spec.resources.as_ref().map(resources),
+        storage: spec.storage.as_ref().map(storage),
+        disabled: spec.disabled_apis.as_ref().map(|list| {
+            list.iter()
+                .map(|api| spec_api_name(api.config_name()))
+                .collect()
+        }),
+        networking: Some(networking(spec)?),
+        workload: Some(workload(spec)?),
+        external_providers: None,
+        override_config: spec.override_config.as_ref().map(|o| OverrideConfigSpec {
+            config_map_name: o.name.clone(),
+            key: Some(o.key.clone()),
+        }),
+    })
+}
+
+/// The fields with no home in the model yet.
+fn refuse_what_is_not_served(spec: &OGXServerSpec) -> Result<(), Untranslatable> {
+    if spec.base_config.is_some() {
+        return Err(Untranslatable::new(
+            "spec.baseConfig",
+            "a base config from a ConfigMap is not served yet; the config is generated on the image's own (its com.ogx.* labels) or the embedded one",
+        ));
+    }
+    if spec.tls.as_ref().is_some_and(|t| t.identity.is_some()) {
+        return Err(Untranslatable::new(
+            "spec.tls.identity",
+            "a client certificate for outbound connections is not served yet",
+        ));
+    }
+    let policy = spec.network.as_ref().and_then(|n| n.policy.as_ref());
+    if let Some(policy) = policy.filter(|p| p.enabled != Some(false)) {
+        for (field, set) in [
+            ("policyTypes", policy.policy_types.is_some()),
+            ("ingress", policy.ingress.is_some()),
+            ("egress", policy.egress.is_some()),
+        ] {
+            if set {
+                return Err(Untranslatable::new(
+                    format!("spec.network.policy.{field}"),
+                    "NetworkPolicy rules of your own are not served yet; the default policy (the server's namespace and the operator's) is, and enabled: false makes none",
+                ));
+            }
+        }
+    }
+    if spec
+        .workload
+        .as_ref()
+        .is_some_and(|w| w.resource_claims.is_some())
+    {
+        return Err(Untranslatable::new(
+            "spec.workload.resourceClaims",
+            "dynamic resource claims are not served yet",
+        ));
+    }
+    Ok(())
+}
+
+/// `vector_io` → `vectorIo`: the model's name of a config API.
+fn spec_api_name(config_name: &str) -> String {
+    apis::APIS
+        .iter()
+        .find(|(_, config)| *config == config_name)
+        .map_or_else(|| config_name.to_owned(), |(spec, _)| (*spec).to_owned())
+}
+
+fn resources(resources: &ogx::ResourcesSpec) -> ResourcesSpec {
+    ResourcesSpec {
+        models: resources.models.as_ref().map(|models| {
+            models
+                .iter()
+                .map(|m| {
+                    NameOrObject::Object(ModelConfig {
+                        name: m.name.clone(),
+                        provider: m.provider.clone(),
+                        context_length: m.context_length,
+                        model_type: m.model_type.clone(),
+                        quantization: m.quantization.clone(),
+                    })
+                })
+                .collect()
+        }),
+        tools: None,
+        shields: None,
+    }
+}
+
+fn secret(secret: &ogx::SecretKeyRef) -> SecretValue {
+    SecretValue {
+        secret_key_ref: crate::api::v1alpha2::SecretKeyRef {
+            name: secret.name.clone(),
+            key: secret.key.clone(),
+        },
+    }
+}
+
+fn storage(storage: &ogx::StateStorageSpec) -> StateStorageSpec {
+    StateStorageSpec {
+        kv: storage.kv.as_ref().map(|kv| KvStorageSpec {
+            type_: match kv.type_ {
+                ogx::KvStorageType::Sqlite => KvStorageType::Sqlite,
+                ogx::KvStorageType::Redis => KvStorageType::Redis,
+            },
+            endpoint: kv.endpoint.clone(),
+            password: kv.password.as_ref().map(secret),
+        }),
+        sql: storage.sql.as_ref().map(|sql| SqlStorageSpec {
+            type_: match sql.type_ {
+                ogx::SqlStorageType::Sqlite => SqlStorageType::Sqlite,
+                ogx::SqlStorageType::Postgres => SqlStorageType::Postgres,
+            },
+            connection_string: sql.connection_string.as_ref().map(secret),
+        }),
+    }
+}
+
+/// `network` and `tls.trust`: the port, HTTPS, exposure, the default NetworkPolicy, the CA
+/// bundle.
+fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
+    let network = spec.network.clone().unwrap_or_default();
+    let ca_bundle = match spec
+        .tls
+        .as_ref()
+        .and_then(|t| t.trust.as_ref())
+        .and_then(|t| t.ca_certificates.as_deref())
+    {
+        Some(certificates) => Some(ca_bundle(certificates)?),
+        None => None,
+    };
+    let serving = network.tls.as_ref().map(|t| t.secret_name.clone());
+    let tls = (serving.is_some() || ca_bundle.is_some()).then(|| TlsSpec {
+        enabled: serving.is_some(),
+        secret_name: serving,
+        ca_bundle,
+    });
+    let expose = network
+        .external_access
+        .as_ref()
+        .filter(|e| e.enabled == Some(true))
+        .map(|e| {
+            BoolOrObject::Object(ExposeOptions {
+                enabled: Some(true),
+                hostname: e.hostname.clone(),
+                ..ExposeOptions::default()
+            })
+        });
+    let policy_enabled = network.policy.as_ref().and_then(|p| p.enabled) != Some(false);
+    Ok(NetworkingSpec {
+        port: network.port.unwrap_or(DEFAULT_PORT),
+        tls,
+        expose,
+        // The OGX operator's default policy: the server's namespace and the operator's.
+        allowed_from: policy_enabled.then(AllowedFromSpec::default),
+    })
+}
+
+/// `tls.trust.caCertificates`: keys of one ConfigMap (the model's CA bundle is one ConfigMap).
+fn ca_bundle(certificates: &[ogx::ConfigMapKeyRef]) -> Result<CaBundleConfig, Untranslatable> {
+    let name = &certificates
+        .first()
+        .ok_or_else(|| {
+            Untranslatable::new("spec.tls.trust.caCertificates", "name at least one key")
+        })?
+        .name;
+    if let Some(other) = certificates.iter().find(|c| &c.name != name) {
+        return Err(Untranslatable::new(
+            "spec.tls.trust.caCertificates",
+            format!(
+                "certificates from several ConfigMaps ({name:?}, {:?}) are not served yet; put them in one ConfigMap",
+                other.name
+            ),
+        ));
+    }
+    Ok(CaBundleConfig {
+        config_map_name: name.clone(),
+        config_map_namespace: None,
+        config_map_keys: Some(certificates.iter().map(|c| c.key.clone()).collect()),
+    })
+}
+
+/// `workload`, with the variables `registryRefreshIntervalSeconds` and `monitoring` set (the
+/// user's own variables of the same name win, as in the OGX operator).
+fn workload(spec: &OGXServerSpec) -> Result<WorkloadSpec, Untranslatable> {
+    let json = match &spec.workload {
+        Some(w) => serde_json::to_value(w)
+            .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?,
+        None => Value::Object(Default::default()),
+    };
+    let mut workload: WorkloadSpec = serde_json::from_value(json)
+        .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?;
+    let mut ours = Vec::new();
+    if let Some(seconds) = spec.registry_refresh_interval_seconds {
+        ours.push(literal(REGISTRY_REFRESH_VAR, seconds.to_string()));
+    }
+    let monitoring = spec.monitoring.clone().unwrap_or_default();
+    if monitoring.enabled != Some(false) {
+        let port = monitoring.metrics_port.unwrap_or(DEFAULT_METRICS_PORT);
+        ours.push(literal("OGX_METRICS_ENDPOINT_ENABLED", "1"));
+        ours.push(literal("OGX_METRICS_HOST", "0.0.0.0"));
+        ours.push(literal("OGX_METRICS_PORT", port.to_string()));
+    }
+    if !ours.is_empty() {
+        let overrides = workload.overrides.get_or_insert_with(Default::default);
+        let user = overrides.env.take().unwrap_or_default();
+        ours.retain(|o| !user.iter().any(|u| u.name == o.name));
+        ours.extend(user);
+        overrides.env = Some(ours);
+    }
+    Ok(workload)
+}
+
+fn literal(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.into()),
+        value_from: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

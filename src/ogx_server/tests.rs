@@ -1,0 +1,374 @@
+//! The OGX operator's own samples (tests/fixtures/ogx-operator, its `config/samples` at
+//! 1784464) read into the model, and their configs generated on OGX 1.5.0's starter config.
+
+use serde_json::json;
+
+use super::*;
+use crate::api::ogx::OGXServer;
+use crate::api::v1alpha2::ProviderConfig;
+use crate::stack_config::{ModelMerge, ProviderTable, generate, generate_merging, parse_base};
+
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ogx-operator");
+const OGX_STARTER: &str = include_str!("../../tests/fixtures/ogx-1.5.0/starter/config.yaml");
+
+/// The `OGXServer` documents of one sample file.
+fn servers(file: &str) -> Vec<OGXServer> {
+    let text = std::fs::read_to_string(format!("{SAMPLES}/{file}")).unwrap();
+    serde_saphyr::from_multiple::<serde_json::Value>(&text)
+        .unwrap()
+        .into_iter()
+        .filter(|doc| doc["kind"] == "OGXServer")
+        .map(|doc| serde_json::from_value(doc).unwrap())
+        .collect()
+}
+
+fn env_of(spec: &LlamaStackDistributionSpec) -> Vec<(String, String)> {
+    spec.workload
+        .as_ref()
+        .and_then(|w| w.overrides.as_ref())
+        .and_then(|o| o.env.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn every_sample_is_read_or_refused_with_its_field() {
+    let mut read = 0;
+    let mut refused = Vec::new();
+    for file in [
+        "_v1beta1_ogxserver.yaml",
+        "example-with-ca-bundle.yaml",
+        "example-with-configmap.yaml",
+        "example-with-generated-config.yaml",
+        "example-with-monitoring.yaml",
+        "example-with-network-config.yaml",
+        "example-withoutconfigmap.yaml",
+    ] {
+        for server in servers(file) {
+            match to_model(&server) {
+                Ok(model) => {
+                    assert_eq!(model.metadata.name, server.metadata.name);
+                    read += 1;
+                }
+                Err(e) => refused.push((server.metadata.name.clone().unwrap(), e.field)),
+            }
+        }
+    }
+    assert_eq!(read, 9);
+    // Both carry NetworkPolicy ingress rules of their own.
+    assert_eq!(
+        refused,
+        [
+            (
+                "ogxserver-network-example".to_owned(),
+                "spec.network.policy.ingress".to_owned()
+            ),
+            (
+                "ogxserver-public".to_owned(),
+                "spec.network.policy.ingress".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn the_generated_config_sample_runs_its_openai_provider_without_vector_io() {
+    let server = &servers("example-with-generated-config.yaml")[0];
+    let model = spec(&server.spec).unwrap();
+    let inference = model
+        .providers
+        .as_ref()
+        .unwrap()
+        .inference
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        inference.items(),
+        [ProviderConfig {
+            id: Some("openai-primary".to_owned()),
+            provider: "remote::openai".to_owned(),
+            api_key: Some(SecretValue {
+                secret_key_ref: crate::api::v1alpha2::SecretKeyRef {
+                    name: "openai-creds".to_owned(),
+                    key: "api-key".to_owned()
+                }
+            }),
+            ..ProviderConfig::default()
+        }]
+    );
+    assert_eq!(model.disabled, Some(vec!["vectorIo".to_owned()]));
+
+    let base = parse_base(OGX_STARTER).unwrap();
+    // As the LlamaStackDistribution API merges, the base config's models stay beside the spec's.
+    let added = generate(&model, &base, ProviderTable::ogx()).unwrap();
+    assert!(added.resource_count == 1 && added.yaml.contains("claude-haiku"));
+    let generated =
+        generate_merging(&model, &base, ProviderTable::ogx(), ModelMerge::Replace).unwrap();
+    let config: serde_json::Value = serde_saphyr::from_str(&generated.yaml).unwrap();
+    let openai = &config["providers"]["inference"];
+    assert_eq!(openai.as_array().unwrap().len(), 1);
+    assert_eq!(openai[0]["provider_id"], "openai-primary");
+    assert_eq!(openai[0]["provider_type"], "remote::openai");
+    let key = openai[0]["config"]["api_key"].as_str().unwrap();
+    assert!(key.starts_with("${env.") && !key.contains("openai-creds"));
+    assert!(config["providers"].get("vector_io").is_none());
+    assert!(
+        !config["apis"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("vector_io"))
+    );
+    let models = config["registered_resources"]["models"].as_array().unwrap();
+    assert_eq!(models.len(), 1);
+    assert_eq!(models[0]["provider_id"], "openai-primary");
+    assert_eq!(models[0]["model_id"], "gpt-4o-mini");
+}
+
+#[test]
+fn monitoring_is_on_by_default_and_the_users_variables_win() {
+    let servers = servers("example-with-monitoring.yaml");
+    let envs: Vec<_> = servers
+        .iter()
+        .map(|s| env_of(&spec(&s.spec).unwrap()))
+        .collect();
+    let port = |env: &[(String, String)]| {
+        env.iter()
+            .find(|(n, _)| n == "OGX_METRICS_PORT")
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(port(&envs[0]).as_deref(), Some("9464"));
+    assert_eq!(port(&envs[1]).as_deref(), Some("9090"));
+    assert_eq!(port(&envs[2]), None);
+    assert!(!envs[2].iter().any(|(n, _)| n.starts_with("OGX_METRICS")));
+    // The user's own variables come after the operator's, unchanged.
+    assert_eq!(
+        envs[2],
+        [
+            (
+                "OLLAMA_INFERENCE_MODEL".to_owned(),
+                "llama3.2:1b".to_owned()
+            ),
+            (
+                "OLLAMA_URL".to_owned(),
+                "http://ollama-server-service.ollama-dist.svc.cluster.local:11434".to_owned()
+            ),
+        ]
+    );
+
+    let mut own = servers[0].spec.clone();
+    own.registry_refresh_interval_seconds = Some(300);
+    let overrides = own.workload.as_mut().unwrap().overrides.as_mut().unwrap();
+    overrides.env.as_mut().unwrap().push(EnvVar {
+        name: "OGX_METRICS_PORT".to_owned(),
+        value: Some("9999".to_owned()),
+        value_from: None,
+    });
+    let env = env_of(&spec(&own).unwrap());
+    let named = |name: &str| env.iter().filter(|(n, _)| n == name).collect::<Vec<_>>();
+    assert_eq!(named("OGX_METRICS_PORT").len(), 1);
+    assert_eq!(port(&env).as_deref(), Some("9999"));
+    assert_eq!(named(REGISTRY_REFRESH_VAR)[0].1, "300");
+}
+
+#[test]
+fn network_maps_port_tls_exposure_policy_and_trust() {
+    let server = &servers("example-with-ca-bundle.yaml")[0];
+    let model = spec(&server.spec).unwrap();
+    let networking = model.networking.unwrap();
+    assert_eq!(networking.port, 8321);
+    let tls = networking.tls.unwrap();
+    assert!(!tls.enabled);
+    let bundle = tls.ca_bundle.unwrap();
+    assert_eq!(bundle.config_map_name, "custom-ca-bundle");
+    assert_eq!(
+        bundle.config_map_keys,
+        Some(vec!["ca-bundle.crt".to_owned()])
+    );
+    // The OGX operator makes its default NetworkPolicy unless told not to.
+    assert_eq!(networking.allowed_from, Some(AllowedFromSpec::default()));
+    let over = model.override_config.unwrap();
+    assert_eq!(
+        (over.config_map_name.as_str(), over.key.as_deref()),
+        ("starter-config", Some("config.yaml"))
+    );
+
+    let no_policy = &servers("example-with-network-config.yaml")[2];
+    let networking = spec(&no_policy.spec).unwrap().networking.unwrap();
+    assert_eq!(networking.allowed_from, None);
+    assert_eq!(networking.expose, None);
+
+    let mut exposed = no_policy.spec.clone();
+    let network = exposed.network.as_mut().unwrap();
+    network.port = Some(9000);
+    network.tls = Some(ogx::TlsSpec {
+        secret_name: "serving".to_owned(),
+    });
+    network.external_access = Some(ogx::ExternalAccessConfig {
+        enabled: Some(true),
+        hostname: Some("ogx.example.com".to_owned()),
+    });
+    let networking = spec(&exposed).unwrap().networking.unwrap();
+    assert_eq!(networking.port, 9000);
+    let tls = networking.tls.unwrap();
+    assert!(tls.enabled);
+    assert_eq!(tls.secret_name.as_deref(), Some("serving"));
+    let Some(BoolOrObject::Object(expose)) = networking.expose else {
+        panic!("exposed");
+    };
+    assert_eq!(expose.hostname.as_deref(), Some("ogx.example.com"));
+}
+
+#[test]
+fn what_is_not_served_is_refused_with_its_field() {
+    let base = servers("example-withoutconfigmap.yaml")[0].spec.clone();
+    let refused = |mutate: &dyn Fn(&mut OGXServerSpec)| {
+        let mut spec_ = base.clone();
+        mutate(&mut spec_);
+        spec(&spec_).unwrap_err().field
+    };
+    assert_eq!(
+        refused(&|s| {
+            s.base_config = Some(ogx::ConfigMapKeyRef {
+                name: "b".into(),
+                key: "config.yaml".into(),
+            })
+        }),
+        "spec.baseConfig"
+    );
+    assert_eq!(
+        refused(&|s| {
+            s.tls = Some(ogx::TlsClientConfig {
+                trust: None,
+                identity: Some(ogx::IdentityConfig::default()),
+            })
+        }),
+        "spec.tls.identity"
+    );
+    assert_eq!(
+        refused(&|s| {
+            s.workload.as_mut().unwrap().resource_claims = Some(vec![Default::default()]);
+        }),
+        "spec.workload.resourceClaims"
+    );
+    let two = |s: &mut OGXServerSpec| {
+        s.tls = Some(ogx::TlsClientConfig {
+            trust: Some(ogx::TrustConfig {
+                ca_certificates: Some(vec![
+                    ogx::ConfigMapKeyRef {
+                        name: "a".into(),
+                        key: "ca.crt".into(),
+                    },
+                    ogx::ConfigMapKeyRef {
+                        name: "b".into(),
+                        key: "ca.crt".into(),
+                    },
+                ]),
+            }),
+            identity: None,
+        })
+    };
+    assert_eq!(refused(&two), "spec.tls.trust.caCertificates");
+    // Rules of one's own are fine when the policy is off.
+    let mut off = base.clone();
+    off.network = Some(ogx::NetworkSpec {
+        policy: Some(ogx::NetworkPolicySpec {
+            enabled: Some(false),
+            ingress: Some(vec![Default::default()]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    assert!(spec(&off).is_ok());
+}
+
+#[test]
+fn typed_providers_become_the_servers_types_with_the_ogx_operators_ids() {
+    // Shapes from the OGX operator's docs/additional/runtime-config-generation.md.
+    let providers = json!({
+        "inference": {"remote": {
+            "vllm": [{"endpoint": "http://vllm:8000/v1", "apiToken": {"name": "vllm", "key": "token"},
+                      "maxTokens": 4096, "network": {"tls": {"verify": false}, "headers": {"X-Team": "a"}}}],
+            "bedrock": [{"id": "aws", "region": "us-east-1"}],
+            "custom": [{"type": "remote::ollama", "settings": {"base_url": "http://ollama:11434/v1"}}]
+        }},
+        "toolRuntime": {"inline": {"fileSearch": {}}, "remote": {"braveSearch": {"apiKey": {"name": "b", "key": "k"}}}},
+        "batches": {"inline": {"reference": {"maxConcurrentBatches": 2}}},
+        "responses": {"inline": {"builtin": {}}},
+        "files": {"remote": {"s3": {"bucketName": "x", "awsAccessKeyId": {"name": "s3", "key": "id"}}}}
+    });
+    let model = providers::providers(&providers).unwrap();
+    let all: Vec<(&str, String, String)> = model
+        .all()
+        .into_iter()
+        .map(|(api, p)| (api, p.config_id(), p.provider.clone()))
+        .collect();
+    let expected = [
+        ("inference", "remote-vllm", "remote::vllm"),
+        ("inference", "aws", "remote::bedrock"),
+        ("inference", "remote-ollama", "remote::ollama"),
+        ("toolRuntime", "remote-brave-search", "remote::brave-search"),
+        ("toolRuntime", "inline-file-search", "inline::file-search"),
+        ("responses", "inline-builtin", "inline::builtin"),
+        ("batches", "inline-reference", "inline::reference"),
+        ("files", "remote-s3", "remote::s3"),
+    ];
+    assert_eq!(
+        all,
+        expected.map(|(a, i, t)| (a, i.to_owned(), t.to_owned()))
+    );
+    let vllm = model.inference.as_ref().unwrap().items()[0].clone();
+    assert_eq!(vllm.endpoint.as_deref(), Some("http://vllm:8000/v1"));
+    let settings = vllm.settings.unwrap();
+    assert_eq!(
+        settings["api_token"],
+        json!({"secretKeyRef": {"name": "vllm", "key": "token"}})
+    );
+    assert_eq!(settings["max_tokens"], 4096);
+    assert_eq!(
+        settings["network"],
+        json!({"tls": {"verify": false}, "headers": {"X-Team": "a"}})
+    );
+    let bedrock = &model.inference.as_ref().unwrap().items()[1];
+    assert_eq!(
+        bedrock.settings.as_ref().unwrap()["region_name"],
+        "us-east-1"
+    );
+    let s3 = &model.files.as_ref().unwrap().items()[0];
+    assert_eq!(
+        s3.settings.as_ref().unwrap()["aws_access_key_id"],
+        json!({"secretKeyRef": {"name": "s3", "key": "id"}})
+    );
+}
+
+#[test]
+fn the_status_keeps_every_field_both_ways_under_the_ogx_names() {
+    let model: crate::api::v1alpha2::LlamaStackDistributionStatus = serde_json::from_value(json!({
+        "phase": "Ready",
+        "observedGeneration": 3,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "m",
+                        "lastTransitionTime": "2026-11-27T07:00:00Z", "observedGeneration": 3}],
+        "resolvedDistribution": {"image": "docker.io/ogxai/distribution-starter@sha256:aa",
+                                 "configSource": "oci-label", "configHash": "sha256:bb",
+                                 "reference": "docker.io/ogxai/distribution-starter:1.5.0",
+                                 "pinnedAt": "2026-11-27T07:00:00Z", "serverLine": "ogx"},
+        "configGeneration": {"configMapName": "s-config-12345678", "providerCount": 4,
+                             "resourceCount": 1, "configVersion": 2,
+                             "generatedAt": "2026-11-27T07:00:00Z"},
+        "version": {"operatorVersion": "0.9.0", "llamaStackServerVersion": "1.5.0"},
+        "availableReplicas": 1,
+        "serviceURL": "http://s-service.ns.svc.cluster.local:8321",
+        "routeURL": "https://ogx.example.com",
+        "rollback": {"lastReady": {"desiredHash": "h", "image": "i"}}
+    }))
+    .unwrap();
+    let ogx = status::from_model(&model);
+    let json = serde_json::to_value(&ogx).unwrap();
+    assert_eq!(json["version"]["serverVersion"], "1.5.0");
+    assert_eq!(json["externalURL"], "https://ogx.example.com");
+    assert_eq!(json["configGeneration"]["observedGeneration"], 3);
+    assert_eq!(json["resolvedDistribution"]["configSource"], "oci-label");
+    assert!(json.get("routeURL").is_none());
+    assert_eq!(status::into_model(&ogx), model);
+}
