@@ -19,6 +19,8 @@ llama_stack_test_support::seal_network!();
 mod cases;
 #[path = "apiserver/fixtures.rs"]
 mod fixtures;
+#[path = "apiserver/ogx.rs"]
+mod ogx;
 #[path = "apiserver/roundtrip.rs"]
 mod roundtrip;
 
@@ -88,6 +90,20 @@ fn main() -> ExitCode {
         );
         trials.push(case_trial(&shared, name, sample, |ctx, sample| {
             Box::pin(roundtrip::sample_is_accepted(ctx, sample))
+        }));
+    }
+    for (name, sample) in ogx::samples() {
+        trials.push(case_trial(
+            &shared,
+            format!("ogx_sample_is_accepted::{name}"),
+            sample,
+            |ctx, sample| Box::pin(ogx::sample_is_accepted(ctx, sample)),
+        ));
+    }
+    for case in ogx::refused() {
+        let name = format!("ogx_rejects::{}", case.name);
+        trials.push(case_trial(&shared, name, case, |ctx, case| {
+            Box::pin(ogx::is_refused(ctx, case))
         }));
     }
     for case in roundtrip::polymorphic_cases() {

@@ -87,6 +87,14 @@ pub fn crd_yaml(conversion: &ConversionService<'_>) -> Result<String, CrdError> 
     Ok(serde_saphyr::to_string(&crd(conversion)?)?)
 }
 
+/// The `OGXServer` CRD (`ogx.io/v1beta1`, one version, no conversion) as the YAML document
+/// `crds/` holds.
+pub fn ogx_crd_yaml() -> Result<String, CrdError> {
+    Ok(serde_saphyr::to_string(
+        &<ogx::OGXServer as CustomResourceExt>::crd(),
+    )?)
+}
+
 /// The Markdown API reference `docs/api-reference.md` holds.
 pub fn reference_markdown() -> Result<String, CrdError> {
     Ok(api_docs::markdown(&crd(&DEFAULT_CONVERSION_SERVICE)?))

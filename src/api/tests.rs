@@ -21,6 +21,17 @@ fn committed_crd_matches_the_code() {
 }
 
 #[test]
+fn committed_ogx_server_crd_matches_the_code() {
+    let generated = super::ogx_crd_yaml().unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/ogxservers.ogx.io.yaml");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        generated == committed,
+        "crds/ is out of date: run `cargo run -- crdgen --ogx-server > crds/ogxservers.ogx.io.yaml`"
+    );
+}
+
+#[test]
 fn committed_api_reference_matches_the_code() {
     let generated = super::reference_markdown().unwrap();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api-reference.md");

@@ -16,6 +16,9 @@ pub struct Args {
     /// Print the Markdown API reference (docs/api-reference.md) instead of the CRD.
     #[arg(long)]
     reference: bool,
+    /// Print the `OGXServer` CRD (ogx.io/v1beta1) instead.
+    #[arg(long, conflicts_with = "reference")]
+    ogx_server: bool,
 }
 
 /// Errors of `crdgen`.
@@ -32,6 +35,8 @@ pub enum CrdgenError {
 pub(super) fn run(args: &Args) -> Result<(), CrdgenError> {
     let text = if args.reference {
         api::reference_markdown()?
+    } else if args.ogx_server {
+        api::ogx_crd_yaml()?
     } else {
         api::crd_yaml(&ConversionService {
             namespace: &args.webhook_namespace,

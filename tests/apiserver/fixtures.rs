@@ -43,8 +43,20 @@ pub fn v1alpha1_compat_crd() -> Result<CustomResourceDefinition, Error> {
     Ok(crd)
 }
 
+/// The committed `OGXServer` CRD (kept equal to `crdgen --ogx-server` by a unit test).
+pub fn committed_ogx_crd() -> Result<CustomResourceDefinition, Error> {
+    let path = repo_path("crds/ogxservers.ogx.io.yaml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(serde_saphyr::from_str(&text)?)
+}
+
 pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {
-    for crd in [committed_crd()?, v1alpha1_compat_crd()?] {
+    for crd in [
+        committed_crd()?,
+        v1alpha1_compat_crd()?,
+        committed_ogx_crd()?,
+    ] {
         install_crd(client, &crd).await?;
     }
     Ok(())

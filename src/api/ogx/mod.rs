@@ -502,11 +502,11 @@ pub struct WorkloadOverrides {
     pub env: Option<Vec<EnvVar>>,
     /// The container command (default: the image's entrypoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub command: Option<Vec<String>>,
     /// The container arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), inner(length(min = 1)))]
     pub args: Option<Vec<String>>,
     /// Extra volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -738,3 +738,6 @@ pub struct OGXServerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<crate::api::v1alpha2::RollbackStatus>,
 }
+
+#[cfg(test)]
+mod tests;

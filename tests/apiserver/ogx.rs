@@ -1,0 +1,220 @@
+//! The `OGXServer` CRD (`crds/ogxservers.ogx.io.yaml`) on a real API server: the OGX operator's
+//! own samples are accepted and stored as written (defaults added), and its CEL test cases
+//! (`api/v1beta1/ogxserver_cel_test.go` of ogx-ai/ogx-k8s-operator at 1784464, rewritten here as
+//! JSON) are refused as it refuses them.
+
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use libtest_mimic::Failed;
+use serde_json::{Value, json};
+
+use crate::Ctx;
+use crate::fixtures::{namespace, repo_path};
+
+/// The API of OGXServers in `ns`.
+fn api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("ogx.io", "v1beta1", "OGXServer");
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "ogxservers"),
+    )
+}
+
+async fn create(client: &kube::Client, ns: &str, object: &Value) -> Result<Value, kube::Error> {
+    let object: DynamicObject =
+        serde_json::from_value(object.clone()).map_err(kube::Error::SerdeError)?;
+    let created = api(client, ns)
+        .create(&PostParams::default(), &object)
+        .await?;
+    serde_json::to_value(created).map_err(kube::Error::SerdeError)
+}
+
+/// Every `OGXServer` document of the OGX operator's samples, named `<file>/<name>`.
+pub fn samples() -> Vec<(String, Value)> {
+    let dir = repo_path("tests/fixtures/ogx-operator");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .filter(|p| !p.ends_with("ogx.io_ogxservers.yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for doc in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
+            if doc["kind"] == "OGXServer" {
+                let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+                out.push((
+                    format!("{stem}/{}", doc["metadata"]["name"].as_str().unwrap()),
+                    doc,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Is every field of `want` in `got` with the same value (objects may carry more)?
+fn contains(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => w
+            .iter()
+            .all(|(k, v)| g.get(k).is_some_and(|gv| contains(gv, v))),
+        (Value::Array(g), Value::Array(w)) => {
+            g.len() == w.len() && g.iter().zip(w).all(|(a, b)| contains(a, b))
+        }
+        (Value::Number(g), Value::Number(w)) => g.as_f64() == w.as_f64(),
+        _ => got == want,
+    }
+}
+
+pub async fn sample_is_accepted(ctx: &Ctx, sample: &Value) -> Result<(), Failed> {
+    let ns = namespace(&ctx.client, "ogx-sample").await?;
+    let stored = create(&ctx.client, &ns, sample)
+        .await
+        .map_err(|e| format!("{} was rejected: {e}", sample["metadata"]["name"]))?;
+    if !contains(&stored["spec"], &sample["spec"]) {
+        return Err(format!("the stored spec lost fields:\n{:#}", stored["spec"]).into());
+    }
+    serde_json::from_value::<llama_stack_operator::api::ogx::OGXServer>(stored)?;
+    Ok(())
+}
+
+/// A spec the OGX operator's CRD refuses, and the text of its CEL rule that says why.
+pub struct Refused {
+    pub name: &'static str,
+    pub spec: Value,
+    /// Part of the rule expression that must fail (our messages are our own words).
+    pub field: &'static str,
+}
+
+pub fn refused() -> Vec<Refused> {
+    let d = json!({"name": "starter"});
+    let with = |extra: Value| {
+        let mut spec = json!({"distribution": d.clone()});
+        if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra) {
+            s.extend(e);
+        }
+        spec
+    };
+    let custom =
+        |t: &str| with(json!({"providers": {"inference": {"remote": {"custom": [{"type": t}]}}}}));
+    vec![
+        Refused {
+            name: "name_and_image",
+            spec: json!({"distribution": {"name": "starter", "image": "i"}}),
+            field: "spec.distribution",
+        },
+        Refused {
+            name: "neither_name_nor_image",
+            spec: json!({"distribution": {}}),
+            field: "spec.distribution",
+        },
+        Refused {
+            name: "custom_type_without_prefix",
+            spec: custom("my-provider"),
+            field: "spec.providers.inference.remote.custom[0]",
+        },
+        Refused {
+            name: "custom_type_single_colon",
+            spec: custom("remote:x"),
+            field: "spec.providers.inference.remote.custom[0]",
+        },
+        Refused {
+            name: "custom_type_wrong_case",
+            spec: custom("Remote::x"),
+            field: "spec.providers.inference.remote.custom[0]",
+        },
+        Refused {
+            name: "redis_without_endpoint",
+            spec: with(json!({"storage": {"kv": {"type": "redis"}}})),
+            field: "spec.storage.kv",
+        },
+        Refused {
+            name: "sqlite_with_endpoint",
+            spec: with(json!({"storage": {"kv": {"type": "sqlite", "endpoint": "redis://r"}}})),
+            field: "spec.storage.kv",
+        },
+        Refused {
+            name: "postgres_without_connection_string",
+            spec: with(json!({"storage": {"sql": {"type": "postgres"}}})),
+            field: "spec.storage.sql",
+        },
+        Refused {
+            name: "zero_storage_size",
+            spec: with(json!({"workload": {"storage": {"size": "0"}}})),
+            field: "spec.workload.storage",
+        },
+        Refused {
+            name: "pdb_both",
+            spec: with(
+                json!({"workload": {"podDisruptionBudget": {"minAvailable": 1, "maxUnavailable": 1}}}),
+            ),
+            field: "spec.workload.podDisruptionBudget",
+        },
+        Refused {
+            name: "pdb_neither",
+            spec: with(json!({"workload": {"podDisruptionBudget": {}}})),
+            field: "spec.workload.podDisruptionBudget",
+        },
+        Refused {
+            name: "max_below_min_replicas",
+            spec: with(json!({"workload": {"autoscaling": {"minReplicas": 3, "maxReplicas": 2}}})),
+            field: "spec.workload.autoscaling",
+        },
+        Refused {
+            name: "override_and_providers",
+            spec: with(
+                json!({"overrideConfig": {"name": "c", "key": "config.yaml"}, "providers": {}}),
+            ),
+            field: "spec",
+        },
+        Refused {
+            name: "inference_disabled_and_configured",
+            spec: with(json!({"disabledAPIs": ["inference"], "providers": {"inference": {}}})),
+            field: "spec",
+        },
+        Refused {
+            name: "unknown_disabled_api",
+            spec: with(json!({"disabledAPIs": ["safety"]})),
+            field: "spec.disabledAPIs[0]",
+        },
+        Refused {
+            name: "port_zero",
+            spec: with(json!({"network": {"port": 0}})),
+            field: "spec.network.port",
+        },
+        Refused {
+            name: "empty_hostname",
+            spec: with(json!({"network": {"externalAccess": {"enabled": true, "hostname": ""}}})),
+            field: "spec.network.externalAccess",
+        },
+        Refused {
+            name: "pgvector_two_indexes",
+            spec: with(
+                json!({"providers": {"vectorIo": {"remote": {"pgvector": [{"password": {"name": "p", "key": "k"}, "vectorIndex": {"hnsw": {}, "ivfFlat": {}}}]}}}}),
+            ),
+            field: "spec.providers.vectorIo.remote.pgvector[0].vectorIndex",
+        },
+    ]
+}
+
+pub async fn is_refused(ctx: &Ctx, case: &Refused) -> Result<(), Failed> {
+    let ns = namespace(&ctx.client, "ogx-refused").await?;
+    let object = json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+                        "metadata": {"name": "s"}, "spec": case.spec});
+    match create(&ctx.client, &ns, &object).await {
+        Ok(stored) => Err(format!("accepted: {stored}").into()),
+        Err(kube::Error::Api(status)) if status.code == 422 => {
+            let causes = status.details.map(|d| d.causes).unwrap_or_default();
+            if causes.iter().any(|c| c.field.starts_with(case.field)) {
+                Ok(())
+            } else {
+                Err(format!("refused, but not at {}: {causes:#?}", case.field).into())
+            }
+        }
+        Err(other) => Err(format!("expected a 422, got {other}").into()),
+    }
+}
