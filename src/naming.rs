@@ -71,10 +71,15 @@ pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
 /// What the Service's name adds to the stack's (admission keeps names short enough for it).
 pub const SERVICE_SUFFIX: &str = "-service";
 
-/// The label selector of everything the operator made for the stack named `cr`.
+/// The `managed-by` value of an `OGXServer`'s objects (what an OGX ServiceMonitor selects).
+pub const OGX_MANAGED_BY: &str = "ogx-operator";
+
+/// The label selector of everything the operator made for the stack named `cr`, through either
+/// API (a stack moved from one to the other keeps its old revisions, which a rollback may need,
+/// and its old ConfigMaps, which pruning removes).
 pub fn owned_by_selector(cr: &str) -> String {
     format!(
-        "{}={cr},{}={FIELD_MANAGER}",
+        "{}={cr},{} in ({FIELD_MANAGER},{OGX_MANAGED_BY})",
         labels::INSTANCE,
         labels::MANAGED_BY
     )

@@ -88,6 +88,12 @@ status_words! {
         BaseConfigRequired,
         /// The distribution name or image reference is not valid.
         InvalidDistribution,
+        /// An `OGXServer` field this operator does not serve yet (the message names it); nothing
+        /// is deployed or changed until it is removed.
+        FieldNotServed,
+        /// A LlamaStackDistribution whose stack an `OGXServer` of the same name now serves: the
+        /// operator leaves it alone; delete it once the OGXServer is Ready.
+        MovedToOGXServer,
         /// The registry could not be reached or refused the credentials.
         RegistryError,
         /// The image's base config cannot be read or used.

@@ -14,6 +14,9 @@ pub enum Version {
     V1alpha1,
     /// llamastack.io/v1alpha2
     V1alpha2,
+    /// ogx.io/v1beta1: the OGXServer of the same name (also `--to ogx`)
+    #[value(name = "ogx.io/v1beta1", alias = "ogx")]
+    OgxV1beta1,
 }
 
 /// Options of `convert`.
@@ -57,6 +60,14 @@ pub enum ConvertCliError {
     /// The validator could not be built.
     #[error(transparent)]
     Setup(#[from] crate::validate::SetupError),
+    /// The LlamaStackDistribution says what an OGXServer cannot.
+    #[error("{path}: no OGXServer equivalent: {source}")]
+    NoOgxEquivalent {
+        /// File.
+        path: PathBuf,
+        /// The field, and why.
+        source: crate::ogx_server::Untranslatable,
+    },
     /// Output failed.
     #[error("cannot write YAML: {0}")]
     Output(String),
@@ -95,15 +106,38 @@ pub(super) fn run(args: &Args) -> Result<(), ConvertCliError> {
     }
     let desired = match args.to {
         Version::V1alpha1 => "llamastack.io/v1alpha1",
-        Version::V1alpha2 => "llamastack.io/v1alpha2",
+        Version::V1alpha2 | Version::OgxV1beta1 => "llamastack.io/v1alpha2",
     };
-    let converted = convert(&object, desired).map_err(|source| ConvertCliError::Convert {
+    let mut converted = convert(&object, desired).map_err(|source| ConvertCliError::Convert {
         path: args.file.clone(),
         source,
     })?;
+    if let Version::OgxV1beta1 = args.to {
+        converted = to_ogx_server(&args.file, converted)?;
+    }
     print!(
         "{}",
         serde_saphyr::to_string(&converted).map_err(|e| ConvertCliError::Output(e.to_string()))?
     );
     Ok(())
+}
+
+/// The v1alpha2 object as the OGXServer of the same name; what it leaves out (changing nothing
+/// on OGX) is said on standard error.
+fn to_ogx_server(path: &std::path::Path, v1alpha2: Value) -> Result<Value, ConvertCliError> {
+    let llsd: crate::api::v1alpha2::LlamaStackDistribution = serde_json::from_value(v1alpha2)
+        .map_err(|e| ConvertCliError::Read {
+            path: path.to_owned(),
+            detail: e.to_string(),
+        })?;
+    let converted = crate::ogx_server::from_llsd::to_ogx_server(&llsd).map_err(|source| {
+        ConvertCliError::NoOgxEquivalent {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    for note in &converted.notes {
+        eprintln!("note: {note}");
+    }
+    serde_json::to_value(&converted.server).map_err(|e| ConvertCliError::Output(e.to_string()))
 }

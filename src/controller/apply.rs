@@ -136,7 +136,14 @@ async fn apply_deployment(
             rollout::image_of(desired),
             rollout::config_of(desired)
         );
-        events::publish(ctx, stack.resource, EventType::Normal, reason, note).await;
+        events::publish(
+            ctx,
+            (stack.resource, stack.door),
+            EventType::Normal,
+            reason,
+            note,
+        )
+        .await;
     }
     Ok(deployment)
 }

@@ -1,10 +1,11 @@
-//! Kubernetes Events about a LlamaStackDistribution: what a person should look at.
+//! Kubernetes Events about a stack (its LlamaStackDistribution or OGXServer): what a person
+//! should look at.
 
-use kube::Resource;
 use kube::runtime::events::{Event, EventType};
 
 use super::conditions::Conditions;
 use super::context::Context;
+use super::door::Door;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
 
@@ -18,7 +19,11 @@ const FLAPPING: [ConditionType; 3] = [
 
 /// A Warning per condition that turned False (or changed its reason while False). Conditions
 /// turning True are in the status; Events are for what a person must act on.
-pub(super) async fn failures(ctx: &Context, cr: &LlamaStackDistribution, conditions: &Conditions) {
+pub(super) async fn failures(
+    ctx: &Context,
+    (cr, door): (&LlamaStackDistribution, Door),
+    conditions: &Conditions,
+) {
     for c in conditions.changed() {
         let trouble = super::rollout::TROUBLE
             .iter()
@@ -32,24 +37,31 @@ pub(super) async fn failures(ctx: &Context, cr: &LlamaStackDistribution, conditi
         {
             continue;
         }
-        publish_word(ctx, cr, EventType::Warning, &c.reason, c.message.clone()).await;
+        publish_word(
+            ctx,
+            (cr, door),
+            EventType::Warning,
+            &c.reason,
+            c.message.clone(),
+        )
+        .await;
     }
 }
 
 /// Publishes one Event; a failure is only logged (an Event is never worth failing a reconcile).
 pub(super) async fn publish(
     ctx: &Context,
-    cr: &LlamaStackDistribution,
+    (cr, door): (&LlamaStackDistribution, Door),
     type_: EventType,
     reason: Reason,
     note: String,
 ) {
-    publish_word(ctx, cr, type_, reason.as_str(), note).await;
+    publish_word(ctx, (cr, door), type_, reason.as_str(), note).await;
 }
 
 async fn publish_word(
     ctx: &Context,
-    cr: &LlamaStackDistribution,
+    (cr, door): (&LlamaStackDistribution, Door),
     type_: EventType,
     reason: &str,
     note: String,
@@ -61,7 +73,7 @@ async fn publish_word(
         action: "Reconcile".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &cr.object_ref(&())).await {
+    if let Err(error) = ctx.recorder.publish(&event, &door.object_ref(cr)).await {
         tracing::debug!(%error, "cannot publish an event");
     }
 }

@@ -14,13 +14,16 @@ use std::time::Instant;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
+use kube::api::Api;
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
 
 use super::apply::{Applied, apply};
 use super::conditions::Blocked;
 use super::context::Context;
 use super::decide::{self, Decision, Operator};
+use super::door::Door;
 use super::error::{ApiError, Error};
 use super::gather::{self, Observed};
 use super::next_look::{self, Outcome, RESYNC};
@@ -29,26 +32,126 @@ use super::stack::{Invalid, Stack};
 use super::status::{self, Facts, Report};
 use super::{observe, server_info::ServerInfo};
 use crate::api::conditions::{ConditionType, Reason};
+use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::ogx_server;
 
 /// Reconciles one LlamaStackDistribution, and records it in the metrics.
 pub async fn reconcile(
     cr: Arc<LlamaStackDistribution>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
+    reconcile_stack(cr, ctx, None).await
+}
+
+/// [`reconcile`], except that one an `OGXServer` of the same name has taken over
+/// (`ogx_servers` holds those the operator sees) is left alone, and says so.
+pub async fn reconcile_stack(
+    cr: Arc<LlamaStackDistribution>,
+    ctx: Arc<Context>,
+    ogx_servers: Option<Store<OGXServer>>,
+) -> Result<Action, Error> {
+    let taken_over = ogx_servers.is_some_and(|store| {
+        let key = ObjectRef::new(&cr.name_any()).within(&cr.namespace().unwrap_or_default());
+        store.get(&key).is_some()
+    });
+    if taken_over {
+        let started = Instant::now();
+        let result = refuse(
+            &cr,
+            Door::LlamaStackDistribution,
+            &ctx,
+            (Reason::MovedToOGXServer, moved_message(&cr.name_any())),
+        )
+        .await;
+        return record(&ctx, started, result);
+    }
+    reconcile_model(&cr, Door::LlamaStackDistribution, &ctx).await
+}
+
+/// Reconciles one OGXServer through the same pipeline, as the model it maps into, and records
+/// it in the metrics. One whose fields the model cannot carry yet is refused with the field.
+pub async fn reconcile_ogx(cr: Arc<OGXServer>, ctx: Arc<Context>) -> Result<Action, Error> {
+    match ogx_server::to_model(&cr) {
+        Ok(mut model) => {
+            if model
+                .status
+                .as_ref()
+                .is_none_or(|s| s.resolved_distribution.is_none())
+            {
+                adopt_recorded(&mut model, &ctx).await;
+            }
+            reconcile_model(&model, Door::OgxServer, &ctx).await
+        }
+        Err(untranslatable) => {
+            let started = Instant::now();
+            let shell = ogx_server::shell(&cr);
+            let refusal = (Reason::FieldNotServed, untranslatable.to_string());
+            let result = refuse(&shell, Door::OgxServer, &ctx, refusal).await;
+            record(&ctx, started, result)
+        }
+    }
+}
+
+/// What a LlamaStackDistribution of the same name recorded (the pinned image, the rollback
+/// memory), for an OGXServer that has recorded nothing yet: a stack moved from one API to the
+/// other keeps running the same image, and its rollout to the new names is judged as before.
+async fn adopt_recorded(model: &mut LlamaStackDistribution, ctx: &Context) {
+    let (ns, name) = (model.namespace().unwrap_or_default(), model.name_any());
+    let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
+    // Best effort: without it the OGXServer resolves its distribution afresh.
+    let Ok(Some(previous)) = llsds.get_opt(&name).await else {
+        return;
+    };
+    let Some(recorded) = previous.status else {
+        return;
+    };
+    let status = model.status.get_or_insert_with(Default::default);
+    status.resolved_distribution = recorded.resolved_distribution;
+    status.rollback = recorded.rollback;
+}
+
+/// What a LlamaStackDistribution that an OGXServer took over says.
+fn moved_message(name: &str) -> String {
+    format!(
+        "OGXServer {name} serves this stack now (same objects, same Service); delete this LlamaStackDistribution once the OGXServer is Ready"
+    )
+}
+
+async fn reconcile_model(
+    model: &LlamaStackDistribution,
+    door: Door,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let started = Instant::now();
     let span = tracing::info_span!(
         "reconcile",
-        namespace = %cr.namespace().unwrap_or_default(),
-        name = %cr.name_any(),
+        kind = door.type_meta().1,
+        namespace = %model.namespace().unwrap_or_default(),
+        name = %model.name_any(),
     );
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
-    let result = match Stack::read(&cr) {
-        Ok(stack) => Box::pin(reconcile_once(&stack, &ctx).instrument(span)).await,
-        Err(Invalid::NoDistribution) => refuse(&cr, &ctx).instrument(span).await,
+    let result = match Stack::read_through(model, door) {
+        Ok(stack) => Box::pin(reconcile_once(&stack, ctx).instrument(span)).await,
+        Err(Invalid::NoDistribution) => {
+            let refusal = (
+                Reason::ConfigGenerationFailed,
+                Invalid::NoDistribution.to_string(),
+            );
+            refuse(model, door, ctx, refusal).instrument(span).await
+        }
         Err(invalid @ Invalid::Unnamed) => Err(Error::Invalid(invalid)),
     };
+    record(ctx, started, result)
+}
+
+/// Records a reconcile in the metrics.
+fn record(
+    ctx: &Context,
+    started: Instant,
+    result: Result<(Action, String), Error>,
+) -> Result<Action, Error> {
     let reason = match &result {
         Ok((_, reason)) => reason.as_str(),
         Err(error) => error.metric_label(),
@@ -58,16 +161,25 @@ pub async fn reconcile(
     result.map(|(action, _)| action)
 }
 
-/// A resource that cannot be read into a [`Stack`] (admission refuses it; one stored before the
-/// CRD's rules can carry it): the status says why, and nothing else is read or written.
-async fn refuse(cr: &LlamaStackDistribution, ctx: &Context) -> Result<(Action, String), Error> {
+/// A resource that the core cannot reconcile as written (admission refuses most such; one
+/// stored before the CRD's rules can carry it), or that it must leave alone: the status says
+/// why, and nothing else is read or written.
+async fn refuse(
+    cr: &LlamaStackDistribution,
+    door: Door,
+    ctx: &Context,
+    (reason, message): (Reason, String),
+) -> Result<(Action, String), Error> {
     let mut report = Report::new(cr, jiff::Timestamp::now());
     report.block(Blocked::spec(
         ConditionType::ConfigGenerated,
-        Reason::ConfigGenerationFailed,
-        Invalid::NoDistribution.to_string(),
+        reason,
+        message,
     ));
-    let reason = report.publish(cr, ctx).await.map_err(Error::Status)?;
+    let reason = report
+        .publish((cr, door), ctx)
+        .await
+        .map_err(Error::Status)?;
     Ok((Action::requeue(RESYNC), reason))
 }
 
@@ -87,7 +199,9 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
                 server: None,
             };
             // Best effort: the reconcile fails with the apply error either way.
-            let _ = report(stack, ctx, facts).publish(stack.resource, ctx).await;
+            let _ = report(stack, ctx, facts)
+                .publish((stack.resource, stack.door), ctx)
+                .await;
             return Err(Error::Apply(error));
         }
     };
@@ -106,7 +220,7 @@ async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, Str
     let report = report(stack, ctx, facts);
     let ready = report.ready();
     let reason = report
-        .publish(stack.resource, ctx)
+        .publish((stack.resource, stack.door), ctx)
         .await
         .map_err(Error::Status)?;
     let requeue = next_look::after(Outcome {

@@ -13,7 +13,7 @@ use super::builders::ServerConfig;
 use super::stack::Stack;
 use super::user_config::{as_generated, user_config};
 use crate::naming::config_map_name;
-use crate::stack_config::{GenerateError, GeneratedConfig, ProviderTable, generate};
+use crate::stack_config::{GenerateError, GeneratedConfig, ProviderTable, generate_merging};
 
 /// What the server of a stack runs.
 #[derive(Clone, Debug)]
@@ -50,10 +50,11 @@ pub fn from_user_config(
 /// declares), in the hash-named ConfigMap.
 pub fn from_base(stack: &Stack<'_>, base: &Arc<BaseConfig>) -> Result<ServerRun, GenerateError> {
     let base = stack.base_for_server(base);
-    let generated = generate(
+    let generated = generate_merging(
         stack.spec,
         &base,
         ProviderTable::for_server(base.server.as_ref()),
+        stack.door.models(),
     )?;
     Ok(ServerRun {
         config: ServerConfig::Generated(config_map_name(stack.name, &generated.hash)),

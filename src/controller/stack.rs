@@ -7,11 +7,11 @@
 use std::sync::LazyLock;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::Resource;
 use llama_stack_resolver::Distribution;
 use llama_stack_resolver::base_config::BaseConfig;
 use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
+use super::door::Door;
 use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, PvcStorageSpec};
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
@@ -84,6 +84,8 @@ pub struct Stack<'a> {
     pub repin_request: Option<&'a str>,
     /// What earlier reconciles recorded in the status, which decisions build on.
     pub recorded: Recorded<'a>,
+    /// The API the stack came through.
+    pub door: Door,
 }
 
 /// What earlier reconciles recorded in a stack's status, which later decisions build on: the
@@ -124,6 +126,11 @@ pub struct Networking<'a> {
 impl<'a> Stack<'a> {
     /// Reads `resource` into the view, or says why it cannot be.
     pub fn read(resource: &'a LlamaStackDistribution) -> Result<Self, Invalid> {
+        Self::read_through(resource, Door::LlamaStackDistribution)
+    }
+
+    /// Reads `resource`, the model of a stack that came through `door`, into the view.
+    pub fn read_through(resource: &'a LlamaStackDistribution, door: Door) -> Result<Self, Invalid> {
         let meta = &resource.metadata;
         let name = meta.name.as_deref().ok_or(Invalid::Unnamed)?;
         let namespace = meta.namespace.as_deref().unwrap_or_default();
@@ -138,7 +145,7 @@ impl<'a> Stack<'a> {
             resource,
             name,
             namespace,
-            owner: resource.controller_owner_ref(&()),
+            owner: door.owner(resource),
             spec,
             distribution,
             image_config: spec.distribution.image_config.as_deref(),
@@ -170,6 +177,7 @@ impl<'a> Stack<'a> {
                     .and_then(|s| s.resolved_distribution.as_ref()),
                 rollback: resource.status.as_ref().and_then(|s| s.rollback.as_ref()),
             },
+            door,
         })
     }
 

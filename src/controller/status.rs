@@ -16,6 +16,7 @@ use super::builders::ServerConfig;
 use super::conditions::{Blocked, Conditions, phase};
 use super::context::Context;
 use super::decide::{Decision, Held};
+use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
 use super::plan::Planned;
@@ -28,11 +29,13 @@ use crate::api::common::{
     DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
 };
 use crate::api::conditions::{ConditionType, Reason};
+use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::{
     ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus, RejectedRevision,
     ResolvedDistributionStatus, RevisionStatus,
 };
 use crate::naming::{FIELD_MANAGER, pvc_name, service_name};
+use crate::ogx_server::status as ogx_status;
 
 /// What one reconcile decided, did and saw after, for its status.
 pub(super) struct Facts<'a> {
@@ -490,7 +493,7 @@ impl Report {
     /// why it failed).
     pub(super) async fn publish(
         mut self,
-        cr: &LlamaStackDistribution,
+        (cr, door): (&LlamaStackDistribution, Door),
         ctx: &Context,
     ) -> Result<String, ApiError> {
         let (reason, became_ready) = self.finish(cr.metadata.generation);
@@ -511,19 +514,19 @@ impl Report {
         if slim_cache::has_digests(&self.status) {
             // Between reads of the server (or before the first one in this process) the providers
             // are a digest of those stored: those are written again.
-            let fresh = fresh_status(ctx, cr).await?;
+            let fresh = fresh_status(ctx, (cr, door)).await?;
             slim_cache::restore_providers(&mut self.status, &fresh);
         }
-        events::failures(ctx, cr, &self.conditions).await;
+        events::failures(ctx, (cr, door), &self.conditions).await;
         if became_ready {
             let replicas = self
                 .status
                 .available_replicas
                 .map(|n| format!("{n} replicas available"))
                 .unwrap_or_default();
-            events::publish(ctx, cr, EventType::Normal, Reason::Ready, replicas).await;
+            events::publish(ctx, (cr, door), EventType::Normal, Reason::Ready, replicas).await;
         }
-        write(ctx, cr, &self.status).await?;
+        write(ctx, (cr, door), &self.status).await?;
         ctx.recent_writes.wrote(&uid, digest, now);
         Ok(reason)
     }
@@ -671,37 +674,59 @@ fn service_url(stack: &Stack<'_>) -> String {
 }
 
 /// The status as the API server has it now (read through the resource itself: the operator's
-/// role may get LlamaStackDistributions, not their status subresource).
+/// role may get the resources, not their status subresource).
 async fn fresh_status(
     ctx: &Context,
-    cr: &LlamaStackDistribution,
+    (cr, door): (&LlamaStackDistribution, Door),
 ) -> Result<LlamaStackDistributionStatus, ApiError> {
     let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
-    let fresh = llsds
-        .get(&name)
-        .await
-        .map_err(api_err(format!("read LlamaStackDistribution {ns}/{name}")))?;
-    Ok(fresh.status.unwrap_or_default())
+    let what = format!("read {} {ns}/{name}", door.type_meta().1);
+    match door {
+        Door::LlamaStackDistribution => {
+            let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
+            let fresh = llsds.get(&name).await.map_err(api_err(what))?;
+            Ok(fresh.status.unwrap_or_default())
+        }
+        Door::OgxServer => {
+            let servers: Api<OGXServer> = Api::namespaced(ctx.client.clone(), &ns);
+            let fresh = servers.get(&name).await.map_err(api_err(what))?;
+            Ok(fresh
+                .status
+                .as_ref()
+                .map(ogx_status::into_model)
+                .unwrap_or_default())
+        }
+    }
 }
 
 async fn write(
     ctx: &Context,
-    cr: &LlamaStackDistribution,
+    (cr, door): (&LlamaStackDistribution, Door),
     status: &LlamaStackDistributionStatus,
 ) -> Result<(), ApiError> {
     let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
-    let patch = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "status": status});
-    llsds
-        .patch_status(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-        .map_err(api_err(format!("update the status of {ns}/{name}")))?;
-    Ok(())
+    let (api_version, kind) = door.type_meta();
+    let status = match door {
+        Door::LlamaStackDistribution => serde_json::to_value(status),
+        Door::OgxServer => serde_json::to_value(ogx_status::from_model(status)),
+    }
+    .unwrap_or_default();
+    let patch = json!({"apiVersion": api_version, "kind": kind, "status": status});
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let what = format!("update the status of {kind} {ns}/{name}");
+    match door {
+        Door::LlamaStackDistribution => {
+            Api::<LlamaStackDistribution>::namespaced(ctx.client.clone(), &ns)
+                .patch_status(&name, &params, &Patch::Apply(&patch))
+                .await
+                .map(drop)
+        }
+        Door::OgxServer => Api::<OGXServer>::namespaced(ctx.client.clone(), &ns)
+            .patch_status(&name, &params, &Patch::Apply(&patch))
+            .await
+            .map(drop),
+    }
+    .map_err(api_err(what))
 }
 
 #[cfg(test)]

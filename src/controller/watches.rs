@@ -21,17 +21,19 @@ use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
 use super::context::Context;
+use super::door::OGX_MANAGED_BY;
 use super::error::Error;
-use super::reconcile;
+use super::reconcile::{reconcile_ogx, reconcile_stack};
 use super::referrers::Referrers;
 use super::settings::Settings;
 use crate::api::object_refs::RefKind;
+use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::metrics::WatchHealth;
 use crate::naming::{FIELD_MANAGER, labels};
@@ -56,6 +58,12 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
         .await
         .is_ok_and(|list| list.resources.iter().any(|r| r.name == "routes"));
     ctx.set_routes_available(routes);
+    // OGXServers are served when their CRD is installed (read once at start, as the routes).
+    let ogx = ctx
+        .client
+        .list_api_group_resources(crate::api::ogx::API_VERSION)
+        .await
+        .is_ok_and(|list| list.resources.iter().any(|r| r.name == "ogxservers"));
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
     } else {
@@ -71,7 +79,12 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     for scope in scopes {
         let (trigger, triggered) = mpsc::channel::<()>(1);
         triggers.push(trigger);
-        controllers.push(run_scope(ctx.clone(), scope, triggered));
+        let ogx_triggered = ogx.then(|| {
+            let (trigger, triggered) = mpsc::channel::<()>(1);
+            triggers.push(trigger);
+            triggered
+        });
+        controllers.push(run_scope(ctx.clone(), scope, triggered, ogx_triggered));
     }
     // Followed for as long as the controllers run, and dropped with them (never detached).
     let follow = async {
@@ -127,10 +140,44 @@ where
     resilient(watcher(api, config), kind, health.clone()).touched_objects()
 }
 
-/// One controller over one scope (a namespace, or all of them).
-async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Receiver<()>) {
-    let client = ctx.client.clone();
+/// The controllers over one scope (a namespace, or all of them): LlamaStackDistributions, and
+/// OGXServers when their CRD is served (`ogx_triggered` is then their settings trigger).
+async fn run_scope(
+    ctx: Arc<Context>,
+    scope: Option<String>,
+    triggered: mpsc::Receiver<()>,
+    ogx_triggered: Option<mpsc::Receiver<()>>,
+) {
     let scope = scope.as_deref();
+    match ogx_triggered {
+        None => run_stacks(ctx, scope, triggered, None).await,
+        Some(ogx_triggered) => {
+            let (reader, writer) = reflector::store();
+            tokio::join!(
+                run_stacks(ctx.clone(), scope, triggered, Some(reader.clone())),
+                run_ogx_servers(ctx, scope, ogx_triggered, (reader, writer)),
+            );
+        }
+    }
+}
+
+/// When the settings change, every stack is reconciled again.
+fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 'static {
+    futures_util::stream::unfold(triggered, |mut rx| async move {
+        rx.recv().await.map(|()| ((), rx))
+    })
+}
+
+/// The LlamaStackDistributions' controller over one scope. `ogx_servers` holds the OGXServers
+/// seen, when they are served: a LlamaStackDistribution with one of the same name stands down,
+/// and is looked at again when one appears.
+async fn run_stacks(
+    ctx: Arc<Context>,
+    scope: Option<&str>,
+    triggered: mpsc::Receiver<()>,
+    ogx_servers: Option<Store<OGXServer>>,
+) {
+    let client = ctx.client.clone();
     let health = ctx.metrics.watches();
     let (reader, writer) = reflector::store();
     let stacks = resilient(
@@ -160,18 +207,33 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
             .map(|cr| super::rollout::gauge_state(cr))
             .collect()
     }));
-    let reconcile_all = futures_util::stream::unfold(triggered, |mut rx| async move {
-        rx.recv().await.map(|()| ((), rx))
-    });
     let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
-    let controller = Controller::for_stream(stacks, reader)
+    let mut controller = Controller::for_stream(stacks, reader)
         .with_config(config)
-        .reconcile_all_on(reconcile_all);
-    let controller = owned_objects(controller, &client, scope, &health);
+        .reconcile_all_on(on_trigger(triggered));
+    if ogx_servers.is_some() {
+        // An OGXServer of the same name takes the stack over: the LlamaStackDistribution is
+        // told at once (by metadata only: the OGX controller caches the objects).
+        let servers = metadata_objects(
+            scoped::<PartialObjectMeta<OGXServer>>(&client, scope),
+            watcher::Config::default(),
+            &health,
+        );
+        controller = controller.watches_stream(servers, |server| {
+            let ns = server.metadata.namespace.clone().unwrap_or_default();
+            let name = server.metadata.name.clone()?;
+            Some(ObjectRef::<LlamaStackDistribution>::new(&name).within(&ns))
+        });
+    }
+    let controller = owned_objects(controller, &client, scope, &health, FIELD_MANAGER);
     let controller = server_pods(controller, &client, scope, &health);
-    referenced_objects(controller, &client, scope, &health, referrers)
+    referenced_objects(controller, &client, scope, &health, referrers, |r| r)
         .shutdown_on_signal()
-        .run(reconcile, error_policy, ctx)
+        .run(
+            move |cr, ctx| reconcile_stack(cr, ctx, ogx_servers.clone()),
+            error_policy,
+            ctx,
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile error");
@@ -180,30 +242,116 @@ async fn run_scope(ctx: Arc<Context>, scope: Option<String>, triggered: mpsc::Re
         .await;
 }
 
-/// Owned objects, by metadata only and only those the operator labelled: the mapping to their
-/// owner needs nothing else, and nobody's ConfigMap data is cached.
-fn owned_objects(
-    controller: Controller<LlamaStackDistribution>,
+/// The OGXServers' controller over one scope: the same pipeline, through their door.
+async fn run_ogx_servers(
+    ctx: Arc<Context>,
+    scope: Option<&str>,
+    triggered: mpsc::Receiver<()>,
+    (reader, writer): (Store<OGXServer>, reflector::store::Writer<OGXServer>),
+) {
+    let client = ctx.client.clone();
+    let health = ctx.metrics.watches();
+    let referrers = Referrers::default();
+    let index = referrers.clone();
+    let servers = resilient(
+        watcher(
+            scoped::<OGXServer>(&client, scope),
+            watcher::Config::default(),
+        ),
+        "OGXServer",
+        health.clone(),
+    )
+    .reflect(writer)
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            index.observe(&as_model_event(event));
+        }
+    })
+    .applied_objects();
+    let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
+    let controller = Controller::for_stream(servers, reader)
+        .with_config(config)
+        .reconcile_all_on(on_trigger(triggered));
+    let controller = owned_objects(controller, &client, scope, &health, OGX_MANAGED_BY);
+    let controller = server_pods(controller, &client, scope, &health);
+    referenced_objects(controller, &client, scope, &health, referrers, |r| {
+        let ns = r.namespace.clone().unwrap_or_default();
+        ObjectRef::<OGXServer>::new(&r.name).within(&ns)
+    })
+    .shutdown_on_signal()
+    .run(reconcile_ogx, error_policy, ctx)
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(%error, "reconcile error");
+        }
+    })
+    .await;
+}
+
+/// An OGXServer's watch event as the model's, for the index of what stacks refer to (an
+/// OGXServer the model cannot carry refers to nothing until it can).
+fn as_model_event(event: &watcher::Event<OGXServer>) -> watcher::Event<LlamaStackDistribution> {
+    let model = |server: &OGXServer| {
+        crate::ogx_server::to_model(server).unwrap_or_else(|_| crate::ogx_server::shell(server))
+    };
+    match event {
+        watcher::Event::Apply(s) => watcher::Event::Apply(model(s)),
+        watcher::Event::Delete(s) => watcher::Event::Delete(model(s)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(s) => watcher::Event::InitApply(model(s)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
+/// Owned objects, by metadata only and only those the operator labelled for this door
+/// (`managed_by`): the mapping to their owner needs nothing else, and nobody's ConfigMap data is
+/// cached.
+fn owned_objects<K: Watched>(
+    controller: Controller<K>,
     client: &kube::Client,
     scope: Option<&str>,
     health: &Arc<WatchHealth>,
-) -> Controller<LlamaStackDistribution> {
+    managed_by: &str,
+) -> Controller<K> {
     let managed =
-        watcher::Config::default().labels(&format!("{}={}", labels::MANAGED_BY, FIELD_MANAGER));
+        watcher::Config::default().labels(&format!("{}={managed_by}", labels::MANAGED_BY));
     let owned = Owned {
         client,
         scope,
         config: &managed,
         health,
     };
-    let controller = owned.kind::<Deployment>(controller);
-    let controller = owned.kind::<ConfigMap>(controller);
-    let controller = owned.kind::<Service>(controller);
-    let controller = owned.kind::<ServiceAccount>(controller);
-    let controller = owned.kind::<NetworkPolicy>(controller);
-    let controller = owned.kind::<Ingress>(controller);
-    let controller = owned.kind::<HorizontalPodAutoscaler>(controller);
-    owned.kind::<PodDisruptionBudget>(controller)
+    let controller = owned.kind::<K, Deployment>(controller);
+    let controller = owned.kind::<K, ConfigMap>(controller);
+    let controller = owned.kind::<K, Service>(controller);
+    let controller = owned.kind::<K, ServiceAccount>(controller);
+    let controller = owned.kind::<K, NetworkPolicy>(controller);
+    let controller = owned.kind::<K, Ingress>(controller);
+    let controller = owned.kind::<K, HorizontalPodAutoscaler>(controller);
+    owned.kind::<K, PodDisruptionBudget>(controller)
+}
+
+/// What a controller's resource must be (both resources are).
+trait Watched:
+    kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// How the owned kinds are watched.
@@ -216,31 +364,20 @@ struct Owned<'a> {
 
 impl Owned<'_> {
     /// Adds the watch of one owned kind.
-    fn kind<K>(
-        &self,
-        controller: Controller<LlamaStackDistribution>,
-    ) -> Controller<LlamaStackDistribution>
-    where
-        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + 'static,
-    {
-        let api = scoped::<PartialObjectMeta<K>>(self.client, self.scope);
+    fn kind<K: Watched, O: Watched>(&self, controller: Controller<K>) -> Controller<K> {
+        let api = scoped::<PartialObjectMeta<O>>(self.client, self.scope);
         controller.owns_stream(metadata_objects(api, self.config.clone(), self.health))
     }
 }
 
 /// Server Pods that install external providers (labelled from the template): their init
 /// containers are the install steps the status reports.
-fn server_pods(
-    controller: Controller<LlamaStackDistribution>,
+fn server_pods<K: Watched>(
+    controller: Controller<K>,
     client: &kube::Client,
     scope: Option<&str>,
     health: &Arc<WatchHealth>,
-) -> Controller<LlamaStackDistribution> {
+) -> Controller<K> {
     let config = watcher::Config::default().labels(&format!("{}=true", labels::EXTERNAL_PROVIDERS));
     controller.watches_stream(
         metadata_objects(
@@ -254,20 +391,22 @@ fn server_pods(
                 .labels
                 .as_ref()?
                 .get(labels::INSTANCE)
-                .map(|name| ObjectRef::<LlamaStackDistribution>::new(name).within(&ns))
+                .map(|name| ObjectRef::<K>::new(name).within(&ns))
         },
     )
 }
 
 /// Referenced Secrets and ConfigMaps, by metadata only (no value is read here), mapped back to
-/// the LlamaStackDistributions that refer to them: users label nothing.
-fn referenced_objects(
-    controller: Controller<LlamaStackDistribution>,
+/// the stacks that refer to them (`to_ref` names them as the controller's resource): users label
+/// nothing.
+fn referenced_objects<K: Watched>(
+    controller: Controller<K>,
     client: &kube::Client,
     scope: Option<&str>,
     health: &Arc<WatchHealth>,
     referrers: Referrers,
-) -> Controller<LlamaStackDistribution> {
+    to_ref: fn(ObjectRef<LlamaStackDistribution>) -> ObjectRef<K>,
+) -> Controller<K> {
     let for_config_maps = referrers.clone();
     let secrets = metadata_objects(
         scoped::<PartialObjectMeta<Secret>>(client, scope),
@@ -282,13 +421,21 @@ fn referenced_objects(
         health,
     );
     controller
-        .watches_stream(secrets, move |s| referrers.of(RefKind::Secret, &s.metadata))
+        .watches_stream(secrets, move |s| {
+            referrers
+                .of(RefKind::Secret, &s.metadata)
+                .into_iter()
+                .map(to_ref)
+        })
         .watches_stream(config_maps, move |c| {
-            for_config_maps.of(RefKind::ConfigMap, &c.metadata)
+            for_config_maps
+                .of(RefKind::ConfigMap, &c.metadata)
+                .into_iter()
+                .map(to_ref)
         })
 }
 
-fn error_policy(_: Arc<LlamaStackDistribution>, error: &Error, _: Arc<Context>) -> Action {
+fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {
     tracing::warn!(error = %crate::error_chain(error), "reconcile failed");
     Action::requeue(RETRY_AFTER_ERROR)
 }

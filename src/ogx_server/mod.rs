@@ -7,6 +7,7 @@
 //! NetworkPolicy rules or client certificate its spec names would be worse than one that says
 //! why it does not run.
 
+pub mod from_llsd;
 pub mod providers;
 pub mod status;
 
@@ -58,6 +59,15 @@ pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslat
     model.metadata = server.metadata.clone();
     model.status = server.status.as_ref().map(status::into_model);
     Ok(model)
+}
+
+/// An `OGXServer` the model cannot carry, as far as a refusal needs it: its metadata and
+/// status, with an empty spec.
+pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
+    let mut model = LlamaStackDistribution::new("", LlamaStackDistributionSpec::default());
+    model.metadata = server.metadata.clone();
+    model.status = server.status.as_ref().map(status::into_model);
+    model
 }
 
 /// The spec in the model.

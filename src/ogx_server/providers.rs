@@ -18,8 +18,10 @@
 use serde_json::{Map, Value, json};
 
 use super::Untranslatable;
+use crate::api::apis;
 use crate::api::polymorphic::OneOrMany;
 use crate::api::v1alpha2::{ProviderConfig, ProvidersSpec, SecretKeyRef, SecretValue};
+use crate::stack_config::ProviderTable;
 
 /// The API sections of `OGXServer.spec.providers`, with the model's field for each.
 const APIS: &[&str] = &[
@@ -62,7 +64,7 @@ pub fn providers(spec: &Value) -> Result<ProvidersSpec, Untranslatable> {
                         false => path.clone(),
                     };
                     let provider = match type_key.as_str() {
-                        "custom" => custom(item, &path)?,
+                        "custom" => custom(api, item, &path)?,
                         typed_key => typed(side, typed_key, item, &path)?,
                     };
                     list.push(provider);
@@ -140,8 +142,9 @@ fn typed(
 }
 
 /// A `custom` provider: `type` as given, `settings` as given (they are config keys already),
-/// `secretRefs` as Secret references.
-fn custom(item: &Value, path: &str) -> Result<ProviderConfig, Untranslatable> {
+/// `secretRefs` as Secret references (the one in the provider's key setting as its API key, so
+/// that a provider converted from a LlamaStackDistribution reads its key from the same variable).
+fn custom(api: &str, item: &Value, path: &str) -> Result<ProviderConfig, Untranslatable> {
     let provider_type = item.get("type").and_then(Value::as_str).ok_or_else(|| {
         Untranslatable::new(format!("{path}.type"), "a custom provider names its type")
     })?;
@@ -155,6 +158,10 @@ fn custom(item: &Value, path: &str) -> Result<ProviderConfig, Untranslatable> {
             ));
         }
     };
+    let key_field = apis::stack_name(api)
+        .and_then(|config_api| ProviderTable::ogx().get(config_api, provider_type))
+        .and_then(|info| info.secret_field.as_deref());
+    let mut api_key = None;
     if let Some(Value::Object(refs)) = item.get("secretRefs") {
         for (field, value) in refs {
             let secret = secret_ref(value).ok_or_else(|| {
@@ -163,10 +170,17 @@ fn custom(item: &Value, path: &str) -> Result<ProviderConfig, Untranslatable> {
                     "a Secret reference is {name, key}",
                 )
             })?;
-            settings.insert(field.clone(), json!({"secretKeyRef": secret}));
+            if Some(field.as_str()) == key_field {
+                api_key = Some(SecretValue {
+                    secret_key_ref: secret,
+                });
+            } else {
+                settings.insert(field.clone(), json!({"secretKeyRef": secret}));
+            }
         }
     }
     Ok(ProviderConfig {
+        api_key,
         id: Some(
             item.get("id")
                 .and_then(Value::as_str)

@@ -372,3 +372,135 @@ fn the_status_keeps_every_field_both_ways_under_the_ogx_names() {
     assert!(json.get("routeURL").is_none());
     assert_eq!(status::into_model(&ogx), model);
 }
+
+/// Every LlamaStackDistribution of the real-world fixtures (tests/fixtures/real-world, sources
+/// in its README), v1alpha1 ones converted first.
+fn real_world_stacks() -> Vec<(String, LlamaStackDistribution)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/real-world");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Ok(docs) = serde_saphyr::from_multiple::<serde_json::Value>(&text) else {
+            continue;
+        };
+        for doc in docs {
+            if doc["kind"] != "LlamaStackDistribution" {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            // A few fixtures are refused by admission (their README says which): not stacks.
+            let Ok(v2) = crate::convert::convert(&doc, "llamastack.io/v1alpha2") else {
+                continue;
+            };
+            if let Ok(llsd) = serde_json::from_value(v2) {
+                out.push((stem, llsd));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_converted_stack_generates_the_config_it_generated_before() {
+    let base = parse_base(OGX_STARTER).unwrap();
+    let (mut same, mut refused) = (0, Vec::new());
+    for (file, llsd) in real_world_stacks() {
+        let converted = match from_llsd::to_ogx_server(&llsd) {
+            Ok(converted) => converted,
+            Err(e) => {
+                refused.push(format!("{file}: {e}"));
+                continue;
+            }
+        };
+        // Through the API server and back, as a user applying the output would.
+        let json = serde_json::to_value(&converted.server).unwrap();
+        let server: OGXServer = serde_json::from_value(json).unwrap();
+        let model = spec(&server.spec).unwrap();
+        let before = generate(&llsd.spec, &base, ProviderTable::ogx());
+        let after = generate(&model, &base, ProviderTable::ogx());
+        match (before, after) {
+            (Ok(before), Ok(after)) => {
+                assert_eq!(after.yaml, before.yaml, "{file}");
+                same += 1;
+            }
+            (Err(_), Err(_)) => {}
+            (before, after) => panic!("{file}: before {before:?}, after {after:?}"),
+        }
+    }
+    eprintln!("{same} generate the same config; refused: {refused:#?}");
+    assert!(same >= 10, "only {same} compared");
+    for refusal in &refused {
+        assert!(
+            refusal.contains(": spec."),
+            "a refusal names its field: {refusal}"
+        );
+    }
+}
+
+#[test]
+fn conversion_refuses_what_ogx_server_cannot_say_naming_the_field() {
+    let llsd = |spec: serde_json::Value| -> LlamaStackDistribution {
+        serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s"}, "spec": spec}),
+        )
+        .unwrap()
+    };
+    let field = |spec| from_llsd::to_ogx_server(&llsd(spec)).unwrap_err().field;
+    let d = json!({"name": "starter"});
+    assert_eq!(
+        field(json!({"distribution": d, "providers": {"safety": {"provider": "llama-guard"}}})),
+        "spec.providers.safety"
+    );
+    assert_eq!(
+        field(json!({"distribution": d, "resources": {"shields": ["s"]}})),
+        "spec.resources.shields"
+    );
+    assert_eq!(
+        field(
+            json!({"distribution": d, "externalProviders": {"inference": [{"providerId": "p", "image": "i"}]}})
+        ),
+        "spec.externalProviders"
+    );
+    assert_eq!(
+        field(
+            json!({"distribution": d, "networking": {"tls": {"caBundle": {"configMapName": "c", "configMapNamespace": "other"}}}})
+        ),
+        "spec.networking.tls.caBundle.configMapNamespace"
+    );
+    assert_eq!(
+        field(json!({"distribution": d, "networking": {"allowedFrom": {"namespaces": ["a"]}}})),
+        "spec.networking.allowedFrom"
+    );
+    assert_eq!(
+        field(json!({"distribution": {"image": "reg/x:1", "serverVersion": "1.5.0"}})),
+        "spec.distribution.serverVersion"
+    );
+    assert_eq!(
+        field(json!({"distribution": d, "workload": {"rollback": "Never"}})),
+        "spec.workload.rollback"
+    );
+    assert_eq!(
+        field(json!({"distribution": d, "providers": {"inference": {"provider": "no-such"}}})),
+        "spec.providers.inference.provider"
+    );
+    // No policy in the LlamaStackDistribution: none in the OGXServer either (it makes one unless told).
+    let converted = from_llsd::to_ogx_server(&llsd(json!({"distribution": d}))).unwrap();
+    let policy = converted
+        .server
+        .spec
+        .network
+        .clone()
+        .unwrap()
+        .policy
+        .unwrap();
+    assert_eq!(policy.enabled, Some(false));
+    let model = spec(&converted.server.spec).unwrap();
+    assert_eq!(model.networking.unwrap().allowed_from, None);
+}

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Resource;
 
 use crate::controller::stack::Stack;
-use crate::naming::{DESIRED_HASH, FIELD_MANAGER, labels};
+use crate::naming::{DESIRED_HASH, labels};
 
 /// Why an owned object could not be built. Always a bug in a builder, never the user's input.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +25,13 @@ pub enum BuildError {
 /// The labels of every owned object.
 pub(super) fn common_labels(stack: &Stack) -> BTreeMap<String, String> {
     let mut labels = selector_labels(stack);
-    labels.insert(labels::MANAGED_BY.to_owned(), FIELD_MANAGER.to_owned());
+    labels.insert(
+        labels::MANAGED_BY.to_owned(),
+        stack.door.managed_by().to_owned(),
+    );
+    for (key, value) in stack.door.object_labels() {
+        labels.insert((*key).to_owned(), (*value).to_owned());
+    }
     labels
 }
 

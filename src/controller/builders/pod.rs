@@ -19,7 +19,7 @@ use super::user_parts::{self, UserParts};
 use super::{ca_bundle, external};
 use crate::controller::stack::Stack;
 use crate::naming::{
-    CA_BUNDLE_KEY, CONFIG_DIR, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
+    CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
     derived_secret_name, managed_service_account_name, mount_path, pvc_name, volumes,
 };
 use crate::stack_config::env::EnvSource;
@@ -103,17 +103,19 @@ fn data_dir<'a>(stack: &Stack<'a>, server: ServerRelease) -> &'a str {
         .unwrap_or(launch(server).data_dir)
 }
 
-/// Where the config ConfigMap is mounted: [`CONFIG_DIR`], unless the user mounts a volume of
-/// their own there and the config is generated (the user's mount wins, the generated config moves
-/// aside). A user's ConfigMap stays at [`CONFIG_DIR`], where its own command may name it.
+/// Where the config ConfigMap is mounted: the door's directory ([`CONFIG_DIR`] for a
+/// LlamaStackDistribution, `/etc/ogx` for an OGXServer), unless the user mounts a volume of their
+/// own there and the config is generated (the user's mount wins, the generated config moves
+/// aside). A user's ConfigMap stays there, where its own command may name it.
 pub fn config_dir(stack: &Stack, config: &ServerConfig) -> &'static str {
+    let home = stack.door.config_dir();
     let taken = user_parts_of(stack)
         .mounts
         .iter()
-        .any(|m| mount_path(&m.mount_path) == CONFIG_DIR);
+        .any(|m| mount_path(&m.mount_path) == home);
     match config {
         ServerConfig::Generated(_) if taken => MOVED_CONFIG_DIR,
-        _ => CONFIG_DIR,
+        _ => home,
     }
 }
 
@@ -332,7 +334,7 @@ fn container(stack: &Stack, inputs: &Inputs) -> Container {
         (None, _) => launch_command,
     };
     Container {
-        name: "llama-stack".to_owned(),
+        name: stack.door.container().to_owned(),
         image: Some(inputs.image.to_owned()),
         args: args(stack, inputs),
         command,

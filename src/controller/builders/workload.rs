@@ -104,6 +104,9 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
         annotations.insert(CA_BUNDLE_HASH.to_owned(), hash);
     }
     let mut pod_labels = common_labels(stack);
+    for (key, value) in stack.door.pod_labels() {
+        pod_labels.insert((*key).to_owned(), (*value).to_owned());
+    }
     if stack.has_external_providers() {
         pod_labels.insert(labels::EXTERNAL_PROVIDERS.to_owned(), "true".to_owned());
     }

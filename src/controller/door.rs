@@ -1,0 +1,117 @@
+//! Which API a stack came through: `LlamaStackDistribution` or `OGXServer`. The core reconciles
+//! both from one model; the door decides what their users see differently: the object owning
+//! the stack's objects (and named in Events), where its status is written, and the names and
+//! labels each API's users rely on (the container `ogx`, the Pod label `app: ogx`, objects
+//! `managed-by: ogx-operator` that an OGX ServiceMonitor selects, the config at `/etc/ogx`).
+//!
+//! What does not change with the door: the object names (both APIs use `<name>-service`,
+//! `<name>-pvc`, ...) and the Pod selector (a Deployment's selector cannot change, so a stack
+//! moved from one API to the other keeps its Deployment and never stops serving).
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+
+use crate::api::ogx;
+use crate::api::v1alpha2::LlamaStackDistribution;
+pub use crate::naming::OGX_MANAGED_BY;
+use crate::naming::{CONFIG_DIR, FIELD_MANAGER};
+use crate::stack_config::ModelMerge;
+
+/// Where an `OGXServer`'s config ConfigMap is mounted (the OGX operator's path).
+pub const OGX_CONFIG_DIR: &str = "/etc/ogx";
+
+/// The API a stack came through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Door {
+    /// `llamastack.io` `LlamaStackDistribution`.
+    #[default]
+    LlamaStackDistribution,
+    /// `ogx.io/v1beta1` `OGXServer`.
+    OgxServer,
+}
+
+impl Door {
+    /// `apiVersion` and `kind` of the resource.
+    pub fn type_meta(self) -> (&'static str, &'static str) {
+        match self {
+            Door::LlamaStackDistribution => ("llamastack.io/v1alpha2", "LlamaStackDistribution"),
+            Door::OgxServer => (ogx::API_VERSION, "OGXServer"),
+        }
+    }
+
+    /// The controller owner reference of the stack's objects.
+    pub fn owner(self, model: &LlamaStackDistribution) -> Option<OwnerReference> {
+        if self == Door::LlamaStackDistribution {
+            return model.controller_owner_ref(&());
+        }
+        let (api_version, kind) = self.type_meta();
+        Some(OwnerReference {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            name: model.metadata.name.clone()?,
+            uid: model.metadata.uid.clone()?,
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        })
+    }
+
+    /// The resource as Events name it.
+    pub fn object_ref(self, model: &LlamaStackDistribution) -> ObjectReference {
+        let (api_version, kind) = self.type_meta();
+        ObjectReference {
+            api_version: Some(api_version.to_owned()),
+            kind: Some(kind.to_owned()),
+            ..model.object_ref(&())
+        }
+    }
+
+    /// The server container's name.
+    pub fn container(self) -> &'static str {
+        match self {
+            Door::LlamaStackDistribution => "llama-stack",
+            Door::OgxServer => "ogx",
+        }
+    }
+
+    /// `app.kubernetes.io/managed-by` of the stack's objects.
+    pub fn managed_by(self) -> &'static str {
+        match self {
+            Door::LlamaStackDistribution => FIELD_MANAGER,
+            Door::OgxServer => OGX_MANAGED_BY,
+        }
+    }
+
+    /// Labels of every object beyond the common ones (`app.kubernetes.io/part-of: ogx`).
+    pub fn object_labels(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Door::LlamaStackDistribution => &[],
+            Door::OgxServer => &[("app.kubernetes.io/part-of", "ogx")],
+        }
+    }
+
+    /// Labels of the server Pods beyond the selector's (`app: ogx`, which OGX users' Services
+    /// and policies select).
+    pub fn pod_labels(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Door::LlamaStackDistribution => &[],
+            Door::OgxServer => &[("app", "ogx")],
+        }
+    }
+
+    /// Where the config ConfigMap is mounted.
+    pub fn config_dir(self) -> &'static str {
+        match self {
+            Door::LlamaStackDistribution => CONFIG_DIR,
+            Door::OgxServer => OGX_CONFIG_DIR,
+        }
+    }
+
+    /// How the spec's models combine with the base config's.
+    pub fn models(self) -> ModelMerge {
+        match self {
+            Door::LlamaStackDistribution => ModelMerge::Add,
+            Door::OgxServer => ModelMerge::Replace,
+        }
+    }
+}
