@@ -733,3 +733,130 @@ fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
         });
     }
 }
+
+/// The OGX operator's `OGXServer` through the same core, and a LlamaStackDistribution moved to
+/// the OGXServer of the same name in place: the Deployment (its selector, the Service's address
+/// and the pinned image) is kept, the names OGX users rely on are applied, the LLSD stands down.
+#[test]
+fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
+    use kube::runtime::reflector;
+    use kube::runtime::watcher;
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::{reconcile_ogx, reconcile_stack};
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+            serde_saphyr::from_str(&std::fs::read_to_string(support::workspace_root().join("crds/ogxservers.ogx.io.yaml")).unwrap()).unwrap();
+        support::control_plane::install_crd(&client, &crd).await.unwrap();
+        let f = Fixture::new(&client, "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+
+        // A sample of the OGX operator (tests/fixtures/ogx-operator), as written for it.
+        let sample = std::fs::read_to_string(support::workspace_root().join("tests/fixtures/ogx-operator/example-with-generated-config.yaml")).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&sample).unwrap();
+        let server: OGXServer = serde_json::from_value(docs[1].clone()).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        let name = "ogxserver-with-generated-config";
+        reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
+        let condition = |status: &Value, type_: &str| -> (String, String) {
+            let c = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == type_).unwrap_or_else(|| panic!("no {type_}: {status:#}"));
+            (c["status"].as_str().unwrap().to_owned(), c["reason"].as_str().unwrap().to_owned())
+        };
+        // Its Secret is missing (the sample creates it first): the condition names it, nothing runs.
+        assert_eq!(condition(&status, "SecretsResolved"), ("False".into(), "SecretNotFound".into()), "{status:#}");
+        let secret: Secret = serde_json::from_value(docs[0].clone()).unwrap();
+        Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), f.ctx.clone()).await.unwrap();
+        let stored = servers.get(name).await.unwrap();
+        let status = serde_json::to_value(&stored.status).unwrap();
+        assert_eq!(condition(&status, "ConfigGenerated"), ("True".into(), "ConfigGenerationSucceeded".into()), "{status:#}");
+        // The catalog's image (offline here: the embedded config, no registry to pin at).
+        assert!(status["resolvedDistribution"]["image"].as_str().unwrap().starts_with("docker.io/ogxai/distribution-starter:"), "{status:#}");
+        let config_map = status["configGeneration"]["configMapName"].as_str().unwrap().to_owned();
+        assert!(config_map.starts_with(&format!("{name}-config-")));
+        assert_eq!(status["configGeneration"]["observedGeneration"], 1);
+        let d = f.deployment(name).await;
+        let owner = &d.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!((owner.kind.as_str(), owner.api_version.as_str(), Some(&owner.uid)), ("OGXServer", "ogx.io/v1beta1", stored.metadata.uid.as_ref()));
+        let labels = d.metadata.labels.clone().unwrap();
+        assert_eq!(labels["app.kubernetes.io/managed-by"], "ogx-operator");
+        assert_eq!(labels["app.kubernetes.io/part-of"], "ogx");
+        let template = d.spec.clone().unwrap().template;
+        assert_eq!(template.metadata.unwrap().labels.unwrap()["app"], "ogx");
+        let pod = template.spec.unwrap();
+        let container = &pod.containers[0];
+        assert_eq!(container.name, "ogx");
+        let mounts = serde_json::to_value(&container.volume_mounts).unwrap();
+        assert!(mounts.as_array().unwrap().iter().any(|m| m["mountPath"] == "/etc/ogx"), "{mounts:#}");
+        let env = container_env(&d);
+        assert!(env.iter().any(|e| e["name"] == "OGX_METRICS_PORT" && e["value"] == "9464"), "{env:#?}");
+        let generated = Api::<ConfigMap>::namespaced(client.clone(), "default").get(&config_map).await.unwrap();
+        let yaml = &generated.data.unwrap()["config.yaml"];
+        assert!(yaml.contains("openai-primary") && !yaml.contains("vector_io"), "{yaml}");
+        assert_eq!(generated.metadata.labels.unwrap()["app.kubernetes.io/managed-by"], "ogx-operator");
+
+        // What the operator cannot serve yet is refused with the field, and nothing is made.
+        let refused: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "trusting"}, "spec": {"distribution": {"name": "starter"},
+            "tls": {"identity": {"cert": {"name": "c", "key": "tls.crt"}, "key": {"name": "k", "key": "tls.key"}}}}})).unwrap();
+        servers.create(&PostParams::default(), &refused).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("trusting").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get("trusting").await.unwrap().status).unwrap();
+        assert_eq!(condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
+        assert_eq!(status["phase"], "Failed");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("trusting").await.unwrap().is_none());
+
+        // A LlamaStackDistribution, running...
+        let llsd: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "moving"}, "spec": {"distribution": {"name": "starter"}, "networking": {"allowedFrom": {}},
+            "resources": {"models": ["llama3.2:1b"]}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &llsd).await.unwrap();
+        f.reconcile("moving").await;
+        let before = f.deployment("moving").await;
+        let pinned = f.llsds().get("moving").await.unwrap().status.unwrap().resolved_distribution.unwrap();
+        let service_ip = Api::<Service>::namespaced(client.clone(), "default").get("moving-service").await.unwrap().spec.unwrap().cluster_ip;
+        // ...is moved: its OGXServer of the same name, as `convert --to ogx` writes it.
+        let manifest = plane.dir().join("moving.yaml");
+        std::fs::write(&manifest, serde_saphyr::to_string(&f.llsds().get("moving").await.unwrap()).unwrap()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+            .args(["convert", "-f", manifest.to_str().unwrap(), "--to", "ogx.io/v1beta1"])
+            .output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut converted: Value = serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+        converted["metadata"] = json!({"name": "moving"});
+        let converted: OGXServer = serde_json::from_value(converted).unwrap();
+        servers.create(&PostParams::default(), &converted).await.unwrap();
+        // The LLSD sees it and stands down, changing nothing.
+        let (reader, mut writer) = reflector::store::<OGXServer>();
+        writer.apply_watcher_event(&watcher::Event::Apply(servers.get("moving").await.unwrap()));
+        reconcile_stack(Arc::new(f.llsds().get("moving").await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        let (status, reason, message) = f.condition("moving", "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "MovedToOGXServer"), "{message}");
+        assert_eq!(f.deployment("moving").await.metadata.resource_version, before.metadata.resource_version, "nothing written");
+        // The OGXServer takes the objects over: same Deployment (its selector cannot change),
+        // the same pinned image, the same Service address, owned by the OGXServer.
+        reconcile_ogx(Arc::new(servers.get("moving").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let after = f.deployment("moving").await;
+        assert_eq!(after.metadata.uid, before.metadata.uid);
+        assert_eq!(after.spec.as_ref().unwrap().selector, before.spec.as_ref().unwrap().selector);
+        let owners = after.metadata.owner_references.clone().unwrap();
+        assert_eq!(owners.len(), 1, "{owners:?}");
+        assert_eq!(owners[0].kind, "OGXServer");
+        let container = &after.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0];
+        assert_eq!(container.name, "ogx");
+        assert_eq!(container.image.as_deref(), pinned.image.as_deref());
+        let service = Api::<Service>::namespaced(client.clone(), "default").get("moving-service").await.unwrap();
+        assert_eq!(service.spec.unwrap().cluster_ip, service_ip);
+        assert_eq!(service.metadata.owner_references.unwrap()[0].kind, "OGXServer");
+        let moved = servers.get("moving").await.unwrap().status.unwrap();
+        let resolved = moved.resolved_distribution.unwrap();
+        assert_eq!((resolved.image, resolved.pinned_at), (pinned.image, pinned.pinned_at), "the pin is kept");
+        // Deleting the LLSD now takes nothing with it (nothing it owns is left).
+        let owned_by_llsd = Api::<ConfigMap>::namespaced(client.clone(), "default").list(&ListParams::default()).await.unwrap().items.into_iter()
+            .filter(|c| c.metadata.owner_references.iter().flatten().any(|o| o.kind == "LlamaStackDistribution" && o.name == "moving"))
+            .filter_map(|c| c.metadata.name).collect::<Vec<_>>();
+        assert!(owned_by_llsd.iter().all(|n| n.starts_with("moving-config-")), "only old generated configs, pruned later: {owned_by_llsd:?}");
+    });
+}
