@@ -860,3 +860,88 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         assert!(owned_by_llsd.iter().all(|n| n.starts_with("moving-config-")), "only old generated configs, pruned later: {owned_by_llsd:?}");
     });
 }
+
+/// The running operator serves OGXServers from its watches when their CRD is installed: an
+/// OGXServer of the same name takes a running LlamaStackDistribution over, and a Secret created
+/// later reaches the OGXServer that refers to it.
+#[test]
+fn the_running_controller_serves_ogx_servers_from_watches() {
+    use llama_stack_operator::api::ogx::OGXServer;
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+            serde_saphyr::from_str(&std::fs::read_to_string(support::workspace_root().join("crds/ogxservers.ogx.io.yaml")).unwrap()).unwrap();
+        support::control_plane::install_crd(&client, &crd).await.unwrap();
+        let ctx = Fixture::new(&client, "default").ctx;
+        let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let until = |what: &'static str| async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            what
+        };
+        let llsd: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "live"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        llsds.create(&PostParams::default(), &llsd).await.unwrap();
+        let mut created = false;
+        for _ in 0..100 {
+            if deployments.get_opt("live").await.unwrap().is_some() {
+                created = true;
+                break;
+            }
+            until("the LLSD's Deployment").await;
+        }
+        assert!(created, "the LLSD's Deployment");
+        let server: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "live"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        let mut moved = false;
+        for _ in 0..100 {
+            let d = deployments.get("live").await.unwrap();
+            let owned = d.metadata.owner_references.iter().flatten().any(|o| o.kind == "OGXServer");
+            let stood_down = llsds.get("live").await.unwrap().status.and_then(|s| s.conditions).unwrap_or_default()
+                .iter().any(|c| c.reason == "MovedToOGXServer");
+            if owned && stood_down {
+                moved = true;
+                break;
+            }
+            until("the move").await;
+        }
+        assert!(moved, "the OGXServer took the Deployment over and the LLSD stood down");
+        // Stays moved: the LLSD's controller does not take it back.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let d = deployments.get("live").await.unwrap();
+        assert_eq!(d.metadata.owner_references.unwrap()[0].kind, "OGXServer");
+
+        let waiting: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "waiting"}, "spec": {"distribution": {"name": "starter"},
+            "providers": {"inference": {"remote": {"vllm": [{"endpoint": "http://v:8000/v1", "apiToken": {"name": "waiting-creds", "key": "token"}}]}}}}})).unwrap();
+        servers.create(&PostParams::default(), &waiting).await.unwrap();
+        let mut reported = false;
+        for _ in 0..50 {
+            let status = serde_json::to_value(servers.get("waiting").await.unwrap().status).unwrap();
+            if status["conditions"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "SecretsResolved" && c["status"] == "False")) {
+                reported = true;
+                break;
+            }
+            until("the missing Secret").await;
+        }
+        assert!(reported, "the missing Secret is reported on the OGXServer");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "waiting-creds"}, "stringData": {"token": "t"}})).unwrap();
+        let started = std::time::Instant::now();
+        Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+        let mut converged = false;
+        while started.elapsed() < Duration::from_secs(8) {
+            if deployments.get_opt("waiting").await.unwrap().is_some() {
+                converged = true;
+                break;
+            }
+            until("the Secret's watch").await;
+        }
+        assert!(converged, "the Secret watch reconciles the OGXServer that refers to it");
+        controller.abort();
+    });
+}
