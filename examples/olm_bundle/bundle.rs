@@ -49,9 +49,10 @@ pub fn bundle(rendered: &Rendered, version: &str) -> Result<Vec<(String, String)
         "CustomResourceDefinition",
         "llamastackdistributions.llamastack.io",
     )?;
+    let ogx_crd = rendered.one("CustomResourceDefinition", "ogxservers.ogx.io")?;
     let service = rendered.one("Service", "llama-stack-operator-metrics")?;
     let reader = rendered.one("ClusterRole", "llama-stack-operator-metrics-reader")?;
-    let csv = cluster_service_version(rendered, crd, version)?;
+    let csv = cluster_service_version(rendered, (crd, ogx_crd), version)?;
     let yaml = |v: &Value| serde_saphyr::to_string(v).map_err(|e| e.to_string());
     let mut files = vec![(
         format!("manifests/{PACKAGE}.clusterserviceversion.yaml"),
@@ -59,6 +60,7 @@ pub fn bundle(rendered: &Rendered, version: &str) -> Result<Vec<(String, String)
     )];
     for (path, doc) in [
         ("manifests/llamastack.io_llamastackdistributions.yaml", crd),
+        ("manifests/ogx.io_ogxservers.yaml", ogx_crd),
         (
             "manifests/llama-stack-operator-metrics_v1_service.yaml",
             service,
@@ -107,10 +109,11 @@ fn without_namespace(doc: &Value) -> Value {
 
 fn cluster_service_version(
     rendered: &Rendered,
-    crd: &Value,
+    (crd, ogx_crd): (&Value, &Value),
     version: &str,
 ) -> Result<Value, String> {
     let deployment = rendered.one("Deployment", "llama-stack-operator")?;
+    let owned_crds = [owned(crd)?, owned(ogx_crd)?].concat();
     let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
         .as_str()
         .ok_or("the manager has no image")?;
@@ -140,7 +143,7 @@ fn cluster_service_version(
             "keywords": ["llama-stack", "llm", "inference", "ai"],
             "maintainers": [{"name": "llama-stack-operator contributors", "email": "llama-stack-operator@example.invalid"}],
             "installModes": install_modes(),
-            "customresourcedefinitions": {"owned": owned(crd)?},
+            "customresourcedefinitions": {"owned": owned_crds},
             "install": {"strategy": "deployment", "spec": {
                 "clusterPermissions": [{"serviceAccountName": "llama-stack-operator", "rules": cluster_rules(rendered)?}],
                 "permissions": [{"serviceAccountName": "llama-stack-operator", "rules": namespace_rules(rendered)?}],
@@ -194,12 +197,13 @@ fn owned(crd: &Value) -> Result<Vec<Value>, String> {
         .into_iter()
         .map(|v| {
             let name = v["name"].as_str().unwrap_or_default();
-            let description = match name {
-                "v1alpha2" => "A llama-stack server whose config.yaml the operator generates from providers, models, shields, tools, storage and networking",
-                _ => "The upstream operator's resource (a full config or the distribution's defaults), converted losslessly to v1alpha2",
+            let (display, description) = match (kind.as_str(), name) {
+                (Some("OGXServer"), _) => ("OGX Server", "The OGX operator's API (ogx.io/v1beta1), served from the same core: an OGX server whose config the operator generates from typed providers, models and storage"),
+                (_, "v1alpha2") => ("Llama Stack Distribution", "A llama-stack server whose config.yaml the operator generates from providers, models, shields, tools, storage and networking"),
+                _ => ("Llama Stack Distribution", "The upstream operator's resource (a full config or the distribution's defaults), converted losslessly to v1alpha2"),
             };
             json!({"name": crd["metadata"]["name"], "version": name, "kind": kind,
-                   "displayName": "Llama Stack Distribution", "description": description})
+                   "displayName": display, "description": description})
         })
         .collect())
 }

@@ -304,6 +304,10 @@ fn the_charts_copies_of_the_crd_and_the_monitoring_files_are_current() {
             "crds/llamastackdistributions.llamastack.io.yaml",
         ),
         (
+            "files/ogxservers.ogx.io.yaml",
+            "crds/ogxservers.ogx.io.yaml",
+        ),
+        (
             "files/llama-stack-operator-dashboard.json",
             "deploy/components/monitoring/llama-stack-operator-dashboard.json",
         ),
