@@ -746,9 +746,6 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
 
     let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-            serde_saphyr::from_str(&std::fs::read_to_string(support::workspace_root().join("crds/ogxservers.ogx.io.yaml")).unwrap()).unwrap();
-        support::control_plane::install_crd(&client, &crd).await.unwrap();
         let f = Fixture::new(&client, "default");
         let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
 
@@ -870,9 +867,6 @@ fn the_running_controller_serves_ogx_servers_from_watches() {
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-            serde_saphyr::from_str(&std::fs::read_to_string(support::workspace_root().join("crds/ogxservers.ogx.io.yaml")).unwrap()).unwrap();
-        support::control_plane::install_crd(&client, &crd).await.unwrap();
         let ctx = Fixture::new(&client, "default").ctx;
         let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
         let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");

@@ -523,13 +523,21 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
         hooks[1]["conversionCRDs"][0],
         "llamastackdistributions.llamastack.io"
     );
-    let owned: Vec<&str> = spec["customresourcedefinitions"]["owned"]
+    let owned: Vec<(&str, &str)> = spec["customresourcedefinitions"]["owned"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|o| o["version"].as_str())
+        .filter_map(|o| Some((o["kind"].as_str()?, o["version"].as_str()?)))
         .collect();
-    assert_eq!(owned, ["v1alpha2", "v1alpha1"], "the storage version first");
+    assert_eq!(
+        owned,
+        [
+            ("LlamaStackDistribution", "v1alpha2"),
+            ("LlamaStackDistribution", "v1alpha1"),
+            ("OGXServer", "v1beta1")
+        ],
+        "the storage version first"
+    );
     let modes: Vec<(&str, bool)> = spec["installModes"]
         .as_array()
         .unwrap()

@@ -835,6 +835,172 @@ fn ogx_stacks_run_named_direct_and_generated(env: &Env) -> Result<(), Failed> {
     a_rejected_ogx_config_crash_loops_behind_the_ready_pod(env, ns)
 }
 
+/// Waits until the `kind` object `ns/name` is in phase Ready; on time-out, says what the
+/// cluster shows.
+fn wait_phase_ready(env: &Env, kind: &str, ns: &str, name: &str) -> Result<Value, Failed> {
+    let deadline = Instant::now() + READY;
+    loop {
+        let object = env.json(&["get", kind, name, "-n", ns])?;
+        if object["status"]["phase"] == "Ready" {
+            return Ok(object);
+        }
+        if Instant::now() > deadline {
+            let pods = env
+                .kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None)
+                .unwrap_or_default();
+            return Err(format!(
+                "{kind} {ns}/{name} not Ready after {READY:?}; status: {}\nPods:\n{pods}",
+                object["status"]
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// An `OGXServer` as the OGX operator's users write it runs the OGX 1.3.0 image with the names
+/// they rely on; then a running LlamaStackDistribution moves to the OGXServer `convert` writes
+/// for it, in place, while its Service answers every request.
+fn an_ogx_server_runs_and_a_stack_moves_to_one_in_place(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-ogx-server";
+    env.namespace(ns, registry_host(&env.images.ogx))?;
+    let requests = json!({"requests": {"cpu": "100m", "memory": "256Mi"}});
+    // The OGX operator's sample `ogxserver-monitoring-defaults`
+    // (tests/fixtures/ogx-operator/example-with-monitoring.yaml), without its Ollama variables
+    // (nothing answers at that address here) and with small requests (one node).
+    let sample = std::fs::read_to_string(
+        support::workspace_root().join("tests/fixtures/ogx-operator/example-with-monitoring.yaml"),
+    )?;
+    let mut server: Value = serde_saphyr::from_multiple::<Value>(&sample)?.remove(0);
+    let name = server["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    server["metadata"]["namespace"] = json!(ns);
+    server["spec"]["workload"] = json!({"resources": requests});
+    env.kubectl(&["create", "-f", "-"], Some(&server.to_string()))?;
+    let ready = wait_phase_ready(env, "ogxserver", ns, &name)?;
+    let image = ready["status"]["resolvedDistribution"]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        image.contains("/mirror/ogxai/distribution-starter@sha256:"),
+        "pinned through the mirror: {image}"
+    );
+    let deployment = env.json(&["get", "deployment", &name, "-n", ns])?;
+    let template = &deployment["spec"]["template"];
+    assert_eq!(template["metadata"]["labels"]["app"], "ogx");
+    assert_eq!(
+        deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "ogx-operator"
+    );
+    let container = &template["spec"]["containers"][0];
+    assert_eq!(container["name"], "ogx");
+    let env_vars = container["env"].as_array().cloned().unwrap_or_default();
+    for (var, value) in [
+        ("OGX_METRICS_PORT", "9464"),
+        ("OGX_METRICS_ENDPOINT_ENABLED", "1"),
+        ("OGX_CONFIG", "/etc/ogx/config.yaml"),
+    ] {
+        assert!(
+            env_vars
+                .iter()
+                .any(|e| e["name"] == var && e["value"] == value),
+            "{var}={value}: {env_vars:?}"
+        );
+    }
+    let address = service_address(env, ns, &name)?;
+    assert_eq!(served_version(&address)?, "1.3.0");
+    eventually("the server's version in the OGXServer's status", || {
+        let status = env.json(&["get", "ogxserver", &name, "-n", ns])?;
+        Ok(status["status"]["version"]["serverVersion"] == "1.3.0")
+    })?;
+
+    // A LlamaStackDistribution on the same image, serving...
+    env.create_v1alpha2(
+        ns,
+        "moving",
+        json!({"distribution": {"name": "starter"}, "workload": {"resources": requests}}),
+    )?;
+    let llsd = env.wait_ready(ns, "moving")?;
+    let address = service_address(env, ns, "moving")?;
+    let prober = Prober::start(address.clone());
+    let started = Instant::now();
+    // ...moves: `convert --to ogx.io/v1beta1` on the stored object, applied as it is printed.
+    let stored = env.work.path().join("moving.yaml");
+    std::fs::write(&stored, serde_json::to_string(&llsd)?)?;
+    let converted = std::process::Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+        .args([
+            "convert",
+            "-f",
+            &stored.to_string_lossy(),
+            "--to",
+            "ogx.io/v1beta1",
+        ])
+        .output()?;
+    if !converted.status.success() {
+        return Err(String::from_utf8_lossy(&converted.stderr)
+            .into_owned()
+            .into());
+    }
+    let mut manifest: Value = serde_saphyr::from_str(&String::from_utf8_lossy(&converted.stdout))?;
+    // What the API server set on the old object is not the user's to copy.
+    manifest["metadata"] = json!({"name": "moving", "namespace": ns});
+    env.kubectl(
+        &["apply", "--server-side", "-f", "-"],
+        Some(&manifest.to_string()),
+    )?;
+    eventually("the LlamaStackDistribution standing down", || {
+        let llsd = env.json(&["get", "llsd", "moving", "-n", ns])?;
+        Ok(llsd["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["reason"] == "MovedToOGXServer")))
+    })?;
+    wait_phase_ready(env, "ogxserver", ns, "moving")?;
+    eventually("every Pod of the stack running the container ogx", || {
+        let pods = env.json(&[
+            "get",
+            "pods",
+            "-n",
+            ns,
+            "-l",
+            "app.kubernetes.io/instance=moving",
+        ])?;
+        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        Ok(!items.is_empty()
+            && items.iter().all(|p| {
+                p["spec"]["containers"][0]["name"] == "ogx"
+                    && p["metadata"]["deletionTimestamp"].is_null()
+            }))
+    })?;
+    let (ok, failed, errors) = prober.finish();
+    eprintln!(
+        "request log across the move ({:?}): {ok} requests to {address}/v1/health answered, {failed} failed {errors:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        failed, 0,
+        "the Service answered across the move: {errors:?}"
+    );
+    assert!(ok > 0);
+    assert_eq!(
+        service_address(env, ns, "moving")?,
+        address,
+        "the same Service address"
+    );
+    let moved = env.json(&["get", "deployment", "moving", "-n", ns])?;
+    assert_eq!(moved["metadata"]["ownerReferences"][0]["kind"], "OGXServer");
+    // The old resource goes; nothing goes with it.
+    env.kubectl(&["delete", "llsd", "moving", "-n", ns, "--wait=true"], None)?;
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        served_version(&address)?,
+        "1.3.0",
+        "still serving after the LLSD is gone"
+    );
+    Ok(())
+}
+
 /// OGX 1.3.0 refusing its config at start-up (it exits 0 when start-up fails) is a crash loop
 /// all the same: kubelet restarts it, and the Ready revision keeps serving behind the Service.
 fn a_rejected_ogx_config_crash_loops_behind_the_ready_pod(
@@ -1122,6 +1288,10 @@ fn main() -> ExitCode {
             (
                 "ogx_stacks_run_named_direct_and_generated",
                 ogx_stacks_run_named_direct_and_generated,
+            ),
+            (
+                "an_ogx_server_runs_and_a_stack_moves_to_one_in_place",
+                an_ogx_server_runs_and_a_stack_moves_to_one_in_place,
             ),
         ]),
         "the real node",

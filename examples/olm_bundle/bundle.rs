@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 /// The bundle's package.
 pub const PACKAGE: &str = "llama-stack-operator";
 /// The CSV's `alm-examples`: one resource per served version, the storage version first.
-const EXAMPLES: [&str; 2] = [
+const EXAMPLES: [&str; 3] = [
     include_str!("../../deploy/samples/v1alpha2_us1_minimal_inference.yaml"),
     include_str!("../../deploy/samples/v1alpha1_us7_existing_resource.yaml"),
+    include_str!("../../deploy/samples/ogx/vllm.yaml"),
 ];
 /// The icon OperatorHub shows.
 const ICON_SVG: &str = include_str!("icon.svg");

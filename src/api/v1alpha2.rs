@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::{
     EnvVar, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
 };
+use k8s_openapi::api::networking::v1::{NetworkPolicyEgressRule, NetworkPolicyIngressRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{CustomResource, KubeSchema};
@@ -391,6 +392,30 @@ pub struct NetworkingSpec {
     /// Who may reach the server (NetworkPolicy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_from: Option<AllowedFromSpec>,
+    /// NetworkPolicy rules of your own, in Kubernetes' terms (with or without `allowedFrom`): the
+    /// ingress rules are added to the default one (the server's namespace, the operator's and
+    /// `allowedFrom`, on the server port); egress is governed when rules are given or `Egress`
+    /// is listed in `policyTypes`, and DNS to kube-dns is then always allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRules>,
+}
+
+/// NetworkPolicy rules of the user's own.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRules {
+    /// `Ingress`, `Egress` (default: `Ingress`, and `Egress` when egress rules are given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2), inner(regex(pattern = "^(Ingress|Egress)$")))]
+    pub policy_types: Option<Vec<String>>,
+    /// Who else may connect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub ingress: Option<Vec<NetworkPolicyIngressRule>>,
+    /// Where the server may connect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub egress: Option<Vec<NetworkPolicyEgressRule>>,
 }
 
 impl Default for NetworkingSpec {
@@ -400,6 +425,7 @@ impl Default for NetworkingSpec {
             tls: None,
             expose: None,
             allowed_from: None,
+            policy: None,
         }
     }
 }

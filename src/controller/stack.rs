@@ -16,8 +16,8 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, P
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{
-    ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, ResolvedDistributionStatus,
-    RollbackStatus, WorkloadOverrides, WorkloadSpec,
+    ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, PolicyRules,
+    ResolvedDistributionStatus, RollbackStatus, WorkloadOverrides, WorkloadSpec,
 };
 use crate::naming::REPIN_ANNOTATION;
 
@@ -117,8 +117,10 @@ pub struct Networking<'a> {
     pub tls: bool,
     /// `expose`: `None` when not exposed, else its options (empty strings as unset).
     pub expose: Option<ExposeOptions>,
-    /// `allowedFrom`: `None` makes no NetworkPolicy.
+    /// `allowedFrom`: `None` (and no `policy`) makes no NetworkPolicy.
     pub allowed_from: Option<&'a AllowedFromSpec>,
+    /// `policy`: rules of the user's own, beside the default one.
+    pub policy: Option<&'a PolicyRules>,
     /// `tls.caBundle`: the ConfigMap of CA certificates the server trusts.
     pub ca_bundle: Option<&'a CaBundleConfig>,
 }
@@ -241,6 +243,7 @@ impl<'a> Networking<'a> {
                 .and_then(|n| n.expose.as_ref())
                 .and_then(expose_options),
             allowed_from: networking.and_then(|n| n.allowed_from.as_ref()),
+            policy: networking.and_then(|n| n.policy.as_ref()),
             ca_bundle: networking
                 .and_then(|n| n.tls.as_ref())
                 .and_then(|t| t.ca_bundle.as_ref()),

@@ -1,17 +1,23 @@
 //! A LlamaStackDistribution (the model, v1alpha2) as the `OGXServer` of the same name: what
 //! `convert --to ogx.io/v1beta1` prints, and what a stack moved in place runs as. Refuses, naming
 //! the field, what `OGXServer` cannot say (a distribution outside OGX's, `safety`, shields, tool
-//! groups, a cross-namespace CA bundle, NetworkPolicy peers of one's own, external providers).
+//! groups, a cross-namespace CA bundle, external providers).
 //!
 //! Providers become `custom` providers (`type` and config keys as the server names them), which
 //! carry every provider type and setting; the generated config is the same either way.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Map, Value, json};
 
 use super::Untranslatable;
 use crate::api::apis;
+use crate::api::common::AllowedFromSpec;
 use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
@@ -357,23 +363,44 @@ fn network(
             })
         }
     };
-    let policy = match &networking.allowed_from {
+    let policy = match (&networking.allowed_from, &networking.policy) {
         // No policy: OGXServer makes one unless told not to.
-        None => Some(ogx::NetworkPolicySpec {
+        (None, None) => Some(ogx::NetworkPolicySpec {
             enabled: Some(false),
             ..ogx::NetworkPolicySpec::default()
         }),
-        Some(a)
-            if a.namespaces.as_ref().is_none_or(Vec::is_empty)
-                && a.labels.as_ref().is_none_or(Vec::is_empty) =>
-        {
-            None
-        }
-        Some(_) => {
-            return refuse(
-                "spec.networking.allowedFrom",
-                "namespaces and labels of one's own become NetworkPolicy rules, which OGXServers are not served with yet",
+        (allowed, own) => {
+            // OGXServer's default rule is allowedFrom's without namespaces or labels; those
+            // become an ingress rule of their own, which OGXServer adds to the default.
+            let mut ingress = allowed
+                .as_ref()
+                .and_then(|a| allowed_from_rule(a, networking.port))
+                .into_iter()
+                .collect::<Vec<_>>();
+            ingress.extend(
+                own.as_ref()
+                    .and_then(|p| p.ingress.clone())
+                    .unwrap_or_default(),
             );
+            let policy_types = own
+                .as_ref()
+                .and_then(|p| p.policy_types.as_ref())
+                .map(|types| {
+                    types
+                        .iter()
+                        .map(|t| match t.as_str() {
+                            "Egress" => ogx::PolicyType::Egress,
+                            _ => ogx::PolicyType::Ingress,
+                        })
+                        .collect()
+                });
+            let rules = ogx::NetworkPolicySpec {
+                enabled: None,
+                policy_types,
+                ingress: (!ingress.is_empty()).then_some(ingress),
+                egress: own.as_ref().and_then(|p| p.egress.clone()),
+            };
+            (rules != ogx::NetworkPolicySpec::default()).then_some(rules)
         }
     };
     let tls = networking.tls.as_ref().filter(|t| t.enabled);
@@ -453,4 +480,46 @@ fn workload(
     serde_json::from_value(json)
         .map(Some)
         .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))
+}
+
+/// `allowedFrom`'s namespaces and labels as one ingress rule on the server port (its own
+/// namespace and the operator's are OGXServer's default rule); `None` when it names none.
+fn allowed_from_rule(allowed: &AllowedFromSpec, port: i32) -> Option<NetworkPolicyIngressRule> {
+    let namespaces = allowed.namespaces.as_deref().unwrap_or_default();
+    let selecting = |selector: LabelSelector| NetworkPolicyPeer {
+        namespace_selector: Some(selector),
+        ..NetworkPolicyPeer::default()
+    };
+    let peers: Vec<NetworkPolicyPeer> = if namespaces.iter().any(|n| n == "*") {
+        vec![selecting(LabelSelector::default())]
+    } else {
+        let by_name = namespaces.iter().map(|ns| {
+            selecting(LabelSelector {
+                match_labels: Some(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    ns.clone(),
+                )])),
+                match_expressions: None,
+            })
+        });
+        let by_label = allowed.labels.iter().flatten().map(|key| {
+            selecting(LabelSelector {
+                match_labels: None,
+                match_expressions: Some(vec![LabelSelectorRequirement {
+                    key: key.clone(),
+                    operator: "Exists".to_owned(),
+                    values: None,
+                }]),
+            })
+        });
+        by_name.chain(by_label).collect()
+    };
+    (!peers.is_empty()).then(|| NetworkPolicyIngressRule {
+        from: Some(peers),
+        ports: Some(vec![NetworkPolicyPort {
+            protocol: Some("TCP".to_owned()),
+            port: Some(IntOrString::Int(port)),
+            end_port: None,
+        }]),
+    })
 }

@@ -20,8 +20,9 @@ use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
     ExposeOptions, KvStorageSpec, KvStorageType, LlamaStackDistribution,
-    LlamaStackDistributionSpec, ModelConfig, NetworkingSpec, OverrideConfigSpec, ResourcesSpec,
-    SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
+    LlamaStackDistributionSpec, ModelConfig, NetworkingSpec, OverrideConfigSpec, PolicyRules,
+    ResourcesSpec, SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec,
+    WorkloadSpec,
 };
 
 /// The metrics port when `monitoring.metricsPort` is not set (OpenTelemetry's Prometheus
@@ -118,21 +119,6 @@ fn refuse_what_is_not_served(spec: &OGXServerSpec) -> Result<(), Untranslatable>
             "spec.tls.identity",
             "a client certificate for outbound connections is not served yet",
         ));
-    }
-    let policy = spec.network.as_ref().and_then(|n| n.policy.as_ref());
-    if let Some(policy) = policy.filter(|p| p.enabled != Some(false)) {
-        for (field, set) in [
-            ("policyTypes", policy.policy_types.is_some()),
-            ("ingress", policy.ingress.is_some()),
-            ("egress", policy.egress.is_some()),
-        ] {
-            if set {
-                return Err(Untranslatable::new(
-                    format!("spec.network.policy.{field}"),
-                    "NetworkPolicy rules of your own are not served yet; the default policy (the server's namespace and the operator's) is, and enabled: false makes none",
-                ));
-            }
-        }
     }
     if spec
         .workload
@@ -235,13 +221,30 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
                 ..ExposeOptions::default()
             })
         });
-    let policy_enabled = network.policy.as_ref().and_then(|p| p.enabled) != Some(false);
+    let policy = network.policy.as_ref().filter(|p| p.enabled != Some(false));
+    let rules = policy
+        .filter(|p| p.policy_types.is_some() || p.ingress.is_some() || p.egress.is_some())
+        .map(|p| PolicyRules {
+            policy_types: p.policy_types.as_ref().map(|types| {
+                types
+                    .iter()
+                    .map(|t| match t {
+                        ogx::PolicyType::Ingress => "Ingress".to_owned(),
+                        ogx::PolicyType::Egress => "Egress".to_owned(),
+                    })
+                    .collect()
+            }),
+            ingress: p.ingress.clone(),
+            egress: p.egress.clone(),
+        });
+    let enabled = network.policy.as_ref().and_then(|p| p.enabled) != Some(false);
     Ok(NetworkingSpec {
         port: network.port.unwrap_or(DEFAULT_PORT),
         tls,
         expose,
         // The OGX operator's default policy: the server's namespace and the operator's.
-        allowed_from: policy_enabled.then(AllowedFromSpec::default),
+        allowed_from: enabled.then(AllowedFromSpec::default),
+        policy: rules,
     })
 }
 

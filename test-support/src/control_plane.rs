@@ -711,7 +711,19 @@ pub fn committed_crd() -> Result<
     Ok(serde_saphyr::from_str(&text)?)
 }
 
-/// A started control plane with the committed CRD installed, plus a runtime and an admin client
+/// The committed `OGXServer` CRD (kept equal to `crdgen --ogx-server` by a unit test).
+pub fn committed_ogx_crd() -> Result<
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    Error,
+> {
+    let path = crate::workspace_root().join("crds/ogxservers.ogx.io.yaml");
+    let text =
+        fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(serde_saphyr::from_str(&text)?)
+}
+
+/// A started control plane with the committed CRDs installed (LlamaStackDistribution and
+/// OGXServer, as every install has them), plus a runtime and an admin client
 /// to drive it. Keep the returned `ControlPlane` alive for the length of the test.
 pub fn start_with_crd() -> Result<(ControlPlane, tokio::runtime::Runtime, kube::Client), Error> {
     with_crd(ControlPlane::start()?)
@@ -739,6 +751,7 @@ fn with_crd(
     let client = rt.block_on(async {
         let client = plane.client().await?;
         install_crd(&client, &committed_crd()?).await?;
+        install_crd(&client, &committed_ogx_crd()?).await?;
         Ok::<_, Error>(client)
     })?;
     Ok((plane, rt, client))

@@ -24,7 +24,7 @@ pub fn repo_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-pub use crate::support::control_plane::committed_crd;
+pub use crate::support::control_plane::{committed_crd, committed_ogx_crd};
 
 /// The committed CRD reduced to its v1alpha1 version, stored as itself, under the compat group.
 pub fn v1alpha1_compat_crd() -> Result<CustomResourceDefinition, Error> {
@@ -41,14 +41,6 @@ pub fn v1alpha1_compat_crd() -> Result<CustomResourceDefinition, Error> {
         v.storage = true;
     }
     Ok(crd)
-}
-
-/// The committed `OGXServer` CRD (kept equal to `crdgen --ogx-server` by a unit test).
-pub fn committed_ogx_crd() -> Result<CustomResourceDefinition, Error> {
-    let path = repo_path("crds/ogxservers.ogx.io.yaml");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(serde_saphyr::from_str(&text)?)
 }
 
 pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {

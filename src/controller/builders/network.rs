@@ -1,12 +1,14 @@
-//! How the server is reached: Service, NetworkPolicy (`allowedFrom`), Ingress or Route (`expose`).
+//! How the server is reached: Service, NetworkPolicy (`allowedFrom`, `policy`), Ingress or Route
+//! (`expose`).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
-    IngressServiceBackend, IngressSpec, IngressTLS, NetworkPolicy, NetworkPolicyIngressRule,
-    NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec, ServiceBackendPort,
+    IngressServiceBackend, IngressSpec, IngressTLS, NetworkPolicy, NetworkPolicyEgressRule,
+    NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+    ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -16,6 +18,7 @@ use serde_json::json;
 use super::object::{
     BuildError, match_labels, metadata, pod_selector, selector_labels, stamp, stamped,
 };
+use crate::api::common::AllowedFromSpec;
 use crate::api::v1alpha2::ExposeOptions;
 use crate::controller::stack::Stack;
 use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
@@ -51,13 +54,18 @@ pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
 }
 
 /// Only the listed namespaces (plus the own namespace and the operator's) reach the server port;
-/// `*` opens it to every namespace. Without `allowedFrom` no policy is made.
+/// `*` opens it to every namespace. Rules of the user's own (`policy`) are added: ingress beside
+/// that default rule, egress (with DNS to kube-dns) when given or listed in `policyTypes`.
+/// Without `allowedFrom` and `policy` no policy is made.
 pub(super) fn network_policy(
     stack: &Stack,
     operator_namespace: Option<&str>,
 ) -> Result<Option<NetworkPolicy>, BuildError> {
-    let Some(allowed) = stack.networking.allowed_from else {
-        return Ok(None);
+    let policy = stack.networking.policy;
+    let allowed = match (stack.networking.allowed_from, policy) {
+        (None, None) => return Ok(None),
+        (Some(allowed), _) => allowed.clone(),
+        (None, Some(_)) => AllowedFromSpec::default(),
     };
     let namespaces = allowed.namespaces.as_deref().unwrap_or_default();
     let namespaces_matching = |selector: LabelSelector| NetworkPolicyPeer {
@@ -91,23 +99,69 @@ pub(super) fn network_policy(
         }));
         peers
     };
+    let mut ingress = vec![NetworkPolicyIngressRule {
+        from: Some(from),
+        ports: Some(vec![NetworkPolicyPort {
+            protocol: Some("TCP".to_owned()),
+            port: Some(IntOrString::Int(stack.networking.port)),
+            end_port: None,
+        }]),
+    }];
+    ingress.extend(policy.and_then(|p| p.ingress.clone()).unwrap_or_default());
+    let own_egress = policy.and_then(|p| p.egress.clone()).unwrap_or_default();
+    let policy_types = policy
+        .and_then(|p| p.policy_types.clone())
+        .unwrap_or_else(|| {
+            let mut types = vec!["Ingress".to_owned()];
+            if !own_egress.is_empty() {
+                types.push("Egress".to_owned());
+            }
+            types
+        });
+    let governs = |t: &str| policy_types.iter().any(|p| p == t);
+    let egress = governs("Egress").then(|| {
+        let mut rules = own_egress.clone();
+        rules.push(dns_egress());
+        rules
+    });
     stamped(NetworkPolicy {
         metadata: metadata(stack, &network_policy_name(stack.name)),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(pod_selector(stack)),
-            policy_types: Some(vec!["Ingress".to_owned()]),
-            ingress: Some(vec![NetworkPolicyIngressRule {
-                from: Some(from),
-                ports: Some(vec![NetworkPolicyPort {
-                    protocol: Some("TCP".to_owned()),
-                    port: Some(IntOrString::Int(stack.networking.port)),
-                    end_port: None,
-                }]),
-            }]),
-            ..NetworkPolicySpec::default()
+            ingress: governs("Ingress").then_some(ingress),
+            egress,
+            policy_types: Some(policy_types),
         }),
     })
     .map(Some)
+}
+
+/// Egress to the cluster's DNS (kube-dns in kube-system, port 53): a policy that governs egress
+/// would otherwise break every name the server looks up.
+fn dns_egress() -> NetworkPolicyEgressRule {
+    NetworkPolicyEgressRule {
+        to: Some(vec![NetworkPolicyPeer {
+            namespace_selector: Some(match_labels(BTreeMap::from([(
+                "kubernetes.io/metadata.name".to_owned(),
+                "kube-system".to_owned(),
+            )]))),
+            pod_selector: Some(match_labels(BTreeMap::from([(
+                "k8s-app".to_owned(),
+                "kube-dns".to_owned(),
+            )]))),
+            ..NetworkPolicyPeer::default()
+        }]),
+        ports: Some(
+            ["UDP", "TCP"]
+                .into_iter()
+                .map(|protocol| NetworkPolicyPort {
+                    protocol: Some(protocol.to_owned()),
+                    port: Some(IntOrString::Int(53)),
+                    end_port: None,
+                })
+                .collect(),
+        ),
+    }
 }
 
 /// What a user should know about the exposure the operator makes: an Ingress without

@@ -153,6 +153,42 @@ fn allowed_from_star_opens_every_namespace_only() {
 }
 
 #[test]
+fn policy_rules_of_ones_own_join_the_default_and_egress_keeps_dns() {
+    let extra = json!({"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]});
+    let to_db = json!({"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"protocol": "TCP", "port": 5432}]});
+    let built = build(
+        json!({"distribution": {"name": "starter"}, "networking": {"policy": {"ingress": [extra], "egress": [to_db]}}}),
+        |i| i.operator_namespace = Some("op"),
+    );
+    let spec = value(&built.network_policy.unwrap().spec);
+    assert_eq!(spec["policyTypes"], json!(["Ingress", "Egress"]));
+    // The default rule first (the stack's namespace and the operator's), then the user's.
+    assert_eq!(
+        spec["ingress"][0]["from"][1],
+        json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "op"}}})
+    );
+    assert_eq!(spec["ingress"][1], extra);
+    assert_eq!(spec["egress"][0], to_db);
+    assert_eq!(
+        spec["egress"][1]["to"][0]["podSelector"],
+        json!({"matchLabels": {"k8s-app": "kube-dns"}})
+    );
+    assert_eq!(
+        spec["egress"][1]["ports"],
+        json!([{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}])
+    );
+    // Egress named alone: only DNS goes out; ingress not governed when not listed.
+    let egress_only = build(
+        json!({"distribution": {"name": "starter"}, "networking": {"policy": {"policyTypes": ["Egress"]}}}),
+        |_| {},
+    );
+    let spec = value(&egress_only.network_policy.unwrap().spec);
+    assert_eq!(spec["policyTypes"], json!(["Egress"]));
+    assert_eq!(spec.get("ingress"), None);
+    assert_eq!(spec["egress"].as_array().unwrap().len(), 1);
+}
+
+#[test]
 fn an_ingress_without_tls_is_named_in_a_warning_and_a_route_is_not() {
     let bare = cr(json!({"distribution": {"name": "starter"}, "networking": {"expose": true}}));
     assert!(
