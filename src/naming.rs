@@ -58,6 +58,9 @@ pub const DESIRED_HASH: &str = "llamastack.io/desired-hash";
 
 /// The name of the server's port, used by the probes, the Service and the Ingress.
 pub const PORT_NAME: &str = "http";
+/// The name of the server's metrics port (an `OGXServer`'s `monitoring`), on the container and
+/// the Service, where a ServiceMonitor scrapes it.
+pub const METRICS_PORT_NAME: &str = "metrics";
 
 /// Where the config ConfigMap is mounted in the server container (where the upstream operator
 /// mounted it, and where users' own commands name their config).

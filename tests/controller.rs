@@ -789,6 +789,12 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         assert!(mounts.as_array().unwrap().iter().any(|m| m["mountPath"] == "/etc/ogx"), "{mounts:#}");
         let env = container_env(&d);
         assert!(env.iter().any(|e| e["name"] == "OGX_METRICS_PORT" && e["value"] == "9464"), "{env:#?}");
+        // Monitoring is on by default: the port a ServiceMonitor scrapes, named on both.
+        let ports = serde_json::to_value(&container.ports).unwrap();
+        assert!(ports.as_array().unwrap().iter().any(|p| p["name"] == "metrics" && p["containerPort"] == 9464), "{ports:#}");
+        let service = Api::<Service>::namespaced(client.clone(), "default").get(&format!("{name}-service")).await.unwrap();
+        let service_ports = serde_json::to_value(&service.spec.unwrap().ports).unwrap();
+        assert!(service_ports.as_array().unwrap().iter().any(|p| p["name"] == "metrics" && p["port"] == 9464 && p["targetPort"] == "metrics"), "{service_ports:#}");
         let generated = Api::<ConfigMap>::namespaced(client.clone(), "default").get(&config_map).await.unwrap();
         let yaml = &generated.data.unwrap()["config.yaml"];
         assert!(yaml.contains("openai-primary") && !yaml.contains("vector_io"), "{yaml}");

@@ -566,7 +566,11 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
         .collect();
     assert_eq!(
         example_versions,
-        ["llamastack.io/v1alpha2", "llamastack.io/v1alpha1"],
+        [
+            "llamastack.io/v1alpha2",
+            "llamastack.io/v1alpha1",
+            "ogx.io/v1beta1"
+        ],
         "an example per owned version"
     );
 

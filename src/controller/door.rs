@@ -2,7 +2,8 @@
 //! both from one model; the door decides what their users see differently: the object owning
 //! the stack's objects (and named in Events), where its status is written, and the names and
 //! labels each API's users rely on (the container `ogx`, the Pod label `app: ogx`, objects
-//! `managed-by: ogx-operator` that an OGX ServiceMonitor selects, the config at `/etc/ogx`).
+//! `managed-by: ogx-operator` that an OGX ServiceMonitor selects, the config at `/etc/ogx`, the
+//! `metrics` port).
 //!
 //! What does not change with the door: the object names (both APIs use `<name>-service`,
 //! `<name>-pvc`, ...) and the Pod selector (a Deployment's selector cannot change, so a stack
@@ -28,7 +29,11 @@ pub enum Door {
     #[default]
     LlamaStackDistribution,
     /// `ogx.io/v1beta1` `OGXServer`.
-    OgxServer,
+    OgxServer {
+        /// The port the server exports its metrics on (`monitoring`), named `metrics` on the
+        /// container and the Service, where an OGX ServiceMonitor scrapes it.
+        metrics_port: Option<i32>,
+    },
 }
 
 impl Door {
@@ -36,7 +41,7 @@ impl Door {
     pub fn type_meta(self) -> (&'static str, &'static str) {
         match self {
             Door::LlamaStackDistribution => ("llamastack.io/v1alpha2", "LlamaStackDistribution"),
-            Door::OgxServer => (ogx::API_VERSION, "OGXServer"),
+            Door::OgxServer { .. } => (ogx::API_VERSION, "OGXServer"),
         }
     }
 
@@ -70,7 +75,7 @@ impl Door {
     pub fn container(self) -> &'static str {
         match self {
             Door::LlamaStackDistribution => "llama-stack",
-            Door::OgxServer => "ogx",
+            Door::OgxServer { .. } => "ogx",
         }
     }
 
@@ -78,7 +83,7 @@ impl Door {
     pub fn managed_by(self) -> &'static str {
         match self {
             Door::LlamaStackDistribution => FIELD_MANAGER,
-            Door::OgxServer => OGX_MANAGED_BY,
+            Door::OgxServer { .. } => OGX_MANAGED_BY,
         }
     }
 
@@ -86,7 +91,7 @@ impl Door {
     pub fn object_labels(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Door::LlamaStackDistribution => &[],
-            Door::OgxServer => &[("app.kubernetes.io/part-of", "ogx")],
+            Door::OgxServer { .. } => &[("app.kubernetes.io/part-of", "ogx")],
         }
     }
 
@@ -95,7 +100,7 @@ impl Door {
     pub fn pod_labels(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Door::LlamaStackDistribution => &[],
-            Door::OgxServer => &[("app", "ogx")],
+            Door::OgxServer { .. } => &[("app", "ogx")],
         }
     }
 
@@ -103,7 +108,15 @@ impl Door {
     pub fn config_dir(self) -> &'static str {
         match self {
             Door::LlamaStackDistribution => CONFIG_DIR,
-            Door::OgxServer => OGX_CONFIG_DIR,
+            Door::OgxServer { .. } => OGX_CONFIG_DIR,
+        }
+    }
+
+    /// The metrics port the container and the Service name `metrics`, if any.
+    pub fn metrics_port(self) -> Option<i32> {
+        match self {
+            Door::LlamaStackDistribution => None,
+            Door::OgxServer { metrics_port } => metrics_port,
         }
     }
 
@@ -111,7 +124,7 @@ impl Door {
     pub fn models(self) -> ModelMerge {
         match self {
             Door::LlamaStackDistribution => ModelMerge::Add,
-            Door::OgxServer => ModelMerge::Replace,
+            Door::OgxServer { .. } => ModelMerge::Replace,
         }
     }
 }

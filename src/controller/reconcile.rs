@@ -81,13 +81,17 @@ pub async fn reconcile_ogx(cr: Arc<OGXServer>, ctx: Arc<Context>) -> Result<Acti
             {
                 adopt_recorded(&mut model, &ctx).await;
             }
-            reconcile_model(&model, Door::OgxServer, &ctx).await
+            let door = Door::OgxServer {
+                metrics_port: ogx_server::metrics_port(&cr.spec),
+            };
+            reconcile_model(&model, door, &ctx).await
         }
         Err(untranslatable) => {
             let started = Instant::now();
             let shell = ogx_server::shell(&cr);
             let refusal = (Reason::FieldNotServed, untranslatable.to_string());
-            let result = refuse(&shell, Door::OgxServer, &ctx, refusal).await;
+            let door = Door::OgxServer { metrics_port: None };
+            let result = refuse(&shell, door, &ctx, refusal).await;
             record(&ctx, started, result)
         }
     }

@@ -687,7 +687,7 @@ async fn fresh_status(
             let fresh = llsds.get(&name).await.map_err(api_err(what))?;
             Ok(fresh.status.unwrap_or_default())
         }
-        Door::OgxServer => {
+        Door::OgxServer { .. } => {
             let servers: Api<OGXServer> = Api::namespaced(ctx.client.clone(), &ns);
             let fresh = servers.get(&name).await.map_err(api_err(what))?;
             Ok(fresh
@@ -708,7 +708,7 @@ async fn write(
     let (api_version, kind) = door.type_meta();
     let status = match door {
         Door::LlamaStackDistribution => serde_json::to_value(status),
-        Door::OgxServer => serde_json::to_value(ogx_status::from_model(status)),
+        Door::OgxServer { .. } => serde_json::to_value(ogx_status::from_model(status)),
     }
     .unwrap_or_default();
     let patch = json!({"apiVersion": api_version, "kind": kind, "status": status});
@@ -721,7 +721,7 @@ async fn write(
                 .await
                 .map(drop)
         }
-        Door::OgxServer => Api::<OGXServer>::namespaced(ctx.client.clone(), &ns)
+        Door::OgxServer { .. } => Api::<OGXServer>::namespaced(ctx.client.clone(), &ns)
             .patch_status(&name, &params, &Patch::Apply(&patch))
             .await
             .map(drop),

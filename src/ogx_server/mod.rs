@@ -286,9 +286,7 @@ fn workload(spec: &OGXServerSpec) -> Result<WorkloadSpec, Untranslatable> {
     if let Some(seconds) = spec.registry_refresh_interval_seconds {
         ours.push(literal(REGISTRY_REFRESH_VAR, seconds.to_string()));
     }
-    let monitoring = spec.monitoring.clone().unwrap_or_default();
-    if monitoring.enabled != Some(false) {
-        let port = monitoring.metrics_port.unwrap_or(DEFAULT_METRICS_PORT);
+    if let Some(port) = metrics_port(spec) {
         ours.push(literal("OGX_METRICS_ENDPOINT_ENABLED", "1"));
         ours.push(literal("OGX_METRICS_HOST", "0.0.0.0"));
         ours.push(literal("OGX_METRICS_PORT", port.to_string()));
@@ -301,6 +299,14 @@ fn workload(spec: &OGXServerSpec) -> Result<WorkloadSpec, Untranslatable> {
         overrides.env = Some(ours);
     }
     Ok(workload)
+}
+
+/// The port the server exports its metrics on: `monitoring.metricsPort` (default 9464) unless
+/// `monitoring.enabled` is false.
+pub fn metrics_port(spec: &OGXServerSpec) -> Option<i32> {
+    let monitoring = spec.monitoring.clone().unwrap_or_default();
+    (monitoring.enabled != Some(false))
+        .then(|| monitoring.metrics_port.unwrap_or(DEFAULT_METRICS_PORT))
 }
 
 fn literal(name: &str, value: impl Into<String>) -> EnvVar {

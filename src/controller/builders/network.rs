@@ -21,7 +21,9 @@ use super::object::{
 use crate::api::common::AllowedFromSpec;
 use crate::api::v1alpha2::ExposeOptions;
 use crate::controller::stack::Stack;
-use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
+use crate::naming::{
+    METRICS_PORT_NAME, PORT_NAME, ingress_name, network_policy_name, service_name,
+};
 
 /// OpenShift's `route.openshift.io/v1` Route.
 pub fn route_resource() -> ApiResource {
@@ -40,13 +42,23 @@ pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
         metadata: metadata(stack, &service_name(stack.name)),
         spec: Some(ServiceSpec {
             selector: Some(selector_labels(stack)),
-            ports: Some(vec![ServicePort {
-                name: Some(PORT_NAME.to_owned()),
-                port: stack.networking.port,
-                target_port: Some(IntOrString::String(PORT_NAME.to_owned())),
-                protocol: Some("TCP".to_owned()),
-                ..ServicePort::default()
-            }]),
+            ports: Some(
+                std::iter::once((PORT_NAME, stack.networking.port))
+                    .chain(
+                        stack
+                            .door
+                            .metrics_port()
+                            .map(|port| (METRICS_PORT_NAME, port)),
+                    )
+                    .map(|(name, port)| ServicePort {
+                        name: Some(name.to_owned()),
+                        port,
+                        target_port: Some(IntOrString::String(name.to_owned())),
+                        protocol: Some("TCP".to_owned()),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
             ..ServiceSpec::default()
         }),
         ..Service::default()

@@ -19,8 +19,9 @@ use super::user_parts::{self, UserParts};
 use super::{ca_bundle, external};
 use crate::controller::stack::Stack;
 use crate::naming::{
-    CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
-    derived_secret_name, managed_service_account_name, mount_path, pvc_name, volumes,
+    CA_BUNDLE_KEY, METRICS_PORT_NAME, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name,
+    derived_secret_key, derived_secret_name, managed_service_account_name, mount_path, pvc_name,
+    volumes,
 };
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::TLS_DIR;
@@ -338,12 +339,22 @@ fn container(stack: &Stack, inputs: &Inputs) -> Container {
         image: Some(inputs.image.to_owned()),
         args: args(stack, inputs),
         command,
-        ports: Some(vec![ContainerPort {
-            name: Some(PORT_NAME.to_owned()),
-            container_port: stack.networking.port,
-            protocol: Some("TCP".to_owned()),
-            ..ContainerPort::default()
-        }]),
+        ports: Some(
+            std::iter::once((PORT_NAME, stack.networking.port))
+                .chain(
+                    stack
+                        .door
+                        .metrics_port()
+                        .map(|port| (METRICS_PORT_NAME, port)),
+                )
+                .map(|(name, port)| ContainerPort {
+                    name: Some(name.to_owned()),
+                    container_port: port,
+                    protocol: Some("TCP".to_owned()),
+                    ..ContainerPort::default()
+                })
+                .collect(),
+        ),
         env: Some(env_vars(stack, inputs)),
         volume_mounts: Some(volume_mounts(stack, inputs)),
         resources: Some(
