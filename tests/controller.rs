@@ -800,6 +800,23 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         assert!(yaml.contains("openai-primary") && !yaml.contains("vector_io"), "{yaml}");
         assert_eq!(generated.metadata.labels.unwrap()["app.kubernetes.io/managed-by"], "ogx-operator");
 
+        // baseConfig: the config is generated on the user's ConfigMap, not on the image's.
+        let base: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "my-base"}, "data": {"base.yaml":
+            "version: 2\ndistro_name: mine\napis: [inference]\nproviders:\n  inference:\n  - provider_id: mine\n    provider_type: remote::vllm\n    config: {base_url: 'http://mine:8000/v1'}\nserver: {port: 8321}\n"}})).unwrap();
+        Api::<ConfigMap>::namespaced(client.clone(), "default").create(&PostParams::default(), &base).await.unwrap();
+        let based: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "based"}, "spec": {"distribution": {"name": "starter"},
+            "baseConfig": {"name": "my-base", "key": "base.yaml"}, "resources": {"models": [{"name": "m", "provider": "mine"}]}}})).unwrap();
+        servers.create(&PostParams::default(), &based).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("based").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get("based").await.unwrap().status).unwrap();
+        assert_eq!(condition(&status, "ConfigGenerated"), ("True".into(), "ConfigGenerationSucceeded".into()), "{status:#}");
+        assert_eq!(status["resolvedDistribution"]["configSource"], "config-map");
+        let config_map = status["configGeneration"]["configMapName"].as_str().unwrap().to_owned();
+        let generated = Api::<ConfigMap>::namespaced(client.clone(), "default").get(&config_map).await.unwrap();
+        let yaml = &generated.data.unwrap()["config.yaml"];
+        assert!(yaml.contains("http://mine:8000/v1") && yaml.contains("distro_name: mine") && !yaml.contains("ollama"), "{yaml}");
+
         // What the operator cannot serve yet is refused with the field, and nothing is made.
         let refused: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
             "metadata": {"name": "trusting"}, "spec": {"distribution": {"name": "starter"},

@@ -119,6 +119,11 @@ fn config_maps(spec: &Value, out: &mut Vec<Reference>) {
             "spec.overrideConfig.configMapName",
         ),
         (
+            "/baseConfig/configMapName",
+            None,
+            "spec.baseConfig.configMapName",
+        ),
+        (
             "/networking/tls/caBundle/configMapName",
             Some("/networking/tls/caBundle/configMapNamespace"),
             "spec.networking.tls.caBundle.configMapName",

@@ -73,6 +73,7 @@ use super::schema;
 #[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.providers))").message("overrideConfig cannot be combined with providers: the ConfigMap replaces the whole generated config; remove providers or overrideConfig").reason(Reason::FieldValueForbidden))]
 #[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.resources))").message("overrideConfig cannot be combined with resources: register models, tools and shields in the ConfigMap's config.yaml, or remove overrideConfig").reason(Reason::FieldValueForbidden))]
 #[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.storage))").message("overrideConfig cannot be combined with storage: configure storage in the ConfigMap's config.yaml, or remove overrideConfig").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.baseConfig))").message("overrideConfig cannot be combined with baseConfig: the ConfigMap of overrideConfig is the whole config; remove one").reason(Reason::FieldValueForbidden))]
 #[x_kube(validation = Rule::new("!(has(self.overrideConfig) && has(self.disabled))").message("overrideConfig cannot be combined with disabled: leave the APIs out of the ConfigMap's config.yaml, or remove overrideConfig").reason(Reason::FieldValueForbidden))]
 pub struct LlamaStackDistributionSpec {
     /// Which distribution to run.
@@ -102,6 +103,23 @@ pub struct LlamaStackDistributionSpec {
     /// A complete config.yaml in a ConfigMap, used instead of a generated one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub override_config: Option<OverrideConfigSpec>,
+    /// A config.yaml in a ConfigMap the config is generated from, instead of the image's own
+    /// (its labels) or the embedded one; the image is still resolved and pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_config: Option<BaseConfigSpec>,
+}
+
+/// A ConfigMap key holding the base config.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BaseConfigSpec {
+    /// ConfigMap in the same namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub config_map_name: String,
+    /// The key holding the config (default: `config.yaml`, else `run.yaml`, else the only key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: Option<String>,
 }
 
 /// Reference to one key of a Secret in the namespace of the LlamaStackDistribution.
@@ -538,6 +556,9 @@ pub enum ConfigSource {
     /// The user's `overrideConfig` ConfigMap.
     #[serde(rename = "override-config")]
     OverrideConfig,
+    /// The user's `baseConfig` ConfigMap, generated on.
+    #[serde(rename = "config-map")]
+    ConfigMap,
     /// The image's own config, run by its own entrypoint: the image has no config labels, the
     /// operator no embedded config for it, and the resource asks for nothing to generate.
     #[serde(rename = "image")]

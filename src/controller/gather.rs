@@ -44,7 +44,7 @@ pub(super) struct Observed {
     pub(super) kept_pin_from: Option<String>,
     /// The resolution of the distribution; `None` when the pull secrets were unusable.
     pub(super) resolution: Option<Result<Resolution, Arc<ResolveError>>>,
-    /// The ConfigMap `overrideConfig` names, when it names one and it exists.
+    /// The ConfigMap `overrideConfig` or `baseConfig` names, when it names one and it exists.
     pub(super) user_config: Option<ConfigMap>,
     /// Every Secret the spec references, by name (`None`: absent).
     pub(super) secrets: BTreeMap<String, Option<Secret>>,
@@ -85,10 +85,15 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
             (None, Some(resolved))
         }
     };
-    let user_config = match &stack.spec.override_config {
-        Some(over) => {
-            let (ns, name) = (stack.namespace, &over.config_map_name);
-            let action = format!("read ConfigMap {ns}/{name} (overrideConfig)");
+    // The user's ConfigMap: the whole config (overrideConfig), or the base (baseConfig); the
+    // schema allows one of them.
+    let named = (stack.spec.override_config.as_ref())
+        .map(|o| (&o.config_map_name, "overrideConfig"))
+        .or_else(|| (stack.spec.base_config.as_ref()).map(|b| (&b.config_map_name, "baseConfig")));
+    let user_config = match named {
+        Some((name, field)) => {
+            let ns = stack.namespace;
+            let action = format!("read ConfigMap {ns}/{name} ({field})");
             config_map(ctx, ns, name, action)
                 .await
                 .map_err(Error::Plan)?

@@ -2,6 +2,9 @@
 //! gathered, which image runs which config, with what the user should know about it.
 
 use llama_stack_resolver::FailureKind;
+use std::sync::Arc;
+
+use llama_stack_resolver::base_config::BaseConfig;
 use llama_stack_resolver::server_line::ServerRelease;
 
 use super::builders::{self, ServerConfig};
@@ -10,9 +13,11 @@ use super::gather::Observed;
 use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
 use super::stack::Stack;
+use super::user_config::user_config;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::v1alpha2::{ConfigSource, OverrideConfigSpec};
+use crate::api::v1alpha2::{BaseConfigSpec, ConfigSource, OverrideConfigSpec};
 use crate::stack_config::GenerateError;
+use crate::stack_config::parse_base;
 
 /// The outcome of the config half of a decision.
 #[derive(Debug)]
@@ -140,10 +145,22 @@ pub(super) fn plan(
         None => match resolved {
             Ok(resolution) => {
                 pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
-                generate_from(stack, resolution)?
+                match &stack.spec.base_config {
+                    Some(base) => {
+                        let stale = resolution.stale.as_ref().map(ToString::to_string);
+                        let image = (resolution.image.clone(), resolution.config.server);
+                        generate_on_config_map(stack, observed, base, image, stale)?
+                    }
+                    None => generate_from(stack, resolution)?,
+                }
             }
-            Err(e) => match e.pinned_without_config() {
-                Some(pinned) => match server_run::image_own(stack, stack.server(None)) {
+            Err(e) => match (e.pinned_without_config(), &stack.spec.base_config) {
+                // An image without config labels: the user's base config is all it needs.
+                (Some(pinned), Some(base)) => {
+                    let image = (pinned.to_owned(), None);
+                    generate_on_config_map(stack, observed, base, image, None)?
+                }
+                (Some(pinned), None) => match server_run::image_own(stack, stack.server(None)) {
                     Ok(run) => {
                         warnings.extend(image_config_warnings(stack));
                         planned(run, pinned.to_owned(), ConfigSource::Image, None)
@@ -156,7 +173,7 @@ pub(super) fn plan(
                         });
                     }
                 },
-                None => return Err(resolve_failure(e)),
+                (None, _) => return Err(resolve_failure(e)),
             },
         },
     };
@@ -283,6 +300,65 @@ fn generate_from(
         base_hash: resolution.config.hash.clone(),
         base_file: resolution.config.file.clone(),
         ..planned(run, resolution.image.clone(), source, stale)
+    })
+}
+
+/// `baseConfig`: the config generated on the user's ConfigMap instead of the image's base config;
+/// `image` is what runs, with the server its labels told, if they did.
+fn generate_on_config_map(
+    stack: &Stack<'_>,
+    observed: &Observed,
+    base: &BaseConfigSpec,
+    (image, told): (String, Option<ServerRelease>),
+    stale: Option<String>,
+) -> Result<Planned, Failure> {
+    let (ns, name) = (stack.namespace, &base.config_map_name);
+    let fail = |reason: Reason, message: String| Failure {
+        reason,
+        message,
+        image: Some(image.clone()),
+    };
+    let cm = observed.user_config.as_ref().ok_or_else(|| {
+        fail(
+            Reason::ConfigGenerationFailed,
+            format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.baseConfig.configMapName"),
+        )
+    })?;
+    let user = user_config(cm, base.key.as_deref()).map_err(|e| {
+        let message = e
+            .message(name)
+            .replace("spec.overrideConfig", "spec.baseConfig");
+        fail(Reason::ConfigGenerationFailed, message)
+    })?;
+    let parsed = parse_base(user.yaml).map_err(|e| match e {
+        GenerateError::UnsupportedVersion(inner) => fail(
+            Reason::UnsupportedConfigVersion,
+            format!("{} of ConfigMap \"{name}\": {inner}", user.key),
+        ),
+        other => fail(
+            Reason::InvalidBaseConfig,
+            format!(
+                "{} of ConfigMap \"{name}\" is not a base config: {other}",
+                user.key
+            ),
+        ),
+    })?;
+    let parsed = Arc::new(BaseConfig {
+        server: told.or(stack.declared_server),
+        ..parsed
+    });
+    let run = server_run::from_base(stack, &parsed).map_err(|e| match e {
+        GenerateError::UnsupportedVersion(inner) => {
+            fail(Reason::UnsupportedConfigVersion, inner.to_string())
+        }
+        other => fail(
+            Reason::ConfigGenerationFailed,
+            format!("Failed to generate config.yaml: {other}"),
+        ),
+    })?;
+    Ok(Planned {
+        base_hash: user.hash.clone(),
+        ..planned(run, image, ConfigSource::ConfigMap, stale)
     })
 }
 

@@ -132,7 +132,10 @@ fn spec(
         tls: trust(&networking)?,
         workload: workload(spec)?,
         monitoring: None,
-        base_config: None,
+        base_config: spec.base_config.as_ref().map(|b| ogx::ConfigMapKeyRef {
+            name: b.config_map_name.clone(),
+            key: b.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
+        }),
         override_config: spec.override_config.as_ref().map(|o| {
             let key = o.key.clone().unwrap_or_else(|| {
                 notes.push(format!("spec.overrideConfig.key: OGXServer names the key; config.yaml is assumed (the LlamaStackDistribution took config.yaml, else run.yaml, else the ConfigMap's only key): check ConfigMap {}", o.config_map_name));

@@ -19,7 +19,7 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, DistributionType};
 use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
-    ExposeOptions, KvStorageSpec, KvStorageType, LlamaStackDistribution,
+    BaseConfigSpec, ExposeOptions, KvStorageSpec, KvStorageType, LlamaStackDistribution,
     LlamaStackDistributionSpec, ModelConfig, NetworkingSpec, OverrideConfigSpec, PolicyRules,
     ResourcesSpec, SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec,
     WorkloadSpec,
@@ -103,17 +103,15 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
             config_map_name: o.name.clone(),
             key: Some(o.key.clone()),
         }),
+        base_config: spec.base_config.as_ref().map(|b| BaseConfigSpec {
+            config_map_name: b.name.clone(),
+            key: Some(b.key.clone()),
+        }),
     })
 }
 
 /// The fields with no home in the model yet.
 fn refuse_what_is_not_served(spec: &OGXServerSpec) -> Result<(), Untranslatable> {
-    if spec.base_config.is_some() {
-        return Err(Untranslatable::new(
-            "spec.baseConfig",
-            "a base config from a ConfigMap is not served yet; the config is generated on the image's own (its com.ogx.* labels) or the embedded one",
-        ));
-    }
     if spec.tls.as_ref().is_some_and(|t| t.identity.is_some()) {
         return Err(Untranslatable::new(
             "spec.tls.identity",

@@ -45,7 +45,12 @@ pub fn into_model(status: &OGXServerStatus) -> LlamaStackDistributionStatus {
         let known = resolved
             .get("configSource")
             .and_then(Value::as_str)
-            .is_some_and(|s| matches!(s, "embedded" | "oci-label" | "override-config" | "image"));
+            .is_some_and(|s| {
+                matches!(
+                    s,
+                    "embedded" | "oci-label" | "override-config" | "config-map" | "image"
+                )
+            });
         if !known {
             resolved.remove("configSource");
         }

@@ -229,14 +229,15 @@ fn what_is_not_served_is_refused_with_its_field() {
         mutate(&mut spec_);
         spec(&spec_).unwrap_err().field
     };
+    let mut based = base.clone();
+    based.base_config = Some(ogx::ConfigMapKeyRef {
+        name: "b".into(),
+        key: "base.yaml".into(),
+    });
+    let model = spec(&based).unwrap().base_config.unwrap();
     assert_eq!(
-        refused(&|s| {
-            s.base_config = Some(ogx::ConfigMapKeyRef {
-                name: "b".into(),
-                key: "config.yaml".into(),
-            })
-        }),
-        "spec.baseConfig"
+        (model.config_map_name.as_str(), model.key.as_deref()),
+        ("b", Some("base.yaml"))
     );
     assert_eq!(
         refused(&|s| {

@@ -188,6 +188,13 @@ fn what_blocks_a_stack_and_what_it_says() {
             "spec.disabled asks for a generated config",
         ),
         row(
+            "baseConfig names a ConfigMap that does not exist",
+            starter().with(json!({"baseConfig": {"configMapName": "base"}})),
+            Box::new(|_| {}),
+            (generated, Reason::ConfigGenerationFailed),
+            "ConfigMap \"base\" not found in namespace \"ns\". Referenced by: spec.baseConfig.configMapName",
+        ),
+        row(
             "overrideConfig names a ConfigMap that does not exist",
             starter().with(json!({"overrideConfig": {"configMapName": "mine"}})),
             Box::new(|_| {}),
@@ -310,7 +317,28 @@ fn what_a_stack_that_is_not_blocked_runs() {
         o.derived_secret = Some(meta);
     };
     let cm = user_config.clone();
-    let rows: [(&str, Spec, Change, &str, Option<usize>); 4] = [
+    let base_cm = cm.clone();
+    let own_base_cm = cm.clone();
+    let rows: [(&str, Spec, Change, &str, Option<usize>); 6] = [
+        (
+            "generated on the user's base config",
+            starter().with(json!({"baseConfig": {"configMapName": "mine"}})),
+            Box::new(move |o| o.user_config = Some(base_cm.clone())),
+            "generated",
+            Some(0),
+        ),
+        (
+            "an image without labels, generated on the user's base config",
+            Spec(
+                json!({"distribution": {"image": OWN_IMAGE}, "baseConfig": {"configMapName": "mine"}}),
+            ),
+            Box::new(move |o| {
+                own(o);
+                o.user_config = Some(own_base_cm.clone());
+            }),
+            "generated on its own image",
+            Some(0),
+        ),
         (
             "generated",
             starter(),
@@ -356,6 +384,10 @@ fn what_a_stack_that_is_not_blocked_runs() {
                 assert!(name.starts_with("s-config-"), "{what}: {name}");
                 assert_eq!(names.get("ConfigMap"), Some(name), "{what}");
                 assert_eq!(intent.planned.image, PINNED, "{what}");
+            }
+            ("generated on its own image", ServerConfig::Generated(name)) => {
+                assert!(name.starts_with("s-config-"), "{what}: {name}");
+                assert_eq!(intent.planned.image, OWN_IMAGE, "{what}");
             }
             ("user", ServerConfig::User { config_map, key }) => {
                 assert_eq!((config_map.as_str(), key.as_str()), ("mine", "config.yaml"));
