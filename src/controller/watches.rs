@@ -24,7 +24,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::context::Context;
 use super::door::OGX_MANAGED_BY;
@@ -153,9 +153,17 @@ async fn run_scope(
         None => run_stacks(ctx, scope, triggered, None).await,
         Some(ogx_triggered) => {
             let (reader, writer) = reflector::store();
+            // The OGXServers' controller and its watches start with the first OGXServer seen:
+            // an operator that serves none pays only for one metadata watch.
+            let (seen, first) = watch::channel(false);
             tokio::join!(
-                run_stacks(ctx.clone(), scope, triggered, Some(reader.clone())),
-                run_ogx_servers(ctx, scope, ogx_triggered, (reader, writer)),
+                run_stacks(ctx.clone(), scope, triggered, Some((reader.clone(), seen))),
+                async move {
+                    let mut first = first;
+                    if first.wait_for(|seen| *seen).await.is_ok() {
+                        run_ogx_servers(ctx, scope, ogx_triggered, (reader, writer)).await;
+                    }
+                },
             );
         }
     }
@@ -170,13 +178,14 @@ fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 
 
 /// The LlamaStackDistributions' controller over one scope. `ogx_servers` holds the OGXServers
 /// seen, when they are served: a LlamaStackDistribution with one of the same name stands down,
-/// and is looked at again when one appears.
+/// and is looked at again when one appears; the first one seen starts their controller.
 async fn run_stacks(
     ctx: Arc<Context>,
     scope: Option<&str>,
     triggered: mpsc::Receiver<()>,
-    ogx_servers: Option<Store<OGXServer>>,
+    ogx: Option<(Store<OGXServer>, watch::Sender<bool>)>,
 ) {
+    let (ogx_servers, seen) = ogx.unzip();
     let client = ctx.client.clone();
     let health = ctx.metrics.watches();
     let (reader, writer) = reflector::store();
@@ -211,7 +220,7 @@ async fn run_stacks(
     let mut controller = Controller::for_stream(stacks, reader)
         .with_config(config)
         .reconcile_all_on(on_trigger(triggered));
-    if ogx_servers.is_some() {
+    if let Some(seen) = seen {
         // An OGXServer of the same name takes the stack over: the LlamaStackDistribution is
         // told at once (by metadata only: the OGX controller caches the objects).
         let servers = metadata_objects(
@@ -219,7 +228,8 @@ async fn run_stacks(
             watcher::Config::default(),
             &health,
         );
-        controller = controller.watches_stream(servers, |server| {
+        controller = controller.watches_stream(servers, move |server| {
+            seen.send_replace(true);
             let ns = server.metadata.namespace.clone().unwrap_or_default();
             let name = server.metadata.name.clone()?;
             Some(ObjectRef::<LlamaStackDistribution>::new(&name).within(&ns))
