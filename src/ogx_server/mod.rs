@@ -3,9 +3,9 @@
 //! the core reports mapped back (`status`). Pure.
 //!
 //! What the model cannot carry yet is refused with the field that asks for it
-//! ([`Untranslatable`]), before anything runs: a stack that silently ran without the
-//! NetworkPolicy rules or client certificate its spec names would be worse than one that says
-//! why it does not run.
+//! ([`Untranslatable`]), before anything runs: a stack that silently ran without the client
+//! certificate or resource claims its spec names would be worse than one that says why it does
+//! not run.
 
 pub mod from_llsd;
 pub mod providers;

@@ -3,8 +3,8 @@
 //! their manifests. The schema follows the OGX operator's at its latest snapshot (field names,
 //! types, defaults, limits and CEL rules); the facts are in `shared/research/ogx.md` §2.
 //!
-//! The reconciler does not read these types: `crate::front_door::ogx` maps an `OGXServer` into
-//! the operator's own model of a stack, and its status back.
+//! The reconciler does not read these types: `crate::ogx_server` maps an `OGXServer` into the
+//! operator's own model of a stack, and its status back.
 
 pub mod providers;
 
