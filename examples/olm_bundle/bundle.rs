@@ -11,7 +11,7 @@ pub const PACKAGE: &str = "llama-stack-operator";
 const EXAMPLES: [&str; 3] = [
     include_str!("../../deploy/samples/v1alpha2_us1_minimal_inference.yaml"),
     include_str!("../../deploy/samples/v1alpha1_us7_existing_resource.yaml"),
-    include_str!("../../deploy/samples/ogx/vllm.yaml"),
+    include_str!("../../deploy/ogx-samples/vllm.yaml"),
 ];
 /// The icon OperatorHub shows.
 const ICON_SVG: &str = include_str!("icon.svg");
