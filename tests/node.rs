@@ -821,7 +821,19 @@ fn ogx_stacks_run_named_direct_and_generated(env: &Env) -> Result<(), Failed> {
     ] {
         let llsd = env.wait_ready(ns, name)?;
         runs_ogx(env, ns, name, &llsd)?;
-        let inference: Vec<String> = inference_provider_ids(&service_address(env, ns, name)?)?;
+        // Through the Service; a connection the node's network refuses for a moment (a Pod IP
+        // reused while other tests roll Pods) is asked again rather than taken for the answer.
+        let address = service_address(env, ns, name)?;
+        let mut inference: Vec<String> = Vec::new();
+        eventually("the server's providers through its Service", || {
+            Ok(match inference_provider_ids(&address) {
+                Ok(ids) => {
+                    inference = ids;
+                    true
+                }
+                Err(_) => false,
+            })
+        })?;
         assert_eq!(inference, providers, "{name}: the config it runs");
     }
     let named = env.json(&["get", "llsd", "named", "-n", ns])?;
