@@ -16,14 +16,12 @@ use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::json;
 
 use super::object::{
-    BuildError, match_labels, metadata, pod_selector, selector_labels, stamp, stamped,
+    BuildError, match_labels, metadata, named_ports, pod_selector, selector_labels, stamp, stamped,
 };
 use crate::api::common::AllowedFromSpec;
 use crate::api::v1alpha2::ExposeOptions;
 use crate::controller::stack::Stack;
-use crate::naming::{
-    METRICS_PORT_NAME, PORT_NAME, ingress_name, network_policy_name, service_name,
-};
+use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
 
 /// OpenShift's `route.openshift.io/v1` Route.
 pub fn route_resource() -> ApiResource {
@@ -43,13 +41,7 @@ pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
         spec: Some(ServiceSpec {
             selector: Some(selector_labels(stack)),
             ports: Some(
-                std::iter::once((PORT_NAME, stack.networking.port))
-                    .chain(
-                        stack
-                            .door
-                            .metrics_port()
-                            .map(|port| (METRICS_PORT_NAME, port)),
-                    )
+                named_ports(stack)
                     .map(|(name, port)| ServicePort {
                         name: Some(name.to_owned()),
                         port,

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Resource;
 
 use crate::controller::stack::Stack;
-use crate::naming::{DESIRED_HASH, labels};
+use crate::naming::{DESIRED_HASH, METRICS_PORT_NAME, PORT_NAME, labels};
 
 /// Why an owned object could not be built. Always a bug in a builder, never the user's input.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +41,17 @@ pub(super) fn selector_labels(stack: &Stack) -> BTreeMap<String, String> {
         (labels::NAME.to_owned(), labels::APP.to_owned()),
         (labels::INSTANCE.to_owned(), stack.name.to_owned()),
     ])
+}
+
+/// The server's named ports: the API port, and the metrics port when the door has one. The
+/// container and the Service both name them so.
+pub(super) fn named_ports(stack: &Stack) -> impl Iterator<Item = (&'static str, i32)> {
+    std::iter::once((PORT_NAME, stack.networking.port)).chain(
+        stack
+            .door
+            .metrics_port()
+            .map(|port| (METRICS_PORT_NAME, port)),
+    )
 }
 
 /// The selector of the server Pods.

@@ -14,14 +14,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::inputs::{Inputs, ServerConfig};
-use super::object::pod_selector;
+use super::object::{named_ports, pod_selector};
 use super::user_parts::{self, UserParts};
 use super::{ca_bundle, external};
 use crate::controller::stack::Stack;
 use crate::naming::{
-    CA_BUNDLE_KEY, METRICS_PORT_NAME, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name,
-    derived_secret_key, derived_secret_name, managed_service_account_name, mount_path, pvc_name,
-    volumes,
+    CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
+    derived_secret_name, managed_service_account_name, mount_path, pvc_name, volumes,
 };
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::TLS_DIR;
@@ -340,13 +339,7 @@ fn container(stack: &Stack, inputs: &Inputs) -> Container {
         args: args(stack, inputs),
         command,
         ports: Some(
-            std::iter::once((PORT_NAME, stack.networking.port))
-                .chain(
-                    stack
-                        .door
-                        .metrics_port()
-                        .map(|port| (METRICS_PORT_NAME, port)),
-                )
+            named_ports(stack)
                 .map(|(name, port)| ContainerPort {
                     name: Some(name.to_owned()),
                     container_port: port,
