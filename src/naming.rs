@@ -184,3 +184,13 @@ pub fn hpa_name(cr: &str) -> String {
 pub fn pdb_name(cr: &str) -> String {
     format!("{cr}-pdb")
 }
+
+/// Name of the ServiceMonitor (an `OGXServer`'s `monitoring`).
+pub fn service_monitor_name(cr: &str) -> String {
+    format!("{cr}-service-monitor")
+}
+
+/// Name of the PrometheusRule (an `OGXServer`'s `monitoring`).
+pub fn prometheus_rule_name(cr: &str) -> String {
+    format!("{cr}-prometheus-rules")
+}

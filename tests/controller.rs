@@ -881,6 +881,103 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
     });
 }
 
+/// An `OGXServer`'s `monitoring` (on by default): where the Prometheus Operator's CRDs are
+/// installed (its own, `tests/fixtures/prometheus-operator`, so its schema checks what the
+/// operator writes), a ServiceMonitor that selects the server's Service and scrapes its
+/// `metrics` port, and the PrometheusRule; none with monitoring off, and none where the kinds
+/// are not served. Driven by the OGX operator's own monitoring samples.
+#[test]
+fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_operator_accepts() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use kube::api::DynamicObject;
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::builders::{
+        prometheus_rule_resource, service_monitor_resource,
+    };
+    use llama_stack_operator::controller::{reconcile_ogx, served_apis};
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let f = Fixture::new(&client, "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let monitors: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &service_monitor_resource());
+        let rules: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &prometheus_rule_resource());
+        let services: Api<Service> = Api::namespaced(client.clone(), "default");
+        let reconcile = |name: &'static str| {
+            let (servers, ctx) = (servers.clone(), f.ctx.clone());
+            async move { reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), ctx).await.unwrap() }
+        };
+        let sample = std::fs::read_to_string(support::workspace_root().join("tests/fixtures/ogx-operator/example-with-monitoring.yaml")).unwrap();
+        for doc in serde_saphyr::from_multiple::<Value>(&sample).unwrap() {
+            servers.create(&PostParams::default(), &serde_json::from_value(doc).unwrap()).await.unwrap();
+        }
+
+        // Not served yet: the server exports its metrics, nothing else is attempted.
+        f.ctx.learn(&served_apis(&client).await);
+        assert!(!f.ctx.monitoring_available());
+        reconcile("ogxserver-monitoring-defaults").await;
+        let ports = |service: Service| serde_json::to_value(service.spec.unwrap().ports).unwrap();
+        let service_ports = ports(services.get("ogxserver-monitoring-defaults-service").await.unwrap());
+        assert!(service_ports.as_array().unwrap().iter().any(|p| p["name"] == "metrics" && p["port"] == 9464), "{service_ports:#}");
+
+        for crd in ["servicemonitors", "prometheusrules"] {
+            let path = support::workspace_root().join(format!("tests/fixtures/prometheus-operator/monitoring.coreos.com_{crd}.yaml"));
+            let crd = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            support::control_plane::install_crd(&client, &crd).await.unwrap();
+        }
+        let served = served_apis(&client).await;
+        assert!(served.monitoring && served.ogx_servers && !served.routes, "{served:?}");
+        f.ctx.learn(&served);
+        for name in ["ogxserver-monitoring-defaults", "ogxserver-monitoring-custom-port", "ogxserver-monitoring-disabled"] {
+            reconcile(name).await;
+        }
+
+        // The ServiceMonitor selects exactly this server's Service and scrapes a port it names.
+        for (name, port) in [("ogxserver-monitoring-defaults", 9464), ("ogxserver-monitoring-custom-port", 9090)] {
+            let monitor = monitors.get(&format!("{name}-service-monitor")).await.unwrap();
+            let labels = monitor.metadata.labels.clone().unwrap();
+            assert_eq!(labels["monitoring.opendatahub.io/scrape"], "true");
+            assert_eq!(labels["app.kubernetes.io/managed-by"], "ogx-operator");
+            assert_eq!(monitor.metadata.owner_references.as_ref().unwrap()[0].kind, "OGXServer");
+            let selector = monitor.data["spec"]["selector"]["matchLabels"].as_object().unwrap()
+                .iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap())).collect::<Vec<_>>().join(",");
+            let selected: Vec<String> = services.list(&ListParams::default().labels(&selector)).await.unwrap()
+                .items.into_iter().filter_map(|s| s.metadata.name).collect();
+            assert_eq!(selected, [format!("{name}-service")], "{selector}");
+            let endpoint = &monitor.data["spec"]["endpoints"][0];
+            assert_eq!((endpoint["targetPort"].as_str(), endpoint["path"].as_str()), (Some("metrics"), Some("/metrics")), "{endpoint:#}");
+            let service_ports = ports(services.get(&format!("{name}-service")).await.unwrap());
+            assert!(service_ports.as_array().unwrap().iter().any(|p| p["name"] == "metrics" && p["port"] == port), "{service_ports:#}");
+            let rule = rules.get(&format!("{name}-prometheus-rules")).await.unwrap();
+            let recorded = &rule.data["spec"]["groups"][0]["rules"];
+            let apis: Vec<&str> = recorded.as_array().unwrap().iter().map(|r| r["labels"]["api"].as_str().unwrap()).collect();
+            assert_eq!(apis, ["inference", "vector_io", "responses", "rag", "agentic"], "{recorded:#}");
+            assert!(recorded.as_array().unwrap().iter().all(|r| r["record"] == "ogx:api_info:max"), "{recorded:#}");
+            // Its NetworkPolicy lets the monitoring namespaces reach that port.
+            let policy = Api::<NetworkPolicy>::namespaced(client.clone(), "default").get(&format!("{name}-network-policy")).await.unwrap();
+            let ingress = serde_json::to_value(policy.spec.unwrap().ingress).unwrap();
+            assert!(ingress.as_array().unwrap().iter().any(|r| r["ports"][0]["port"] == port
+                && r["from"][0]["namespaceSelector"]["matchLabels"]["network.openshift.io/policy-group"] == "monitoring"), "{ingress:#}");
+        }
+
+        // Off: neither is made (one of the same name made by someone else stays untouched)...
+        assert!(monitors.get_opt("ogxserver-monitoring-disabled-service-monitor").await.unwrap().is_none());
+        let foreign: DynamicObject = serde_json::from_value(json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "ogxserver-monitoring-disabled-prometheus-rules"}, "spec": {"groups": []}})).unwrap();
+        rules.create(&PostParams::default(), &foreign).await.unwrap();
+        reconcile("ogxserver-monitoring-disabled").await;
+        assert!(rules.get_opt("ogxserver-monitoring-disabled-prometheus-rules").await.unwrap().is_some(), "not ours: kept");
+        let service_ports = ports(services.get("ogxserver-monitoring-disabled-service").await.unwrap());
+        assert!(service_ports.as_array().unwrap().iter().all(|p| p["name"] != "metrics"), "{service_ports:#}");
+        // ...and turning it off removes the ones the operator made.
+        let off = json!({"spec": {"monitoring": {"enabled": false}}});
+        servers.patch("ogxserver-monitoring-defaults", &PatchParams::default(), &Patch::Merge(&off)).await.unwrap();
+        reconcile("ogxserver-monitoring-defaults").await;
+        assert!(monitors.get_opt("ogxserver-monitoring-defaults-service-monitor").await.unwrap().is_none());
+        assert!(rules.get_opt("ogxserver-monitoring-defaults-prometheus-rules").await.unwrap().is_none());
+    });
+}
+
 /// The running operator serves OGXServers from its watches when their CRD is installed: an
 /// OGXServer of the same name takes a running LlamaStackDistribution over, and a Secret created
 /// later reaches the OGXServer that refers to it.

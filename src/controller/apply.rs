@@ -14,6 +14,7 @@ use kube::runtime::events::EventType;
 
 use super::builders::{self, Desired};
 use super::context::Context;
+use super::door::Door;
 use super::error::ApiError;
 use super::stack::Stack;
 use super::write::{
@@ -57,6 +58,8 @@ pub(super) async fn apply(
         hpa,
         pdb,
         derived_secret,
+        service_monitor,
+        prometheus_rule,
     } = desired;
     let ns = stack.namespace;
     let uid = stack.uid();
@@ -96,6 +99,16 @@ pub(super) async fn apply(
     sync_in::<HorizontalPodAutoscaler>(client, ns, &hpa_name, hpa.as_ref(), uid).await?;
     let pdb_name = naming::pdb_name(stack.name);
     sync_in::<PodDisruptionBudget>(client, ns, &pdb_name, pdb.as_ref(), uid).await?;
+    // Only the OGX door has `monitoring`: LLSD stacks pay no reads for it.
+    if matches!(stack.door, Door::OgxServer { .. }) {
+        monitor(
+            ctx,
+            stack,
+            service_monitor.as_ref(),
+            prometheus_rule.as_ref(),
+        )
+        .await?;
+    }
     if let Some(deployment) = &deployment {
         prune_when_rollout_settles(stack, ctx, deployment).await?;
     }
@@ -146,6 +159,37 @@ async fn apply_deployment(
         .await;
     }
     Ok(deployment)
+}
+
+/// Applies (or, with monitoring off, deletes) an `OGXServer`'s ServiceMonitor and
+/// PrometheusRule, where the cluster serves them.
+async fn monitor(
+    ctx: &Context,
+    stack: &Stack<'_>,
+    service_monitor: Option<&DynamicObject>,
+    prometheus_rule: Option<&DynamicObject>,
+) -> Result<(), ApiError> {
+    if !ctx.monitoring_available() {
+        return Ok(());
+    }
+    let objects = [
+        (
+            builders::service_monitor_resource(),
+            naming::service_monitor_name(stack.name),
+            service_monitor,
+        ),
+        (
+            builders::prometheus_rule_resource(),
+            naming::prometheus_rule_name(stack.name),
+            prometheus_rule,
+        ),
+    ];
+    for (resource, name, desired) in objects {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(ctx.client.clone(), stack.namespace, &resource);
+        sync(&api, &resource.kind, &name, desired, stack.uid()).await?;
+    }
+    Ok(())
 }
 
 /// Applies the Ingress, or the Route where the cluster serves Routes; returns the URL.

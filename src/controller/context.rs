@@ -26,6 +26,8 @@ pub struct Context {
     pub(super) metrics: Arc<crate::metrics::Metrics>,
     /// Whether the cluster serves OpenShift Routes (checked when the controller starts).
     routes: AtomicBool,
+    /// Whether it serves ServiceMonitors and PrometheusRules (checked with the Routes).
+    monitoring: AtomicBool,
     /// Per object uid: the Deployment generation and settledness at the last ConfigMap prune.
     prunes: PruneMarks,
     /// Status writes of the last seconds (see [`RecentWrites`]).
@@ -58,6 +60,7 @@ impl Context {
             resolver: std::sync::RwLock::new(resolver),
             operator_config: None,
             routes: AtomicBool::new(false),
+            monitoring: AtomicBool::new(false),
             prunes: PruneMarks::default(),
             recent_writes: RecentWrites::default(),
             operator_image: None,
@@ -98,9 +101,15 @@ impl Context {
         self.routes.load(Ordering::Relaxed)
     }
 
-    /// Records whether the cluster serves OpenShift Routes (checked when the controller starts).
-    pub(super) fn set_routes_available(&self, available: bool) {
-        self.routes.store(available, Ordering::Relaxed);
+    /// Whether an `OGXServer`'s `monitoring` makes a ServiceMonitor and a PrometheusRule.
+    pub fn monitoring_available(&self) -> bool {
+        self.monitoring.load(Ordering::Relaxed)
+    }
+
+    /// Records what the cluster serves (read when the controller starts).
+    pub fn learn(&self, served: &super::discovery::ServedApis) {
+        self.routes.store(served.routes, Ordering::Relaxed);
+        self.monitoring.store(served.monitoring, Ordering::Relaxed);
     }
 
     pub(super) fn needs_prune(&self, uid: &str, state: RolloutState) -> bool {

@@ -114,6 +114,7 @@ pub(super) fn decide(
         pull_secrets: &planned.pull_secrets,
         operator_namespace: operator.namespace,
         routes_available: operator.routes_available,
+        monitoring_available: operator.monitoring_available,
         operator_image: operator.image.unwrap_or_default(),
         existing_selector: current
             .and_then(|d| d.spec.as_ref())

@@ -16,6 +16,7 @@ mod conditions;
 mod context;
 mod decide;
 mod dereference;
+mod discovery;
 pub mod door;
 mod drift;
 mod error;
@@ -48,6 +49,7 @@ mod write;
 
 pub use builders::BuildError;
 pub use context::{Context, DEFAULT_CONCURRENCY};
+pub use discovery::{ServedApis, served_apis};
 pub use error::{ApiError, Error};
 pub use reconcile::{reconcile, reconcile_ogx, reconcile_stack};
 pub use watches::{run, run_in};

@@ -51,6 +51,8 @@ pub(super) struct Operator<'a> {
     pub(super) namespace: Option<&'a str>,
     /// Whether the cluster serves OpenShift Routes.
     pub(super) routes_available: bool,
+    /// Whether it serves ServiceMonitors and PrometheusRules.
+    pub(super) monitoring_available: bool,
 }
 
 impl<'a> Operator<'a> {
@@ -60,6 +62,7 @@ impl<'a> Operator<'a> {
             image: ctx.operator_image(),
             namespace: ctx.operator_namespace(),
             routes_available: ctx.routes_available(),
+            monitoring_available: ctx.monitoring_available(),
         }
     }
 }

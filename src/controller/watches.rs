@@ -52,18 +52,10 @@ pub async fn run(ctx: Arc<Context>) {
 pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     // However this ends, the stopped watches no longer count for the operator's health.
     let _forget = ForgetWatches(ctx.metrics.watches());
-    let routes = ctx
-        .client
-        .list_api_group_resources("route.openshift.io/v1")
-        .await
-        .is_ok_and(|list| list.resources.iter().any(|r| r.name == "routes"));
-    ctx.set_routes_available(routes);
-    // OGXServers are served when their CRD is installed (read once at start, as the routes).
-    let ogx = ctx
-        .client
-        .list_api_group_resources(crate::api::ogx::API_VERSION)
-        .await
-        .is_ok_and(|list| list.resources.iter().any(|r| r.name == "ogxservers"));
+    // What the cluster serves, read once at start: Routes, monitoring, OGXServers.
+    let served = super::discovery::served_apis(&ctx.client).await;
+    ctx.learn(&served);
+    let ogx = served.ogx_servers;
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
     } else {

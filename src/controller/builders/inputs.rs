@@ -28,6 +28,8 @@ pub struct Inputs<'a> {
     pub operator_namespace: Option<&'a str>,
     /// Whether the cluster serves OpenShift Routes (exposure by Route instead of Ingress).
     pub routes_available: bool,
+    /// Whether the cluster serves the Prometheus Operator's ServiceMonitor and PrometheusRule.
+    pub monitoring_available: bool,
     /// The operator's own image (its static binary runs the external-provider steps).
     pub operator_image: &'a str,
     /// The selector of a Deployment of the same name that already exists (immutable): kept, and

@@ -6,6 +6,7 @@ mod ca_bundle;
 mod derived;
 pub mod external;
 mod inputs;
+mod monitoring;
 mod network;
 mod object;
 mod pod;
@@ -26,6 +27,7 @@ use crate::controller::stack::Stack;
 
 pub use ca_bundle::{CaBundleError, collect_certificates};
 pub use inputs::{Inputs, ServerConfig};
+pub use monitoring::{prometheus_rule_resource, service_monitor_resource};
 pub use network::{exposure_warning, route_resource};
 pub use object::BuildError;
 pub use pod::config_dir;
@@ -59,6 +61,11 @@ pub struct Desired {
     pub pdb: Option<PodDisruptionBudget>,
     /// The parts of connection strings (`<name>-derived`), when the config needs any.
     pub derived_secret: Option<Secret>,
+    /// Scrapes the `metrics` port (an `OGXServer`'s `monitoring`, where the cluster serves
+    /// the Prometheus Operator's kinds).
+    pub service_monitor: Option<DynamicObject>,
+    /// Its recording rules, beside it.
+    pub prometheus_rule: Option<DynamicObject>,
 }
 
 /// Builds every desired object.
@@ -72,6 +79,8 @@ pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
         .map(|pem| ca_bundle::config_map(stack, pem))
         .transpose()?;
     let (ingress, route) = network::exposure(stack, inputs.routes_available)?;
+    let (service_monitor, prometheus_rule) =
+        monitoring::monitoring(stack, inputs.monitoring_available)?;
     Ok(Desired {
         config_map,
         deployment: deployment(stack, inputs)?,
@@ -87,6 +96,8 @@ pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
         derived_secret: inputs
             .derived
             .and_then(|data| derived::secret(stack, data, inputs.secrets_hash.unwrap_or_default())),
+        service_monitor,
+        prometheus_rule,
     })
 }
 

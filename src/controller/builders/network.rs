@@ -111,6 +111,7 @@ pub(super) fn network_policy(
             end_port: None,
         }]),
     }];
+    ingress.extend(stack.door.metrics_port().map(monitoring_ingress));
     ingress.extend(policy.and_then(|p| p.ingress.clone()).unwrap_or_default());
     let own_egress = policy.and_then(|p| p.egress.clone()).unwrap_or_default();
     let policy_types = policy
@@ -138,6 +139,26 @@ pub(super) fn network_policy(
         }),
     })
     .map(Some)
+}
+
+/// Prometheus scrapes the metrics port from OpenShift's monitoring namespaces (the namespaces
+/// labelled `network.openshift.io/policy-group: monitoring`, as the OGX operator allows them);
+/// elsewhere a rule of one's own in `policy.ingress` admits the scraper.
+fn monitoring_ingress(metrics_port: i32) -> NetworkPolicyIngressRule {
+    NetworkPolicyIngressRule {
+        from: Some(vec![NetworkPolicyPeer {
+            namespace_selector: Some(match_labels(BTreeMap::from([(
+                "network.openshift.io/policy-group".to_owned(),
+                "monitoring".to_owned(),
+            )]))),
+            ..NetworkPolicyPeer::default()
+        }]),
+        ports: Some(vec![NetworkPolicyPort {
+            protocol: Some("TCP".to_owned()),
+            port: Some(IntOrString::Int(metrics_port)),
+            end_port: None,
+        }]),
+    }
 }
 
 /// Egress to the cluster's DNS (kube-dns in kube-system, port 53): a policy that governs egress

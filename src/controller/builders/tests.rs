@@ -1027,3 +1027,62 @@ fn an_ogx_image_runs_its_entrypoint_on_the_mounted_config_with_ogx_variables() {
     assert!(env_value(&llama, "OGX_WORKERS").is_none());
     assert_eq!(env_value(&llama, "HOME").unwrap()["value"], "/.llama");
 }
+
+#[test]
+fn an_ogx_server_exporting_metrics_gets_a_service_monitor_where_the_cluster_serves_one() {
+    use crate::controller::door::Door;
+    let g = generated();
+    let resource = cr(json!({"distribution": {"name": "starter"}}));
+    let ogx = Stack::read_through(
+        &resource,
+        Door::OgxServer {
+            metrics_port: Some(9090),
+        },
+    )
+    .unwrap();
+    let served = Inputs {
+        monitoring_available: true,
+        ..base_inputs(&g)
+    };
+    let built = desired(&ogx, &served).unwrap();
+    let monitor = built.service_monitor.expect("a ServiceMonitor");
+    assert_eq!(monitor.metadata.name.as_deref(), Some("s-service-monitor"));
+    // Its selector is a subset of the Service's labels, and names the instance: this
+    // server's Service only.
+    let service_labels = built.service.metadata.labels.clone().unwrap();
+    let selector = monitor.data["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .unwrap();
+    assert!(
+        selector
+            .iter()
+            .all(|(k, v)| service_labels.get(k).map(String::as_str) == v.as_str()),
+        "{selector:?}"
+    );
+    assert_eq!(selector[labels::INSTANCE], "s");
+    let scraped = monitor.data["spec"]["endpoints"][0]["targetPort"]
+        .as_str()
+        .unwrap();
+    let service_ports = built.service.spec.unwrap().ports.unwrap();
+    assert!(
+        service_ports
+            .iter()
+            .any(|p| p.name.as_deref() == Some(scraped) && p.port == 9090)
+    );
+    assert_eq!(
+        built.prometheus_rule.unwrap().metadata.name.as_deref(),
+        Some("s-prometheus-rules")
+    );
+
+    // Not served, monitoring off, or a LlamaStackDistribution: none.
+    let unserved = desired(&ogx, &base_inputs(&g)).unwrap();
+    assert!(unserved.service_monitor.is_none() && unserved.prometheus_rule.is_none());
+    let off = Stack::read_through(&resource, Door::OgxServer { metrics_port: None }).unwrap();
+    assert!(desired(&off, &served).unwrap().service_monitor.is_none());
+    assert!(
+        desired(&view(&resource), &served)
+            .unwrap()
+            .service_monitor
+            .is_none()
+    );
+}

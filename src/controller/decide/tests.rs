@@ -82,6 +82,7 @@ fn operator() -> Operator<'static> {
         image: Some("registry.corp/operator@sha256:33"),
         namespace: Some("llso-system"),
         routes_available: false,
+        monitoring_available: false,
     }
 }
 
