@@ -14,7 +14,9 @@ providers.json maps API -> provider_type -> {kind, urlField, secretField, hostPo
 Field names come from each provider's config schema (by alias, as the server parses YAML), by a
 fixed preference order, never by guessing per provider:
   urlField:    the first of base_url, url, uri, orchestrator_url present
-  secretField: the first of api_token, api_key, access_token, token, password present
+  secretField: the first of api_token, api_key, access_token, token, password present; else
+               the field that also accepts `api_key` (a pydantic validation alias, as
+               bedrock's aws_bedrock_bearer_token in OGX 1.x)
   hostPort:    true when the schema has host and port but no URL field (e.g. pgvector)
   requiredKeys: the schema's required properties (the server refuses the provider without them)
   apiDependencies: APIs the provider needs served (it fails to start without them)
@@ -36,7 +38,7 @@ def derive(entry):
     schema = entry.get("config_schema") or {}
     keys = sorted(schema.get("properties", {}).keys())
     url = next((k for k in URL_FIELDS if k in keys), None)
-    secret = next((k for k in SECRET_FIELDS if k in keys), None)
+    secret = next((k for k in SECRET_FIELDS if k in keys), None) or entry.get("api_key_alias_of")
     out = {"configKeys": keys}
     if url:
         out["urlField"] = url
@@ -70,6 +72,17 @@ def table(registry, version, server=None):
     return out
 
 
+def accepts_api_key(cls):
+    """The field (by its alias) that a config under `api_key` sets, when `api_key` is only one
+    of its validation aliases; None otherwise."""
+    for name, field in cls.model_fields.items():
+        alias = field.validation_alias
+        choices = getattr(alias, "choices", [alias] if isinstance(alias, str) else [])
+        if "api_key" in choices and (field.alias or name) != "api_key":
+            return field.alias or name
+    return None
+
+
 def dump_registry(package="llama_stack"):
     # llama_stack and ogx lay the registry out identically; only the top-level module differs.
     get_provider_registry = importlib.import_module(f"{package}.core.distribution").get_provider_registry
@@ -80,16 +93,19 @@ def dump_registry(package="llama_stack"):
         registry[api_name] = {}
         for provider_type, spec in specs.items():
             schema = None
+            api_key_alias_of = None
             config_class = getattr(spec, "config_class", None)
             if config_class:
                 module_name, _, class_name = config_class.rpartition(".")
                 try:
                     cls = getattr(importlib.import_module(module_name), class_name)
                     schema = cls.model_json_schema(by_alias=True)
+                    api_key_alias_of = accepts_api_key(cls)
                 except Exception as e:  # a provider whose optional deps are missing
                     print(f"warning: cannot load {config_class}: {e}", file=sys.stderr)
             registry[api_name][provider_type] = {
                 "config_schema": schema,
+                "api_key_alias_of": api_key_alias_of,
                 "api_dependencies": [getattr(a, "value", str(a)) for a in getattr(spec, "api_dependencies", []) or []],
                 "deprecation_warning": getattr(spec, "deprecation_warning", None),
                 "deprecation_error": getattr(spec, "deprecation_error", None),

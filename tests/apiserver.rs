@@ -100,6 +100,11 @@ fn main() -> ExitCode {
             |ctx, sample| Box::pin(ogx::sample_is_accepted(ctx, sample)),
         ));
     }
+    trials.push(trial(
+        &shared,
+        "ogx_offline_validation_agrees_with_the_api_server".to_owned(),
+        |ctx| Box::pin(ogx::offline_validation_agrees_with_the_api_server(ctx)),
+    ));
     for case in ogx::refused() {
         let name = format!("ogx_rejects::{}", case.name);
         trials.push(case_trial(&shared, name, case, |ctx, case| {

@@ -454,3 +454,89 @@ fn every_real_manifest_renders_or_is_refused_as_the_api_server_refuses_it() {
         }
     }
 }
+
+/// `OGXServer`s render as the controller serves them (the OGX operator's samples, from
+/// tests/fixtures/ogx-operator): its names and labels, the config generated over a `baseConfig`
+/// ConfigMap given beside it, and what is not served yet refused with the field.
+#[test]
+fn ogx_servers_render_through_their_door() {
+    let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ogx-operator");
+    let monitoring = format!("{samples}/example-with-monitoring.yaml");
+    let (code, out, err) = render(&["-f", &monitoring]);
+    assert_eq!(code, 0, "{err}");
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out).unwrap();
+    let deployment = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "Deployment" && d["metadata"]["name"] == "ogxserver-monitoring-custom-port"
+        })
+        .unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["name"], "ogx");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["labels"]["app"],
+        "ogx"
+    );
+    assert_eq!(
+        deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "ogx-operator"
+    );
+    assert!(
+        container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "metrics" && p["containerPort"] == 9090),
+        "{container:#}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("based.yaml");
+    std::fs::write(
+        &manifest,
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: my-base}
+data:
+  base.yaml: |
+    version: 2
+    distro_name: mine
+    apis: [inference]
+    providers:
+      inference:
+      - {provider_id: mine, provider_type: remote::vllm, config: {base_url: "http://mine:8000/v1"}}
+---
+apiVersion: ogx.io/v1beta1
+kind: OGXServer
+metadata: {name: based}
+spec:
+  distribution: {name: starter}
+  baseConfig: {name: my-base, key: base.yaml}
+  resources:
+    models: [{name: m, provider: mine}]
+"#,
+    )
+    .unwrap();
+    let (code, config, err) = render(&["-f", manifest.to_str().unwrap(), "--config"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        config.contains("distro_name: mine") && config.contains("model_id: m"),
+        "{config}"
+    );
+    // Without its ConfigMap, render says where the base config is.
+    let alone = dir.path().join("alone.yaml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&alone, text.split("---\n").nth(1).unwrap()).unwrap();
+    let (code, _, err) = render(&["-f", alone.to_str().unwrap(), "--config"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("spec.baseConfig") && err.contains("my-base"),
+        "{err}"
+    );
+
+    let identity = dir.path().join("identity.yaml");
+    std::fs::write(&identity, "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: i}\nspec:\n  distribution: {name: starter}\n  tls:\n    identity:\n      cert: {name: c, key: tls.crt}\n      key: {name: c, key: tls.key}\n").unwrap();
+    let (code, _, err) = render(&["-f", identity.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("spec.tls.identity"), "{err}");
+}

@@ -87,3 +87,25 @@ fn unreadable_inputs_exit_two() {
     let (code, _, stderr) = validate(&["-f", "-"], "a: [unclosed");
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// `OGXServer`s are judged by their CRD as the API server judges them (the OGX operator's
+/// samples are admitted; one with both a name and an image is refused at `spec.distribution`,
+/// one with an empty storage size at `spec.workload.storage`, by its `quantity()` rule).
+#[test]
+fn ogx_servers_are_judged_by_their_crd() {
+    let samples = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ogx-operator/example-with-monitoring.yaml"
+    );
+    let (code, stdout, stderr) = validate(&["-f", samples], "");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(stdout.matches("(ogxserver/").count(), 3, "{stdout}");
+    let both = "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: both}\nspec:\n  distribution: {name: starter, image: quay.io/x/y:1}\n---\napiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: empty}\nspec:\n  distribution: {name: starter}\n  workload:\n    storage: {size: '0'}\n";
+    let (code, stdout, _) = validate(&["-f", "-"], both);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("spec.distribution:") && stdout.contains("spec.workload.storage:"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("could not be evaluated"), "{stdout}");
+}

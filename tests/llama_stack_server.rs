@@ -385,7 +385,6 @@ fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
 /// provider's config class), with its Secrets' variables set.
 fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result<(), Failed> {
     let samples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/samples");
-    let script = support::workspace_root().join("test-support/src/validate_config.py");
     let scratch = tempfile::tempdir()?;
     let mut checked = 0;
     let mut refused = Vec::new();
@@ -415,27 +414,9 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
                 .path()
                 .join(format!("{name}-{}.yaml", line.as_str()));
             std::fs::write(&path, &generated.yaml)?;
-            let package = match line {
-                ServerLine::LlamaStack => "llama_stack",
-                ServerLine::Ogx => "ogx",
-            };
-            let out = std::process::Command::new(env.venvs[&line].join("bin/python3"))
-                .arg(&script)
-                .args([package, &path.display().to_string()])
-                .envs(
-                    generated
-                        .env
-                        .iter()
-                        .map(|e| (e.name.clone(), "x".to_owned())),
-                )
-                .env("HOME", scratch.path())
-                .output()?;
-            if !out.status.success() {
-                refused.push(format!(
-                    "{name} on {line:?}:\n{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
+            let variables = generated.env.iter().map(|e| e.name.clone());
+            if let Some(said) = servers_verdict(env, line, &path, variables, scratch.path())? {
+                refused.push(format!("{name} on {line:?}:\n{said}"));
             }
             checked += 1;
         }
@@ -446,6 +427,125 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
     // 9 samples generate today (us6 is overrideConfig); a sample set that shrank is a failure.
     if checked < 18 {
         return Err(format!("only {checked} configs checked").into());
+    }
+    Ok(())
+}
+
+/// What the line's server says of the config at `path` when it starts
+/// (`test-support/src/validate_config.py`), with `variables` set: `None` when it accepts it,
+/// else its words.
+fn servers_verdict(
+    env: &Env,
+    line: ServerLine,
+    path: &std::path::Path,
+    variables: impl Iterator<Item = String>,
+    home: &std::path::Path,
+) -> Result<Option<String>, Failed> {
+    let script = support::workspace_root().join("test-support/src/validate_config.py");
+    let package = match line {
+        ServerLine::LlamaStack => "llama_stack",
+        ServerLine::Ogx => "ogx",
+    };
+    let out = std::process::Command::new(env.venvs[&line].join("bin/python3"))
+        .arg(&script)
+        .args([package, &path.display().to_string()])
+        .envs(variables.map(|name| (name, "x".to_owned())))
+        .env("HOME", home)
+        .output()?;
+    Ok((!out.status.success()).then(|| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }))
+}
+
+/// The OGX operator's config-generator cases (`tests/fixtures/ogx-operator/configgen`, its
+/// `cmd/configgen/testdata` at 1784464) before the OGX 1.3.0 server: every config this operator
+/// generates from them is accepted, and the OGX operator's own expected configs are refused
+/// exactly where `docs/ogx-server.md` says its generator writes what the server does not take
+/// (provider types 1.x does not have, missing `persistence`, a `vector_index` without its
+/// `type`, a postgres backend without `user`). `src/ogx_server/configgen_cases.rs` compares the
+/// two configs field by field.
+fn the_ogx_operators_configgen_cases_before_the_ogx_server(env: &Env) -> Result<(), Failed> {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::ogx_server::to_model;
+    use llama_stack_operator::stack_config::{
+        ModelMerge, ProviderTable, generate_merging, parse_base,
+    };
+
+    let root = support::workspace_root().join("tests/fixtures/ogx-operator/configgen");
+    let scratch = tempfile::tempdir()?;
+    let variables_of = |yaml: &str| -> Vec<String> {
+        let re = regex::Regex::new(r"\$\{env\.([A-Z0-9_]+)\}").unwrap();
+        re.captures_iter(yaml).map(|c| c[1].to_owned()).collect()
+    };
+    let (mut ours_refused, mut theirs_refused, mut generated) = (Vec::new(), BTreeSet::new(), 0);
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    for dir in cases {
+        let case = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(want) = std::fs::read_to_string(dir.join("want-config.yaml")) else {
+            continue;
+        };
+        let theirs = scratch.path().join(format!("{case}-theirs.yaml"));
+        std::fs::write(&theirs, &want)?;
+        if servers_verdict(
+            env,
+            ServerLine::Ogx,
+            &theirs,
+            variables_of(&want).into_iter(),
+            scratch.path(),
+        )?
+        .is_some()
+        {
+            theirs_refused.insert(case.clone());
+        }
+        let cr: OGXServer = serde_saphyr::from_str(&std::fs::read_to_string(dir.join("cr.yaml"))?)?;
+        let model = to_model(&cr).map_err(|e| format!("{case}: {e}"))?;
+        let base = parse_base(&std::fs::read_to_string(dir.join("base.yaml"))?)?;
+        // Refusals are compared with the OGX operator's configs in the unit test.
+        let Ok(config) = generate_merging(
+            &model.spec,
+            &base,
+            ProviderTable::ogx(),
+            ModelMerge::Replace,
+        ) else {
+            continue;
+        };
+        let ours = scratch.path().join(format!("{case}-ours.yaml"));
+        std::fs::write(&ours, &config.yaml)?;
+        let variables = config.env.iter().map(|e| e.name.clone());
+        if let Some(said) = servers_verdict(env, ServerLine::Ogx, &ours, variables, scratch.path())?
+        {
+            ours_refused.push(format!("{case}: {said}"));
+        }
+        generated += 1;
+    }
+    if !ours_refused.is_empty() {
+        return Err(ours_refused.join("\n").into());
+    }
+    let expected: BTreeSet<String> = [
+        "p1-batches-config",
+        "p1-filesearch-config",
+        "p1-milvus-config",
+        "p1-pgvector-config",
+        "p1-qdrant-config",
+        "p1-responses-config",
+        "rh-override-storage",
+    ]
+    .map(str::to_owned)
+    .into();
+    if theirs_refused != expected {
+        return Err(format!("the OGX operator's configs the server refuses: {theirs_refused:?}, documented: {expected:?}").into());
+    }
+    if generated < 14 {
+        return Err(format!("only {generated} of ours checked").into());
     }
     Ok(())
 }
@@ -492,6 +592,10 @@ fn main() -> ExitCode {
     tests.push((
         "every_generating_sample_passes_each_lines_own_validation".to_owned(),
         Box::new(every_generating_sample_passes_each_lines_own_validation),
+    ));
+    tests.push((
+        "the_ogx_operators_configgen_cases_before_the_ogx_server".to_owned(),
+        Box::new(the_ogx_operators_configgen_cases_before_the_ogx_server),
     ));
     run_suite(
         tests,

@@ -1,7 +1,8 @@
-//! `render`: what the operator would apply for LlamaStackDistribution manifests, offline, on
-//! the embedded distribution configs, with the same builders as the controller. Each object is
-//! first checked as admission checks it ([`crate::validate`]); v1alpha1 is converted as the
-//! conversion webhook converts it. The image is the catalog's or the manifest's reference, not
+//! `render`: what the operator would apply for LlamaStackDistribution and `OGXServer`
+//! manifests, offline, on the embedded distribution configs, with the same builders as the
+//! controller. Each object is first checked as admission checks it ([`crate::validate`]);
+//! v1alpha1 is converted as the conversion webhook converts it, an `OGXServer` mapped into the
+//! model as the controller maps it. The image is the catalog's or the manifest's reference, not
 //! pinned, since render does not reach a registry; an image whose config render cannot know runs
 //! its own, and a user's ConfigMap is mounted whole, as in the cluster.
 
@@ -14,8 +15,10 @@ use llama_stack_resolver::{Catalog, LookupError};
 use serde_json::Value;
 
 use super::overrides::{OverridesError, catalog_with_overrides};
+use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::controller::builders::{self, ServerConfig};
+use crate::controller::door::Door;
 use crate::controller::server_run::{self, ServerRun};
 use crate::controller::stack::{Invalid, Stack};
 use crate::stack_config::{GeneratedConfig, parse_base};
@@ -25,9 +28,9 @@ use crate::validate::{SetupError, Validator, Verdict};
 /// Options of `render`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Manifests (v1alpha2 or v1alpha1): files (several documents, `kind: List`), directories,
-    /// or `-` for standard input; repeatable. ConfigMaps among them are the ones
-    /// `overrideConfig`/`userConfig` name.
+    /// Manifests (LlamaStackDistribution v1alpha2 or v1alpha1, `OGXServer`): files (several
+    /// documents, `kind: List`), directories, or `-` for standard input; repeatable. ConfigMaps
+    /// among them are the ones `overrideConfig`/`userConfig`/`baseConfig` name.
     #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
     files: Vec<PathBuf>,
     /// Print only the generated config.yaml.
@@ -68,8 +71,16 @@ pub enum RenderError {
     #[error("admission would refuse it (`llama-stack-operator validate` says why):\n{0}")]
     Refused(String),
     /// Nothing to render.
-    #[error("no LlamaStackDistribution in the inputs")]
+    #[error("no LlamaStackDistribution or OGXServer in the inputs")]
     Nothing,
+    /// An `OGXServer` asks for what the operator does not serve (the controller refuses it so).
+    #[error("{location}: {detail}")]
+    NotServed {
+        /// Where.
+        location: String,
+        /// The field and why.
+        detail: String,
+    },
     /// An admitted object could not be read as v1alpha2 (a defect).
     #[error("{location}: {detail}")]
     Manifest {
@@ -211,6 +222,9 @@ fn offline_run(
     // for the llama-stack line, as an unlabelled image is.
     let base = match (&args.base_config, &stack.spec.distribution.name) {
         (Some(path), _) => Some(std::sync::Arc::new(parse_base(&read(path)?)?)),
+        (None, _) if stack.spec.base_config.is_some() => {
+            Some(std::sync::Arc::new(base_from_inputs(stack, config_maps)?))
+        }
         (None, Some(name)) => embedded_base_config(name)
             .transpose()
             .map_err(|e| RenderError::NoBase(e.to_string()))?,
@@ -236,10 +250,34 @@ fn offline_run(
     })
 }
 
+/// The base config `baseConfig` names, from the ConfigMaps among the inputs.
+fn base_from_inputs(
+    stack: &Stack<'_>,
+    config_maps: &BTreeMap<String, ConfigMap>,
+) -> Result<llama_stack_resolver::base_config::BaseConfig, RenderError> {
+    let Some(base) = &stack.spec.base_config else {
+        return Err(RenderError::NoBase("no baseConfig".to_owned()));
+    };
+    let name = &base.config_map_name;
+    let cm = config_maps.get(name).ok_or_else(|| {
+        RenderError::NoBase(format!(
+            "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
+        ))
+    })?;
+    let user =
+        crate::controller::user_config::user_config(cm, base.key.as_deref()).map_err(|e| {
+            RenderError::NoBase(
+                e.message(name)
+                    .replace("spec.overrideConfig", "spec.baseConfig"),
+            )
+        })?;
+    Ok(parse_base(user.yaml)?)
+}
+
 /// The output for one admitted stack. Generation's warnings are printed with `location`, except
 /// those admission gave already (`admission_warnings`, printed by the caller).
 fn render_one(
-    cr: &LlamaStackDistribution,
+    (cr, door): (&LlamaStackDistribution, Door),
     args: &Args,
     catalog: &Catalog,
     config_maps: &BTreeMap<String, ConfigMap>,
@@ -250,7 +288,7 @@ fn render_one(
         Some(name) => catalog.image(name)?.to_owned(),
         None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
-    let stack = Stack::read(cr)?;
+    let stack = Stack::read_through(cr, door)?;
     let offline = offline_run(&stack, args, &image, config_maps)?;
     if let Ok(generated) = offline.shown() {
         for warning in &generated.warnings {
@@ -311,6 +349,26 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
             detail,
         };
         let stored = stored.ok_or_else(|| manifest("no object after validation".to_owned()))?;
+        if stored["kind"] == "OGXServer" {
+            let server: OGXServer =
+                serde_json::from_value(stored).map_err(|e| manifest(e.to_string()))?;
+            let model =
+                crate::ogx_server::to_model(&server).map_err(|e| RenderError::NotServed {
+                    location: location.clone(),
+                    detail: e.to_string(),
+                })?;
+            let door = Door::OgxServer {
+                metrics_port: crate::ogx_server::metrics_port(&server.spec),
+            };
+            outputs.push(render_one(
+                (&model, door),
+                args,
+                &catalog,
+                &config_maps,
+                (location, &admission_warnings),
+            )?);
+            continue;
+        }
         let v1alpha2 = if stored["apiVersion"] == "llamastack.io/v1alpha1" {
             crate::convert::convert(&stored, "llamastack.io/v1alpha2")
                 .map_err(|e| manifest(e.to_string()))?
@@ -320,7 +378,7 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
         let cr: LlamaStackDistribution =
             serde_json::from_value(v1alpha2).map_err(|e| manifest(e.to_string()))?;
         outputs.push(render_one(
-            &cr,
+            (&cr, Door::LlamaStackDistribution),
             args,
             &catalog,
             &config_maps,

@@ -111,10 +111,14 @@ fn text_entry(document: &Document, verdict: &Verdict) -> String {
     let name = document.object["metadata"]["name"]
         .as_str()
         .unwrap_or("(no name)");
-    let head = format!("{} (llsd/{name})", document.location);
+    let short = match document.object["kind"].as_str() {
+        Some("OGXServer") => "ogxserver",
+        _ => "llsd",
+    };
+    let head = format!("{} ({short}/{name})", document.location);
     match verdict {
         Verdict::Skipped { what } => format!(
-            "{}: skipped, not a LlamaStackDistribution ({what})\n",
+            "{}: skipped, neither a LlamaStackDistribution nor an OGXServer ({what})\n",
             document.location
         ),
         Verdict::Valid { warnings } => {

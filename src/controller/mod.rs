@@ -43,7 +43,7 @@ mod settings;
 pub mod slim_cache;
 pub mod stack;
 mod status;
-mod user_config;
+pub(crate) mod user_config;
 pub(crate) mod watches;
 mod write;
 

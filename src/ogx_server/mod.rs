@@ -316,4 +316,6 @@ fn literal(name: &str, value: impl Into<String>) -> EnvVar {
 }
 
 #[cfg(test)]
+mod configgen_cases;
+#[cfg(test)]
 mod tests;

@@ -606,3 +606,60 @@ mod ogx_line {
         );
     }
 }
+
+/// A base config's resource whose provider a variable names, with a default
+/// (`${env.EMBEDDING_PROVIDER:=vllm-embedding}`, as the rh distribution writes it), refers to
+/// that default: kept while the default's provider exists (conditionally), removed with a
+/// warning once the spec replaces it. A base without providers but with a version takes the
+/// spec's (the OGX operator's minimal bases); one with neither is not a config.
+#[test]
+fn references_by_variable_default_and_bases_without_providers() {
+    let base = r#"version: 2
+apis: [inference]
+providers:
+  inference:
+  - provider_id: ${env.VLLM_EMBEDDING_URL:+vllm-embedding}
+    provider_type: remote::vllm
+    config: {base_url: "${env.VLLM_EMBEDDING_URL:=}"}
+registered_resources:
+  models:
+  - model_id: ${env.EMBEDDING_MODEL:=}
+    provider_id: ${env.EMBEDDING_PROVIDER:=vllm-embedding}
+    model_type: embedding
+"#;
+    let table = ProviderTable::ogx();
+    let kept = generate_from_yaml(&spec(json!({})), base, table).unwrap();
+    assert!(
+        kept.yaml.contains("EMBEDDING_MODEL") && kept.warnings.is_empty(),
+        "{kept:?}"
+    );
+    let replaced = spec(
+        json!({"providers": {"inference": {"provider": "remote::vllm", "endpoint": "http://v:8000/v1"}}}),
+    );
+    let dropped = generate_from_yaml(&replaced, base, table).unwrap();
+    assert!(
+        !dropped.yaml.contains("EMBEDDING_MODEL"),
+        "{}",
+        dropped.yaml
+    );
+    assert!(
+        dropped
+            .warnings
+            .iter()
+            .any(|w| w.contains("\"vllm-embedding\"")),
+        "{:?}",
+        dropped.warnings
+    );
+
+    let minimal = generate_from_yaml(&replaced, "version: 2\napis: [inference]\n", table).unwrap();
+    assert!(
+        config(&minimal)["providers"]["inference"][0]["provider_type"] == "remote::vllm",
+        "{}",
+        minimal.yaml
+    );
+    let not_a_config = generate_from_yaml(&replaced, "image_name: x\n", table).unwrap_err();
+    assert!(
+        not_a_config.to_string().contains("no providers mapping"),
+        "{not_a_config}"
+    );
+}

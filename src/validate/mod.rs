@@ -1,14 +1,17 @@
-//! What admission applies to a LlamaStackDistribution, offline and in the API server's order:
-//! the version must be served; strict decoding refuses unknown fields; the CRD's structural
-//! schema (after dropping disallowed nulls and filling in defaults) and its CEL rules; then the
-//! validating webhook's own checks. The schema and the rules come from the CRD the operator
-//! generates, the webhook checks are the webhook's functions: nothing here is a second copy of
-//! a rule. Only what needs the cluster (referenced Secrets and ConfigMaps) is left out. Pure.
+//! What admission applies to a LlamaStackDistribution or an `OGXServer`, offline and in the API
+//! server's order: the version must be served; strict decoding refuses unknown fields; the
+//! CRD's structural schema (after dropping disallowed nulls and filling in defaults) and its CEL
+//! rules; then, for a LlamaStackDistribution, the validating webhook's own checks (an
+//! `OGXServer` has no webhook: its CRD is all of its admission). The schemas and the rules come
+//! from the CRDs the operator generates, the webhook checks are the webhook's functions: nothing
+//! here is a second copy of a rule. Only what needs the cluster (referenced Secrets and
+//! ConfigMaps) is left out. Pure.
 
 pub(crate) mod cause;
 pub(crate) mod checks;
 pub(crate) mod documents;
 mod metadata;
+mod quantity;
 pub(crate) mod rules;
 pub(crate) mod schema;
 
@@ -22,10 +25,14 @@ use serde_json::Value;
 use crate::api::{DEFAULT_CONVERSION_SERVICE, crd};
 use cause::{Cause, CauseType};
 
-/// The API group of the resource.
+/// The API group of the LlamaStackDistribution.
 const GROUP: &str = "llamastack.io";
-/// The resource's kind.
+/// Its kind.
 const KIND: &str = "LlamaStackDistribution";
+/// The API group of the `OGXServer`.
+const OGX_GROUP: &str = "ogx.io";
+/// Its kind.
+const OGX_KIND: &str = "OGXServer";
 /// The field the API server names when schema errors kept it from evaluating the CEL rules.
 pub const RULES_NOT_CHECKED_FIELD: &str = "<nil>";
 
@@ -59,7 +66,7 @@ pub enum Verdict {
         /// Warnings the client would print.
         warnings: Vec<String>,
     },
-    /// Not a LlamaStackDistribution: not this validator's to judge.
+    /// Neither a LlamaStackDistribution nor an `OGXServer`: not this validator's to judge.
     Skipped {
         /// Its apiVersion and kind.
         what: String,
@@ -103,14 +110,17 @@ impl Validator {
     /// The checks for the operator's own CRD; `catalog` decides which distribution names the
     /// webhook knows (the embedded one, with the operator ConfigMap's image-overrides).
     pub fn new(catalog: Catalog) -> Result<Self, SetupError> {
-        let crd = crd(&DEFAULT_CONVERSION_SERVICE)?;
+        let ogx_crd = <crate::api::ogx::OGXServer as kube::CustomResourceExt>::crd();
         let mut schemas = BTreeMap::new();
-        for version in crd.spec.versions.into_iter().filter(|v| v.served) {
-            let schema = version
-                .schema
-                .and_then(|s| s.open_api_v3_schema)
-                .ok_or_else(|| SetupError::NoSchema(version.name.clone()))?;
-            schemas.insert(format!("{GROUP}/{}", version.name), schema);
+        for crd in [crd(&DEFAULT_CONVERSION_SERVICE)?, ogx_crd] {
+            let group = crd.spec.group.clone();
+            for version in crd.spec.versions.into_iter().filter(|v| v.served) {
+                let schema = version
+                    .schema
+                    .and_then(|s| s.open_api_v3_schema)
+                    .ok_or_else(|| SetupError::NoSchema(version.name.clone()))?;
+                schemas.insert(format!("{group}/{}", version.name), schema);
+            }
         }
         Ok(Self {
             schemas,
@@ -119,9 +129,12 @@ impl Validator {
         })
     }
 
-    /// The served versions, `llamastack.io/v1alpha1` and so on.
-    pub fn versions(&self) -> impl Iterator<Item = &str> {
-        self.schemas.keys().map(String::as_str)
+    /// The served versions of `group`: `llamastack.io/v1alpha1` and so on.
+    pub fn versions<'a>(&'a self, group: &'a str) -> impl Iterator<Item = &'a str> {
+        self.schemas
+            .keys()
+            .map(String::as_str)
+            .filter(move |v| v.split_once('/').is_some_and(|(g, _)| g == group))
     }
 
     /// What admission would say of `object`; on success also the object as the API server
@@ -136,6 +149,12 @@ impl Validator {
         let causes = self.schema_causes(schema, &stored);
         if !causes.is_empty() {
             return (Verdict::invalid(Stage::Schema, causes), None);
+        }
+        if stored["kind"] == OGX_KIND {
+            let verdict = Verdict::Valid {
+                warnings: Vec::new(),
+            };
+            return (verdict, Some(stored));
         }
         let webhook = checks::check(&stored, &self.catalog);
         let causes: Vec<Cause> = webhook
@@ -167,17 +186,17 @@ impl Validator {
             .split_once('/')
             .map(|(g, _)| g)
             .unwrap_or_default();
-        if kind != KIND || group != GROUP {
+        if !matches!((group, kind), (GROUP, KIND) | (OGX_GROUP, OGX_KIND)) {
             let what = format!("{api_version} {kind}").trim().to_owned();
             return Err(Verdict::Skipped { what });
         }
         let Some(schema) = self.schemas.get(api_version) else {
-            let served: Vec<&str> = self.versions().collect();
+            let served: Vec<&str> = self.versions(group).collect();
             let cause = Cause::new(
                 CauseType::NotSupported,
                 "apiVersion",
                 format!(
-                    "no matches for kind \"{KIND}\" in version \"{api_version}\"; served: {}",
+                    "no matches for kind \"{kind}\" in version \"{api_version}\"; served: {}",
                     served.join(", ")
                 ),
             );

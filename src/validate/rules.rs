@@ -81,6 +81,7 @@ impl Rules {
     fn evaluate(&self, rule: &ValidationRule, value: &Value, path: &str) -> Option<Cause> {
         let outcome = self.program(&rule.rule).and_then(|program| {
             let mut context = cel::Context::default();
+            super::quantity::add_to(&mut context);
             context.add_variable_from_value("self", cel_value(value));
             program.execute(&context).map_err(|e| e.to_string())
         });
@@ -112,6 +113,7 @@ impl Rules {
         let from_expression = rule.message_expression.as_deref().and_then(|expression| {
             let program = self.program(expression).ok()?;
             let mut context = cel::Context::default();
+            super::quantity::add_to(&mut context);
             context.add_variable_from_value("self", cel_value(value));
             match program.execute(&context).ok()? {
                 cel::Value::String(text) => Some(text.to_string()),

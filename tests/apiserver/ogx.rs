@@ -218,3 +218,156 @@ pub async fn is_refused(ctx: &Ctx, case: &Refused) -> Result<(), Failed> {
         Err(other) => Err(format!("expected a 422, got {other}").into()),
     }
 }
+
+/// What admission said of one object: admitted, or refused at these fields.
+#[derive(Debug, PartialEq, Eq)]
+struct Outcome {
+    admitted: bool,
+    fields: std::collections::BTreeSet<String>,
+}
+
+/// The API server's verdict on a dry-run create with strict field validation (what
+/// `kubectl apply --dry-run=server` sends): unknown fields in the message of a 400, the rest as
+/// the causes of a 422.
+async fn server_outcome(
+    client: &kube::Client,
+    ns: &str,
+    object: &Value,
+) -> Result<Outcome, Failed> {
+    let request = http::Request::post(format!(
+        "/apis/ogx.io/v1beta1/namespaces/{ns}/ogxservers?dryRun=All&fieldValidation=Strict"
+    ))
+    .header("content-type", "application/json")
+    .body(serde_json::to_vec(object)?)?;
+    let status = match client.request::<Value>(request).await {
+        Ok(_) => {
+            return Ok(Outcome {
+                admitted: true,
+                fields: Default::default(),
+            });
+        }
+        Err(kube::Error::Api(status)) => status,
+        Err(other) => return Err(format!("the API server did not answer: {other}").into()),
+    };
+    let fields = if status.code == 400 {
+        let unknown = regex::Regex::new(r#"unknown field "([^"]+)""#)?;
+        unknown
+            .captures_iter(&status.message)
+            .map(|c| c[1].to_owned())
+            .collect()
+    } else {
+        status
+            .details
+            .iter()
+            .flat_map(|d| d.causes.iter())
+            .map(|c| c.field.clone())
+            .collect()
+    };
+    Ok(Outcome {
+        admitted: false,
+        fields,
+    })
+}
+
+/// Objects that break one field of a sample each: every scalar given the wrong type, and an
+/// undeclared field beside it.
+fn mutations(sample: &Value) -> Vec<(String, Value)> {
+    fn leaves(value: &Value, pointer: String, out: &mut Vec<String>) {
+        match value {
+            Value::Object(fields) => fields.iter().for_each(|(k, v)| {
+                let key = k.replace('~', "~0").replace('/', "~1");
+                leaves(v, format!("{pointer}/{key}"), out)
+            }),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| leaves(v, format!("{pointer}/{i}"), out)),
+            _ => out.push(pointer),
+        }
+    }
+    let mut pointers = Vec::new();
+    leaves(&sample["spec"], "/spec".to_owned(), &mut pointers);
+    let mut out = Vec::new();
+    for pointer in pointers {
+        let mut wrong = sample.clone();
+        let leaf = wrong.pointer_mut(&pointer).unwrap();
+        *leaf = if leaf.is_string() {
+            json!(7)
+        } else {
+            json!("seven")
+        };
+        out.push((format!("{pointer} of the wrong type"), wrong));
+        let (parent, _) = pointer.rsplit_once('/').unwrap();
+        let mut unknown = sample.clone();
+        if let Some(Value::Object(fields)) = unknown.pointer_mut(parent) {
+            fields.insert("notAField".to_owned(), json!(true));
+            out.push((format!("{parent}/notAField"), unknown));
+        }
+    }
+    out
+}
+
+/// `llama-stack-operator validate` and the API server give every `OGXServer` of a corpus the
+/// same verdict, refusing at the same fields: the OGX operator's samples, its CEL test cases, and
+/// each sample with one field broken. The offline checks come from the same CRD, evaluated by
+/// this operator's own schema and CEL code, so this is what keeps them equal.
+pub async fn offline_validation_agrees_with_the_api_server(ctx: &Ctx) -> Result<(), Failed> {
+    use llama_stack_operator::validate::{Validator, Verdict};
+    let ns = namespace(&ctx.client, "ogx-differential").await?;
+    let validator = Validator::new(llama_stack_resolver::Catalog::embedded()?)?;
+    let mut corpus: Vec<(String, Value)> = Vec::new();
+    for (name, sample) in samples() {
+        corpus.extend(
+            mutations(&sample)
+                .into_iter()
+                .map(|(what, object)| (format!("{name}: {what}"), object)),
+        );
+        corpus.push((name, sample));
+    }
+    for case in refused() {
+        let object = json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer", "metadata": {"name": "s"}, "spec": case.spec});
+        corpus.push((case.name.to_owned(), object));
+    }
+    let (mut admitted, mut disagreements) = (0, Vec::new());
+    for (label, object) in &corpus {
+        let server = server_outcome(&ctx.client, &ns, object).await?;
+        let offline = match validator.validate(object).0 {
+            Verdict::Valid { .. } => Outcome {
+                admitted: true,
+                fields: Default::default(),
+            },
+            Verdict::Invalid { causes, .. } => Outcome {
+                admitted: false,
+                fields: causes.into_iter().map(|c| c.field).collect(),
+            },
+            Verdict::Skipped { what } => return Err(format!("{label}: skipped ({what})").into()),
+        };
+        admitted += usize::from(server.admitted);
+        if server != offline {
+            disagreements.push(format!(
+                "{label}: the API server {server:?}, offline {offline:?}"
+            ));
+        }
+    }
+    eprintln!(
+        "OGX differential: {} objects, {admitted} admitted by the API server; offline agrees on {}",
+        corpus.len(),
+        corpus.len() - disagreements.len()
+    );
+    if corpus.len() < 200 || admitted < 11 || corpus.len() - admitted < 150 {
+        return Err(format!(
+            "a corpus of {} objects, {admitted} admitted, exercises too little",
+            corpus.len()
+        )
+        .into());
+    }
+    if !disagreements.is_empty() {
+        return Err(format!(
+            "{} disagreements:\n{}",
+            disagreements.len(),
+            disagreements.join("\n")
+        )
+        .into());
+    }
+    Ok(())
+}

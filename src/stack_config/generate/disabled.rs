@@ -114,7 +114,11 @@ pub(super) fn repair_references(
     let now = base_provider_ids(config);
     // OGX resolves `provider_id: all` at start-up to whichever provider lists the model.
     let wildcard = ctx.table.line() == ServerLine::Ogx;
-    let gone = |id: &str| !(now.contains_key(effective_id(id)) || (wildcard && id == "all"));
+    // A reference that is empty unless a variable is set names no provider until it is.
+    let gone = |id: &str| {
+        let id = effective_id(id);
+        !(id.is_empty() || now.contains_key(id) || (wildcard && id == "all"))
+    };
     // (what was removed, the provider it referred to)
     let mut notes: Vec<(String, String)> = Vec::new();
     if let Some(Value::Object(vs)) = config.get_mut("vector_stores") {

@@ -143,12 +143,18 @@ fn providers_of<'c>(config: &'c Map<String, Value>, api: &str) -> impl Iterator<
         .flatten()
 }
 
-/// The id part of a base `provider_id` such as `${env.OLLAMA_URL:+ollama}` (conditional ids).
+/// The id a base config's `provider_id` names unless its variable says otherwise: `ollama` of
+/// `${env.OLLAMA_URL:+ollama}` (a provider that exists when the variable is set) and
+/// `vllm-embedding` of `${env.EMBEDDING_PROVIDER:=vllm-embedding}` (a reference whose default
+/// the variable may change).
 fn effective_id(raw: &str) -> &str {
-    raw.strip_prefix("${env.")
-        .and_then(|rest| rest.split_once(":+"))
-        .and_then(|(_, id)| id.strip_suffix('}'))
-        .unwrap_or(raw)
+    let Some(inner) = raw.strip_prefix("${env.").and_then(|r| r.strip_suffix('}')) else {
+        return raw;
+    };
+    inner
+        .split_once(":+")
+        .or_else(|| inner.split_once(":="))
+        .map_or(raw, |(_, id)| id)
 }
 
 fn base_provider_ids(config: &Map<String, Value>) -> BTreeMap<String, String> {
@@ -253,14 +259,22 @@ pub fn generate_merging(
     table: &ProviderTable,
     models: ModelMerge,
 ) -> Result<GeneratedConfig, GenerateError> {
-    if !base.document.get("providers").is_some_and(Value::is_object) {
-        return Err(GenerateError::BaseConfig(
-            "it has no providers mapping".to_owned(),
-        ));
+    let mut config = Map::clone(&base.document);
+    // A config that declares its version may leave the providers to the spec (the OGX
+    // operator's minimal base configs do); anything else without them is not a config.
+    match config.get("providers") {
+        Some(Value::Object(_)) => {}
+        None if config.contains_key("version") => {
+            config.insert("providers".to_owned(), Value::Object(Map::new()));
+        }
+        _ => {
+            return Err(GenerateError::BaseConfig(
+                "it has no providers mapping (and no version)".to_owned(),
+            ));
+        }
     }
     let config_version = base.version;
     let before = base_provider_ids(&base.document);
-    let mut config = Map::clone(&base.document);
     let mut ctx = Ctx {
         table,
         errors: Vec::new(),
