@@ -34,6 +34,8 @@ pub mod volumes {
     pub const CA_BUNDLE: &str = "ca-bundle";
     /// The serving certificate Secret.
     pub const TLS: &str = "tls";
+    /// The client certificate and key (`networking.tls.clientIdentity`).
+    pub const CLIENT_IDENTITY: &str = "client-identity";
     /// The operator's tools, copied in by the first init container.
     pub const TOOLS: &str = "llso-tools";
     /// The staged provider wheels and metadata.

@@ -737,6 +737,118 @@ fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
 /// The OGX operator's `OGXServer` through the same core, and a LlamaStackDistribution moved to
 /// the OGXServer of the same name in place: the Deployment (its selector, the Service's address
 /// and the pinned image) is kept, the names OGX users rely on are applied, the LLSD stands down.
+/// `tls.identity` through the core: the key's Secret, then the certificate's ConfigMap (a PEM
+/// certificate) are required; then the Pods mount both, and a new certificate rolls them.
+async fn a_client_identity_is_served(client: &kube::Client, f: &Fixture) {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+    let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+    let condition = |status: &Value, type_: &str| -> (String, String) {
+        let c = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == type_)
+            .unwrap_or_else(|| panic!("no {type_}: {status:#}"));
+        (
+            c["status"].as_str().unwrap().to_owned(),
+            c["reason"].as_str().unwrap().to_owned(),
+        )
+    };
+    let identified: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "trusting"}, "spec": {"distribution": {"name": "starter"},
+            "tls": {"identity": {"cert": {"name": "client-cert", "key": "tls.crt"}, "key": {"name": "client-key", "key": "tls.key"}}}}})).unwrap();
+    servers
+        .create(&PostParams::default(), &identified)
+        .await
+        .unwrap();
+    let ca = support::test_ca::TestCa::new("llso-client-ca").unwrap();
+    let (first, second) = (ca.client("first").unwrap(), ca.client("second").unwrap());
+    let key: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "client-key"}, "stringData": {"tls.key": first.key}}),
+    )
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &key)
+        .await
+        .unwrap();
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let trusting = || async {
+        reconcile_ogx(
+            Arc::new(servers.get("trusting").await.unwrap()),
+            f.ctx.clone(),
+        )
+        .await
+        .unwrap();
+        serde_json::to_value(servers.get("trusting").await.unwrap().status).unwrap()
+    };
+    let status = trusting().await;
+    assert_eq!(
+        condition(&status, "ConfigGenerated"),
+        ("False".into(), "ClientCertificateInvalid".into()),
+        "{status:#}"
+    );
+    let cert = |pem: &str| -> ConfigMap {
+        serde_json::from_value(
+            json!({"metadata": {"name": "client-cert"}, "data": {"tls.crt": pem}}),
+        )
+        .unwrap()
+    };
+    config_maps
+        .create(&PostParams::default(), &cert("not a certificate"))
+        .await
+        .unwrap();
+    let status = trusting().await;
+    assert_eq!(
+        condition(&status, "ConfigGenerated"),
+        ("False".into(), "ClientCertificateInvalid".into()),
+        "{status:#}"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), "default")
+            .get_opt("trusting")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    config_maps
+        .replace("client-cert", &PostParams::default(), &cert(&first.cert))
+        .await
+        .unwrap();
+    let status = trusting().await;
+    assert_eq!(
+        condition(&status, "ConfigGenerated"),
+        ("True".into(), "ConfigGenerationSucceeded".into()),
+        "{status:#}"
+    );
+    let template = |d: Deployment| d.spec.unwrap().template;
+    let before = template(f.deployment("trusting").await);
+    let volumes = serde_json::to_value(&before.spec.as_ref().unwrap().volumes).unwrap();
+    assert!(
+        volumes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["name"] == "client-identity"
+                && v["projected"]["sources"][0]["configMap"]["name"] == "client-cert"),
+        "{volumes:#}"
+    );
+    let hash = |t: &k8s_openapi::api::core::v1::PodTemplateSpec| {
+        t.metadata.as_ref().unwrap().annotations.as_ref().unwrap()["llamastack.io/secrets-hash"]
+            .clone()
+    };
+    config_maps
+        .replace("client-cert", &PostParams::default(), &cert(&second.cert))
+        .await
+        .unwrap();
+    trusting().await;
+    assert_ne!(
+        hash(&before),
+        hash(&template(f.deployment("trusting").await)),
+        "a new certificate rolls the Pods"
+    );
+}
+
 #[test]
 fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
     use kube::runtime::reflector;
@@ -745,7 +857,10 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
     use llama_stack_operator::controller::{reconcile_ogx, reconcile_stack};
 
     let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
-    rt.block_on(async {
+    // The body is long: in a debug build its frame and a reconcile's come close to the 2 MiB of
+    // a test thread, so it runs on a thread of its own with room to spare.
+    let body = || {
+        rt.block_on(Box::pin(async {
         let f = Fixture::new(&client, "default");
         let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
 
@@ -817,16 +932,18 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         let yaml = &generated.data.unwrap()["config.yaml"];
         assert!(yaml.contains("http://mine:8000/v1") && yaml.contains("distro_name: mine") && !yaml.contains("ollama"), "{yaml}");
 
+        Box::pin(a_client_identity_is_served(&client, &f)).await;
+
         // What the operator cannot serve yet is refused with the field, and nothing is made.
         let refused: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
-            "metadata": {"name": "trusting"}, "spec": {"distribution": {"name": "starter"},
-            "tls": {"identity": {"cert": {"name": "c", "key": "tls.crt"}, "key": {"name": "k", "key": "tls.key"}}}}})).unwrap();
+            "metadata": {"name": "claiming"}, "spec": {"distribution": {"name": "starter"},
+            "workload": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}}})).unwrap();
         servers.create(&PostParams::default(), &refused).await.unwrap();
-        reconcile_ogx(Arc::new(servers.get("trusting").await.unwrap()), f.ctx.clone()).await.unwrap();
-        let status = serde_json::to_value(servers.get("trusting").await.unwrap().status).unwrap();
+        reconcile_ogx(Arc::new(servers.get("claiming").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get("claiming").await.unwrap().status).unwrap();
         assert_eq!(condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
         assert_eq!(status["phase"], "Failed");
-        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("trusting").await.unwrap().is_none());
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("claiming").await.unwrap().is_none());
 
         // A LlamaStackDistribution, running...
         let llsd: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
@@ -878,6 +995,15 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
             .filter(|c| c.metadata.owner_references.iter().flatten().any(|o| o.kind == "LlamaStackDistribution" && o.name == "moving"))
             .filter_map(|c| c.metadata.name).collect::<Vec<_>>();
         assert!(owned_by_llsd.iter().all(|n| n.starts_with("moving-config-")), "only old generated configs, pruned later: {owned_by_llsd:?}");
+    }))
+    };
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn_scoped(scope, body)
+            .expect("a test thread")
+            .join()
+            .expect("the test body does not panic")
     });
 }
 

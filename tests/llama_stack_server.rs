@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::Failed;
-use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use llama_stack_operator::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionSpec};
 use llama_stack_operator::stack_config::GeneratedConfig;
 use llama_stack_operator::stack_config::env::EnvSource;
 use serde_json::{Value, json};
@@ -431,6 +431,163 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
     Ok(())
 }
 
+/// An OpenAI-compatible upstream on loopback that speaks HTTPS and refuses every client
+/// without a certificate of `ca`; it records the client certificate of each request it answers.
+struct MutualTlsUpstream {
+    url: String,
+    client_certificates: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl MutualTlsUpstream {
+    fn start(ca: &support::test_ca::TestCa) -> Result<Self, Failed> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_slice(ca.pem.as_bytes())?)?;
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()?;
+        let serving = ca.localhost(None)?;
+        let chain = vec![CertificateDer::from_pem_slice(serving.cert.as_bytes())?];
+        let key = PrivateKeyDer::from_pem_slice(serving.key.as_bytes())?;
+        let config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()?
+                .with_client_cert_verifier(verifier)
+                .with_single_cert(chain, key)?,
+        );
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("https://localhost:{}/v1", listener.local_addr()?.port());
+        let client_certificates = Arc::new(Mutex::new(Vec::new()));
+        let seen = client_certificates.clone();
+        std::thread::spawn(move || {
+            for tcp in listener.incoming().flatten() {
+                let Ok(connection) = rustls::ServerConnection::new(config.clone()) else {
+                    continue;
+                };
+                let mut tls = rustls::StreamOwned::new(connection, tcp);
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                // The headers, up to the blank line (the handshake happens on the first read).
+                while !request.ends_with(b"\r\n\r\n") {
+                    match std::io::Read::read(&mut tls, &mut byte) {
+                        Ok(1) => request.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                if !request.ends_with(b"\r\n\r\n") {
+                    continue;
+                }
+                if let (Some(cert), Ok(mut seen)) = (
+                    tls.conn.peer_certificates().and_then(|c| c.first()),
+                    seen.lock(),
+                ) {
+                    seen.push(cert.to_vec());
+                }
+                let path = String::from_utf8_lossy(&request)
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                let body = r#"{"object":"list","data":[{"id":"fake-model","object":"model","created":0,"owned_by":"test"}]}"#;
+                let status = if path.ends_with("/models") {
+                    "200 OK"
+                } else {
+                    "404 Not Found"
+                };
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            }
+        });
+        Ok(Self {
+            url,
+            client_certificates,
+        })
+    }
+}
+
+/// `networking.tls.clientIdentity` (an `OGXServer`'s `tls.identity`) on the real OGX 1.3.0
+/// server: the generated config makes its vLLM provider present the mounted client certificate
+/// to an upstream that refuses anyone without one, and the server lists the upstream's model.
+/// The config runs as generated; only the mount directory is a temporary one here.
+fn a_client_identity_is_presented_to_an_upstream_that_requires_one(
+    env: &Env,
+) -> Result<(), Failed> {
+    use llama_stack_operator::stack_config::CLIENT_IDENTITY_DIR;
+    let ca = support::test_ca::TestCa::new("llso-mtls-test-ca")?;
+    let upstream = MutualTlsUpstream::start(&ca)?;
+    let dir = tempfile::Builder::new().prefix("llso-mtls-").tempdir()?;
+    let client = ca.client("llama-stack-server")?;
+    let identity = dir.path().join("identity");
+    std::fs::create_dir_all(&identity)?;
+    std::fs::write(identity.join("tls.crt"), &client.cert)?;
+    std::fs::write(identity.join("tls.key"), &client.key)?;
+    let ca_file = dir.path().join("upstream-ca.crt");
+    std::fs::write(&ca_file, &ca.pem)?;
+    let spec: LlamaStackDistributionSpec = serde_json::from_value(json!({
+        "distribution": {"name": "starter"},
+        "networking": {"tls": {"clientIdentity": {"certificate": {"name": "client", "key": "tls.crt"},
+                                                  "privateKey": {"name": "client", "key": "tls.key"}}}},
+        "providers": {"inference": {"provider": "vllm", "id": "vllm", "endpoint": upstream.url,
+                                    "settings": {"network": {"tls": {"verify": ca_file}}}}}
+    }))?;
+    let generated = llama_stack::generate_over_starter(ServerLine::Ogx, &spec)?;
+    let yaml = generated
+        .yaml
+        .replace(CLIENT_IDENTITY_DIR, &identity.display().to_string());
+    if yaml == generated.yaml {
+        return Err(
+            format!("the config names no file under {CLIENT_IDENTITY_DIR}:\n{yaml}").into(),
+        );
+    }
+    let config_path = dir.path().join("config.yaml");
+    std::fs::write(&config_path, &yaml)?;
+    let server =
+        llama_stack::Server::start(&env.venvs[&ServerLine::Ogx], &config_path, &[], dir.path())?;
+    let models = server.get_json("/v1/models")?;
+    let listed = models["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["id"] == "vllm/fake-model");
+    let presented = upstream
+        .client_certificates
+        .lock()
+        .map(|c| c.clone())
+        .unwrap_or_default();
+    let expected = rustls::pki_types::pem::PemObject::from_pem_slice(client.cert.as_bytes())
+        .map(|der: rustls::pki_types::CertificateDer<'_>| der.to_vec())?;
+    if !listed || !presented.contains(&expected) {
+        return Err(format!(
+            "models {models}; the upstream saw {} client certificates (the expected one: {})\n{}",
+            presented.len(),
+            presented.contains(&expected),
+            server.log_tail(30)
+        )
+        .into());
+    }
+    // The upstream really refuses a client without a certificate.
+    let out = std::process::Command::new(env.venvs[&ServerLine::Ogx].join("bin/python3"))
+        .args([
+            "-c",
+            "import sys, httpx; httpx.get(sys.argv[1] + '/models', verify=sys.argv[2])",
+        ])
+        .args([&upstream.url, &ca_file.display().to_string()])
+        .output()?;
+    if out.status.success() {
+        return Err("the upstream answered a client without a certificate".into());
+    }
+    Ok(())
+}
+
 /// What the line's server says of the config at `path` when it starts
 /// (`test-support/src/validate_config.py`), with `variables` set: `None` when it accepts it,
 /// else its words.
@@ -592,6 +749,10 @@ fn main() -> ExitCode {
     tests.push((
         "every_generating_sample_passes_each_lines_own_validation".to_owned(),
         Box::new(every_generating_sample_passes_each_lines_own_validation),
+    ));
+    tests.push((
+        "a_client_identity_is_presented_to_an_upstream_that_requires_one".to_owned(),
+        Box::new(a_client_identity_is_presented_to_an_upstream_that_requires_one),
     ));
     tests.push((
         "the_ogx_operators_configgen_cases_before_the_ogx_server".to_owned(),

@@ -106,6 +106,8 @@ status_words! {
         ExternalProviderInvalid,
         /// The CA bundle ConfigMap is missing or holds no usable certificate.
         CABundleInvalid,
+        /// `networking.tls.clientIdentity`'s certificate is missing or not a PEM certificate.
+        ClientCertificateInvalid,
         /// A referenced Secret or key does not exist.
         SecretNotFound,
         /// `SecretsResolved` True.

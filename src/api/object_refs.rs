@@ -72,7 +72,30 @@ fn of_spec(spec: &Value) -> Vec<Reference> {
             path: "spec.networking.tls.secretName".into(),
         });
     }
+    client_identity(spec, &mut out);
     out
+}
+
+/// `networking.tls.clientIdentity`: the certificate's ConfigMap and the key's Secret.
+fn client_identity(spec: &Value, out: &mut Vec<Reference>) {
+    let Some(identity) = spec.pointer("/networking/tls/clientIdentity") else {
+        return;
+    };
+    for (kind, field) in [
+        (RefKind::ConfigMap, "certificate"),
+        (RefKind::Secret, "privateKey"),
+    ] {
+        let part = &identity[field];
+        if let Some(name) = part.get("name").and_then(Value::as_str) {
+            out.push(Reference {
+                kind,
+                namespace: None,
+                name: name.to_owned(),
+                key: part.get("key").and_then(Value::as_str).map(str::to_owned),
+                path: format!("spec.networking.tls.clientIdentity.{field}.name"),
+            });
+        }
+    }
 }
 
 /// The Secrets of `spec.providers`: API keys, and settings that are a `secretKeyRef`.

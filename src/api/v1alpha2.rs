@@ -357,6 +357,32 @@ pub struct TlsSpec {
     /// Custom CA certificates trusted by the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<CaBundleConfig>,
+    /// A client certificate the server presents to the providers it connects to (mutual TLS):
+    /// set as `network.tls.client_cert`/`client_key` of every provider that takes them (the
+    /// remote inference providers of OGX 1.x). Independent of `enabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_identity: Option<ClientIdentity>,
+}
+
+/// A client certificate and its key, for mutual TLS with providers.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientIdentity {
+    /// The PEM certificate (with its chain), in a key of a ConfigMap of the namespace.
+    pub certificate: ConfigMapKey,
+    /// Its PEM private key, in a key of a Secret of the namespace.
+    pub private_key: SecretKeyRef,
+}
+
+/// One key of a ConfigMap in the namespace of the LlamaStackDistribution.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ConfigMapKey {
+    /// ConfigMap name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key inside the ConfigMap.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
 }
 
 /// Options of external exposure.

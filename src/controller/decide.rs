@@ -95,7 +95,14 @@ pub(super) fn decide(
         Ok(derived) => derived,
         Err(unusable) => return blocked(found, unusable),
     };
-    let secrets_hash = secrets.hash.as_deref();
+    let client_certificate =
+        match dereference::client_certificate(stack, observed.client_certificate.as_ref()) {
+            Ok(pem) => pem,
+            Err(invalid) => return blocked(found, invalid),
+        };
+    let rollout_hash =
+        dereference::rollout_hash(secrets.hash.as_deref(), client_certificate.as_deref());
+    let secrets_hash = rollout_hash.as_deref();
     let occupant = observed.derived_secret.as_ref();
     if let Err(taken) = dereference::derived_secret_free(stack, &derived, secrets_hash, occupant) {
         return blocked(found, taken);

@@ -152,6 +152,67 @@ pub(super) fn ca_bundle(
         .map_err(|e| invalid(format!("CA bundle in ConfigMap {ns}/{name}: {e}")))
 }
 
+/// The PEM certificate of `networking.tls.clientIdentity` (`None` when none is configured),
+/// validated as the CA bundle's are, or why it cannot be used. `cm`: its ConfigMap, as read.
+pub(super) fn client_certificate(
+    stack: &Stack<'_>,
+    cm: Option<&ConfigMap>,
+) -> Result<Option<String>, Blocked> {
+    let Some(identity) = stack.networking.client_identity else {
+        return Ok(None);
+    };
+    let (ns, name, key) = (
+        stack.namespace,
+        &identity.certificate.name,
+        &identity.certificate.key,
+    );
+    let field = "spec.networking.tls.clientIdentity.certificate";
+    let invalid = |message| {
+        Blocked::reference(
+            ConditionType::ConfigGenerated,
+            Reason::ClientCertificateInvalid,
+            message,
+        )
+    };
+    let Some(cm) = cm else {
+        return Err(invalid(format!(
+            "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: {field}.name"
+        )));
+    };
+    let Some(text) = cm.data.as_ref().and_then(|d| d.get(key)) else {
+        return Err(invalid(format!(
+            "Key \"{key}\" not found in ConfigMap \"{ns}/{name}\". Referenced by: {field}"
+        )));
+    };
+    collect_certificates(&[(key.clone(), text.clone())])
+        .map(Some)
+        .map_err(|e| invalid(format!("client certificate in ConfigMap {ns}/{name}: {e}")))
+}
+
+/// The hash that rolls the Pods when a referenced value changes: the Secrets', and the client
+/// certificate's (mounted from its ConfigMap, read by the server when it starts).
+pub(super) fn rollout_hash(
+    secrets: Option<&str>,
+    client_certificate: Option<&str>,
+) -> Option<String> {
+    match client_certificate {
+        None => secrets.map(str::to_owned),
+        Some(pem) => {
+            let mut material = Vec::new();
+            absorb(
+                &mut material,
+                [
+                    secrets.unwrap_or_default().as_bytes(),
+                    b"client-certificate",
+                    pem.as_bytes(),
+                ],
+            );
+            let full = llama_stack_resolver::digest::sha256_hex(&material);
+            Some(full.chars().take(16).collect())
+        }
+    }
+}
+
 /// The parts of the connection strings the config reads from separate variables (PostgreSQL
 /// host, port, user, password, database), keyed as the `<name>-derived` Secret holds them; or
 /// why a value cannot be split (without the value: it holds a password). Pure.

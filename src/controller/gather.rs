@@ -53,6 +53,8 @@ pub(super) struct Observed {
     pub(super) derived_secret: Option<ObjectMeta>,
     /// The ConfigMap `networking.tls.caBundle` names, when it names one and it exists.
     pub(super) ca_bundle: Option<ConfigMap>,
+    /// The ConfigMap of `networking.tls.clientIdentity`'s certificate, when named and it exists.
+    pub(super) client_certificate: Option<ConfigMap>,
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
     /// returned from ([`rollback::may_restore`]).
     pub(super) replica_sets: Option<Vec<ReplicaSet>>,
@@ -119,6 +121,15 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         }
         None => None,
     };
+    let client_certificate = match stack.networking.client_identity {
+        Some(identity) => {
+            let (ns, name) = (stack.namespace, &identity.certificate.name);
+            config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
+                .await
+                .map_err(Error::Dereference)?
+        }
+        None => None,
+    };
     let replica_sets = if rollback::may_restore(stack, deployment.as_ref()) {
         let sets = observe::replica_sets(stack, ctx)
             .await
@@ -138,6 +149,7 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         secrets,
         derived_secret,
         ca_bundle,
+        client_certificate,
         replica_sets,
     })
 }

@@ -96,6 +96,10 @@ pub fn generation_asked(stack: &Stack<'_>) -> Option<&'static str> {
         ),
         ("spec.externalProviders", stack.has_external_providers()),
         ("spec.networking.tls.enabled", tls),
+        (
+            "spec.networking.tls.clientIdentity",
+            stack.networking.client_identity.is_some(),
+        ),
     ]
     .into_iter()
     .find_map(|(field, set)| set.then_some(field))

@@ -16,7 +16,7 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, P
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{
-    ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, PolicyRules,
+    ClientIdentity, ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, PolicyRules,
     ResolvedDistributionStatus, RollbackStatus, WorkloadOverrides, WorkloadSpec,
 };
 use crate::naming::REPIN_ANNOTATION;
@@ -123,6 +123,8 @@ pub struct Networking<'a> {
     pub policy: Option<&'a PolicyRules>,
     /// `tls.caBundle`: the ConfigMap of CA certificates the server trusts.
     pub ca_bundle: Option<&'a CaBundleConfig>,
+    /// `tls.clientIdentity`: the certificate the server presents to providers.
+    pub client_identity: Option<&'a ClientIdentity>,
 }
 
 impl<'a> Stack<'a> {
@@ -247,6 +249,9 @@ impl<'a> Networking<'a> {
             ca_bundle: networking
                 .and_then(|n| n.tls.as_ref())
                 .and_then(|t| t.ca_bundle.as_ref()),
+            client_identity: networking
+                .and_then(|n| n.tls.as_ref())
+                .and_then(|t| t.client_identity.as_ref()),
         }
     }
 }

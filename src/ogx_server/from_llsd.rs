@@ -420,8 +420,25 @@ fn network(
 fn trust(
     networking: &crate::api::v1alpha2::NetworkingSpec,
 ) -> Result<Option<ogx::TlsClientConfig>, Untranslatable> {
+    let identity = networking
+        .tls
+        .as_ref()
+        .and_then(|t| t.client_identity.as_ref())
+        .map(|identity| ogx::IdentityConfig {
+            cert: ogx::ConfigMapKeyRef {
+                name: identity.certificate.name.clone(),
+                key: identity.certificate.key.clone(),
+            },
+            key: ogx::SecretKeyRef {
+                name: identity.private_key.name.clone(),
+                key: identity.private_key.key.clone(),
+            },
+        });
     let Some(bundle) = networking.tls.as_ref().and_then(|t| t.ca_bundle.as_ref()) else {
-        return Ok(None);
+        return Ok(identity.map(|identity| ogx::TlsClientConfig {
+            trust: None,
+            identity: Some(identity),
+        }));
     };
     if bundle.config_map_namespace.is_some() {
         return refuse(
@@ -445,7 +462,7 @@ fn trust(
                     .collect(),
             ),
         }),
-        identity: None,
+        identity,
     }))
 }
 

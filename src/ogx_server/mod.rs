@@ -19,10 +19,10 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, DistributionType};
 use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
-    BaseConfigSpec, ExposeOptions, KvStorageSpec, KvStorageType, LlamaStackDistribution,
-    LlamaStackDistributionSpec, ModelConfig, NetworkingSpec, OverrideConfigSpec, PolicyRules,
-    ResourcesSpec, SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec,
-    WorkloadSpec,
+    BaseConfigSpec, ClientIdentity, ConfigMapKey, ExposeOptions, KvStorageSpec, KvStorageType,
+    LlamaStackDistribution, LlamaStackDistributionSpec, ModelConfig, NetworkingSpec,
+    OverrideConfigSpec, PolicyRules, ResourcesSpec, SecretKeyRef, SecretValue, SqlStorageSpec,
+    SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
 };
 
 /// The metrics port when `monitoring.metricsPort` is not set (OpenTelemetry's Prometheus
@@ -112,12 +112,6 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
 
 /// The fields with no home in the model yet.
 fn refuse_what_is_not_served(spec: &OGXServerSpec) -> Result<(), Untranslatable> {
-    if spec.tls.as_ref().is_some_and(|t| t.identity.is_some()) {
-        return Err(Untranslatable::new(
-            "spec.tls.identity",
-            "a client certificate for outbound connections is not served yet",
-        ));
-    }
     if spec
         .workload
         .as_ref()
@@ -203,11 +197,27 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
         None => None,
     };
     let serving = network.tls.as_ref().map(|t| t.secret_name.clone());
-    let tls = (serving.is_some() || ca_bundle.is_some()).then(|| TlsSpec {
-        enabled: serving.is_some(),
-        secret_name: serving,
-        ca_bundle,
-    });
+    let client_identity = spec
+        .tls
+        .as_ref()
+        .and_then(|t| t.identity.as_ref())
+        .map(|identity| ClientIdentity {
+            certificate: ConfigMapKey {
+                name: identity.cert.name.clone(),
+                key: identity.cert.key.clone(),
+            },
+            private_key: SecretKeyRef {
+                name: identity.key.name.clone(),
+                key: identity.key.key.clone(),
+            },
+        });
+    let tls =
+        (serving.is_some() || ca_bundle.is_some() || client_identity.is_some()).then(|| TlsSpec {
+            enabled: serving.is_some(),
+            secret_name: serving,
+            ca_bundle,
+            client_identity,
+        });
     let expose = network
         .external_access
         .as_ref()

@@ -239,14 +239,29 @@ fn what_is_not_served_is_refused_with_its_field() {
         (model.config_map_name.as_str(), model.key.as_deref()),
         ("b", Some("base.yaml"))
     );
-    assert_eq!(
-        refused(&|s| {
-            s.tls = Some(ogx::TlsClientConfig {
-                trust: None,
-                identity: Some(ogx::IdentityConfig::default()),
-            })
+    // A client identity is served: the certificate's ConfigMap and the key's Secret.
+    let mut identified = base.clone();
+    identified.tls = Some(ogx::TlsClientConfig {
+        trust: None,
+        identity: Some(ogx::IdentityConfig {
+            cert: ogx::ConfigMapKeyRef {
+                name: "c".into(),
+                key: "tls.crt".into(),
+            },
+            key: ogx::SecretKeyRef {
+                name: "k".into(),
+                key: "tls.key".into(),
+            },
         }),
-        "spec.tls.identity"
+    });
+    let networking = spec(&identified).unwrap().networking.unwrap();
+    let identity = networking.tls.unwrap().client_identity.unwrap();
+    assert_eq!(
+        (
+            identity.certificate.name.as_str(),
+            identity.private_key.key.as_str()
+        ),
+        ("c", "tls.key")
     );
     assert_eq!(
         refused(&|s| {

@@ -663,3 +663,58 @@ registered_resources:
         "{not_a_config}"
     );
 }
+
+/// `networking.tls.clientIdentity`: every provider whose config takes `network` (OGX 1.x's
+/// remote inference providers) presents the mounted certificate, beside its own `network.tls`
+/// settings; a server line where no provider takes one refuses it with the field.
+#[test]
+fn a_client_identity_reaches_every_provider_that_takes_one() {
+    let ogx_starter = include_str!("../../configs-ogx/starter/config.yaml");
+    let identity = json!({"certificate": {"name": "c", "key": "tls.crt"}, "privateKey": {"name": "k", "key": "tls.key"}});
+    let asked = spec(json!({
+        "networking": {"tls": {"clientIdentity": identity}},
+        "providers": {"inference": [
+            {"provider": "remote::vllm", "id": "a", "endpoint": "https://a:8000/v1",
+             "settings": {"network": {"tls": {"verify": false}}}},
+            {"provider": "remote::openai", "id": "b"},
+            {"provider": "inline::sentence-transformers", "id": "c"}
+        ]}
+    }));
+    let generated = generate_from_yaml(&asked, ogx_starter, ProviderTable::ogx()).unwrap();
+    let c = config(&generated);
+    for id in ["a", "b"] {
+        let tls = &provider(&c, "inference", id)["config"]["network"]["tls"];
+        assert_eq!(
+            tls["client_cert"], "/etc/llama-stack-client-identity/tls.crt",
+            "{id}: {tls}"
+        );
+        assert_eq!(
+            tls["client_key"], "/etc/llama-stack-client-identity/tls.key",
+            "{id}: {tls}"
+        );
+    }
+    assert_eq!(
+        provider(&c, "inference", "a")["config"]["network"]["tls"]["verify"],
+        false
+    );
+    assert!(
+        provider(&c, "inference", "c")["config"]
+            .get("network")
+            .is_none()
+    );
+
+    // llama-stack 0.7.3's remote inference providers take it too.
+    let on_llama_stack = generate_from_yaml(&asked, STARTER, ProviderTable::embedded()).unwrap();
+    assert!(config(&on_llama_stack)["providers"]["inference"][0]["config"]["network"]["tls"]["client_cert"].is_string());
+    let nobody = spec(json!({
+        "networking": {"tls": {"clientIdentity": identity}},
+        "providers": {"inference": [{"provider": "inline::sentence-transformers", "id": "c"}]}
+    }));
+    let refused = generate_from_yaml(&nobody, ogx_starter, ProviderTable::ogx()).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("spec.networking.tls.clientIdentity: no provider"),
+        "{refused}"
+    );
+}

@@ -62,6 +62,21 @@ impl TestCa {
         })
     }
 
+    /// A client certificate named `common_name` (mutual TLS).
+    pub fn client(&self, common_name: &str) -> Result<ServerCert, rcgen::Error> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer)?.pem();
+        Ok(ServerCert {
+            cert,
+            key: key.serialize_pem(),
+        })
+    }
+
     /// A server certificate for `localhost` and 127.0.0.1.
     pub fn localhost(&self, common_name: Option<&str>) -> Result<ServerCert, rcgen::Error> {
         self.server(&["localhost"], &[[127, 0, 0, 1].into()], common_name)

@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, HTTPGetAction, Lifecycle, LifecycleHandler, PersistentVolumeClaimVolumeSource,
-    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
-    SecretVolumeSource, SecurityContext, SleepAction, TopologySpreadConstraint, Volume,
-    VolumeMount,
+    Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container, ContainerPort,
+    EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction, KeyToPath, Lifecycle,
+    LifecycleHandler, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, Probe,
+    ProjectedVolumeSource, ResourceRequirements, SeccompProfile, SecretKeySelector,
+    SecretProjection, SecretVolumeSource, SecurityContext, SleepAction, TopologySpreadConstraint,
+    Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -17,13 +18,14 @@ use super::inputs::{Inputs, ServerConfig};
 use super::object::{named_ports, pod_selector};
 use super::user_parts::{self, UserParts};
 use super::{ca_bundle, external};
+use crate::api::v1alpha2::ClientIdentity;
 use crate::controller::stack::Stack;
 use crate::naming::{
     CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
     derived_secret_name, managed_service_account_name, mount_path, pvc_name, volumes,
 };
 use crate::stack_config::env::EnvSource;
-use crate::stack_config::generate::TLS_DIR;
+use crate::stack_config::generate::{CLIENT_IDENTITY_DIR, TLS_DIR};
 use llama_stack_resolver::server_line::{ServerLine, ServerRelease};
 
 /// How long a stopping server keeps serving before it is signalled (the `preStop` sleep, a
@@ -246,6 +248,9 @@ fn volume_mounts(stack: &Stack, inputs: &Inputs) -> Vec<VolumeMount> {
     if stack.networking.tls_secret.is_some() {
         mounts.push(read_only(volumes::TLS, TLS_DIR));
     }
+    if stack.networking.client_identity.is_some() {
+        mounts.push(read_only(volumes::CLIENT_IDENTITY, CLIENT_IDENTITY_DIR));
+    }
     if stack.has_external_providers() {
         mounts.push(read_only(
             volumes::EXTERNAL_PROVIDERS,
@@ -429,8 +434,50 @@ fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
             ..volume(volumes::TLS)
         });
     }
+    if let Some(identity) = stack.networking.client_identity {
+        volumes.push(client_identity_volume(identity));
+    }
     volumes.extend(external::volumes(stack));
     volumes
+}
+
+/// The certificate (from its ConfigMap) and the key (from its Secret, readable by the owner
+/// and the Pod's group only) as `tls.crt` and `tls.key` of one directory.
+fn client_identity_volume(identity: &ClientIdentity) -> Volume {
+    let item = |key: &str, path: &str, mode: Option<i32>| KeyToPath {
+        key: key.to_owned(),
+        path: path.to_owned(),
+        mode,
+    };
+    Volume {
+        name: volumes::CLIENT_IDENTITY.to_owned(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: None,
+            sources: Some(vec![
+                VolumeProjection {
+                    config_map: Some(ConfigMapProjection {
+                        name: identity.certificate.name.clone(),
+                        items: Some(vec![item(&identity.certificate.key, "tls.crt", None)]),
+                        optional: None,
+                    }),
+                    ..VolumeProjection::default()
+                },
+                VolumeProjection {
+                    secret: Some(SecretProjection {
+                        name: identity.private_key.name.clone(),
+                        items: Some(vec![item(
+                            &identity.private_key.key,
+                            "tls.key",
+                            Some(0o440),
+                        )]),
+                        optional: None,
+                    }),
+                    ..VolumeProjection::default()
+                },
+            ]),
+        }),
+        ..Volume::default()
+    }
 }
 
 /// Non-root for every container. Distribution images may declare root, so outside OpenShift a

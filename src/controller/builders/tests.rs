@@ -1086,3 +1086,41 @@ fn an_ogx_server_exporting_metrics_gets_a_service_monitor_where_the_cluster_serv
             .is_none()
     );
 }
+
+#[test]
+fn a_client_identity_is_mounted_from_its_config_map_and_secret() {
+    let built = build(
+        json!({"distribution": {"name": "starter"}, "networking": {"tls": {"clientIdentity":
+            {"certificate": {"name": "c", "key": "client.pem"}, "privateKey": {"name": "k", "key": "client.key"}}}}}),
+        |_| {},
+    );
+    let pod = value(&built.deployment.spec.unwrap().template.spec.unwrap());
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "client-identity")
+        .unwrap();
+    let sources = &volume["projected"]["sources"];
+    assert_eq!(sources[0]["configMap"]["name"], "c");
+    assert_eq!(
+        sources[0]["configMap"]["items"][0],
+        json!({"key": "client.pem", "path": "tls.crt"})
+    );
+    assert_eq!(sources[1]["secret"]["name"], "k");
+    assert_eq!(
+        sources[1]["secret"]["items"][0],
+        json!({"key": "client.key", "path": "tls.key", "mode": 0o440})
+    );
+    let mounts = &pod["containers"][0]["volumeMounts"];
+    assert!(
+        mounts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "client-identity"
+                && m["mountPath"] == "/etc/llama-stack-client-identity"
+                && m["readOnly"] == true),
+        "{mounts:#}"
+    );
+}

@@ -34,6 +34,7 @@ use crate::api::v1alpha2::{
     ProviderConfig, SecretKeyRef, SecretValue, SqlStorageSpec, SqlStorageType,
 };
 
+mod client_identity;
 mod disabled;
 mod providers;
 mod resources;
@@ -44,6 +45,7 @@ use disabled::*;
 use providers::*;
 use resources::*;
 
+pub use client_identity::CLIENT_IDENTITY_DIR;
 pub use server_section::TLS_DIR;
 use storage::*;
 
@@ -295,6 +297,7 @@ pub fn generate_merging(
     }
     let resource_count = resources(&mut ctx, spec, &mut config);
     storage(&mut ctx, spec, &mut config);
+    client_identity::client_identity(&mut ctx, spec, &mut config);
     let serving = server_section::server(
         spec,
         base.server.unwrap_or_else(|| table.release()),
