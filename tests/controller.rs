@@ -934,16 +934,28 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
 
         Box::pin(a_client_identity_is_served(&client, &f)).await;
 
+        // Resource claims (DRA) reach the Pod, and the container uses them by name: the API
+        // server accepts the Deployment.
+        let claiming: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "claiming"}, "spec": {"distribution": {"name": "starter"},
+            "workload": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                         "resources": {"claims": [{"name": "gpu"}]}}}})).unwrap();
+        servers.create(&PostParams::default(), &claiming).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("claiming").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let pod = f.deployment("claiming").await.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.resource_claims.unwrap()[0].resource_claim_template_name.as_deref(), Some("one-gpu"));
+        assert_eq!(pod.containers[0].resources.as_ref().unwrap().claims.as_ref().unwrap()[0].name, "gpu");
+
         // What the operator cannot serve yet is refused with the field, and nothing is made.
         let refused: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
-            "metadata": {"name": "claiming"}, "spec": {"distribution": {"name": "starter"},
-            "workload": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}}})).unwrap();
+            "metadata": {"name": "trusting-two"}, "spec": {"distribution": {"name": "starter"},
+            "tls": {"trust": {"caCertificates": [{"name": "a", "key": "ca.crt"}, {"name": "b", "key": "ca.crt"}]}}}})).unwrap();
         servers.create(&PostParams::default(), &refused).await.unwrap();
-        reconcile_ogx(Arc::new(servers.get("claiming").await.unwrap()), f.ctx.clone()).await.unwrap();
-        let status = serde_json::to_value(servers.get("claiming").await.unwrap().status).unwrap();
+        reconcile_ogx(Arc::new(servers.get("trusting-two").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get("trusting-two").await.unwrap().status).unwrap();
         assert_eq!(condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
         assert_eq!(status["phase"], "Failed");
-        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("claiming").await.unwrap().is_none());
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("trusting-two").await.unwrap().is_none());
 
         // A LlamaStackDistribution, running...
         let llsd: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",

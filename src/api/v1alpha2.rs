@@ -2,7 +2,7 @@
 //! `config.yaml` from providers, resources, storage and disabled APIs.
 
 use k8s_openapi::api::core::v1::{
-    EnvVar, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
+    EnvVar, PodResourceClaim, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicyEgressRule, NetworkPolicyIngressRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -541,6 +541,11 @@ pub struct WorkloadSpec {
     /// How Pods spread across the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// Dynamic resource claims (DRA) allocated before a Pod starts; the server container uses
+    /// them by name in `resources.claims`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    pub resource_claims: Option<Vec<PodResourceClaim>>,
     /// Low-level Pod overrides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrides: Option<WorkloadOverrides>,

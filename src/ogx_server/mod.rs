@@ -73,7 +73,6 @@ pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
 
 /// The spec in the model.
 pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untranslatable> {
-    refuse_what_is_not_served(spec)?;
     let providers = match &spec.providers {
         Some(p) => {
             let json = serde_json::to_value(p)
@@ -108,21 +107,6 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
             key: Some(b.key.clone()),
         }),
     })
-}
-
-/// The fields with no home in the model yet.
-fn refuse_what_is_not_served(spec: &OGXServerSpec) -> Result<(), Untranslatable> {
-    if spec
-        .workload
-        .as_ref()
-        .is_some_and(|w| w.resource_claims.is_some())
-    {
-        return Err(Untranslatable::new(
-            "spec.workload.resourceClaims",
-            "dynamic resource claims are not served yet",
-        ));
-    }
-    Ok(())
 }
 
 /// `vector_io` → `vectorIo`: the model's name of a config API.

@@ -263,12 +263,17 @@ fn what_is_not_served_is_refused_with_its_field() {
         ),
         ("c", "tls.key")
     );
-    assert_eq!(
-        refused(&|s| {
-            s.workload.as_mut().unwrap().resource_claims = Some(vec![Default::default()]);
-        }),
-        "spec.workload.resourceClaims"
-    );
+    // Resource claims are served: the model carries them to the Pod.
+    let mut claiming = base.clone();
+    let claim: k8s_openapi::api::core::v1::PodResourceClaim =
+        serde_json::from_value(json!({"name": "gpu", "resourceClaimTemplateName": "one-gpu"}))
+            .unwrap();
+    claiming
+        .workload
+        .get_or_insert_with(Default::default)
+        .resource_claims = Some(vec![claim.clone()]);
+    let workload = spec(&claiming).unwrap().workload.unwrap();
+    assert_eq!(workload.resource_claims, Some(vec![claim]));
     let two = |s: &mut OGXServerSpec| {
         s.tls = Some(ogx::TlsClientConfig {
             trust: Some(ogx::TrustConfig {

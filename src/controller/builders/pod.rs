@@ -540,6 +540,7 @@ pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
         security_context: Some(pod_security(inputs)),
         termination_grace_period_seconds: stack.overrides.termination_grace_period_seconds,
         topology_spread_constraints: spread(stack),
+        resource_claims: stack.workload.resource_claims.clone(),
         ..PodSpec::default()
     };
     user_parts::merge_volumes(&mut pod, 0, &user_parts_of(stack));

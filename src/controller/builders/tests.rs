@@ -1124,3 +1124,34 @@ fn a_client_identity_is_mounted_from_its_config_map_and_secret() {
         "{mounts:#}"
     );
 }
+
+#[test]
+fn resource_claims_reach_the_pod_and_the_container_uses_them_by_name() {
+    let built = build(
+        json!({"distribution": {"name": "starter"}, "workload": {
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+            "resources": {"claims": [{"name": "gpu"}], "limits": {"memory": "4Gi"}}}}),
+        |_| {},
+    );
+    let pod = value(&built.deployment.spec.unwrap().template.spec.unwrap());
+    assert_eq!(
+        pod["resourceClaims"],
+        json!([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    );
+    assert_eq!(
+        pod["containers"][0]["resources"]["claims"],
+        json!([{"name": "gpu"}])
+    );
+    let plain = build(json!({"distribution": {"name": "starter"}}), |_| {});
+    assert!(
+        plain
+            .deployment
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .resource_claims
+            .is_none()
+    );
+}
