@@ -4,6 +4,7 @@ pub(crate) mod api_docs;
 pub(crate) mod apis;
 pub mod common;
 pub(crate) mod conditions;
+pub mod network_peers;
 pub(crate) mod object_refs;
 pub mod ogx;
 pub(crate) mod polymorphic;

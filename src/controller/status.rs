@@ -689,11 +689,13 @@ async fn fresh_status(
         }
         Door::OgxServer { .. } => {
             let servers: Api<OGXServer> = Api::namespaced(ctx.client.clone(), &ns);
-            let fresh = servers.get(&name).await.map_err(api_err(what))?;
+            let fresh = servers.get(&name).await.map_err(api_err(what.clone()))?;
             Ok(fresh
                 .status
                 .as_ref()
                 .map(ogx_status::into_model)
+                .transpose()
+                .map_err(|e| api_err(what)(kube::Error::SerdeError(e)))?
                 .unwrap_or_default())
         }
     }
@@ -706,14 +708,15 @@ async fn write(
 ) -> Result<(), ApiError> {
     let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
     let (api_version, kind) = door.type_meta();
+    let what = format!("update the status of {kind} {ns}/{name}");
+    // A status that cannot be serialized is an error, never a `null` that would wipe it.
     let status = match door {
         Door::LlamaStackDistribution => serde_json::to_value(status),
-        Door::OgxServer { .. } => serde_json::to_value(ogx_status::from_model(status)),
+        Door::OgxServer { .. } => ogx_status::from_model(status).and_then(serde_json::to_value),
     }
-    .unwrap_or_default();
+    .map_err(|e| api_err(what.clone())(kube::Error::SerdeError(e)))?;
     let patch = json!({"apiVersion": api_version, "kind": kind, "status": status});
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let what = format!("update the status of {kind} {ns}/{name}");
     match door {
         Door::LlamaStackDistribution => {
             Api::<LlamaStackDistribution>::namespaced(ctx.client.clone(), &ns)

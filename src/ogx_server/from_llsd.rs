@@ -8,16 +8,13 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::networking::v1::{
-    NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::api::networking::v1::NetworkPolicyIngressRule;
 use serde_json::{Map, Value, json};
 
 use super::Untranslatable;
 use crate::api::apis;
 use crate::api::common::AllowedFromSpec;
+use crate::api::network_peers;
 use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
@@ -505,41 +502,10 @@ fn workload(
 /// `allowedFrom`'s namespaces and labels as one ingress rule on the server port (its own
 /// namespace and the operator's are OGXServer's default rule); `None` when it names none.
 fn allowed_from_rule(allowed: &AllowedFromSpec, port: i32) -> Option<NetworkPolicyIngressRule> {
-    let namespaces = allowed.namespaces.as_deref().unwrap_or_default();
-    let selecting = |selector: LabelSelector| NetworkPolicyPeer {
-        namespace_selector: Some(selector),
-        ..NetworkPolicyPeer::default()
-    };
-    let peers: Vec<NetworkPolicyPeer> = if namespaces.iter().any(|n| n == "*") {
-        vec![selecting(LabelSelector::default())]
-    } else {
-        let by_name = namespaces.iter().map(|ns| {
-            selecting(LabelSelector {
-                match_labels: Some(BTreeMap::from([(
-                    "kubernetes.io/metadata.name".to_owned(),
-                    ns.clone(),
-                )])),
-                match_expressions: None,
-            })
-        });
-        let by_label = allowed.labels.iter().flatten().map(|key| {
-            selecting(LabelSelector {
-                match_labels: None,
-                match_expressions: Some(vec![LabelSelectorRequirement {
-                    key: key.clone(),
-                    operator: "Exists".to_owned(),
-                    values: None,
-                }]),
-            })
-        });
-        by_name.chain(by_label).collect()
-    };
+    let peers = network_peers::listed_namespaces(allowed)
+        .unwrap_or_else(|| vec![network_peers::every_namespace()]);
     (!peers.is_empty()).then(|| NetworkPolicyIngressRule {
         from: Some(peers),
-        ports: Some(vec![NetworkPolicyPort {
-            protocol: Some("TCP".to_owned()),
-            port: Some(IntOrString::Int(port)),
-            end_port: None,
-        }]),
+        ports: Some(vec![network_peers::tcp_port(port)]),
     })
 }

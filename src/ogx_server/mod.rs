@@ -58,8 +58,17 @@ pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslat
     let spec = spec(&server.spec)?;
     let mut model = LlamaStackDistribution::new("", spec);
     model.metadata = server.metadata.clone();
-    model.status = server.status.as_ref().map(status::into_model);
+    model.status = server.status.as_ref().map(recorded);
     Ok(model)
+}
+
+/// The recorded status in the model. One it cannot read (a defect: both types hold the same
+/// fields) is logged and read as none: the stack then resolves and reports afresh.
+fn recorded(status: &ogx::OGXServerStatus) -> crate::api::v1alpha2::LlamaStackDistributionStatus {
+    status::into_model(status).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the OGXServer's status cannot be read into the model");
+        Default::default()
+    })
 }
 
 /// An `OGXServer` the model cannot carry, as far as a refusal needs it: its metadata and
@@ -67,7 +76,7 @@ pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslat
 pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
     let mut model = LlamaStackDistribution::new("", LlamaStackDistributionSpec::default());
     model.metadata = server.metadata.clone();
-    model.status = server.status.as_ref().map(status::into_model);
+    model.status = server.status.as_ref().map(recorded);
     model
 }
 

@@ -15,9 +15,12 @@ const RENAMES: &[(&[&str], &str, &str)] = &[
     (&[], "routeURL", "externalURL"),
 ];
 
-/// The model's status as an `OGXServer`'s.
-pub fn from_model(status: &LlamaStackDistributionStatus) -> OGXServerStatus {
-    let mut json = serde_json::to_value(status).unwrap_or_default();
+/// The model's status as an `OGXServer`'s (an error only for a defect: both types hold the
+/// same fields).
+pub fn from_model(
+    status: &LlamaStackDistributionStatus,
+) -> Result<OGXServerStatus, serde_json::Error> {
+    let mut json = serde_json::to_value(status)?;
     for (parent, model, ogx) in RENAMES {
         rename(&mut json, parent, model, ogx);
     }
@@ -27,13 +30,17 @@ pub fn from_model(status: &LlamaStackDistributionStatus) -> OGXServerStatus {
     {
         config.insert("observedGeneration".to_owned(), generation);
     }
-    serde_json::from_value(json).unwrap_or_default()
+    serde_json::from_value(json)
 }
 
 /// An `OGXServer`'s status as the model's (what earlier reconciles recorded: the pin, the
-/// rollback memory, the conditions the next report starts from).
-pub fn into_model(status: &OGXServerStatus) -> LlamaStackDistributionStatus {
-    let mut json = serde_json::to_value(status).unwrap_or_default();
+/// rollback memory, the conditions the next report starts from). Both types hold the same
+/// fields under the names above; `configSource` values the model does not know (the OGX
+/// operator's) are read as unknown.
+pub fn into_model(
+    status: &OGXServerStatus,
+) -> Result<LlamaStackDistributionStatus, serde_json::Error> {
+    let mut json = serde_json::to_value(status)?;
     for (parent, model, ogx) in RENAMES {
         rename(&mut json, parent, ogx, model);
     }
@@ -41,7 +48,6 @@ pub fn into_model(status: &OGXServerStatus) -> LlamaStackDistributionStatus {
         config.remove("observedGeneration");
     }
     if let Some(Value::Object(resolved)) = json.get_mut("resolvedDistribution") {
-        // Written by the OGX operator with values the model does not know: read as unknown.
         let known = resolved
             .get("configSource")
             .and_then(Value::as_str)
@@ -55,7 +61,7 @@ pub fn into_model(status: &OGXServerStatus) -> LlamaStackDistributionStatus {
             resolved.remove("configSource");
         }
     }
-    serde_json::from_value(json).unwrap_or_default()
+    serde_json::from_value(json)
 }
 
 fn rename(json: &mut Value, parent: &[&str], from: &str, to: &str) {

@@ -385,14 +385,14 @@ fn the_status_keeps_every_field_both_ways_under_the_ogx_names() {
         "rollback": {"lastReady": {"desiredHash": "h", "image": "i"}}
     }))
     .unwrap();
-    let ogx = status::from_model(&model);
+    let ogx = status::from_model(&model).unwrap();
     let json = serde_json::to_value(&ogx).unwrap();
     assert_eq!(json["version"]["serverVersion"], "1.5.0");
     assert_eq!(json["externalURL"], "https://ogx.example.com");
     assert_eq!(json["configGeneration"]["observedGeneration"], 3);
     assert_eq!(json["resolvedDistribution"]["configSource"], "oci-label");
     assert!(json.get("routeURL").is_none());
-    assert_eq!(status::into_model(&ogx), model);
+    assert_eq!(status::into_model(&ogx).unwrap(), model);
 }
 
 /// Every LlamaStackDistribution of the real-world fixtures (tests/fixtures/real-world, sources

@@ -10,7 +10,7 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
     ServiceBackendPort,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::json;
@@ -19,6 +19,7 @@ use super::object::{
     BuildError, match_labels, metadata, named_ports, pod_selector, selector_labels, stamp, stamped,
 };
 use crate::api::common::AllowedFromSpec;
+use crate::api::network_peers;
 use crate::api::v1alpha2::ExposeOptions;
 use crate::controller::stack::Stack;
 use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
@@ -71,45 +72,21 @@ pub(super) fn network_policy(
         (Some(allowed), _) => allowed.clone(),
         (None, Some(_)) => AllowedFromSpec::default(),
     };
-    let namespaces = allowed.namespaces.as_deref().unwrap_or_default();
-    let namespaces_matching = |selector: LabelSelector| NetworkPolicyPeer {
-        namespace_selector: Some(selector),
-        ..NetworkPolicyPeer::default()
-    };
-    let by_name = |ns: &str| {
-        namespaces_matching(match_labels(BTreeMap::from([(
-            "kubernetes.io/metadata.name".to_owned(),
-            ns.to_owned(),
-        )])))
-    };
-    let from = if namespaces.iter().any(|n| n == "*") {
-        vec![namespaces_matching(LabelSelector::default())]
-    } else {
-        let mut peers = vec![NetworkPolicyPeer {
-            pod_selector: Some(LabelSelector::default()),
-            ..NetworkPolicyPeer::default()
-        }];
-        peers.extend(operator_namespace.map(by_name));
-        peers.extend(namespaces.iter().map(|n| by_name(n)));
-        peers.extend(allowed.labels.iter().flatten().map(|key| {
-            namespaces_matching(LabelSelector {
-                match_expressions: Some(vec![LabelSelectorRequirement {
-                    key: key.clone(),
-                    operator: "Exists".to_owned(),
-                    values: None,
-                }]),
-                match_labels: None,
-            })
-        }));
-        peers
+    let from = match network_peers::listed_namespaces(&allowed) {
+        None => vec![network_peers::every_namespace()],
+        Some(listed) => {
+            // The server's own namespace and the operator's, then the listed ones.
+            let own = NetworkPolicyPeer {
+                pod_selector: Some(LabelSelector::default()),
+                ..NetworkPolicyPeer::default()
+            };
+            let operator = operator_namespace.map(network_peers::namespace_named);
+            std::iter::once(own).chain(operator).chain(listed).collect()
+        }
     };
     let mut ingress = vec![NetworkPolicyIngressRule {
         from: Some(from),
-        ports: Some(vec![NetworkPolicyPort {
-            protocol: Some("TCP".to_owned()),
-            port: Some(IntOrString::Int(stack.networking.port)),
-            end_port: None,
-        }]),
+        ports: Some(vec![network_peers::tcp_port(stack.networking.port)]),
     }];
     ingress.extend(stack.door.metrics_port().map(monitoring_ingress));
     ingress.extend(policy.and_then(|p| p.ingress.clone()).unwrap_or_default());
@@ -153,11 +130,7 @@ fn monitoring_ingress(metrics_port: i32) -> NetworkPolicyIngressRule {
             )]))),
             ..NetworkPolicyPeer::default()
         }]),
-        ports: Some(vec![NetworkPolicyPort {
-            protocol: Some("TCP".to_owned()),
-            port: Some(IntOrString::Int(metrics_port)),
-            end_port: None,
-        }]),
+        ports: Some(vec![network_peers::tcp_port(metrics_port)]),
     }
 }
 
