@@ -457,7 +457,8 @@ fn every_real_manifest_renders_or_is_refused_as_the_api_server_refuses_it() {
 
 /// `OGXServer`s render as the controller serves them (the OGX operator's samples, from
 /// tests/fixtures/ogx-operator): its names and labels, the config generated over a `baseConfig`
-/// ConfigMap given beside it, and what is not served yet refused with the field.
+/// ConfigMap given beside it, a client identity mounted, and what is not served yet refused
+/// with the field.
 #[test]
 fn ogx_servers_render_through_their_door() {
     let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ogx-operator");
@@ -534,9 +535,16 @@ spec:
         "{err}"
     );
 
+    // tls.identity is served: the Pod mounts the certificate and the key.
     let identity = dir.path().join("identity.yaml");
     std::fs::write(&identity, "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: i}\nspec:\n  distribution: {name: starter}\n  tls:\n    identity:\n      cert: {name: c, key: tls.crt}\n      key: {name: c, key: tls.key}\n").unwrap();
-    let (code, _, err) = render(&["-f", identity.to_str().unwrap()]);
+    let (code, out, err) = render(&["-f", identity.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("/etc/llama-stack-client-identity"), "{out}");
+    // CA certificates from two ConfigMaps are not served: refused with the field.
+    let two = dir.path().join("two.yaml");
+    std::fs::write(&two, "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: t}\nspec:\n  distribution: {name: starter}\n  tls:\n    trust:\n      caCertificates:\n      - {name: a, key: ca.crt}\n      - {name: b, key: ca.crt}\n").unwrap();
+    let (code, _, err) = render(&["-f", two.to_str().unwrap()]);
     assert_ne!(code, 0);
-    assert!(err.contains("spec.tls.identity"), "{err}");
+    assert!(err.contains("spec.tls.trust.caCertificates"), "{err}");
 }

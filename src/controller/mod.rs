@@ -10,6 +10,7 @@
 //! changed no write is made (every object carries the hash of what was applied); when a step
 //! finds a problem the user must fix, nothing is written and the status says why.
 
+mod adoption;
 mod apply;
 pub mod builders;
 mod conditions;
