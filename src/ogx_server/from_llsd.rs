@@ -61,6 +61,14 @@ pub fn to_ogx_server(llsd: &LlamaStackDistribution) -> Result<Converted, Untrans
         a.retain(|k, _| !DROPPED_ANNOTATIONS.contains(&k.as_str()));
         a
     });
+    let ours = super::annotations::of(llsd.spec.workload.as_ref());
+    if !ours.is_empty() {
+        server
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .extend(ours);
+    }
     if server
         .metadata
         .annotations
@@ -470,18 +478,7 @@ fn workload(
     let Some(workload) = &spec.workload else {
         return Ok(None);
     };
-    if workload.rollback.is_some() {
-        return refuse(
-            "spec.workload.rollback",
-            "OGXServer has no rollback policy: through it the operator rolls back automatically (remove the field to accept that)",
-        );
-    }
-    if workload.progress_deadline_seconds.is_some() {
-        return refuse(
-            "spec.workload.progressDeadlineSeconds",
-            "OGXServer has no progress deadline",
-        );
-    }
+    // `rollback` and `progressDeadlineSeconds` travel as annotations (`super::annotations`).
     if workload
         .overrides
         .as_ref()
@@ -494,9 +491,9 @@ fn workload(
     }
     let json = serde_json::to_value(workload)
         .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?;
-    serde_json::from_value(json)
-        .map(Some)
-        .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))
+    let converted: ogx::WorkloadSpec = serde_json::from_value(json)
+        .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?;
+    Ok(Some(converted).filter(|w| *w != ogx::WorkloadSpec::default()))
 }
 
 /// `allowedFrom`'s namespaces and labels as one ingress rule on the server port (its own

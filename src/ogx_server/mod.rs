@@ -7,6 +7,7 @@
 //! certificate or resource claims its spec names would be worse than one that says why it does
 //! not run.
 
+pub mod annotations;
 pub mod from_llsd;
 pub mod providers;
 pub mod status;
@@ -55,7 +56,8 @@ impl Untranslatable {
 /// An `OGXServer` as the stack the core reconciles: the same metadata (name, namespace, uid,
 /// generation, annotations), its spec in the model, and its status read back.
 pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslatable> {
-    let spec = spec(&server.spec)?;
+    let mut spec = spec(&server.spec)?;
+    annotations::apply(server.metadata.annotations.as_ref(), &mut spec.workload)?;
     let mut model = LlamaStackDistribution::new("", spec);
     model.metadata = server.metadata.clone();
     model.status = server.status.as_ref().map(recorded);

@@ -500,10 +500,26 @@ fn conversion_refuses_what_ogx_server_cannot_say_naming_the_field() {
         field(json!({"distribution": {"image": "reg/x:1", "serverVersion": "1.5.0"}})),
         "spec.distribution.serverVersion"
     );
+    // The rollback policy and the progress deadline travel as annotations of this operator's,
+    // and come back into the model.
+    let kept = from_llsd::to_ogx_server(&llsd(
+        json!({"distribution": d, "workload": {"rollback": "Never", "progressDeadlineSeconds": 120}}),
+    ))
+    .unwrap()
+    .server;
+    let annotations = kept.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["llamastack.io/rollback"], "Never");
     assert_eq!(
-        field(json!({"distribution": d, "workload": {"rollback": "Never"}})),
-        "spec.workload.rollback"
+        annotations["llamastack.io/progress-deadline-seconds"],
+        "120"
     );
+    assert_eq!(kept.spec.workload, None, "nothing else of workload to say");
+    let workload = to_model(&kept).unwrap().spec.workload.unwrap();
+    assert_eq!(
+        workload.rollback,
+        Some(crate::api::common::RollbackPolicy::Never)
+    );
+    assert_eq!(workload.progress_deadline_seconds, Some(120));
     assert_eq!(
         field(json!({"distribution": d, "providers": {"inference": {"provider": "no-such"}}})),
         "spec.providers.inference.provider"
