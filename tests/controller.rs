@@ -737,24 +737,26 @@ fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
 /// The OGX operator's `OGXServer` through the same core, and a LlamaStackDistribution moved to
 /// the OGXServer of the same name in place: the Deployment (its selector, the Service's address
 /// and the pinned image) is kept, the names OGX users rely on are applied, the LLSD stands down.
+/// `(status, reason)` of the condition `type_` in a status read as JSON (an `OGXServer`'s).
+fn json_condition(status: &Value, type_: &str) -> (String, String) {
+    let c = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == type_)
+        .unwrap_or_else(|| panic!("no {type_}: {status:#}"));
+    (
+        c["status"].as_str().unwrap().to_owned(),
+        c["reason"].as_str().unwrap().to_owned(),
+    )
+}
+
 /// `tls.identity` through the core: the key's Secret, then the certificate's ConfigMap (a PEM
 /// certificate) are required; then the Pods mount both, and a new certificate rolls them.
 async fn a_client_identity_is_served(client: &kube::Client, f: &Fixture) {
     use llama_stack_operator::api::ogx::OGXServer;
     use llama_stack_operator::controller::reconcile_ogx;
     let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
-    let condition = |status: &Value, type_: &str| -> (String, String) {
-        let c = status["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == type_)
-            .unwrap_or_else(|| panic!("no {type_}: {status:#}"));
-        (
-            c["status"].as_str().unwrap().to_owned(),
-            c["reason"].as_str().unwrap().to_owned(),
-        )
-    };
     let identified: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
             "metadata": {"name": "trusting"}, "spec": {"distribution": {"name": "starter"},
             "tls": {"identity": {"cert": {"name": "client-cert", "key": "tls.crt"}, "key": {"name": "client-key", "key": "tls.key"}}}}})).unwrap();
@@ -784,7 +786,7 @@ async fn a_client_identity_is_served(client: &kube::Client, f: &Fixture) {
     };
     let status = trusting().await;
     assert_eq!(
-        condition(&status, "ConfigGenerated"),
+        json_condition(&status, "ConfigGenerated"),
         ("False".into(), "ClientCertificateInvalid".into()),
         "{status:#}"
     );
@@ -800,7 +802,7 @@ async fn a_client_identity_is_served(client: &kube::Client, f: &Fixture) {
         .unwrap();
     let status = trusting().await;
     assert_eq!(
-        condition(&status, "ConfigGenerated"),
+        json_condition(&status, "ConfigGenerated"),
         ("False".into(), "ClientCertificateInvalid".into()),
         "{status:#}"
     );
@@ -817,7 +819,7 @@ async fn a_client_identity_is_served(client: &kube::Client, f: &Fixture) {
         .unwrap();
     let status = trusting().await;
     assert_eq!(
-        condition(&status, "ConfigGenerated"),
+        json_condition(&status, "ConfigGenerated"),
         ("True".into(), "ConfigGenerationSucceeded".into()),
         "{status:#}"
     );
@@ -872,18 +874,14 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         let name = "ogxserver-with-generated-config";
         reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), f.ctx.clone()).await.unwrap();
         let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
-        let condition = |status: &Value, type_: &str| -> (String, String) {
-            let c = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == type_).unwrap_or_else(|| panic!("no {type_}: {status:#}"));
-            (c["status"].as_str().unwrap().to_owned(), c["reason"].as_str().unwrap().to_owned())
-        };
         // Its Secret is missing (the sample creates it first): the condition names it, nothing runs.
-        assert_eq!(condition(&status, "SecretsResolved"), ("False".into(), "SecretNotFound".into()), "{status:#}");
+        assert_eq!(json_condition(&status, "SecretsResolved"), ("False".into(), "SecretNotFound".into()), "{status:#}");
         let secret: Secret = serde_json::from_value(docs[0].clone()).unwrap();
         Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
         reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), f.ctx.clone()).await.unwrap();
         let stored = servers.get(name).await.unwrap();
         let status = serde_json::to_value(&stored.status).unwrap();
-        assert_eq!(condition(&status, "ConfigGenerated"), ("True".into(), "ConfigGenerationSucceeded".into()), "{status:#}");
+        assert_eq!(json_condition(&status, "ConfigGenerated"), ("True".into(), "ConfigGenerationSucceeded".into()), "{status:#}");
         // The catalog's image (offline here: the embedded config, no registry to pin at).
         assert!(status["resolvedDistribution"]["image"].as_str().unwrap().starts_with("docker.io/ogxai/distribution-starter:"), "{status:#}");
         let config_map = status["configGeneration"]["configMapName"].as_str().unwrap().to_owned();
@@ -925,7 +923,7 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         servers.create(&PostParams::default(), &based).await.unwrap();
         reconcile_ogx(Arc::new(servers.get("based").await.unwrap()), f.ctx.clone()).await.unwrap();
         let status = serde_json::to_value(servers.get("based").await.unwrap().status).unwrap();
-        assert_eq!(condition(&status, "ConfigGenerated"), ("True".into(), "ConfigGenerationSucceeded".into()), "{status:#}");
+        assert_eq!(json_condition(&status, "ConfigGenerated"), ("True".into(), "ConfigGenerationSucceeded".into()), "{status:#}");
         assert_eq!(status["resolvedDistribution"]["configSource"], "config-map");
         let config_map = status["configGeneration"]["configMapName"].as_str().unwrap().to_owned();
         let generated = Api::<ConfigMap>::namespaced(client.clone(), "default").get(&config_map).await.unwrap();
@@ -953,7 +951,7 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         servers.create(&PostParams::default(), &refused).await.unwrap();
         reconcile_ogx(Arc::new(servers.get("trusting-two").await.unwrap()), f.ctx.clone()).await.unwrap();
         let status = serde_json::to_value(servers.get("trusting-two").await.unwrap().status).unwrap();
-        assert_eq!(condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
+        assert_eq!(json_condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
         assert_eq!(status["phase"], "Failed");
         assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("trusting-two").await.unwrap().is_none());
 

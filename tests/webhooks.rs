@@ -29,6 +29,7 @@ use llama_stack_operator::webhook::live_catalog::LiveCatalog;
 use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
 use llama_stack_resolver::Catalog;
 use serde_json::{Value, json};
+use support::admission::{self, Outcome};
 use support::control_plane::{ControlPlane, committed_crd, install_crd};
 use support::harness::{run_suite, table};
 use support::kube_objects::create_namespace;
@@ -406,88 +407,33 @@ const TESTS: &[(&str, Test)] = &[
     ),
 ];
 
-/// What admission said of one object: admitted, or refused at these fields.
-#[derive(Debug, PartialEq, Eq)]
-struct Outcome {
-    admitted: bool,
-    fields: std::collections::BTreeSet<String>,
-}
-
-/// The API server's verdict on `object` for a dry-run create with strict field validation, what
-/// `kubectl apply --dry-run=server` sends for a new object; the webhooks are called as for a
-/// real create. Unknown fields come back in the message of a 400 (no causes), an unserved
-/// version as a 404, everything else as the causes of a 422.
+/// The API server's verdict on `object` ([`admission::dry_run`]), as a LlamaStackDistribution
+/// of its version in `ns`.
 fn server_outcome(env: &Env, ns: &str, object: &Value) -> Result<(Outcome, String), Failed> {
     let version = object["apiVersion"]
         .as_str()
         .unwrap_or_default()
         .trim_start_matches("llamastack.io/");
-    let request = http::Request::post(format!(
-        "/apis/llamastack.io/{version}/namespaces/{ns}/llamastackdistributions?dryRun=All&fieldValidation=Strict"
-    ))
-    .header("content-type", "application/json")
-    .body(serde_json::to_vec(object)?)?;
-    let status = match env.rt.block_on(env.client.request::<Value>(request)) {
-        Ok(_) => {
-            let outcome = Outcome {
-                admitted: true,
-                fields: Default::default(),
-            };
-            return Ok((outcome, String::new()));
-        }
-        Err(kube::Error::Api(status)) => status,
-        Err(other) => return Err(format!("the API server did not answer: {other}").into()),
-    };
-    let fields = match status.code {
-        404 => ["apiVersion".to_owned()].into(),
-        400 => {
-            let unknown = regex::Regex::new(r#"unknown field "([^"]+)""#)?;
-            unknown
-                .captures_iter(&status.message)
-                .map(|c| c[1].to_owned())
-                .collect()
-        }
-        _ => status
-            .details
-            .iter()
-            .flat_map(|d| d.causes.iter())
-            .map(|c| c.field.clone())
-            .collect(),
-    };
-    let message = format!("{} {}", status.code, status.message);
-    Ok((
-        Outcome {
-            admitted: false,
-            fields,
-        },
-        message,
-    ))
+    let collection =
+        format!("/apis/llamastack.io/{version}/namespaces/{ns}/llamastackdistributions");
+    Ok(env
+        .rt
+        .block_on(admission::dry_run(&env.client, &collection, object))?)
 }
 
 /// The offline validator (`llama-stack-operator validate`) and the API server with the
 /// operator's webhooks give the same verdict, refusing at the same fields, on every object of a
 /// corpus of samples, real manifests and their mutations.
 fn offline_validation_agrees_with_the_api_server(env: &Env) -> Result<(), Failed> {
-    use llama_stack_operator::validate::{Validator, Verdict};
+    use llama_stack_operator::validate::Validator;
     let ns = namespace(env, "differential")?;
     let validator = Validator::new(Catalog::embedded()?)?;
     let corpus = differential::corpus();
     let (mut admitted, mut disagreements) = (0, Vec::new());
     for case in &corpus {
         let (server, said) = server_outcome(env, &ns, &case.object)?;
-        let offline = match validator.validate(&case.object).0 {
-            Verdict::Valid { .. } => Outcome {
-                admitted: true,
-                fields: Default::default(),
-            },
-            Verdict::Invalid { causes, .. } => Outcome {
-                admitted: false,
-                fields: causes.into_iter().map(|c| c.field).collect(),
-            },
-            Verdict::Skipped { what } => {
-                return Err(format!("{}: skipped ({what})", case.label).into());
-            }
-        };
+        let offline = Outcome::of_verdict(validator.validate(&case.object).0)
+            .map_err(|skipped| format!("{}: {skipped}", case.label))?;
         admitted += usize::from(server.admitted);
         if server != offline {
             disagreements.push(format!(

@@ -23,6 +23,8 @@ pub mod test_ca;
 pub mod wait;
 
 #[cfg(feature = "cluster")]
+pub mod admission;
+#[cfg(feature = "cluster")]
 pub mod control_plane;
 #[cfg(feature = "cluster")]
 pub mod helm;

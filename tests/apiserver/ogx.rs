@@ -6,6 +6,7 @@
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use libtest_mimic::Failed;
+use llama_stack_test_support::admission::{self, Outcome};
 use serde_json::{Value, json};
 
 use crate::Ctx;
@@ -219,56 +220,6 @@ pub async fn is_refused(ctx: &Ctx, case: &Refused) -> Result<(), Failed> {
     }
 }
 
-/// What admission said of one object: admitted, or refused at these fields.
-#[derive(Debug, PartialEq, Eq)]
-struct Outcome {
-    admitted: bool,
-    fields: std::collections::BTreeSet<String>,
-}
-
-/// The API server's verdict on a dry-run create with strict field validation (what
-/// `kubectl apply --dry-run=server` sends): unknown fields in the message of a 400, the rest as
-/// the causes of a 422.
-async fn server_outcome(
-    client: &kube::Client,
-    ns: &str,
-    object: &Value,
-) -> Result<Outcome, Failed> {
-    let request = http::Request::post(format!(
-        "/apis/ogx.io/v1beta1/namespaces/{ns}/ogxservers?dryRun=All&fieldValidation=Strict"
-    ))
-    .header("content-type", "application/json")
-    .body(serde_json::to_vec(object)?)?;
-    let status = match client.request::<Value>(request).await {
-        Ok(_) => {
-            return Ok(Outcome {
-                admitted: true,
-                fields: Default::default(),
-            });
-        }
-        Err(kube::Error::Api(status)) => status,
-        Err(other) => return Err(format!("the API server did not answer: {other}").into()),
-    };
-    let fields = if status.code == 400 {
-        let unknown = regex::Regex::new(r#"unknown field "([^"]+)""#)?;
-        unknown
-            .captures_iter(&status.message)
-            .map(|c| c[1].to_owned())
-            .collect()
-    } else {
-        status
-            .details
-            .iter()
-            .flat_map(|d| d.causes.iter())
-            .map(|c| c.field.clone())
-            .collect()
-    };
-    Ok(Outcome {
-        admitted: false,
-        fields,
-    })
-}
-
 /// Objects that break one field of a sample each: every scalar given the wrong type, and an
 /// undeclared field beside it.
 fn mutations(sample: &Value) -> Vec<(String, Value)> {
@@ -312,7 +263,7 @@ fn mutations(sample: &Value) -> Vec<(String, Value)> {
 /// each sample with one field broken. The offline checks come from the same CRD, evaluated by
 /// this operator's own schema and CEL code, so this is what keeps them equal.
 pub async fn offline_validation_agrees_with_the_api_server(ctx: &Ctx) -> Result<(), Failed> {
-    use llama_stack_operator::validate::{Validator, Verdict};
+    use llama_stack_operator::validate::Validator;
     let ns = namespace(&ctx.client, "ogx-differential").await?;
     let validator = Validator::new(llama_stack_resolver::Catalog::embedded()?)?;
     let mut corpus: Vec<(String, Value)> = Vec::new();
@@ -330,22 +281,14 @@ pub async fn offline_validation_agrees_with_the_api_server(ctx: &Ctx) -> Result<
     }
     let (mut admitted, mut disagreements) = (0, Vec::new());
     for (label, object) in &corpus {
-        let server = server_outcome(&ctx.client, &ns, object).await?;
-        let offline = match validator.validate(object).0 {
-            Verdict::Valid { .. } => Outcome {
-                admitted: true,
-                fields: Default::default(),
-            },
-            Verdict::Invalid { causes, .. } => Outcome {
-                admitted: false,
-                fields: causes.into_iter().map(|c| c.field).collect(),
-            },
-            Verdict::Skipped { what } => return Err(format!("{label}: skipped ({what})").into()),
-        };
+        let collection = format!("/apis/ogx.io/v1beta1/namespaces/{ns}/ogxservers");
+        let (server, said) = admission::dry_run(&ctx.client, &collection, object).await?;
+        let offline = Outcome::of_verdict(validator.validate(object).0)
+            .map_err(|skipped| format!("{label}: {skipped}"))?;
         admitted += usize::from(server.admitted);
         if server != offline {
             disagreements.push(format!(
-                "{label}: the API server {server:?}, offline {offline:?}"
+                "{label}: the API server {server:?} ({said}), offline {offline:?}"
             ));
         }
     }
