@@ -264,13 +264,8 @@ fn base_from_inputs(
             "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
         ))
     })?;
-    let user =
-        crate::controller::user_config::user_config(cm, base.key.as_deref()).map_err(|e| {
-            RenderError::NoBase(
-                e.message(name)
-                    .replace("spec.overrideConfig", "spec.baseConfig"),
-            )
-        })?;
+    let user = crate::controller::user_config::user_config(cm, base.key.as_deref())
+        .map_err(|e| RenderError::NoBase(e.message(name, "spec.baseConfig")))?;
     Ok(parse_base(user.yaml)?)
 }
 
@@ -349,7 +344,7 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
             detail,
         };
         let stored = stored.ok_or_else(|| manifest("no object after validation".to_owned()))?;
-        if stored["kind"] == "OGXServer" {
+        let (model, door) = if stored["kind"] == "OGXServer" {
             let server: OGXServer =
                 serde_json::from_value(stored).map_err(|e| manifest(e.to_string()))?;
             let model =
@@ -357,28 +352,20 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
                     location: location.clone(),
                     detail: e.to_string(),
                 })?;
-            let door = Door::OgxServer {
-                metrics_port: crate::ogx_server::metrics_port(&server.spec),
-            };
-            outputs.push(render_one(
-                (&model, door),
-                args,
-                &catalog,
-                &config_maps,
-                (location, &admission_warnings),
-            )?);
-            continue;
-        }
-        let v1alpha2 = if stored["apiVersion"] == "llamastack.io/v1alpha1" {
-            crate::convert::convert(&stored, "llamastack.io/v1alpha2")
-                .map_err(|e| manifest(e.to_string()))?
+            (model, Door::of_ogx_server(&server))
         } else {
-            stored
+            let v1alpha2 = if stored["apiVersion"] == "llamastack.io/v1alpha1" {
+                crate::convert::convert(&stored, "llamastack.io/v1alpha2")
+                    .map_err(|e| manifest(e.to_string()))?
+            } else {
+                stored
+            };
+            let cr: LlamaStackDistribution =
+                serde_json::from_value(v1alpha2).map_err(|e| manifest(e.to_string()))?;
+            (cr, Door::LlamaStackDistribution)
         };
-        let cr: LlamaStackDistribution =
-            serde_json::from_value(v1alpha2).map_err(|e| manifest(e.to_string()))?;
         outputs.push(render_one(
-            (&cr, Door::LlamaStackDistribution),
+            (&model, door),
             args,
             &catalog,
             &config_maps,

@@ -44,6 +44,12 @@ fn absorb(material: &mut Vec<u8>, parts: [&[u8]; 3]) {
     }
 }
 
+/// The first 16 hex digits of the SHA-256 of `material`: what a Pod template annotation carries.
+fn short_hash(material: &[u8]) -> String {
+    let full = llama_stack_resolver::digest::sha256_hex(material);
+    full.chars().take(16).collect()
+}
+
 /// The referenced Secrets (`fetched`, as read): the hash of their values, or the first one
 /// (or key) missing.
 pub(super) fn secrets<'a>(
@@ -95,10 +101,7 @@ pub(super) fn secrets<'a>(
             message,
         ));
     }
-    let hash = (!secret_refs.is_empty()).then(|| {
-        let full = llama_stack_resolver::digest::sha256_hex(&material);
-        full.chars().take(16).collect()
-    });
+    let hash = (!secret_refs.is_empty()).then(|| short_hash(&material));
     Ok(SecretCheck {
         count: secret_refs.len(),
         hash,
@@ -207,8 +210,7 @@ pub(super) fn rollout_hash(
                     pem.as_bytes(),
                 ],
             );
-            let full = llama_stack_resolver::digest::sha256_hex(&material);
-            Some(full.chars().take(16).collect())
+            Some(short_hash(&material))
         }
     }
 }

@@ -37,6 +37,13 @@ pub enum Door {
 }
 
 impl Door {
+    /// The door of `server`: an `OGXServer`'s, with its metrics port.
+    pub fn of_ogx_server(server: &ogx::OGXServer) -> Self {
+        Door::OgxServer {
+            metrics_port: crate::ogx_server::metrics_port(&server.spec),
+        }
+    }
+
     /// `apiVersion` and `kind` of the resource.
     pub fn type_meta(self) -> (&'static str, &'static str) {
         match self {

@@ -329,10 +329,10 @@ fn generate_on_config_map(
         )
     })?;
     let user = user_config(cm, base.key.as_deref()).map_err(|e| {
-        let message = e
-            .message(name)
-            .replace("spec.overrideConfig", "spec.baseConfig");
-        fail(Reason::ConfigGenerationFailed, message)
+        fail(
+            Reason::ConfigGenerationFailed,
+            e.message(name, "spec.baseConfig"),
+        )
     })?;
     let parsed = parse_base(user.yaml).map_err(|e| match e {
         GenerateError::UnsupportedVersion(inner) => fail(

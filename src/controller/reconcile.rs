@@ -81,10 +81,7 @@ pub async fn reconcile_ogx(cr: Arc<OGXServer>, ctx: Arc<Context>) -> Result<Acti
             {
                 adopt_recorded(&mut model, &ctx).await;
             }
-            let door = Door::OgxServer {
-                metrics_port: ogx_server::metrics_port(&cr.spec),
-            };
-            reconcile_model(&model, door, &ctx).await
+            reconcile_model(&model, Door::of_ogx_server(&cr), &ctx).await
         }
         Err(untranslatable) => {
             let started = Instant::now();

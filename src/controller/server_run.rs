@@ -34,7 +34,7 @@ pub fn from_user_config(
     config_map: &ConfigMap,
     server: ServerRelease,
 ) -> Result<ServerRun, String> {
-    let user = user_config(config_map, key).map_err(|e| e.message(name))?;
+    let user = user_config(config_map, key).map_err(|e| e.message(name, "spec.overrideConfig"))?;
     let generated = as_generated(&user, name)?;
     Ok(ServerRun {
         config: ServerConfig::User {

@@ -33,18 +33,19 @@ pub enum UserConfigError {
 }
 
 impl UserConfigError {
-    /// The message for the status, naming the ConfigMap and the fix.
-    pub fn message(&self, name: &str) -> String {
+    /// The message for the status, naming the ConfigMap `name`, the field that names it
+    /// (`spec.overrideConfig` or `spec.baseConfig`) and the fix.
+    pub fn message(&self, name: &str, field: &str) -> String {
         match self {
             Self::Empty => format!(
-                "ConfigMap \"{name}\" has no data; put the server's config under the key config.yaml. Referenced by: spec.overrideConfig.configMapName"
+                "ConfigMap \"{name}\" has no data; put the server's config under the key config.yaml. Referenced by: {field}.configMapName"
             ),
             Self::Ambiguous(keys) => format!(
-                "ConfigMap \"{name}\" has no config.yaml or run.yaml key, and several others ({}), so it is not clear which one is the server's config; name it config.yaml. Referenced by: spec.overrideConfig.configMapName",
+                "ConfigMap \"{name}\" has no config.yaml or run.yaml key, and several others ({}), so it is not clear which one is the server's config; name it config.yaml. Referenced by: {field}.configMapName",
                 keys.join(", ")
             ),
             Self::MissingKey(key, keys) => format!(
-                "ConfigMap \"{name}\" has no key {key:?} (its keys: {}). Referenced by: spec.overrideConfig",
+                "ConfigMap \"{name}\" has no key {key:?} (its keys: {}). Referenced by: {field}",
                 keys.join(", ")
             ),
         }
@@ -175,7 +176,11 @@ mod tests {
             error,
             UserConfigError::Ambiguous(vec!["a.yaml".into(), "b.yaml".into()])
         );
-        assert!(error.message("cfg").contains("(a.yaml, b.yaml)"));
+        assert!(
+            error
+                .message("cfg", "spec.overrideConfig")
+                .contains("(a.yaml, b.yaml)")
+        );
         assert_eq!(
             user_config(&ConfigMap::default(), None).unwrap_err(),
             UserConfigError::Empty
