@@ -859,8 +859,6 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
     use llama_stack_operator::controller::{reconcile_ogx, reconcile_stack};
 
     let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
-    // The body is long: in a debug build its frame and a reconcile's come close to the 2 MiB of
-    // a test thread, so it runs on a thread of its own with room to spare.
     let body = || {
         rt.block_on(Box::pin(async {
         let f = Fixture::new(&client, "default");
@@ -1007,6 +1005,12 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         assert!(owned_by_llsd.iter().all(|n| n.starts_with("moving-config-")), "only old generated configs, pruned later: {owned_by_llsd:?}");
     }))
     };
+    on_a_big_stack(body);
+}
+
+/// Runs `body` on a thread with room for a long test body and the reconciles it awaits: in a
+/// debug build their frames come close to the 2 MiB of a test thread.
+fn on_a_big_stack(body: impl FnOnce() + Send) {
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .stack_size(8 << 20)
@@ -1194,4 +1198,208 @@ fn the_running_controller_serves_ogx_servers_from_watches() {
         assert!(converged, "the Secret watch reconciles the OGXServer that refers to it");
         controller.abort();
     });
+}
+
+/// The OGX operator's adoption annotations (`ogx.io/adopt-storage`, `ogx.io/adopt-networking`)
+/// on the `OGXServer` of its migration guide, over a running LlamaStackDistribution of another
+/// name (a real-world one): the old stack stands down, its Deployment is scaled to zero, its
+/// volume is taken only once its Pods are gone and is mounted instead of a new one, its Service
+/// selects the new Pods under the new controller; removing the annotations lets the Service go
+/// and keeps the volume.
+#[test]
+fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+    use kube::runtime::{reflector, watcher};
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::{reconcile_ogx, reconcile_stack};
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    let body = || {
+        rt.block_on(Box::pin(async {
+        let f = Fixture::new(&client, "default");
+        let ns = || Api::<Deployment>::namespaced(client.clone(), "default");
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+        let services: Api<Service> = Api::namespaced(client.clone(), "default");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+
+        // The old stack, as its users wrote it (v1alpha1, through `convert`), running.
+        let old = "llamastack-vllm";
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+            .args(["convert", "-f", support::workspace_root().join("tests/fixtures/real-world/12-odh-demos-starter-vllm.yaml").to_str().unwrap(), "--to", "v1alpha2"])
+            .output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let llsd: LlamaStackDistribution = serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+        f.llsds().create(&PostParams::default(), &llsd).await.unwrap();
+        f.reconcile(old).await;
+        let old_deployment = f.deployment(old).await;
+        let old_claim = format!("{old}-pvc");
+        let llsd_uid = f.llsds().get(old).await.unwrap().metadata.uid.unwrap();
+        let controller_uid = |refs: &Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
+            refs.iter().flatten().find(|o| o.controller == Some(true)).map(|o| o.uid.clone())
+        };
+        assert_eq!(controller_uid(&claims.get(&old_claim).await.unwrap().metadata.owner_references), Some(llsd_uid.clone()));
+        let service_ip = services.get(&format!("{old}-service")).await.unwrap().spec.unwrap().cluster_ip;
+        // One of its Pods (no kubelet here: it stays until deleted, as a terminating Pod would;
+        // no controller manager either, so the ServiceAccount it runs as is made here).
+        let account: k8s_openapi::api::core::v1::ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+        Api::namespaced(client.clone(), "default").create(&PostParams::default(), &account).await.unwrap();
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": format!("{old}-abc"),
+            "labels": {"app.kubernetes.io/instance": old}},
+            "spec": {"containers": [{"name": "llama-stack", "image": "x"}]}})).unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+
+        // The migration guide's OGXServer, with both annotations.
+        let text = std::fs::read_to_string(support::workspace_root().join("tests/fixtures/ogx-operator/migration-guide-adoption.yaml")).unwrap();
+        let server: OGXServer = serde_saphyr::from_str(&text).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        let name = "my-server";
+        let reconcile_server = || {
+            let (servers, ctx) = (servers.clone(), f.ctx.clone());
+            async move { reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), ctx).await.unwrap() }
+        };
+        let server_condition = |type_: &'static str| {
+            let servers = servers.clone();
+            async move {
+                let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
+                let c = status["conditions"].as_array().into_iter().flatten()
+                    .find(|c| c["type"] == type_).cloned().unwrap_or(Value::Null);
+                (c["status"].as_str().unwrap_or("absent").to_owned(), c["reason"].as_str().unwrap_or_default().to_owned(), c["message"].as_str().unwrap_or_default().to_owned())
+            }
+        };
+
+        // The old stack stands down, changing nothing.
+        let (reader, mut writer) = reflector::store::<OGXServer>();
+        writer.apply_watcher_event(&watcher::Event::Apply(servers.get(name).await.unwrap()));
+        reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        let (status, reason, message) = f.condition(old, "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptedByOGXServer"), "{message}");
+        assert!(message.contains("OGXServer my-server takes over its volume and its Service and Ingress"), "{message}");
+        assert_eq!(f.deployment(old).await.metadata.resource_version, old_deployment.metadata.resource_version);
+
+        // First pass: the old Deployment is scaled to zero; the server waits for its Pods.
+        let action = reconcile_server().await;
+        assert_eq!(action, Action::requeue(Duration::from_secs(5)));
+        assert_eq!(f.deployment(old).await.spec.unwrap().replicas, Some(0));
+        let (status, reason, message) = server_condition("StorageAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "WaitingForLegacyPods"), "{message}");
+        assert!(ns().get_opt(name).await.unwrap().is_none(), "nothing of its own runs beside the old Pods");
+        assert_eq!(controller_uid(&claims.get(&old_claim).await.unwrap().metadata.owner_references), Some(llsd_uid.clone()), "not taken yet");
+        // The Service is the server's already, selecting its Pods; same address.
+        let service = services.get(&format!("{old}-service")).await.unwrap();
+        let server_uid = servers.get(name).await.unwrap().metadata.uid.unwrap();
+        assert_eq!(controller_uid(&service.metadata.owner_references), Some(server_uid.clone()));
+        assert_eq!(service.metadata.labels.as_ref().unwrap()["ogx.io/adopted-from"], old);
+        assert_eq!(service.spec.as_ref().unwrap().cluster_ip, service_ip);
+        let (status, reason, _) = server_condition("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "NetworkingAdopted"));
+
+        // Still a Pod: still waiting.
+        reconcile_server().await;
+        let (_, reason, message) = server_condition("StorageAdopted").await;
+        assert_eq!(reason, "WaitingForLegacyPods");
+        assert!(message.contains("waiting for 1 Pods"), "{message}");
+        assert!(ns().get_opt(name).await.unwrap().is_none());
+
+        // Gone: the volume is taken (no controller, labelled) and mounted; no new one is made.
+        pods.delete(&format!("{old}-abc"), &Default::default()).await.unwrap();
+        while pods.get_opt(&format!("{old}-abc")).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        reconcile_server().await;
+        let (status, reason, message) = server_condition("StorageAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str(), message.as_str()), ("True", "StorageAdopted", "PVC llamastack-vllm-pvc adopted"));
+        let claim = claims.get(&old_claim).await.unwrap();
+        assert_eq!(controller_uid(&claim.metadata.owner_references), None, "data outlives both resources");
+        let labels = claim.metadata.labels.clone().unwrap();
+        assert_eq!((labels["ogx.io/adopted-from"].as_str(), labels["app.kubernetes.io/instance"].as_str()), (old, name));
+        assert!(claim.metadata.annotations.unwrap().contains_key("ogx.io/adopted-at"));
+        let deployment = f.deployment(name).await;
+        let pod_spec = deployment.spec.as_ref().unwrap().template.spec.clone().unwrap();
+        let mounted: Vec<_> = pod_spec.volumes.iter().flatten().filter_map(|v| v.persistent_volume_claim.as_ref()).map(|c| c.claim_name.clone()).collect();
+        assert_eq!(mounted, std::slice::from_ref(&old_claim));
+        assert!(claims.get_opt(&format!("{name}-pvc")).await.unwrap().is_none(), "no fresh volume beside the adopted one");
+        // The adopted Service selects exactly the new Pods.
+        let selector = services.get(&format!("{old}-service")).await.unwrap().spec.unwrap().selector.unwrap();
+        let pod_labels = deployment.spec.unwrap().template.metadata.unwrap().labels.unwrap();
+        assert!(selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)), "{selector:?} vs {pod_labels:?}");
+        assert_eq!(selector["app.kubernetes.io/instance"], name);
+        let (status, _, _) = server_condition("AdoptionConfigInvalid").await;
+        assert_eq!(status, "absent");
+
+        // Annotations removed: the adopted Service goes (the server has its own), the volume stays.
+        let annotations = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
+        servers.patch(name, &PatchParams::default(), &Patch::Merge(&annotations)).await.unwrap();
+        reconcile_server().await;
+        assert!(services.get_opt(&format!("{old}-service")).await.unwrap().is_none());
+        assert!(services.get_opt(&format!("{name}-service")).await.unwrap().is_some());
+        let (status, reason, _) = server_condition("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptionAnnotationRemoved"));
+        let (status, _, _) = server_condition("StorageAdopted").await;
+        assert_eq!(status, "True");
+        let mounted: Vec<_> = f.deployment(name).await.spec.unwrap().template.spec.unwrap().volumes.into_iter().flatten()
+            .filter_map(|v| v.persistent_volume_claim).map(|c| c.claim_name).collect();
+        assert_eq!(mounted, std::slice::from_ref(&old_claim), "the adopted volume stays mounted");
+
+        // A value that cannot name a stack: said, and nothing is taken.
+        let bad = json!({"metadata": {"annotations": {"ogx.io/adopt-networking": "Not_A_Name"}}});
+        servers.patch(name, &PatchParams::default(), &Patch::Merge(&bad)).await.unwrap();
+        reconcile_server().await;
+        let (status, reason, message) = server_condition("AdoptionConfigInvalid").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "AdoptionConfigInvalid"), "{message}");
+        assert!(message.starts_with("ogx.io/adopt-networking: \"Not_A_Name\""), "{message}");
+        drop(plane);
+    }))
+    };
+    on_a_big_stack(body);
+}
+
+/// External providers through the `OGXServer` door: the stack of the test above, converted by
+/// `convert --to ogx.io/v1beta1`, carries them in `llamastack.io/external-providers` and gets the
+/// same install steps in the same order; a bad value is refused with the annotation named.
+#[test]
+fn an_ogx_server_installs_external_providers_named_by_this_operators_annotation() {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    let body = || {
+        rt.block_on(Box::pin(async {
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let resolver = Arc::new(Resolver::new(offline_resolver_options()).unwrap());
+        let ctx = Arc::new(Context::new(client.clone(), resolver).with_operator_image(Some("reg/operator:1".into())));
+        let llsd = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "ok"},
+            "spec": {"distribution": {"name": "starter"}, "externalProviders": {"safety": [{"providerId": "first", "image": "reg/f:1"}],
+            "inference": [{"providerId": "second", "image": "reg/s:1", "imagePullPolicy": "Always"}]}}});
+        let manifest = plane.dir().join("ok.yaml");
+        std::fs::write(&manifest, serde_json::to_string(&llsd).unwrap()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+            .args(["convert", "-f", manifest.to_str().unwrap(), "--to", "ogx.io/v1beta1"])
+            .output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let server: OGXServer = serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("ok").await.unwrap()), ctx.clone()).await.unwrap();
+        let pod = Api::<Deployment>::namespaced(client.clone(), "default").get("ok").await.unwrap().spec.unwrap().template.spec.unwrap();
+        let init: Vec<String> = pod.init_containers.unwrap().into_iter().map(|c| c.name).collect();
+        assert_eq!(init, ["copy-tools", "install-provider-second", "install-provider-first", "install-packages", "merge-config", "preflight"]);
+        assert_eq!(pod.containers[0].name, "ogx");
+        let status = serde_json::to_value(servers.get("ok").await.unwrap().status).unwrap();
+        let ids: Vec<&str> = status["externalProviders"].as_array().unwrap().iter().map(|p| p["providerId"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["second", "first"], "{status:#}");
+
+        // A value the model does not take: refused with the annotation and the key, nothing made.
+        let bad: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "bad", "annotations": {"llamastack.io/external-providers": "inference: [{providerId: a, image: r/a, pullPolicy: Always}]"}},
+            "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        servers.create(&PostParams::default(), &bad).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("bad").await.unwrap()), ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get("bad").await.unwrap().status).unwrap();
+        assert_eq!(json_condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
+        let message = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "ConfigGenerated").unwrap()["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("metadata.annotations[llamastack.io/external-providers].inference[0].pullPolicy"), "{message}");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("bad").await.unwrap().is_none());
+    }))
+    };
+    on_a_big_stack(body);
 }

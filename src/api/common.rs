@@ -199,8 +199,8 @@ pub struct ExternalProviderRef {
     pub config: Option<Map<String, Value>>,
 }
 
-const REMOVED_AGENTS: &str = "the agents API was replaced by responses in llama-stack 0.7: move this provider to externalProviders.responses";
-const REMOVED_POST_TRAINING: &str = "the postTraining API was removed in llama-stack 0.7 and cannot host a provider: remove this entry";
+pub(crate) const REMOVED_AGENTS: &str = "the agents API was replaced by responses in llama-stack 0.7: move this provider to externalProviders.responses";
+pub(crate) const REMOVED_POST_TRAINING: &str = "the postTraining API was removed in llama-stack 0.7 and cannot host a provider: remove this entry";
 
 /// External providers per API, in the order their init containers run.
 ///

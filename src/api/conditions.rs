@@ -65,6 +65,14 @@ status_words! {
         /// Summary, present only while True: the stack cannot progress until a person acts
         /// (phase `Failed`); kstatus reads it as failed.
         Stalled,
+        /// `OGXServer` only, with `ogx.io/adopt-storage`: the named stack's volume is mounted.
+        StorageAdopted,
+        /// `OGXServer` only, with `ogx.io/adopt-networking`: the named stack's Service and
+        /// Ingress are the server's.
+        NetworkingAdopted,
+        /// `OGXServer` only: True while an adoption annotation cannot name a stack (nothing is
+        /// taken).
+        AdoptionConfigInvalid,
     }
 }
 
@@ -94,6 +102,31 @@ status_words! {
         /// A LlamaStackDistribution whose stack an `OGXServer` of the same name now serves: the
         /// operator leaves it alone; delete it once the OGXServer is Ready.
         MovedToOGXServer,
+        /// A LlamaStackDistribution whose volume, or Service and Ingress, an `OGXServer` of another
+        /// name takes over (`ogx.io/adopt-*`): the operator leaves it alone; delete it once the
+        /// OGXServer is Ready.
+        AdoptedByOGXServer,
+        /// `StorageAdopted` True.
+        StorageAdopted,
+        /// `NetworkingAdopted` True.
+        NetworkingAdopted,
+        /// `AdoptionConfigInvalid` True: an adoption annotation's value is not a stack's name.
+        AdoptionConfigInvalid,
+        /// `AdoptionConfigInvalid` False: it was True, and the annotations are fixed.
+        AnnotationsValid,
+        /// `StorageAdopted` or `NetworkingAdopted` False: the named stack has no such object.
+        AdoptionSourceNotFound,
+        /// `StorageAdopted` or `NetworkingAdopted` False: the object is controlled by something
+        /// else (or was taken by another server), so it is not taken.
+        AdoptionRefused,
+        /// `StorageAdopted` False: the old stack's Pods are stopping; the volume is taken when
+        /// they are gone.
+        WaitingForLegacyPods,
+        /// `StorageAdopted` False: `ogx.io/adopt-storage` without `workload.storage`.
+        NoStorageToAdoptInto,
+        /// `NetworkingAdopted` False: the annotation was removed and the taken Service and Ingress
+        /// were deleted.
+        AdoptionAnnotationRemoved,
         /// The registry could not be reached or refused the credentials.
         RegistryError,
         /// The image's base config cannot be read or used.

@@ -669,8 +669,9 @@ pub struct LlamaStackDistributionStatus {
     pub observed_generation: Option<i64>,
     /// Conditions. Summaries kstatus and `kubectl wait` read: Ready, Reconciling, Stalled. Steps:
     /// ConfigGenerated, SecretsResolved, DeploymentUpdated, Available, DeploymentReady,
-    /// HealthCheck, ServiceReady, StorageReady, ExternalProvidersReady, ServerResponding
-    /// (docs/troubleshooting.md explains each type and reason).
+    /// HealthCheck, ServiceReady, StorageReady, ExternalProvidersReady, ServerResponding; on an
+    /// OGXServer taking over another stack's objects, StorageAdopted, NetworkingAdopted,
+    /// AdoptionConfigInvalid (docs/troubleshooting.md explains each type and reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The resolved distribution image and base config.

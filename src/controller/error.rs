@@ -44,6 +44,9 @@ pub enum Error {
     /// The resource cannot be read at all (no name or namespace).
     #[error(transparent)]
     Invalid(#[from] Invalid),
+    /// Taking over another stack's objects failed.
+    #[error(transparent)]
+    Adopt(ApiError),
 }
 
 impl Error {
@@ -57,6 +60,7 @@ impl Error {
             Self::Observe(_) => "ObserveError",
             Self::Status(_) => "StatusError",
             Self::Invalid(_) => "ValidateError",
+            Self::Adopt(_) => "AdoptError",
         }
     }
 }

@@ -44,6 +44,7 @@ mod settings;
 pub mod slim_cache;
 pub mod stack;
 mod status;
+mod take_over;
 pub(crate) mod user_config;
 pub(crate) mod watches;
 mod write;

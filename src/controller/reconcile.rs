@@ -19,6 +19,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
 
+use super::adoption::{self, Hold};
 use super::apply::{Applied, apply};
 use super::conditions::Blocked;
 use super::context::Context;
@@ -30,7 +31,7 @@ use super::next_look::{self, Outcome, RESYNC};
 use super::rollback::{self, Judgement};
 use super::stack::{Invalid, Stack};
 use super::status::{self, Facts, Report};
-use super::{observe, server_info::ServerInfo};
+use super::{observe, server_info::ServerInfo, take_over};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
@@ -51,19 +52,9 @@ pub async fn reconcile_stack(
     ctx: Arc<Context>,
     ogx_servers: Option<Store<OGXServer>>,
 ) -> Result<Action, Error> {
-    let taken_over = ogx_servers.is_some_and(|store| {
-        let key = ObjectRef::new(&cr.name_any()).within(&cr.namespace().unwrap_or_default());
-        store.get(&key).is_some()
-    });
-    if taken_over {
+    if let Some(message) = ogx_servers.and_then(|store| taken_over(&cr, &store)) {
         let started = Instant::now();
-        let result = refuse(
-            &cr,
-            Door::LlamaStackDistribution,
-            &ctx,
-            (Reason::MovedToOGXServer, moved_message(&cr.name_any())),
-        )
-        .await;
+        let result = refuse(&cr, Door::LlamaStackDistribution, &ctx, message).await;
         return record(&ctx, started, result);
     }
     reconcile_model(&cr, Door::LlamaStackDistribution, &ctx).await
@@ -112,11 +103,34 @@ async fn adopt_recorded(model: &mut LlamaStackDistribution, ctx: &Context) {
     status.rollback = recorded.rollback;
 }
 
-/// What a LlamaStackDistribution that an OGXServer took over says.
-fn moved_message(name: &str) -> String {
-    format!(
-        "OGXServer {name} serves this stack now (same objects, same Service); delete this LlamaStackDistribution once the OGXServer is Ready"
-    )
+/// Why the LlamaStackDistribution `cr` stands down, if it does: an `OGXServer` of the same name
+/// serves it now, or one of another name takes over its objects (`ogx.io/adopt-*`).
+fn taken_over(cr: &LlamaStackDistribution, servers: &Store<OGXServer>) -> Option<(Reason, String)> {
+    let (name, ns) = (cr.name_any(), cr.namespace().unwrap_or_default());
+    if servers.get(&ObjectRef::new(&name).within(&ns)).is_some() {
+        return Some((
+            Reason::MovedToOGXServer,
+            format!(
+                "OGXServer {name} serves this stack now (same objects, same Service); delete this LlamaStackDistribution once the OGXServer is Ready"
+            ),
+        ));
+    }
+    servers.state().iter().find_map(|server| {
+        if server.namespace().as_deref() != Some(ns.as_str()) {
+            return None;
+        }
+        let server_name = server.name_any();
+        let given = adoption::gives_up(&server_name, server.metadata.annotations.as_ref(), &name);
+        (!given.is_empty()).then(|| {
+            (
+                Reason::AdoptedByOGXServer,
+                format!(
+                    "OGXServer {server_name} takes over {} (ogx.io/adopt-*), so the operator leaves this LlamaStackDistribution as it is; delete it once {server_name} is Ready (what was taken stays)",
+                    given.join(" and ")
+                ),
+            )
+        })
+    })
 }
 
 async fn reconcile_model(
@@ -134,7 +148,7 @@ async fn reconcile_model(
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
     let result = match Stack::read_through(model, door) {
-        Ok(stack) => Box::pin(reconcile_once(&stack, ctx).instrument(span)).await,
+        Ok(stack) => Box::pin(take_over_then_reconcile(stack, ctx).instrument(span)).await,
         Err(Invalid::NoDistribution) => {
             let refusal = (
                 Reason::ConfigGenerationFailed,
@@ -183,6 +197,34 @@ async fn refuse(
         .map_err(Error::Status)?;
     Ok((Action::requeue(RESYNC), reason))
 }
+
+/// Takes over what the stack's annotations ask for (an `OGXServer`'s), then runs the pipeline,
+/// unless taking over holds it: then only the status is written.
+async fn take_over_then_reconcile(
+    mut stack: Stack<'_>,
+    ctx: &Context,
+) -> Result<(Action, String), Error> {
+    stack.adoption = take_over::take_over(&stack, ctx)
+        .await
+        .map_err(Error::Adopt)?;
+    let Some(hold) = stack.adoption.hold else {
+        return reconcile_once(&stack, ctx).await;
+    };
+    let mut report = Report::new(stack.resource, jiff::Timestamp::now());
+    report.adoption(&stack.adoption.said);
+    let reason = report
+        .publish((stack.resource, stack.door), ctx)
+        .await
+        .map_err(Error::Status)?;
+    let again = match hold {
+        Hold::Waiting => ADOPTION_POLL,
+        Hold::Refused => RESYNC,
+    };
+    Ok((Action::requeue(again), reason))
+}
+
+/// How soon to look again while the old stack's Pods stop.
+const ADOPTION_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The pipeline; returns when to look again and the reason for the metrics.
 async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, String), Error> {

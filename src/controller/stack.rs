@@ -11,6 +11,7 @@ use llama_stack_resolver::Distribution;
 use llama_stack_resolver::base_config::BaseConfig;
 use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
+use super::adoption::Adopted;
 use super::door::Door;
 use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, PvcStorageSpec};
 use crate::api::object_refs::{self, Reference};
@@ -86,6 +87,9 @@ pub struct Stack<'a> {
     pub recorded: Recorded<'a>,
     /// The API the stack came through.
     pub door: Door,
+    /// What was taken over from a stack of another name (an `OGXServer`'s `ogx.io/adopt-*`
+    /// annotations), once the reconcile has done so; empty until then.
+    pub adoption: Adopted,
 }
 
 /// What earlier reconciles recorded in a stack's status, which later decisions build on: the
@@ -182,7 +186,16 @@ impl<'a> Stack<'a> {
                 rollback: resource.status.as_ref().and_then(|s| s.rollback.as_ref()),
             },
             door,
+            adoption: Adopted::default(),
         })
+    }
+
+    /// The data volume's name: the one taken over, else `<name>-pvc`.
+    pub fn claim_name(&self) -> String {
+        self.adoption
+            .claim
+            .clone()
+            .unwrap_or_else(|| crate::naming::pvc_name(self.name))
     }
 
     /// The server the stack's image runs: what its labels or the catalog told (`told`), else

@@ -11,6 +11,7 @@ use kube::runtime::events::EventType;
 use serde_json::json;
 use std::time::Instant;
 
+use super::adoption::Said;
 use super::apply::Applied;
 use super::builders::ServerConfig;
 use super::conditions::{Blocked, Conditions, phase};
@@ -34,7 +35,7 @@ use crate::api::v1alpha2::{
     ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus, RejectedRevision,
     ResolvedDistributionStatus, RevisionStatus,
 };
-use crate::naming::{FIELD_MANAGER, pvc_name, service_name};
+use crate::naming::{FIELD_MANAGER, service_name};
 use crate::ogx_server::status as ogx_status;
 
 /// What one reconcile decided, did and saw after, for its status.
@@ -63,6 +64,7 @@ pub(super) fn report(
     now: jiff::Timestamp,
 ) -> Report {
     let mut report = Report::new(stack.resource, now);
+    report.adoption(&stack.adoption.said);
     let decision = facts.decision;
     if let Some(count) = decision.secrets_found {
         report.secrets_resolved(count);
@@ -155,6 +157,14 @@ impl Report {
             Reason::ApplyFailed,
             crate::error_chain(error),
         );
+    }
+
+    /// What taking over another stack's objects came to.
+    pub(super) fn adoption(&mut self, said: &[Said]) {
+        for said in said {
+            self.conditions
+                .set(said.condition, said.ok, said.reason, said.message.clone());
+        }
     }
 
     /// Records a problem the user must fix.
@@ -455,7 +465,7 @@ impl Report {
                 ConditionType::StorageReady,
                 false,
                 Reason::StorageNotBound,
-                format!("PVC {} is not bound: {phase}", pvc_name(stack.name)),
+                format!("PVC {} is not bound: {phase}", stack.claim_name()),
             ),
         }
     }

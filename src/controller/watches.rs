@@ -213,8 +213,9 @@ async fn run_stacks(
         .with_config(config)
         .reconcile_all_on(on_trigger(triggered));
     if let Some(seen) = seen {
-        // An OGXServer of the same name takes the stack over: the LlamaStackDistribution is
-        // told at once (by metadata only: the OGX controller caches the objects).
+        // An OGXServer of the same name takes the stack over, and one of another name may take
+        // its objects: the LlamaStackDistributions it names are told at once (by metadata only:
+        // the OGX controller caches the objects).
         let servers = metadata_objects(
             scoped::<PartialObjectMeta<OGXServer>>(&client, scope),
             watcher::Config::default(),
@@ -223,8 +224,15 @@ async fn run_stacks(
         controller = controller.watches_stream(servers, move |server| {
             seen.send_replace(true);
             let ns = server.metadata.namespace.clone().unwrap_or_default();
-            let name = server.metadata.name.clone()?;
-            Some(ObjectRef::<LlamaStackDistribution>::new(&name).within(&ns))
+            let name = server.metadata.name.clone().unwrap_or_default();
+            let annotations = server.metadata.annotations.as_ref();
+            let named = super::adoption::requests(&name, annotations).unwrap_or_default();
+            std::iter::once(name)
+                .chain(named.storage)
+                .chain(named.networking)
+                .filter(|n| !n.is_empty())
+                .map(move |n| ObjectRef::<LlamaStackDistribution>::new(&n).within(&ns))
+                .collect::<Vec<_>>()
         });
     }
     let controller = owned_objects(controller, &client, scope, &health, FIELD_MANAGER);

@@ -61,7 +61,7 @@ pub fn to_ogx_server(llsd: &LlamaStackDistribution) -> Result<Converted, Untrans
         a.retain(|k, _| !DROPPED_ANNOTATIONS.contains(&k.as_str()));
         a
     });
-    let ours = super::annotations::of(llsd.spec.workload.as_ref());
+    let ours = super::annotations::of(&llsd.spec);
     if !ours.is_empty() {
         server
             .metadata
@@ -98,12 +98,6 @@ fn spec(
         return refuse(
             "spec.distribution.serverVersion",
             "OGXServer has no way to declare the release of an unlabelled image",
-        );
-    }
-    if spec.external_providers.is_some() {
-        return refuse(
-            "spec.externalProviders",
-            "external providers from provider images are not served through OGXServer yet",
         );
     }
     let networking = spec.networking.clone().unwrap_or_default();

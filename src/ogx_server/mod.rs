@@ -57,7 +57,7 @@ impl Untranslatable {
 /// generation, annotations), its spec in the model, and its status read back.
 pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslatable> {
     let mut spec = spec(&server.spec)?;
-    annotations::apply(server.metadata.annotations.as_ref(), &mut spec.workload)?;
+    annotations::apply(server.metadata.annotations.as_ref(), &mut spec)?;
     let mut model = LlamaStackDistribution::new("", spec);
     model.metadata = server.metadata.clone();
     model.status = server.status.as_ref().map(recorded);

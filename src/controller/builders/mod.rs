@@ -68,6 +68,11 @@ pub struct Desired {
     pub prometheus_rule: Option<DynamicObject>,
 }
 
+/// The labels that select the stack's server Pods (what its Service selects).
+pub fn pod_selector_labels(stack: &Stack) -> std::collections::BTreeMap<String, String> {
+    object::selector_labels(stack)
+}
+
 /// Builds every desired object.
 pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
     let config_map = match (&inputs.config, inputs.generated) {

@@ -22,7 +22,7 @@ use crate::api::v1alpha2::ClientIdentity;
 use crate::controller::stack::Stack;
 use crate::naming::{
     CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
-    derived_secret_name, managed_service_account_name, mount_path, pvc_name, volumes,
+    derived_secret_name, managed_service_account_name, mount_path, volumes,
 };
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::{CLIENT_IDENTITY_DIR, TLS_DIR};
@@ -409,7 +409,7 @@ fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
     volumes.push(match stack.storage {
         Some(_) => Volume {
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: pvc_name(stack.name),
+                claim_name: stack.claim_name(),
                 read_only: None,
             }),
             ..volume(volumes::DATA)

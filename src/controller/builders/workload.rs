@@ -17,7 +17,7 @@ use super::pod;
 use crate::controller::stack::Stack;
 use crate::naming::{
     CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, config_map_name, labels,
-    managed_service_account_name, pvc_name,
+    managed_service_account_name,
 };
 use crate::stack_config::GeneratedConfig;
 
@@ -57,7 +57,7 @@ pub fn persistent_volume_claim(stack: &Stack) -> Result<Option<PersistentVolumeC
         .clone()
         .unwrap_or_else(|| Quantity(DEFAULT_STORAGE_SIZE.to_owned()));
     stamped(PersistentVolumeClaim {
-        metadata: metadata(stack, &pvc_name(stack.name)),
+        metadata: metadata(stack, &stack.claim_name()),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
             resources: Some(VolumeResourceRequirements {
