@@ -942,16 +942,31 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         assert_eq!(pod.resource_claims.unwrap()[0].resource_claim_template_name.as_deref(), Some("one-gpu"));
         assert_eq!(pod.containers[0].resources.as_ref().unwrap().claims.as_ref().unwrap()[0].name, "gpu");
 
-        // What the operator cannot serve yet is refused with the field, and nothing is made.
-        let refused: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+        // CA certificates from two ConfigMaps (a cluster's injected bundle and a private CA, say):
+        // both are trusted, in one bundle; a missing one blocks the stack naming it.
+        let several: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
             "metadata": {"name": "trusting-two"}, "spec": {"distribution": {"name": "starter"},
             "tls": {"trust": {"caCertificates": [{"name": "a", "key": "ca.crt"}, {"name": "b", "key": "ca.crt"}]}}}})).unwrap();
-        servers.create(&PostParams::default(), &refused).await.unwrap();
+        servers.create(&PostParams::default(), &several).await.unwrap();
+        let (ca_a, ca_b) = (support::test_ca::TestCa::new("ca-a").unwrap(), support::test_ca::TestCa::new("ca-b").unwrap());
+        let bundle = |name: &str, pem: &str| -> ConfigMap {
+            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"ca.crt": pem}})).unwrap()
+        };
+        let config_maps = Api::<ConfigMap>::namespaced(client.clone(), "default");
+        config_maps.create(&PostParams::default(), &bundle("a", &ca_a.pem)).await.unwrap();
         reconcile_ogx(Arc::new(servers.get("trusting-two").await.unwrap()), f.ctx.clone()).await.unwrap();
         let status = serde_json::to_value(servers.get("trusting-two").await.unwrap().status).unwrap();
-        assert_eq!(json_condition(&status, "ConfigGenerated"), ("False".into(), "FieldNotServed".into()), "{status:#}");
-        assert_eq!(status["phase"], "Failed");
+        assert_eq!(json_condition(&status, "ConfigGenerated"), ("False".into(), "CABundleInvalid".into()), "{status:#}");
+        let message = status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "ConfigGenerated").unwrap()["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("ConfigMap \"b\" not found") && message.contains("additionalCaBundles[0]"), "{message}");
         assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("trusting-two").await.unwrap().is_none());
+        config_maps.create(&PostParams::default(), &bundle("b", &ca_b.pem)).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("trusting-two").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let pod = f.deployment("trusting-two").await.spec.unwrap().template.spec.unwrap();
+        let mounted = pod.volumes.unwrap().into_iter().find_map(|v| v.config_map.map(|c| c.name).filter(|n| n.starts_with("trusting-two-ca-bundle"))).unwrap();
+        let trusted = config_maps.get(&mounted).await.unwrap().data.unwrap().into_values().collect::<String>();
+        let normalized = |pem: &str| pem.split_whitespace().collect::<String>();
+        assert!(normalized(&trusted).contains(&normalized(&ca_a.pem)) && normalized(&trusted).contains(&normalized(&ca_b.pem)), "{trusted}");
 
         // A LlamaStackDistribution, running...
         let llsd: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",

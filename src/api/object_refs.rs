@@ -178,6 +178,24 @@ fn config_maps(spec: &Value, out: &mut Vec<Reference>) {
             path: path.to_owned(),
         });
     }
+    let additional = spec
+        .pointer("/networking/tls/additionalCaBundles")
+        .and_then(Value::as_array);
+    for (i, bundle) in additional.into_iter().flatten().enumerate() {
+        let Some(name) = bundle.get("configMapName").and_then(Value::as_str) else {
+            continue;
+        };
+        out.push(Reference {
+            kind: RefKind::ConfigMap,
+            namespace: bundle
+                .get("configMapNamespace")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            name: name.to_owned(),
+            key: None,
+            path: format!("spec.networking.tls.additionalCaBundles[{i}].configMapName"),
+        });
+    }
 }
 
 /// The references of a v1alpha2 object.

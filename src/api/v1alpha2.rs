@@ -346,6 +346,7 @@ pub struct StateStorageSpec {
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!self.enabled || has(self.secretName)").message("secretName is required when enabled is true: name a kubernetes.io/tls Secret holding the server certificate").reason(Reason::FieldValueRequired).field_path(".secretName"))]
+#[x_kube(validation = Rule::new("!has(self.additionalCaBundles) || has(self.caBundle)").message("additionalCaBundles adds to caBundle: set caBundle first").reason(Reason::FieldValueRequired).field_path(".caBundle"))]
 pub struct TlsSpec {
     /// Serve HTTPS.
     #[serde(default)]
@@ -357,6 +358,12 @@ pub struct TlsSpec {
     /// Custom CA certificates trusted by the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<CaBundleConfig>,
+    /// More ConfigMaps of CA certificates, trusted beside `caBundle`'s (each read as `caBundle`
+    /// is; all are joined into the one bundle the server trusts), e.g. a cluster's injected
+    /// bundle and a private CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 8))]
+    pub additional_ca_bundles: Option<Vec<CaBundleConfig>>,
     /// A client certificate the server presents to the providers it connects to (mutual TLS):
     /// set as `network.tls.client_cert`/`client_key` of every provider that takes them (the
     /// remote inference providers of OGX 1.x). Independent of `enabled`.

@@ -107,7 +107,7 @@ pub(super) fn decide(
     if let Err(taken) = dereference::derived_secret_free(stack, &derived, secrets_hash, occupant) {
         return blocked(found, taken);
     }
-    let ca_bundle = match dereference::ca_bundle(stack, observed.ca_bundle.as_ref()) {
+    let ca_bundle = match dereference::ca_bundle(stack, &observed.ca_bundles) {
         Ok(bundle) => bundle,
         Err(invalid) => return blocked(found, invalid),
     };

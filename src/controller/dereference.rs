@@ -109,11 +109,12 @@ pub(super) fn secrets<'a>(
     })
 }
 
-/// The validated PEM of `networking.tls.caBundle` (`None` when none is configured), or why it
-/// cannot be used. `cm`: the ConfigMap it names, as read (`None`: absent).
+/// The validated PEM of `networking.tls.caBundle` and `additionalCaBundles`, joined in that
+/// order (`None` when none is configured), or why it cannot be used. `read`: the ConfigMap of
+/// each, in the stack's order, as read (`None`: absent).
 pub(super) fn ca_bundle(
     stack: &Stack<'_>,
-    cm: Option<&ConfigMap>,
+    read: &[Option<ConfigMap>],
 ) -> Result<Option<String>, Blocked> {
     let invalid = |message| {
         Blocked::reference(
@@ -122,37 +123,44 @@ pub(super) fn ca_bundle(
             message,
         )
     };
-    let Some(config) = stack.networking.ca_bundle else {
+    if stack.networking.ca_bundles.is_empty() {
         return Ok(None);
-    };
+    }
     let own = stack.namespace;
-    let ns = config.config_map_namespace.as_deref().unwrap_or(own);
-    let name = &config.config_map_name;
-    let Some(cm) = cm else {
-        return Err(invalid(format!(
-            "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.networking.tls.caBundle.configMapName"
-        )));
-    };
-    let keys = config
-        .config_map_keys
-        .clone()
-        .unwrap_or_else(|| vec![CA_BUNDLE_KEY.to_owned()]);
     let empty = BTreeMap::new();
-    let data = cm.data.as_ref().unwrap_or(&empty);
     let mut sources = Vec::new();
-    for key in keys {
-        match data.get(&key) {
-            Some(text) => sources.push((key, text.clone())),
-            None => {
-                return Err(invalid(format!(
-                    "CA bundle: key \"{key}\" not found in ConfigMap {ns}/{name}: add it or remove it from spec.networking.tls.caBundle.configMapKeys"
-                )));
+    for (i, (field, config)) in stack.networking.ca_bundles.iter().enumerate() {
+        let ns = config.config_map_namespace.as_deref().unwrap_or(own);
+        let name = &config.config_map_name;
+        let Some(cm) = read.get(i).and_then(Option::as_ref) else {
+            return Err(invalid(format!(
+                "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: {field}.configMapName"
+            )));
+        };
+        let keys = config
+            .config_map_keys
+            .clone()
+            .unwrap_or_else(|| vec![CA_BUNDLE_KEY.to_owned()]);
+        let data = cm.data.as_ref().unwrap_or(&empty);
+        let mut these = Vec::new();
+        for key in keys {
+            match data.get(&key) {
+                Some(text) => these.push((key, text.clone())),
+                None => {
+                    return Err(invalid(format!(
+                        "CA bundle: key \"{key}\" not found in ConfigMap {ns}/{name}: add it or remove it from {field}.configMapKeys"
+                    )));
+                }
             }
         }
+        // Checked per ConfigMap, so an error names the one to fix.
+        collect_certificates(&these)
+            .map_err(|e| invalid(format!("CA bundle in ConfigMap {ns}/{name}: {e}")))?;
+        sources.extend(these);
     }
     collect_certificates(&sources)
         .map(Some)
-        .map_err(|e| invalid(format!("CA bundle in ConfigMap {ns}/{name}: {e}")))
+        .map_err(|e| invalid(format!("CA bundle: {e}")))
 }
 
 /// The PEM certificate of `networking.tls.clientIdentity` (`None` when none is configured),

@@ -51,8 +51,9 @@ pub(super) struct Observed {
     /// The metadata of the object at the derived Secret's name, read when the spec has a
     /// connection string to split and every referenced Secret was found.
     pub(super) derived_secret: Option<ObjectMeta>,
-    /// The ConfigMap `networking.tls.caBundle` names, when it names one and it exists.
-    pub(super) ca_bundle: Option<ConfigMap>,
+    /// The ConfigMaps of `networking.tls.caBundle` and `additionalCaBundles`, in the stack's
+    /// order (`None`: it does not exist).
+    pub(super) ca_bundles: Vec<Option<ConfigMap>>,
     /// The ConfigMap of `networking.tls.clientIdentity`'s certificate, when named and it exists.
     pub(super) client_certificate: Option<ConfigMap>,
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
@@ -108,19 +109,18 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
     let derived_secret = derived_secret(stack, ctx, &secrets)
         .await
         .map_err(Error::Dereference)?;
-    let ca_bundle = match stack.networking.ca_bundle {
-        Some(config) => {
-            let ns = config
-                .config_map_namespace
-                .as_deref()
-                .unwrap_or(stack.namespace);
-            let name = &config.config_map_name;
-            config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
-                .await
-                .map_err(Error::Dereference)?
-        }
-        None => None,
-    };
+    let mut ca_bundles = Vec::with_capacity(stack.networking.ca_bundles.len());
+    for (_, config) in &stack.networking.ca_bundles {
+        let ns = config
+            .config_map_namespace
+            .as_deref()
+            .unwrap_or(stack.namespace);
+        let name = &config.config_map_name;
+        let read = config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
+            .await
+            .map_err(Error::Dereference)?;
+        ca_bundles.push(read);
+    }
     let client_certificate = match stack.networking.client_identity {
         Some(identity) => {
             let (ns, name) = (stack.namespace, &identity.certificate.name);
@@ -148,7 +148,7 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         user_config,
         secrets,
         derived_secret,
-        ca_bundle,
+        ca_bundles,
         client_certificate,
         replica_sets,
     })

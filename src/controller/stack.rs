@@ -18,7 +18,7 @@ use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{
     ClientIdentity, ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, PolicyRules,
-    ResolvedDistributionStatus, RollbackStatus, WorkloadOverrides, WorkloadSpec,
+    ResolvedDistributionStatus, RollbackStatus, TlsSpec, WorkloadOverrides, WorkloadSpec,
 };
 use crate::naming::REPIN_ANNOTATION;
 
@@ -125,8 +125,9 @@ pub struct Networking<'a> {
     pub allowed_from: Option<&'a AllowedFromSpec>,
     /// `policy`: rules of the user's own, beside the default one.
     pub policy: Option<&'a PolicyRules>,
-    /// `tls.caBundle`: the ConfigMap of CA certificates the server trusts.
-    pub ca_bundle: Option<&'a CaBundleConfig>,
+    /// `tls.caBundle`, then `tls.additionalCaBundles`: the ConfigMaps of CA certificates the
+    /// server trusts, with the field naming each.
+    pub ca_bundles: Vec<(String, &'a CaBundleConfig)>,
     /// `tls.clientIdentity`: the certificate the server presents to providers.
     pub client_identity: Option<&'a ClientIdentity>,
 }
@@ -259,14 +260,27 @@ impl<'a> Networking<'a> {
                 .and_then(expose_options),
             allowed_from: networking.and_then(|n| n.allowed_from.as_ref()),
             policy: networking.and_then(|n| n.policy.as_ref()),
-            ca_bundle: networking
-                .and_then(|n| n.tls.as_ref())
-                .and_then(|t| t.ca_bundle.as_ref()),
+            ca_bundles: ca_bundles(networking.and_then(|n| n.tls.as_ref())),
             client_identity: networking
                 .and_then(|n| n.tls.as_ref())
                 .and_then(|t| t.client_identity.as_ref()),
         }
     }
+}
+
+/// `tls.caBundle` and `tls.additionalCaBundles` in order, with the field naming each.
+fn ca_bundles(tls: Option<&TlsSpec>) -> Vec<(String, &CaBundleConfig)> {
+    let Some(tls) = tls else {
+        return Vec::new();
+    };
+    let first = tls
+        .ca_bundle
+        .iter()
+        .map(|b| ("spec.networking.tls.caBundle".to_owned(), b));
+    let more = tls.additional_ca_bundles.iter().flatten().enumerate();
+    first
+        .chain(more.map(|(i, b)| (format!("spec.networking.tls.additionalCaBundles[{i}]"), b)))
+        .collect()
 }
 
 /// `expose: true`, or its options with empty strings as unset; `None` when not exposed.

@@ -433,33 +433,42 @@ fn trust(
                 key: identity.private_key.key.clone(),
             },
         });
-    let Some(bundle) = networking.tls.as_ref().and_then(|t| t.ca_bundle.as_ref()) else {
+    let tls = networking.tls.as_ref();
+    let Some(first) = tls.and_then(|t| t.ca_bundle.as_ref()) else {
         return Ok(identity.map(|identity| ogx::TlsClientConfig {
             trust: None,
             identity: Some(identity),
         }));
     };
-    if bundle.config_map_namespace.is_some() {
-        return refuse(
-            "spec.networking.tls.caBundle.configMapNamespace",
-            "OGXServer reads CA certificates from its own namespace only; copy the ConfigMap there",
-        );
+    let more = tls
+        .and_then(|t| t.additional_ca_bundles.as_deref())
+        .unwrap_or_default();
+    let bundles = std::iter::once(("spec.networking.tls.caBundle".to_owned(), first)).chain(
+        more.iter()
+            .enumerate()
+            .map(|(i, b)| (format!("spec.networking.tls.additionalCaBundles[{i}]"), b)),
+    );
+    let mut certificates = Vec::new();
+    for (field, bundle) in bundles {
+        if bundle.config_map_namespace.is_some() {
+            return refuse(
+                &format!("{field}.configMapNamespace"),
+                "OGXServer reads CA certificates from its own namespace only; copy the ConfigMap there",
+            );
+        }
+        let keys = bundle
+            .config_map_keys
+            .clone()
+            .filter(|k| !k.is_empty())
+            .unwrap_or_else(|| vec![crate::naming::CA_BUNDLE_KEY.to_owned()]);
+        certificates.extend(keys.into_iter().map(|key| ogx::ConfigMapKeyRef {
+            name: bundle.config_map_name.clone(),
+            key,
+        }));
     }
-    let keys = bundle
-        .config_map_keys
-        .clone()
-        .filter(|k| !k.is_empty())
-        .unwrap_or_else(|| vec![crate::naming::CA_BUNDLE_KEY.to_owned()]);
     Ok(Some(ogx::TlsClientConfig {
         trust: Some(ogx::TrustConfig {
-            ca_certificates: Some(
-                keys.into_iter()
-                    .map(|key| ogx::ConfigMapKeyRef {
-                        name: bundle.config_map_name.clone(),
-                        key,
-                    })
-                    .collect(),
-            ),
+            ca_certificates: Some(certificates),
         }),
         identity,
     }))

@@ -188,8 +188,12 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
         .and_then(|t| t.trust.as_ref())
         .and_then(|t| t.ca_certificates.as_deref())
     {
-        Some(certificates) => Some(ca_bundle(certificates)?),
+        Some(certificates) => Some(ca_bundles(certificates)?),
         None => None,
+    };
+    let (ca_bundle, additional_ca_bundles) = match ca_bundle {
+        Some((first, more)) => (Some(first), Some(more).filter(|m| !m.is_empty())),
+        None => (None, None),
     };
     let serving = network.tls.as_ref().map(|t| t.secret_name.clone());
     let client_identity = spec
@@ -211,6 +215,7 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
             enabled: serving.is_some(),
             secret_name: serving,
             ca_bundle,
+            additional_ca_bundles,
             client_identity,
         });
     let expose = network
@@ -251,29 +256,48 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
     })
 }
 
-/// `tls.trust.caCertificates`: keys of one ConfigMap (the model's CA bundle is one ConfigMap).
-fn ca_bundle(certificates: &[ogx::ConfigMapKeyRef]) -> Result<CaBundleConfig, Untranslatable> {
-    let name = &certificates
-        .first()
-        .ok_or_else(|| {
-            Untranslatable::new("spec.tls.trust.caCertificates", "name at least one key")
-        })?
-        .name;
-    if let Some(other) = certificates.iter().find(|c| &c.name != name) {
+/// `tls.trust.caCertificates`: the keys grouped by ConfigMap, in the order each ConfigMap first
+/// appears; the first is the model's `caBundle`, the others its `additionalCaBundles`.
+fn ca_bundles(
+    certificates: &[ogx::ConfigMapKeyRef],
+) -> Result<(CaBundleConfig, Vec<CaBundleConfig>), Untranslatable> {
+    let mut groups: Vec<CaBundleConfig> = Vec::new();
+    for certificate in certificates {
+        match groups
+            .iter_mut()
+            .find(|g| g.config_map_name == certificate.name)
+        {
+            Some(group) => group
+                .config_map_keys
+                .get_or_insert_with(Vec::new)
+                .push(certificate.key.clone()),
+            None => groups.push(CaBundleConfig {
+                config_map_name: certificate.name.clone(),
+                config_map_namespace: None,
+                config_map_keys: Some(vec![certificate.key.clone()]),
+            }),
+        }
+    }
+    let mut groups = groups.into_iter();
+    let first = groups.next().ok_or_else(|| {
+        Untranslatable::new("spec.tls.trust.caCertificates", "name at least one key")
+    })?;
+    let more: Vec<CaBundleConfig> = groups.collect();
+    if more.len() > MAX_ADDITIONAL_CA_BUNDLES {
         return Err(Untranslatable::new(
             "spec.tls.trust.caCertificates",
             format!(
-                "certificates from several ConfigMaps ({name:?}, {:?}) are not served yet; put them in one ConfigMap",
-                other.name
+                "certificates from {} ConfigMaps; at most {} are served",
+                more.len() + 1,
+                MAX_ADDITIONAL_CA_BUNDLES + 1
             ),
         ));
     }
-    Ok(CaBundleConfig {
-        config_map_name: name.clone(),
-        config_map_namespace: None,
-        config_map_keys: Some(certificates.iter().map(|c| c.key.clone()).collect()),
-    })
+    Ok((first, more))
 }
+
+/// The model's limit on `additionalCaBundles`.
+const MAX_ADDITIONAL_CA_BUNDLES: usize = 8;
 
 /// `workload`, with the variables `registryRefreshIntervalSeconds` and `monitoring` set (the
 /// user's own variables of the same name win, as in the OGX operator).

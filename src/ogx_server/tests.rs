@@ -291,7 +291,58 @@ fn what_is_not_served_is_refused_with_its_field() {
             identity: None,
         })
     };
-    assert_eq!(refused(&two), "spec.tls.trust.caCertificates");
+    // Several ConfigMaps: the first is the model's caBundle, the others its additional ones,
+    // keys grouped by ConfigMap; and they come back as the same certificates.
+    let mut several = base.clone();
+    two(&mut several);
+    several
+        .tls
+        .as_mut()
+        .unwrap()
+        .trust
+        .as_mut()
+        .unwrap()
+        .ca_certificates
+        .as_mut()
+        .unwrap()
+        .push(ogx::ConfigMapKeyRef {
+            name: "a".into(),
+            key: "more.crt".into(),
+        });
+    let tls = spec(&several).unwrap().networking.unwrap().tls.unwrap();
+    let bundle = tls.ca_bundle.clone().unwrap();
+    assert_eq!(
+        (
+            bundle.config_map_name.as_str(),
+            bundle.config_map_keys.clone().unwrap()
+        ),
+        ("a", vec!["ca.crt".to_owned(), "more.crt".to_owned()])
+    );
+    let more = tls.additional_ca_bundles.clone().unwrap();
+    assert_eq!(
+        more.iter()
+            .map(|b| b.config_map_name.as_str())
+            .collect::<Vec<_>>(),
+        ["b"]
+    );
+    let mut nine = base.clone();
+    nine.tls = Some(ogx::TlsClientConfig {
+        trust: Some(ogx::TrustConfig {
+            ca_certificates: Some(
+                (0..10)
+                    .map(|i| ogx::ConfigMapKeyRef {
+                        name: format!("cm{i}"),
+                        key: "ca.crt".into(),
+                    })
+                    .collect(),
+            ),
+        }),
+        identity: None,
+    });
+    assert_eq!(
+        refused(&|s: &mut OGXServerSpec| s.tls = nine.tls.clone()),
+        "spec.tls.trust.caCertificates"
+    );
     // Rules of one's own are fine when the policy is off.
     let mut off = base.clone();
     off.network = Some(ogx::NetworkSpec {
