@@ -541,10 +541,14 @@ spec:
     let (code, out, err) = render(&["-f", identity.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("/etc/llama-stack-client-identity"), "{out}");
-    // CA certificates from two ConfigMaps are not served: refused with the field.
-    let two = dir.path().join("two.yaml");
-    std::fs::write(&two, "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {name: t}\nspec:\n  distribution: {name: starter}\n  tls:\n    trust:\n      caCertificates:\n      - {name: a, key: ca.crt}\n      - {name: b, key: ca.crt}\n").unwrap();
-    let (code, _, err) = render(&["-f", two.to_str().unwrap()]);
+    // What the model cannot carry is refused with the field: here this operator's annotation
+    // with a key the CRD's externalProviders does not have.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata:\n  name: t\n  annotations:\n    llamastack.io/external-providers: 'inference: [{providerId: a, image: r/a, pullPolicy: Always}]'\nspec:\n  distribution: {name: starter}\n").unwrap();
+    let (code, _, err) = render(&["-f", bad.to_str().unwrap()]);
     assert_ne!(code, 0);
-    assert!(err.contains("spec.tls.trust.caCertificates"), "{err}");
+    assert!(
+        err.contains("metadata.annotations[llamastack.io/external-providers].inference[0].pullPolicy"),
+        "{err}"
+    );
 }

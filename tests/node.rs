@@ -23,6 +23,8 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
+#[path = "node/adoption.rs"]
+mod adoption;
 #[path = "node/rollback.rs"]
 mod rollback;
 
@@ -1304,6 +1306,10 @@ fn main() -> ExitCode {
             (
                 "an_ogx_server_runs_and_a_stack_moves_to_one_in_place",
                 an_ogx_server_runs_and_a_stack_moves_to_one_in_place,
+            ),
+            (
+                "an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name",
+                adoption::an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name,
             ),
         ]),
         "the real node",

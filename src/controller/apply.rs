@@ -82,8 +82,11 @@ pub(super) async fn apply(
         let name = bundle.name_any();
         sync_in::<ConfigMap>(client, ns, &name, Some(bundle), uid).await?;
     }
+    // A volume taken over from another stack keeps its size: it was sized (and its class
+    // chosen) for that stack, and a refused resize must not hold the server back.
+    let grow = stack.adoption.claim.is_none();
     let pvc_phase = match pvc {
-        Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), ns), pvc).await?),
+        Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), ns), pvc, grow).await?),
         None => None,
     };
     let deployment = match kept {

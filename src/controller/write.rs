@@ -178,11 +178,13 @@ pub(super) async fn sync_derived_secret(
     Ok(())
 }
 
-/// Creates the data PVC, or grows it; a PVC is never shrunk (that would lose data, and the API
-/// server refuses it anyway). Returns the claim's phase (`Pending` right after creation).
+/// Creates the data PVC, or grows it when `grow`; a PVC is never shrunk (that would lose data,
+/// and the API server refuses it anyway). Returns the claim's phase (`Pending` right after
+/// creation).
 pub(super) async fn sync_pvc(
     api: &Api<PersistentVolumeClaim>,
     desired: &PersistentVolumeClaim,
+    grow: bool,
 ) -> Result<String, ApiError> {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     let name = desired.name_any();
@@ -220,7 +222,7 @@ pub(super) async fn sync_pvc(
                 return Ok(phase);
             };
             // The API server lets a claim grow only once it is bound (and its class allows it).
-            if want > have && phase == "Bound" {
+            if grow && want > have && phase == "Bound" {
                 let patch = json!({"spec": {"resources": {"requests": {"storage": size(desired).map(|q| q.0)}}}});
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
