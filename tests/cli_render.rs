@@ -548,7 +548,9 @@ spec:
     let (code, _, err) = render(&["-f", bad.to_str().unwrap()]);
     assert_ne!(code, 0);
     assert!(
-        err.contains("metadata.annotations[llamastack.io/external-providers].inference[0].pullPolicy"),
+        err.contains(
+            "metadata.annotations[llamastack.io/external-providers].inference[0].pullPolicy"
+        ),
         "{err}"
     );
 }

@@ -1080,7 +1080,15 @@ fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_op
             let crd = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
             support::control_plane::install_crd(&client, &crd).await.unwrap();
         }
-        let served = served_apis(&client).await;
+        // An Established CRD's group reaches discovery a moment later (a flake seen once, 2026-11-27).
+        let mut served = served_apis(&client).await;
+        for _ in 0..150 {
+            if served.monitoring {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            served = served_apis(&client).await;
+        }
         assert!(served.monitoring && served.ogx_servers && !served.routes, "{served:?}");
         f.ctx.learn(&served);
         for name in ["ogxserver-monitoring-defaults", "ogxserver-monitoring-custom-port", "ogxserver-monitoring-disabled"] {

@@ -96,7 +96,10 @@ pub(super) fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_
         );
     }
     let legacy = env.json(&["get", "deployment", old, "-n", ns])?;
-    assert_eq!(legacy["spec"]["replicas"], 0, "the old stack scaled to zero");
+    assert_eq!(
+        legacy["spec"]["replicas"], 0,
+        "the old stack scaled to zero"
+    );
     let deployment = env.json(&["get", "deployment", name, "-n", ns])?;
     let claims: Vec<&str> = deployment["spec"]["template"]["spec"]["volumes"]
         .as_array()
@@ -107,10 +110,21 @@ pub(super) fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_
     assert_eq!(claims, [format!("{old}-pvc")]);
     let claim = env.json(&["get", "pvc", &format!("{old}-pvc"), "-n", ns])?;
     assert_eq!(claim["status"]["phase"], "Bound");
-    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "10Gi", "not resized");
-    assert!(claim["metadata"]["ownerReferences"].as_array().is_none_or(Vec::is_empty));
+    assert_eq!(
+        claim["spec"]["resources"]["requests"]["storage"], "10Gi",
+        "not resized"
+    );
+    assert!(
+        claim["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+    );
     // The old address reaches the new server, which runs on the old server's files.
-    assert_eq!(service_address(env, ns, old)?, address, "the same Service address");
+    assert_eq!(
+        service_address(env, ns, old)?,
+        address,
+        "the same Service address"
+    );
     assert_eq!(served_version(&address)?, "1.3.0");
     let written_after = files(&dir);
     assert!(
@@ -121,11 +135,18 @@ pub(super) fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_
     env.kubectl(&["delete", "llsd", old, "-n", ns, "--wait=true"], None)?;
     eventually("the old Deployment collected", || {
         Ok(env
-            .kubectl(&["get", "deployment", old, "-n", ns, "--ignore-not-found"], None)?
+            .kubectl(
+                &["get", "deployment", old, "-n", ns, "--ignore-not-found"],
+                None,
+            )?
             .trim()
             .is_empty())
     })?;
     env.json(&["get", "pvc", &format!("{old}-pvc"), "-n", ns])?;
-    assert_eq!(served_version(&address)?, "1.3.0", "still serving through the old address");
+    assert_eq!(
+        served_version(&address)?,
+        "1.3.0",
+        "still serving through the old address"
+    );
     Ok(())
 }
