@@ -335,7 +335,9 @@ fn samples_reconcile_as_the_operators_own_service_account(env: &Env) -> Result<(
     }
     env.apply(json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "llama-stack-tls", "namespace": ns},
         "stringData": {"tls.crt": "cert", "tls.key": "key"}}))?;
-    env.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "corporate-ca", "namespace": ns}, "data": {"ca-bundle.crt": ca_pem()?}}))?;
+    let (corporate, cluster) = (ca_pem()?, ca_pem()?);
+    env.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "corporate-ca", "namespace": ns}, "data": {"ca-bundle.crt": corporate}}))?;
+    env.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cluster-trusted-ca", "namespace": ns}, "data": {"ca-bundle.crt": cluster}}))?;
     env.sample("v1alpha2_us5_networking.yaml", ns)?;
     env.sample("v1alpha2_us8_production.yaml", ns)?;
 
@@ -385,10 +387,18 @@ fn samples_reconcile_as_the_operators_own_service_account(env: &Env) -> Result<(
     let config_maps = rt.block_on(
         Api::<ConfigMap>::namespaced(env.client.clone(), ns).list_metadata(&Default::default()),
     )?;
-    named(
+    let bundle = named(
         config_maps.items.iter().map(|c| c.name_any()).collect(),
         "us5-networking-ca-bundle-",
     )?;
+    // Both ConfigMaps' certificates, in the one bundle.
+    let trusted = rt.block_on(Api::<ConfigMap>::namespaced(env.client.clone(), ns).get(&bundle))?;
+    let trusted: String = trusted.data.unwrap_or_default().into_values().collect();
+    let flat = |pem: &str| pem.split_whitespace().collect::<String>();
+    assert!(
+        flat(&trusted).contains(&flat(&corporate)) && flat(&trusted).contains(&flat(&cluster)),
+        "{trusted}"
+    );
     rt.block_on(
         Api::<HorizontalPodAutoscaler>::namespaced(env.client.clone(), ns)
             .get("us8-production-hpa"),
@@ -788,6 +798,92 @@ fn the_operator_finds_its_own_image_in_its_pod(env: &Env) -> Result<(), Failed> 
     Ok(())
 }
 
+/// The OGX operator's adoption annotations, run by the operator process under its own
+/// ServiceAccount and the RBAC the install grants: the volume detached, labelled and mounted; the
+/// Service taken; with the annotations removed, the volume found again by its labels (a list of
+/// claims) and the Service deleted. A verb missing from the RBAC fails the reconcile, so the
+/// conditions below never come.
+fn adoption_runs_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+    use llama_stack_operator::api::ogx::OGXServer;
+
+    let ns = "adoption";
+    env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    env.apply(
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "old", "namespace": ns},
+        "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {}}}}),
+    )?;
+    let rt = &env.rt;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), ns);
+    env.eventually("the old stack's volume", || async {
+        claims.get_opt("old-pvc").await.ok()?.map(|_| ())
+    })?;
+    env.apply(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+        "metadata": {"name": "new", "namespace": ns,
+            "annotations": {"ogx.io/adopt-storage": "old", "ogx.io/adopt-networking": "old"}},
+        "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {}}}}))?;
+    let servers: Api<OGXServer> = Api::namespaced(env.client.clone(), ns);
+    let said = |type_: &'static str, reason: &'static str| {
+        let servers = servers.clone();
+        async move {
+            let status = serde_json::to_value(servers.get("new").await.ok()?.status).ok()?;
+            status["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == type_ && c["reason"] == reason)
+                .then_some(())
+        }
+    };
+    env.eventually("the volume adopted", || {
+        said("StorageAdopted", "StorageAdopted")
+    })?;
+    env.eventually("the Service adopted", || {
+        said("NetworkingAdopted", "NetworkingAdopted")
+    })?;
+    let claim = rt.block_on(claims.get("old-pvc"))?;
+    assert_eq!(
+        claim
+            .labels()
+            .get("ogx.io/adopted-from")
+            .map(String::as_str),
+        Some("old")
+    );
+    let mounted = |deployment: Deployment| -> Vec<String> {
+        deployment
+            .spec
+            .and_then(|s| s.template.spec)
+            .and_then(|p| p.volumes)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.persistent_volume_claim.map(|c| c.claim_name))
+            .collect()
+    };
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), ns);
+    assert_eq!(mounted(rt.block_on(deployments.get("new"))?), ["old-pvc"]);
+
+    // The documented order: the old resource goes once the server has its objects (kept, it
+    // would resume when no longer named).
+    kubectl(
+        &env.plane,
+        &["delete", "llsd", "old", "-n", ns, "--wait=true"],
+        None,
+    )?;
+    let removed = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
+    rt.block_on(servers.patch("new", &PatchParams::default(), &Patch::Merge(&removed)))?;
+    env.eventually("the adopted Service deleted", || {
+        said("NetworkingAdopted", "AdoptionAnnotationRemoved")
+    })?;
+    let services: Api<Service> = Api::namespaced(env.client.clone(), ns);
+    assert!(rt.block_on(services.get_opt("old-service"))?.is_none());
+    assert_eq!(
+        mounted(rt.block_on(deployments.get("new"))?),
+        ["old-pvc"],
+        "found again by its labels"
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     run_suite(
         table(&[
@@ -806,6 +902,10 @@ fn main() -> ExitCode {
             (
                 "the_operator_finds_its_own_image_in_its_pod",
                 the_operator_finds_its_own_image_in_its_pod,
+            ),
+            (
+                "adoption_runs_on_the_operators_own_rbac",
+                adoption_runs_on_the_operators_own_rbac,
             ),
         ]),
         "the cluster and two operator processes",

@@ -185,11 +185,11 @@ pub fn storage_step(server: &str, source: &str, seen: StorageSeen<'_>) -> Storag
         return StorageStep::Missing;
     };
     let label = |key: &str| claim.labels.as_ref().and_then(|l| l.get(key));
-    if label(ADOPTED_FROM).is_some_and(|from| from == source) {
+    if let Some(from) = label(ADOPTED_FROM) {
         return match label(labels::INSTANCE) {
-            Some(holder) if holder == server => StorageStep::Taken,
+            Some(holder) if holder == server && from == source => StorageStep::Taken,
             holder => StorageStep::Refused(format!(
-                "PVC {} was taken from {source} by OGXServer {} already",
+                "PVC {} was taken from {from} by OGXServer {} already",
                 crate::naming::pvc_name(source),
                 holder.map_or("(unnamed)", String::as_str)
             )),

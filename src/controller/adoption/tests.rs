@@ -165,6 +165,16 @@ fn the_volume_is_taken_only_once_the_old_pods_are_gone_and_never_from_another_ow
         pods: 3,
     };
     assert_eq!(storage_step("new", "old", taken(&ours)), StorageStep::Taken);
+    // Taken from another stack (whatever its name says): never taken again.
+    let elsewhere = meta(
+        "old-pvc",
+        vec![],
+        &[(ADOPTED_FROM, "x"), (labels::INSTANCE, "new")],
+    );
+    assert!(matches!(
+        storage_step("new", "old", taken(&elsewhere)),
+        StorageStep::Refused(why) if why.contains("taken from x")
+    ));
     assert!(matches!(
         storage_step("new", "old", taken(&theirs)),
         StorageStep::Refused(why) if why.contains("OGXServer x")
