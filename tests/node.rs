@@ -410,13 +410,20 @@ fn config_in_a_layer_serves_too(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The `clusterIP:port` of the stack's Service.
+/// The `clusterIP:port` of the stack's Service, once it accepts connections.
 fn service_address(env: &Env, ns: &str, name: &str) -> Result<String, Failed> {
     let service = env.json(&["get", "service", &format!("{name}-service"), "-n", ns])?;
     let ip = service["spec"]["clusterIP"]
         .as_str()
         .ok_or("no clusterIP")?;
-    Ok(format!("{ip}:{}", service["spec"]["ports"][0]["port"]))
+    let address = format!("{ip}:{}", service["spec"]["ports"][0]["port"]);
+    // A Ready Pod reaches the Service's endpoints, and kube-proxy's rules, a moment later: until
+    // then a connection is refused with "No route to host" (a CI run failed so, 2026-11-27).
+    let socket: std::net::SocketAddr = address.parse()?;
+    eventually(&format!("{address} accepting connections"), || {
+        Ok(std::net::TcpStream::connect_timeout(&socket, Duration::from_secs(2)).is_ok())
+    })?;
+    Ok(address)
 }
 
 /// The providers the server behind `address` lists (`/v1/providers`).
