@@ -152,6 +152,17 @@ pub fn derived_secret_key(part: UrlPart) -> String {
     format!("storage-sql-{part}")
 }
 
+/// Whether `value` is an RFC 1123 label (1 to 63 lowercase letters, digits and '-', starting
+/// and ending with a letter or digit): a name of most objects, and of a provider's init container.
+pub fn is_dns_label(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    (1..=63).contains(&bytes.len())
+        && bytes.iter().all(|b| inner(b) || *b == b'-')
+        && bytes.first().is_some_and(inner)
+        && bytes.last().is_some_and(inner)
+}
+
 /// Name of the data PVC.
 pub fn pvc_name(cr: &str) -> String {
     format!("{cr}-pvc")

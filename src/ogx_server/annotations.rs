@@ -129,7 +129,7 @@ fn external_providers(text: &str) -> Result<ExternalProvidersSpec, Untranslatabl
                 .get("providerId")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            if !is_provider_id(id) {
+            if !crate::naming::is_dns_label(id) {
                 return Err(refuse(
                     &format!("{section}[{i}].providerId"),
                     format!(
@@ -185,15 +185,6 @@ fn first_unknown(given: &Value, read: &Value, path: &str) -> Option<String> {
             .find_map(|(i, (g, r))| first_unknown(g, r, &format!("{path}[{i}]"))),
         _ => None,
     }
-}
-
-fn is_provider_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    (1..=63).contains(&bytes.len())
-        && bytes.iter().all(|b| inner(b) || *b == b'-')
-        && bytes.first().is_some_and(inner)
-        && bytes.last().is_some_and(inner)
 }
 
 /// The annotations that carry what `spec` sets and `OGXServer` has no field for: `workload`'s

@@ -108,7 +108,7 @@ pub fn requests(
         let Some(value) = annotations.and_then(|a| a.get(key)) else {
             return Ok(None);
         };
-        if !is_dns_label(value) {
+        if !crate::naming::is_dns_label(value) {
             return Err(format!(
                 "{key}: {value:?} is not a LlamaStackDistribution name (an RFC 1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)"
             ));
@@ -139,16 +139,6 @@ pub fn gives_up(
         given.push("its Service and Ingress");
     }
     given
-}
-
-fn is_dns_label(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes.iter().all(|b| inner(b) || *b == b'-')
-        && bytes.first().is_some_and(inner)
-        && bytes.last().is_some_and(inner)
 }
 
 /// What the old stack's objects look like, for the volume.
