@@ -38,15 +38,7 @@ pub(super) fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_
     // A volume for the old stack (a hostPath PersistentVolume, as a cluster without a
     // provisioner needs), as large as the migration guide's OGXServer asks for: its class
     // cannot grow, and the adopted claim must not be resized anyway.
-    let dir = env.work.path().join(format!("pv-{ns}"));
-    std::fs::create_dir_all(&dir)?;
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
-    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": format!("pv-{ns}")},
-        "spec": {"capacity": {"storage": "20Gi"}, "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-            "claimRef": {"namespace": ns, "name": format!("{old}-pvc")},
-            "hostPath": {"path": dir.display().to_string(), "type": "Directory"}}});
-    env.kubectl(&["create", "-f", "-"], Some(&pv.to_string()))?;
+    let dir = super::rollback::host_path_volume(env, ns, &format!("{old}-pvc"), "20Gi")?;
     env.create_v1alpha2(
         ns,
         old,

@@ -11,6 +11,27 @@ use super::{
     Env, condition, eventually, provider_ids, registry_host, service_address, wait_for_reason,
 };
 
+/// A hostPath PersistentVolume of `capacity` for the claim `ns/claim` (a cluster without a
+/// provisioner needs one made); returns its directory on this machine.
+pub(super) fn host_path_volume(
+    env: &Env,
+    ns: &str,
+    claim: &str,
+    capacity: &str,
+) -> Result<std::path::PathBuf, Failed> {
+    let dir = env.work.path().join(format!("pv-{ns}"));
+    std::fs::create_dir_all(&dir)?;
+    // The server runs as an unprivileged user, and fsGroup does not reach a hostPath volume.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
+    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": format!("pv-{ns}")},
+        "spec": {"capacity": {"storage": capacity}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+            "claimRef": {"namespace": ns, "name": claim},
+            "hostPath": {"path": dir.display().to_string(), "type": "Directory"}}});
+    env.kubectl(&["create", "-f", "-"], Some(&pv.to_string()))?;
+    Ok(dir)
+}
+
 /// How long a held rollback is watched for a retry of the rejected revision (longer than the
 /// reconciles a status write, an annotation and the rollout requeue cause).
 const HOLD: Duration = Duration::from_secs(20);
@@ -32,16 +53,7 @@ fn stack_with_storage(
         object["metadata"]["namespace"] = json!(ns);
         env.kubectl(&["create", "-f", "-"], Some(&object.to_string()))?;
     }
-    let dir = env.work.path().join(format!("pv-{ns}"));
-    std::fs::create_dir_all(&dir)?;
-    // The server runs as an unprivileged user, and fsGroup does not reach a hostPath volume.
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
-    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": format!("pv-{ns}")},
-        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-            "claimRef": {"namespace": ns, "name": format!("{name}-pvc")},
-            "hostPath": {"path": dir.display().to_string(), "type": "Directory"}}});
-    env.kubectl(&["create", "-f", "-"], Some(&pv.to_string()))?;
+    host_path_volume(env, ns, &format!("{name}-pvc"), "10Gi")?;
     let mut spec = slim_spec(&env.images.base64, id);
     spec["workload"]["storage"] = json!({});
     if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
