@@ -308,6 +308,47 @@ fn a_declared_server_version_decides_how_an_unlabelled_image_runs() {
     );
 }
 
+/// `baseConfig` on a named distribution: the user's ConfigMap is the base, but the server is the
+/// one the distribution's image runs (its config tells it; offline, the embedded one), as the
+/// controller decides: render and the controller share one decision. Render once ran such a
+/// stack on the server an unlabelled image is taken for (llama-stack), which the OGX image of
+/// the catalog does not have.
+#[test]
+fn a_base_config_map_on_a_named_distribution_runs_the_server_of_its_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs-ogx/starter/config.yaml"),
+    )
+    .unwrap();
+    let indented: String = base.lines().map(|l| format!("    {l}\n")).collect();
+    let path = tmp.path().join("base.yaml");
+    std::fs::write(
+        &path,
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: my-base}}\ndata:\n  config.yaml: |\n{indented}---\napiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {{name: based}}\nspec:\n  distribution: {{name: starter}}\n  baseConfig: {{configMapName: my-base}}\n"),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = render(&["-f", &path.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let server = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        server["image"]
+            .as_str()
+            .unwrap()
+            .contains("ogxai/distribution-starter"),
+        "{server}"
+    );
+    assert!(
+        server.get("command").is_none(),
+        "the OGX image's entrypoint runs: {server}"
+    );
+    assert!(
+        server["env"].to_string().contains("\"OGX_CONFIG\""),
+        "the OGX server's variables: {server}"
+    );
+}
+
 /// What the cluster would run when render cannot generate: an image's own config (nothing
 /// mounted, its own entrypoint), and a user's ConfigMap mounted whole, its key found in the
 /// ConfigMap when it is among the inputs.

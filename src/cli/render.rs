@@ -1,27 +1,35 @@
 //! `render`: what the operator would apply for LlamaStackDistribution and `OGXServer`
-//! manifests, offline, on the embedded distribution configs, with the same builders as the
-//! controller. Each object is first checked as admission checks it ([`crate::validate`]);
+//! manifests, offline. Each object is first checked as admission checks it ([`crate::validate`]);
 //! v1alpha1 is converted as the conversion webhook converts it, an `OGXServer` mapped into the
-//! model as the controller maps it. The image is the catalog's or the manifest's reference, not
-//! pinned, since render does not reach a registry; an image whose config render cannot know runs
+//! model as the controller maps it. Then the controller's own pipeline runs with an offline
+//! gather: the manifests and files given stand for the cluster ([`Reach::Manifests`]), and the
+//! controller's [`decide`] makes the one decision. The image is the catalog's or the manifest's
+//! reference, not pinned, since render does not reach a registry; its base config is the embedded
+//! one of a named distribution or `--base-config`; an image whose config render cannot know runs
 //! its own, and a user's ConfigMap is mounted whole, as in the cluster.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use llama_stack_resolver::embedded::embedded_base_config;
-use llama_stack_resolver::{Catalog, LookupError};
+use llama_stack_resolver::{Catalog, LookupError, Resolution, ResolveError};
 use serde_json::Value;
 
 use super::overrides::{OverridesError, catalog_with_overrides};
+use crate::api::conditions::Reason;
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::controller::builders::{self, ServerConfig};
+use crate::controller::builders::{Desired, ServerConfig};
+use crate::controller::conditions::Blocked;
+use crate::controller::decide::{Operator, decide};
 use crate::controller::door::Door;
-use crate::controller::server_run::{self, ServerRun};
+use crate::controller::gather::{Observed, Reach};
+use crate::controller::plan::Planned;
+use crate::controller::server_run;
 use crate::controller::stack::{Invalid, Stack};
-use crate::stack_config::{GeneratedConfig, parse_base};
+use crate::stack_config::parse_base;
 use crate::validate::documents::{ReadError, read_inputs};
 use crate::validate::{SetupError, Validator, Verdict};
 
@@ -113,35 +121,10 @@ fn read(path: &PathBuf) -> Result<String, RenderError> {
     })
 }
 
-/// What the server of one stack runs, offline, as the controller decides it
-/// ([`server_run`]); and why `--config`/`--env` have nothing to show, when they do not.
-struct OfflineRun {
-    run: ServerRun,
-    nothing_to_show: Option<String>,
-}
-
-impl OfflineRun {
-    /// The config `--config`/`--env` show.
-    fn shown(&self) -> Result<&GeneratedConfig, RenderError> {
-        match &self.nothing_to_show {
-            Some(why) => Err(RenderError::NoBase(why.clone())),
-            None => Ok(&self.run.generated),
-        }
-    }
-}
-
-/// Every object the controller applies, as one YAML stream, built by the controller's builders.
-/// Offline, so without the values only the cluster knows (CA bundle, Secret hashes, pull secrets).
-fn objects(stack: &Stack<'_>, image: &str, offline: &OfflineRun) -> Result<String, RenderError> {
+/// Every object the controller applies, as one YAML stream. Offline, so without the values only
+/// the cluster knows (CA bundle, Secret hashes, pull secrets).
+fn objects(desired: &Desired) -> Result<String, RenderError> {
     let err = |e: &dyn std::fmt::Display| RenderError::Output(e.to_string());
-    let inputs = builders::Inputs {
-        image,
-        server: offline.run.server,
-        generated: offline.shown().ok(),
-        config: offline.run.config.clone(),
-        ..Default::default()
-    };
-    let desired = builders::desired(stack, &inputs).map_err(|e| err(&e))?;
     let mut docs = Vec::new();
     let mut push =
         |value: Result<String, serde_saphyr::SerializeError>| -> Result<(), RenderError> {
@@ -174,103 +157,106 @@ fn objects(stack: &Stack<'_>, image: &str, offline: &OfflineRun) -> Result<Strin
     Ok(docs.join("---\n"))
 }
 
-/// What the server of `cr` runs, offline.
-fn offline_run(
+/// The gather step, offline: what the controller would read, from the manifests and files given.
+/// The distribution "resolves" to `image` with the base config the controller would find for
+/// it, as far as render can know it: a file given with `--base-config` (which stands for the
+/// image's labels, or for `baseConfig`'s ConfigMap when the spec names one), else the embedded
+/// config of a named distribution; without either, an image whose labels render does not read.
+fn observed_offline(
     stack: &Stack<'_>,
     args: &Args,
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
-) -> Result<OfflineRun, RenderError> {
-    let server = stack.server(
-        stack
-            .spec
-            .distribution
-            .name
-            .as_deref()
-            .and_then(embedded_base_config)
-            .and_then(|base| base.ok()?.server),
-    );
-    if let Some(o) = &stack.spec.override_config {
-        let name = &o.config_map_name;
-        let Some(cm) = config_maps.get(name) else {
+) -> Result<Observed, RenderError> {
+    let file = args.base_config.as_ref().map(read).transpose()?;
+    let user_config = if let Some(over) = &stack.spec.override_config {
+        let name = &over.config_map_name;
+        let found = config_maps.get(name).cloned();
+        if found.is_none() {
             eprintln!(
                 "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
             );
-            let run = ServerRun {
-                config: ServerConfig::User {
-                    config_map: name.clone(),
-                    key: o.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
-                },
-                server,
-                generated: GeneratedConfig::default(),
-            };
-            let why = format!("the config is in ConfigMap {name:?}, which is not among the inputs");
-            return Ok(OfflineRun {
-                run,
-                nothing_to_show: Some(why),
-            });
-        };
-        let run = server_run::from_user_config(name, o.key.as_deref(), cm, server)
-            .map_err(RenderError::NoBase)?;
-        return Ok(OfflineRun {
-            run,
-            nothing_to_show: None,
-        });
-    }
-    // A named distribution's embedded config knows its server (the catalog's release); a file
-    // given with --base-config runs on the release `serverVersion` declares, else it is taken
-    // for the llama-stack line, as an unlabelled image is.
-    let base = match (&args.base_config, &stack.spec.distribution.name) {
-        (Some(path), _) => Some(std::sync::Arc::new(parse_base(&read(path)?)?)),
-        (None, _) if stack.spec.base_config.is_some() => {
-            Some(std::sync::Arc::new(base_from_inputs(stack, config_maps)?))
         }
-        (None, Some(name)) => embedded_base_config(name)
-            .transpose()
-            .map_err(|e| RenderError::NoBase(e.to_string()))?,
-        (None, None) => None,
+        found
+    } else if let Some(base) = &stack.spec.base_config {
+        let name = &base.config_map_name;
+        match (&file, config_maps.get(name)) {
+            (Some(text), _) => Some(ConfigMap {
+                data: Some(BTreeMap::from([(
+                    base.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
+                    text.clone(),
+                )])),
+                ..ConfigMap::default()
+            }),
+            (None, Some(cm)) => Some(cm.clone()),
+            (None, None) => {
+                return Err(RenderError::NoBase(format!(
+                    "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
+                )));
+            }
+        }
+    } else {
+        None
     };
-    let Some(base) = base else {
-        let run = server_run::image_own(stack, server).map_err(|field| {
-            RenderError::NoBase(format!(
-                "{field} asks for a generated config, and the base config of {image} is in its labels, which render does not fetch; pass --base-config FILE (`llama-stack-operator resolve {image} --show-config` prints it)"
-            ))
-        })?;
-        let why = format!(
-            "the server runs the config inside {image} (`llama-stack-operator resolve {image} --show-config` prints it, if the image is labelled with it)"
-        );
-        return Ok(OfflineRun {
-            run,
-            nothing_to_show: Some(why),
-        });
+    // The image's own labels: the file stands for them unless it stands for `baseConfig`.
+    let labelled = match (file, &stack.spec.base_config) {
+        (Some(text), None) => Some(Arc::new(parse_base(&text)?)),
+        _ => match &stack.spec.distribution.name {
+            Some(name) => embedded_base_config(name)
+                .transpose()
+                .map_err(|e| RenderError::NoBase(e.to_string()))?,
+            None => None,
+        },
     };
-    Ok(OfflineRun {
-        run: server_run::from_base(stack, &base)?,
-        nothing_to_show: None,
+    let resolution = match labelled {
+        Some(config) => Ok(Resolution {
+            image: image.to_owned(),
+            pinned: false,
+            config,
+            stale: None,
+            signature: None,
+        }),
+        None => Err(Arc::new(ResolveError::BaseConfigRequired {
+            image: image.to_owned(),
+        })),
+    };
+    Ok(Observed {
+        reach: Reach::Manifests,
+        reference: image.to_owned(),
+        resolution: Some(resolution),
+        user_config,
+        ..Observed::default()
     })
 }
 
-/// The base config `baseConfig` names, from the ConfigMaps among the inputs.
-fn base_from_inputs(
-    stack: &Stack<'_>,
-    config_maps: &BTreeMap<String, ConfigMap>,
-) -> Result<llama_stack_resolver::base_config::BaseConfig, RenderError> {
-    let Some(base) = &stack.spec.base_config else {
-        return Err(RenderError::NoBase("no baseConfig".to_owned()));
-    };
-    let name = &base.config_map_name;
-    let cm = config_maps.get(name).ok_or_else(|| {
-        RenderError::NoBase(format!(
-            "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
-        ))
-    })?;
-    let user = crate::controller::user_config::user_config(cm, base.key.as_deref())
-        .map_err(|e| RenderError::NoBase(e.message(name, "spec.baseConfig")))?;
-    Ok(parse_base(user.yaml)?)
+/// Why `--config`/`--env` have nothing to show for `planned`, when they do not.
+fn nothing_to_show(planned: &Planned, config_maps: &BTreeMap<String, ConfigMap>) -> Option<String> {
+    let image = &planned.image;
+    match &planned.mount {
+        ServerConfig::Image => Some(format!(
+            "the server runs the config inside {image} (`llama-stack-operator resolve {image} --show-config` prints it, if the image is labelled with it)"
+        )),
+        ServerConfig::User { config_map, .. } if !config_maps.contains_key(config_map) => Some(
+            format!("the config is in ConfigMap {config_map:?}, which is not among the inputs"),
+        ),
+        ServerConfig::User { .. } | ServerConfig::Generated(_) => None,
+    }
 }
 
-/// The output for one admitted stack. Generation's warnings are printed with `location`, except
-/// those admission gave already (`admission_warnings`, printed by the caller).
+/// What blocks a stack offline, as render says it: the controller's message, except where
+/// render's own limits are the cause (it reads no image labels).
+fn refusal(stack: &Stack<'_>, image: &str, blocked: Blocked) -> RenderError {
+    match (blocked.reason, server_run::generation_asked(stack)) {
+        (Reason::BaseConfigRequired, Some(field)) => RenderError::NoBase(format!(
+            "{field} asks for a generated config, and the base config of {image} is in its labels, which render does not fetch; pass --base-config FILE (`llama-stack-operator resolve {image} --show-config` prints it)"
+        )),
+        _ => RenderError::NoBase(blocked.message),
+    }
+}
+
+/// The output for one admitted stack: gathered offline, decided as the controller decides.
+/// Generation's warnings are printed with `location`, except those admission gave already
+/// (`admission_warnings`, printed by the caller).
 fn render_one(
     (cr, door): (&LlamaStackDistribution, Door),
     args: &Args,
@@ -284,8 +270,20 @@ fn render_one(
         None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
     let stack = Stack::read_through(cr, door)?;
-    let offline = offline_run(&stack, args, &image, config_maps)?;
-    if let Ok(generated) = offline.shown() {
+    let observed = observed_offline(&stack, args, &image, config_maps)?;
+    // The operator's own image runs the external-provider steps; offline it is left unnamed.
+    let operator = Operator {
+        image: Some(""),
+        ..Operator::default()
+    };
+    let decision =
+        decide(&stack, &observed, &operator).map_err(|e| RenderError::Output(e.to_string()))?;
+    let intent = decision
+        .next
+        .map_err(|blocked| refusal(&stack, &image, blocked))?;
+    let generated = &intent.planned.generated;
+    let nothing = nothing_to_show(&intent.planned, config_maps);
+    if nothing.is_none() {
         for warning in &generated.warnings {
             if !admission_warnings
                 .iter()
@@ -296,14 +294,16 @@ fn render_one(
         }
     }
     if args.config || args.env {
-        let generated = offline.shown()?;
+        if let Some(why) = nothing {
+            return Err(RenderError::NoBase(why));
+        }
         return if args.config {
             Ok(generated.yaml.clone())
         } else {
             serde_saphyr::to_string(&generated.env).map_err(|e| RenderError::Output(e.to_string()))
         };
     }
-    objects(&stack, &image, &offline)
+    objects(&intent.desired)
 }
 
 /// The ConfigMaps among the inputs, by name.

@@ -3,12 +3,15 @@
 //! objects, whether a rejected revision is held back and how, or what blocks the stack and why.
 //! Nothing here reads or writes; the same inputs always give the same decision.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 
 use super::builders::{self, BuildError, Desired, Inputs, ServerConfig};
 use super::conditions::Blocked;
-use super::gather::Observed;
-pub(super) use super::plan::Operator;
+use super::gather::{Observed, Reach};
+pub use super::plan::Operator;
 use super::plan::{self, Planned};
 use super::stack::Stack;
 use super::{dereference, rollback};
@@ -16,41 +19,41 @@ use crate::api::v1alpha2::{RejectedRevision, RevisionStatus};
 
 /// What one reconcile does.
 #[derive(Debug)]
-pub(super) struct Decision {
+pub struct Decision {
     /// How many Secrets the spec references, once every one was found (`SecretsResolved`);
     /// `None` when the decision stopped before they were checked, or one is missing.
-    pub(super) secrets_found: Option<usize>,
+    pub secrets_found: Option<usize>,
     /// The objects to apply, or the problem the user must fix (then nothing is written: the
     /// running Deployment stays exactly as it was).
-    pub(super) next: Result<Intent, Blocked>,
+    pub next: Result<Intent, Blocked>,
 }
 
 /// What to apply.
 #[derive(Debug)]
-pub(super) struct Intent {
+pub struct Intent {
     /// Which image runs which config.
-    pub(super) planned: Planned,
+    pub planned: Planned,
     /// Every owned object (the Deployment already restored when a held revision says so).
-    pub(super) desired: Desired,
+    pub desired: Desired,
     /// A rejected revision the plan would build again, held back instead.
-    pub(super) hold: Option<Hold>,
+    pub hold: Option<Hold>,
 }
 
 /// A revision that could not start, held back: the plan builds it again (nothing it is built
 /// from changed), so the last Ready revision runs instead.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Hold {
+pub struct Hold {
     /// The revision rolled back from.
-    pub(super) rejected: RejectedRevision,
+    pub rejected: RejectedRevision,
     /// The revision returned to.
-    pub(super) last_ready: RevisionStatus,
+    pub last_ready: RevisionStatus,
     /// How the last Ready revision runs.
-    pub(super) how: Held,
+    pub how: Held,
 }
 
 /// How a held-back stack runs its last Ready revision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Held {
+pub enum Held {
     /// The running Deployment is that revision: it stays exactly as it is.
     KeepRunning,
     /// The Deployment returns to it, restored from its ReplicaSet (in [`Intent::desired`]).
@@ -62,7 +65,7 @@ pub(super) enum Held {
 
 impl Intent {
     /// Whether the running Deployment is kept as it is instead of the built one.
-    pub(super) fn keeps_deployment(&self) -> bool {
+    pub fn keeps_deployment(&self) -> bool {
         self.hold
             .as_ref()
             .is_some_and(|h| h.how == Held::KeepRunning)
@@ -70,7 +73,7 @@ impl Intent {
 }
 
 /// Decides what one reconcile does. An `Err` is a bug in a builder, not a problem of the spec.
-pub(super) fn decide(
+pub fn decide(
     stack: &Stack<'_>,
     observed: &Observed,
     operator: &Operator<'_>,
@@ -86,37 +89,20 @@ pub(super) fn decide(
         Ok(planned) => planned,
         Err(failure) => return blocked(None, plan::blocked(stack, failure, current.is_some())),
     };
-    let secrets = match dereference::secrets(stack, &observed.secrets) {
-        Ok(secrets) => secrets,
-        Err(missing) => return blocked(None, missing),
+    let referenced = match referenced(stack, observed, &planned) {
+        Ok(referenced) => referenced,
+        Err((found, blocked_by)) => return blocked(found, blocked_by),
     };
-    let found = Some(secrets.count);
-    let derived = match dereference::url_parts(&planned.generated, &secrets) {
-        Ok(derived) => derived,
-        Err(unusable) => return blocked(found, unusable),
-    };
-    let client_certificate =
-        match dereference::client_certificate(stack, observed.client_certificate.as_ref()) {
-            Ok(pem) => pem,
-            Err(invalid) => return blocked(found, invalid),
-        };
-    let rollout_hash =
-        dereference::rollout_hash(secrets.hash.as_deref(), client_certificate.as_deref());
-    let secrets_hash = rollout_hash.as_deref();
-    let occupant = observed.derived_secret.as_ref();
-    if let Err(taken) = dereference::derived_secret_free(stack, &derived, secrets_hash, occupant) {
-        return blocked(found, taken);
-    }
-    let ca_bundle = match dereference::ca_bundle(stack, &observed.ca_bundles) {
-        Ok(bundle) => bundle,
-        Err(invalid) => return blocked(found, invalid),
-    };
+    let found = referenced.secrets_found;
+    let secrets_hash = referenced.rollout_hash.as_deref();
     let inputs = Inputs {
         image: &planned.image,
         server: planned.server,
-        generated: Some(&planned.generated).filter(|_| planned.mount != ServerConfig::Image),
+        // No config content for the image's own, nor for a user's ConfigMap not read (offline).
+        generated: Some(&planned.generated)
+            .filter(|g| planned.mount != ServerConfig::Image && !g.hash.is_empty()),
         config: planned.mount.clone(),
-        ca_bundle: ca_bundle.as_deref(),
+        ca_bundle: referenced.ca_bundle.as_deref(),
         secrets_hash,
         pull_secrets: &planned.pull_secrets,
         operator_namespace: operator.namespace,
@@ -126,7 +112,7 @@ pub(super) fn decide(
         existing_selector: current
             .and_then(|d| d.spec.as_ref())
             .and_then(|s| s.selector.match_labels.as_ref()),
-        derived: Some(&derived),
+        derived: Some(&referenced.derived),
     };
     let mut desired = builders::desired(stack, &inputs)?;
     let hold = hold(stack, &mut desired.deployment, observed);
@@ -137,6 +123,51 @@ pub(super) fn decide(
             desired,
             hold,
         }),
+    })
+}
+
+/// What the spec's references give the objects, once judged.
+#[derive(Default)]
+struct Referenced {
+    /// How many Secrets are referenced, all found (`None` offline: not read).
+    secrets_found: Option<usize>,
+    /// The hash that rolls the Pods when a referenced value changes.
+    rollout_hash: Option<String>,
+    /// The parts of connection strings, for the `<name>-derived` Secret.
+    derived: BTreeMap<String, ByteString>,
+    /// The CA bundle's certificates.
+    ca_bundle: Option<String>,
+}
+
+/// The references of `stack` judged from what was read, or what blocks it (with how many
+/// Secrets were found, when that far). Offline ([`Reach::Manifests`]) none was read, so none
+/// gives anything.
+fn referenced(
+    stack: &Stack<'_>,
+    observed: &Observed,
+    planned: &Planned,
+) -> Result<Referenced, (Option<usize>, Blocked)> {
+    if observed.reach == Reach::Manifests {
+        return Ok(Referenced::default());
+    }
+    let secrets =
+        dereference::secrets(stack, &observed.secrets).map_err(|missing| (None, missing))?;
+    let found = Some(secrets.count);
+    let derived = dereference::url_parts(&planned.generated, &secrets).map_err(|e| (found, e))?;
+    let client_certificate =
+        dereference::client_certificate(stack, observed.client_certificate.as_ref())
+            .map_err(|e| (found, e))?;
+    let rollout_hash =
+        dereference::rollout_hash(secrets.hash.as_deref(), client_certificate.as_deref());
+    let occupant = observed.derived_secret.as_ref();
+    dereference::derived_secret_free(stack, &derived, rollout_hash.as_deref(), occupant)
+        .map_err(|taken| (found, taken))?;
+    let ca_bundle = dereference::ca_bundle(stack, &observed.ca_bundles).map_err(|e| (found, e))?;
+    Ok(Referenced {
+        secrets_found: found,
+        rollout_hash,
+        derived,
+        ca_bundle,
     })
 }
 

@@ -28,37 +28,52 @@ use super::{dereference, observe, pin, rollback};
 use crate::api::object_refs::RefKind;
 use crate::naming::derived_secret_name;
 
+/// What a decision could read: the whole cluster, or only the manifests given offline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reach {
+    /// Everything the spec names was read, as the controller reads it.
+    #[default]
+    Cluster,
+    /// Only the manifests given (`render`, offline): the referenced Secrets, CA bundles and
+    /// client certificate are not known, so nothing is decided from their values (no hash
+    /// rolls the Pods, no bundle is built, no connection string is split), and the user's
+    /// ConfigMap is known only when it is among the manifests.
+    Manifests,
+}
+
 /// What one reconcile read, for the decision.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Observed {
+pub struct Observed {
+    /// How much could be read; [`Reach::Cluster`] in a reconcile.
+    pub reach: Reach,
     /// The Deployment of the stack's name, if any.
-    pub(super) deployment: Option<Deployment>,
+    pub deployment: Option<Deployment>,
     /// The pull secrets of the server Pod's ServiceAccount (copied into the managed one).
-    pub(super) pull_secrets: Vec<String>,
+    pub pull_secrets: Vec<String>,
     /// Why one of them cannot be used (kubelet would fail the pull the same way); nothing is
     /// resolved then.
-    pub(super) pull_secret_unusable: Option<String>,
+    pub pull_secret_unusable: Option<String>,
     /// The reference the distribution resolves from now (empty when it cannot be resolved).
-    pub(super) reference: String,
+    pub reference: String,
     /// The reference of the deployed pin the resolution kept ([`pin::to_keep`]), if it kept one.
-    pub(super) kept_pin_from: Option<String>,
+    pub kept_pin_from: Option<String>,
     /// The resolution of the distribution; `None` when the pull secrets were unusable.
-    pub(super) resolution: Option<Result<Resolution, Arc<ResolveError>>>,
+    pub resolution: Option<Result<Resolution, Arc<ResolveError>>>,
     /// The ConfigMap `overrideConfig` or `baseConfig` names, when it names one and it exists.
-    pub(super) user_config: Option<ConfigMap>,
+    pub user_config: Option<ConfigMap>,
     /// Every Secret the spec references, by name (`None`: absent).
-    pub(super) secrets: BTreeMap<String, Option<Secret>>,
+    pub secrets: BTreeMap<String, Option<Secret>>,
     /// The metadata of the object at the derived Secret's name, read when the spec has a
     /// connection string to split and every referenced Secret was found.
-    pub(super) derived_secret: Option<ObjectMeta>,
+    pub derived_secret: Option<ObjectMeta>,
     /// The ConfigMaps of `networking.tls.caBundle` and `additionalCaBundles`, in the stack's
     /// order (`None`: it does not exist).
-    pub(super) ca_bundles: Vec<Option<ConfigMap>>,
+    pub ca_bundles: Vec<Option<ConfigMap>>,
     /// The ConfigMap of `networking.tls.clientIdentity`'s certificate, when named and it exists.
-    pub(super) client_certificate: Option<ConfigMap>,
+    pub client_certificate: Option<ConfigMap>,
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
     /// returned from ([`rollback::may_restore`]).
-    pub(super) replica_sets: Option<Vec<ReplicaSet>>,
+    pub replica_sets: Option<Vec<ReplicaSet>>,
 }
 
 /// Reads everything the decision needs, in the order the decision uses it.
@@ -139,6 +154,7 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         None
     };
     Ok(Observed {
+        reach: Reach::Cluster,
         deployment,
         pull_secrets,
         pull_secret_unusable,

@@ -9,7 +9,7 @@ use llama_stack_resolver::server_line::ServerRelease;
 
 use super::builders::{self, ServerConfig};
 use super::conditions::Blocked;
-use super::gather::Observed;
+use super::gather::{Observed, Reach};
 use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
 use super::stack::Stack;
@@ -21,38 +21,38 @@ use crate::stack_config::parse_base;
 
 /// The outcome of the config half of a decision.
 #[derive(Debug)]
-pub(super) struct Planned {
+pub struct Planned {
     /// The config the Pods run.
-    pub(super) mount: ServerConfig,
-    pub(super) image: String,
+    pub mount: ServerConfig,
+    pub image: String,
     /// The server the image runs.
-    pub(super) server: ServerRelease,
-    pub(super) source: ConfigSource,
-    pub(super) base_hash: String,
+    pub server: ServerRelease,
+    pub source: ConfigSource,
+    pub base_hash: String,
     /// The image's config file the base config was read from (OGX labels), when one was.
-    pub(super) base_file: Option<String>,
-    pub(super) generated: crate::stack_config::GeneratedConfig,
-    pub(super) stale: Option<String>,
+    pub base_file: Option<String>,
+    pub generated: crate::stack_config::GeneratedConfig,
+    pub stale: Option<String>,
     /// Pull secrets of the Pod's ServiceAccount (copied into the managed one).
-    pub(super) pull_secrets: Vec<String>,
+    pub pull_secrets: Vec<String>,
     /// Where the image's pin came from.
     pub(super) pin: Pin,
     /// What the user should know about the plan (shown in the `ConfigGenerated` message).
-    pub(super) warnings: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 /// What the operator itself brings to a decision: its settings and what it learnt of the
 /// cluster it runs in.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Operator<'a> {
+pub struct Operator<'a> {
     /// The operator's own image (its binary runs the external-provider steps in the Pods).
-    pub(super) image: Option<&'a str>,
+    pub image: Option<&'a str>,
     /// The operator's namespace (allowed by the NetworkPolicy).
-    pub(super) namespace: Option<&'a str>,
+    pub namespace: Option<&'a str>,
     /// Whether the cluster serves OpenShift Routes.
-    pub(super) routes_available: bool,
+    pub routes_available: bool,
     /// Whether it serves ServiceMonitors and PrometheusRules.
-    pub(super) monitoring_available: bool,
+    pub monitoring_available: bool,
 }
 
 impl<'a> Operator<'a> {
@@ -382,10 +382,20 @@ fn override_config(
         message,
         image: Some(image.clone()),
     };
-    let cm = observed.user_config.as_ref().ok_or_else(|| {
-        fail(format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName"))
-    })?;
-    let run = server_run::from_user_config(name, over.key.as_deref(), cm, server).map_err(fail)?;
+    let run = match (&observed.user_config, observed.reach) {
+        (Some(cm), _) => {
+            server_run::from_user_config(name, over.key.as_deref(), cm, server).map_err(fail)?
+        }
+        // Offline, without the ConfigMap: mounted whole all the same, its config unknown.
+        (None, Reach::Manifests) => {
+            server_run::unread_user_config(name, over.key.as_deref(), server)
+        }
+        (None, Reach::Cluster) => {
+            return Err(fail(format!(
+                "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName"
+            )));
+        }
+    };
     Ok(Planned {
         base_hash: run.generated.hash.clone(),
         ..planned(run, image, ConfigSource::OverrideConfig, stale)

@@ -1,6 +1,6 @@
-//! Which config a stack's server runs, and the config itself, decided once for the controller's
-//! plan and for `render` (pure): the user's ConfigMap as it is, a config generated on a base
-//! config, or, with no base config, the image's own. Where the base config comes from (the
+//! Which config a stack's server runs, and the config itself, for the plan (pure): the user's
+//! ConfigMap as it is, a config generated on a base config, or, with no base config, the image's
+//! own. Where the base config comes from (the
 //! resolver in the cluster, the embedded configs or a file offline) is the caller's business.
 
 use std::sync::Arc;
@@ -44,6 +44,20 @@ pub fn from_user_config(
         server,
         generated,
     })
+}
+
+/// The user's ConfigMap `name` as the server's config when its content is unknown (offline, not
+/// among the manifests): mounted whole, the server runs `key`, else `config.yaml` (in the cluster,
+/// its `config.yaml`, `run.yaml` or only key).
+pub fn unread_user_config(name: &str, key: Option<&str>, server: ServerRelease) -> ServerRun {
+    ServerRun {
+        config: ServerConfig::User {
+            config_map: name.to_owned(),
+            key: key.unwrap_or("config.yaml").to_owned(),
+        },
+        server,
+        generated: GeneratedConfig::default(),
+    }
 }
 
 /// A config generated from the spec on `base`, for the server `base` names (or the spec

@@ -408,6 +408,90 @@ fn what_a_stack_that_is_not_blocked_runs() {
     }
 }
 
+/// Offline (`render`), only the manifests given were read: what the cluster would block on (a
+/// Secret, a CA bundle or a client certificate not found, a user's ConfigMap not among them) does
+/// not block, and nothing is made of values not read: no Secret hash rolls the Pods, no bundle
+/// or derived Secret is built, and a user's ConfigMap is mounted with its content unknown. The
+/// same reads in the cluster block the stack.
+#[test]
+fn offline_the_decision_goes_on_without_what_only_the_cluster_holds() {
+    let tls = json!({"networking": {"tls": {"enabled": true,
+        "clientIdentity": {"certificate": {"name": "client", "key": "tls.crt"},
+            "privateKey": {"name": "client-key", "key": "tls.key"}}}}});
+    let nothing: fn(&mut Observed) = |_| {};
+    let key_found: fn(&mut Observed) = |o| {
+        o.secrets = BTreeMap::from([("client-key".to_owned(), Some(secret("tls.key", "k")))]);
+    };
+    /// What is missing, the spec naming it, what the cluster read, and its reason there.
+    type Row = (&'static str, Spec, fn(&mut Observed), Reason);
+    let rows: [Row; 4] = [
+        (
+            "a referenced Secret",
+            starter().with(postgres()),
+            nothing,
+            Reason::SecretNotFound,
+        ),
+        (
+            "a CA bundle",
+            starter().with(json!({"networking": {"tls": {"caBundle": {"configMapName": "cas"}}}})),
+            nothing,
+            Reason::CABundleInvalid,
+        ),
+        (
+            "a client certificate",
+            starter().with(tls),
+            key_found,
+            Reason::ClientCertificateInvalid,
+        ),
+        (
+            "the user's whole config",
+            starter().with(json!({"overrideConfig": {"configMapName": "mine"}})),
+            nothing,
+            Reason::ConfigGenerationFailed,
+        ),
+    ];
+    for (what, spec, read, in_cluster) in rows {
+        let cr = resource(spec.0, json!({}));
+        let mut observed = resolved();
+        read(&mut observed);
+        let cluster = decide_on(&cr, &observed, &operator());
+        let blocked = cluster.next.expect_err(what);
+        assert_eq!(blocked.reason, in_cluster, "{what}: {}", blocked.message);
+
+        let offline = Observed {
+            reach: Reach::Manifests,
+            ..observed
+        };
+        let decision = decide_on(&cr, &offline, &operator());
+        assert_eq!(
+            decision.secrets_found, None,
+            "{what}: the Secrets were not read"
+        );
+        let intent = decision
+            .next
+            .unwrap_or_else(|b| panic!("{what}: {}", b.message));
+        let names = object_names(&intent.desired);
+        assert!(
+            !names.contains_key("Secret") && !names.contains_key("CaBundle"),
+            "{what}: nothing built from values not read: {names:?}"
+        );
+        let template = intent.desired.deployment.spec.unwrap().template;
+        let annotations = template.metadata.unwrap().annotations.unwrap_or_default();
+        assert!(
+            !annotations.contains_key(crate::naming::SECRETS_HASH)
+                && !annotations.contains_key(crate::naming::CA_BUNDLE_HASH),
+            "{what}: no hash of values not read: {annotations:?}"
+        );
+        if let ServerConfig::User { config_map, key } = &intent.planned.mount {
+            assert_eq!((config_map.as_str(), key.as_str()), ("mine", "config.yaml"));
+            assert!(
+                !annotations.contains_key(crate::naming::CONFIG_HASH),
+                "the content of a ConfigMap not read has no hash: {annotations:?}"
+            );
+        }
+    }
+}
+
 /// The objects of a decision, by kind and name, for tables and comparisons.
 fn object_names(desired: &Desired) -> std::collections::BTreeMap<&'static str, String> {
     use kube::ResourceExt;
