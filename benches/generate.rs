@@ -65,7 +65,7 @@ fn typical(with_safety: bool) -> LlamaStackDistributionSpec {
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let ogx = llama_stack_resolver::embedded::embedded_base_config("starter")
+    let ogx = llama_stack_resolver::embedded_base_config("starter")
         .expect("starter config")
         .expect("valid starter config");
     let llama_stack = parse_base_config(

@@ -16,7 +16,7 @@ llama_stack_test_support::seal_network!();
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use llama_stack_resolver::keyring::Keyring;
+use llama_stack_resolver::Keyring;
 use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
 use support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
 use support::registries::Registries;

@@ -118,7 +118,7 @@ pub fn generated_config_map_prefix(cr: &str) -> String {
 /// Named by content, as the generated config is, so a revision's Pods mount the bundle they
 /// started with, and a rollback to the last Ready revision returns to its bundle too.
 pub fn ca_bundle_name(cr: &str, pem: &str) -> String {
-    let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
+    let hash = llama_stack_resolver::sha256_hex(pem.as_bytes());
     format!("{}-{}", ca_bundle_prefix(cr), short_hash(&hash))
 }
 

@@ -84,7 +84,7 @@ fn every_generating_sample_renders_a_hash_named_immutable_config_map() {
         );
         let cr: LlamaStackDistribution =
             serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let base = llama_stack_resolver::embedded::embedded_base_config("starter")
+        let base = llama_stack_resolver::embedded_base_config("starter")
             .unwrap()
             .unwrap();
         let expected = generate(

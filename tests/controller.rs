@@ -433,7 +433,7 @@ fn the_running_controller_converges_from_watches() {
         // Distribution defaults: the embedded config (the catalog's OGX release), told only that
         // it may serve plain HTTP.
         let mut expected: serde_json::Value = serde_saphyr::from_str(
-            llama_stack_resolver::embedded::embedded_config("starter").unwrap(),
+            llama_stack_resolver::embedded_config("starter").unwrap(),
         )
         .unwrap();
         expected["server"]["insecure"] = serde_json::Value::Bool(true);

@@ -482,7 +482,7 @@ fn image_config_picks_which_of_the_images_configs_is_the_base() {
             assert_eq!(resolved.image_config.as_deref(), Some(file), "{name}");
             assert_eq!(
                 resolved.config_hash,
-                Some(llama_stack_resolver::digest::sha256_hex(base.as_bytes())),
+                Some(llama_stack_resolver::sha256_hex(base.as_bytes())),
                 "{name}: the base is that file"
             );
             assert_eq!(resolved.server_line.as_deref(), Some("ogx"));

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use llama_stack_resolver::image_ref::ImageRef;
+use llama_stack_resolver::ImageRef;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_cluster_with_crd};
 use support::images::push_plain;

@@ -185,7 +185,7 @@ impl Catalog {
     }
 
     /// The image of a distribution name: the catalog's, with `image-overrides` (which may also
-    /// give an image to a [removed name](removed_replacement): a mirror that still has it).
+    /// give an image to a removed name: a mirror that still has it).
     pub fn image(&self, name: &str) -> Result<&str, LookupError> {
         if let Some(image) = self.entries.get(name) {
             return Ok(image);

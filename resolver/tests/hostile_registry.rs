@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use llama_stack_resolver::keyring::Keyring;
-use llama_stack_resolver::limits::Limits;
+use llama_stack_resolver::Keyring;
+use llama_stack_resolver::Limits;
 use llama_stack_resolver::{Catalog, Distribution, Resolver, ResolverOptions};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

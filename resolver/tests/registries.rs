@@ -22,13 +22,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use libtest_mimic::Failed;
+use llama_stack_resolver::Catalog;
+use llama_stack_resolver::Limits;
+use llama_stack_resolver::Platform;
 use llama_stack_resolver::base_config::ConfigSource;
-use llama_stack_resolver::catalog::Catalog;
-use llama_stack_resolver::digest::sha256_hex;
-use llama_stack_resolver::keyring::{CredentialSource, Keyring};
-use llama_stack_resolver::limits::Limits;
-use llama_stack_resolver::manifest::Platform;
-use llama_stack_resolver::pull_secret::{DOCKER_CONFIG_JSON, add_pull_secret};
+use llama_stack_resolver::sha256_hex;
+use llama_stack_resolver::{CredentialSource, Keyring};
+use llama_stack_resolver::{DOCKER_CONFIG_JSON, add_pull_secret};
 use llama_stack_resolver::{Distribution, ResolveError, Resolver, ResolverOptions};
 use support::harness::{run_suite, table};
 use support::oci::{Comp, Entry, ImageSpec, Layer, skopeo_copy, write_layout};
@@ -481,7 +481,7 @@ fn docker_media_types_and_zstd_mirror(env: &Env) -> Result<(), Failed> {
         options.mirrors = vec![
             format!("{basic}/t={plain}/mirror")
                 .parse()
-                .map_err(|e: llama_stack_resolver::mirror::MirrorRuleError| e.to_string())?,
+                .map_err(|e: llama_stack_resolver::MirrorRuleError| e.to_string())?,
         ];
         let r = env
             .rt

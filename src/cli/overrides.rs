@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use llama_stack_resolver::Catalog;
-use llama_stack_resolver::catalog::parse_image_overrides;
+use llama_stack_resolver::parse_image_overrides;
 
 /// Why the catalog could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use llama_stack_resolver::image_ref::ImageRef;
+use llama_stack_resolver::ImageRef;
 
 /// The container of the operator in its Pod (`deploy/base/deployment.yaml`).
 pub const CONTAINER: &str = "manager";

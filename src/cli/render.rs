@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::embedded_base_config;
 use llama_stack_resolver::{Catalog, LookupError, Resolution, ResolveError};
 use serde_json::Value;
 

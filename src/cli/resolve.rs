@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use llama_stack_resolver::keyring::{CredentialSource, Keyring};
-use llama_stack_resolver::manifest::Platform;
-use llama_stack_resolver::mirror::MirrorRule;
-use llama_stack_resolver::options::read_ca_file;
-use llama_stack_resolver::pull_secret::{SecretOutcome, add_pull_secret};
+use llama_stack_resolver::MirrorRule;
+use llama_stack_resolver::Platform;
+use llama_stack_resolver::read_ca_file;
+use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Distribution, Resolver, ResolverOptions};
+use llama_stack_resolver::{SecretOutcome, add_pull_secret};
 use serde::Serialize;
 
 use super::overrides::catalog_with_overrides;
@@ -101,7 +101,7 @@ pub enum ResolveCliError {
     },
     /// A pull secret is unusable.
     #[error("{0}")]
-    PullSecret(#[from] llama_stack_resolver::pull_secret::PullSecretError),
+    PullSecret(#[from] llama_stack_resolver::PullSecretError),
     /// A pull secret has another type.
     #[error(
         "{path}: type {secret_type} is not a pull secret; use kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg"
@@ -227,11 +227,9 @@ fn verify_policy(
 /// A key file, read within the bound of a PEM of keys.
 fn read_bounded_file(path: &std::path::Path) -> Result<Vec<u8>, ResolveCliError> {
     let limit = llama_stack_resolver::signature::keys::MAX_KEYS_PEM_BYTES as u64;
-    llama_stack_resolver::limits::read_file_within(path, limit).map_err(|source| {
-        ResolveCliError::Read {
-            path: path.to_path_buf(),
-            source,
-        }
+    llama_stack_resolver::read_file_within(path, limit).map_err(|source| ResolveCliError::Read {
+        path: path.to_path_buf(),
+        source,
     })
 }
 

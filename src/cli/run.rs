@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use axum_server::tls_rustls::RustlsConfig;
 
-use llama_stack_resolver::catalog::parse_image_overrides;
-use llama_stack_resolver::options::read_ca_file;
+use llama_stack_resolver::parse_image_overrides;
+use llama_stack_resolver::read_ca_file;
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use time::OffsetDateTime;
 

@@ -46,7 +46,7 @@ fn absorb(material: &mut Vec<u8>, parts: [&[u8]; 3]) {
 
 /// The first 16 hex digits of the SHA-256 of `material`: what a Pod template annotation carries.
 fn short_hash(material: &[u8]) -> String {
-    let full = llama_stack_resolver::digest::sha256_hex(material);
+    let full = llama_stack_resolver::sha256_hex(material);
     full.chars().take(16).collect()
 }
 

@@ -17,8 +17,8 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use llama_stack_resolver::keyring::{CredentialSource, Keyring};
-use llama_stack_resolver::pull_secret::add_pull_secret;
+use llama_stack_resolver::add_pull_secret;
+use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError};
 
 use super::context::Context;

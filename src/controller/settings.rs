@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use llama_stack_resolver::catalog::Catalog;
+use llama_stack_resolver::Catalog;
 use llama_stack_resolver::{Resolver, ResolverOptions};
 use tokio::sync::mpsc;
 

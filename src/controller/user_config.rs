@@ -138,7 +138,7 @@ fn content_hash(cm: &ConfigMap) -> String {
         part(b'K', key.as_bytes());
         part(b'B', &value.0);
     }
-    llama_stack_resolver::digest::sha256_hex(&bytes)
+    llama_stack_resolver::sha256_hex(&bytes)
 }
 
 #[cfg(test)]

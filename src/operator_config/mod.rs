@@ -13,8 +13,8 @@ pub(crate) mod stream;
 
 use std::collections::BTreeMap;
 
-use llama_stack_resolver::catalog::parse_image_overrides;
-use llama_stack_resolver::mirror::MirrorRule;
+use llama_stack_resolver::MirrorRule;
+use llama_stack_resolver::parse_image_overrides;
 use llama_stack_resolver::signature::policy::{
     Mode, RuleSpec, build_policy, parse_policy, secret_names,
 };
@@ -251,8 +251,7 @@ mod tests {
             problems[0].contains("every image is refused"),
             "{problems:?}"
         );
-        let image =
-            llama_stack_resolver::image_ref::ImageRef::parse("quay.io/any/image:1").unwrap();
+        let image = llama_stack_resolver::ImageRef::parse("quay.io/any/image:1").unwrap();
         let (_, rule) = options
             .signatures
             .rule_for(

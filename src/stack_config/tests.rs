@@ -85,10 +85,7 @@ fn us1_vllm_endpoint_and_key_go_to_base_url_and_api_token() {
 fn us1_distribution_only_is_the_base_config_byte_for_byte() {
     let g = run(json!({}));
     assert_eq!(g.yaml, STARTER);
-    assert_eq!(
-        g.hash,
-        llama_stack_resolver::digest::sha256_hex(STARTER.as_bytes())
-    );
+    assert_eq!(g.hash, llama_stack_resolver::sha256_hex(STARTER.as_bytes()));
     assert!(g.env.is_empty() && g.warnings.is_empty());
 }
 
@@ -488,7 +485,7 @@ fn no_two_fields_share_a_secrets_variable() {
 /// generated, and the server is told it may serve plain HTTP (from 1.2 it refuses to start
 /// otherwise, measured: `TLS required: ...`, exit 1).
 mod ogx_line {
-    use llama_stack_resolver::embedded::embedded_base_config;
+    use llama_stack_resolver::embedded_base_config;
 
     use super::*;
     use crate::stack_config::generate;

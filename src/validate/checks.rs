@@ -9,7 +9,7 @@ use crate::api::polymorphic::json_kind;
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
 use crate::naming::{CONFIG_DIR, SERVICE_SUFFIX, mount_path};
 use crate::stack_config::{FieldError, GenerateError, ProviderTable, generate, generate_from_yaml};
-use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::embedded_base_config;
 use llama_stack_resolver::server_line::ServerLine;
 use llama_stack_resolver::{Catalog, LookupError};
 

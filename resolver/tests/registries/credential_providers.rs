@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use libtest_mimic::Failed;
+use llama_stack_resolver::Keyring;
 use llama_stack_resolver::credential_provider::CredentialProviders;
-use llama_stack_resolver::keyring::Keyring;
 use llama_stack_resolver::{Distribution, ResolverOptions};
 
 use super::support::credential_plugin;

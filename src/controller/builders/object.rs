@@ -102,7 +102,7 @@ where
 {
     let canonical =
         serde_json::to_string(object).map_err(|source| BuildError::Invalid { kind, source })?;
-    let hash = llama_stack_resolver::digest::sha256_hex(canonical.as_bytes());
+    let hash = llama_stack_resolver::sha256_hex(canonical.as_bytes());
     object
         .meta_mut()
         .annotations

@@ -316,7 +316,7 @@ fn tls_and_ca_bundle_change_the_pod() {
     let volumes = pod["spec"]["volumes"].as_array().unwrap();
     assert!(volumes.contains(&json!({"name": "tls", "secret": {"secretName": "srv"}})));
     // Named by content: another bundle is another object, so a revision keeps its own.
-    let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
+    let hash = llama_stack_resolver::sha256_hex(pem.as_bytes());
     let name = format!("s-ca-bundle-{}", &hash[7..15]);
     assert!(volumes.contains(&json!({"name": "ca-bundle", "configMap": {"name": name}})));
     assert!(pod["metadata"]["annotations"][CA_BUNDLE_HASH].is_string());

@@ -100,7 +100,7 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
         annotations.insert(SECRETS_HASH.to_owned(), hash.to_owned());
     }
     if let Some(pem) = inputs.ca_bundle {
-        let hash = llama_stack_resolver::digest::sha256_hex(pem.as_bytes());
+        let hash = llama_stack_resolver::sha256_hex(pem.as_bytes());
         annotations.insert(CA_BUNDLE_HASH.to_owned(), hash);
     }
     let mut pod_labels = common_labels(stack);

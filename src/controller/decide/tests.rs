@@ -8,7 +8,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::embedded_base_config;
 use llama_stack_resolver::{Resolution, ResolveError};
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use llama_stack_resolver::embedded::embedded_base_config;
+use llama_stack_resolver::embedded_base_config;
 use llama_stack_resolver::server_line::ServerRelease;
 use serde_json::{Value, json};
 

@@ -324,7 +324,7 @@ pub fn generate_merging(
         serde_saphyr::to_string(&Value::Object(config))
             .map_err(|e| GenerateError::BaseConfig(e.to_string()))?
     };
-    let hash = llama_stack_resolver::digest::sha256_hex(yaml.as_bytes());
+    let hash = llama_stack_resolver::sha256_hex(yaml.as_bytes());
     Ok(GeneratedConfig {
         yaml,
         hash,
