@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use llama_stack_resolver::embedded_base_config;
-use llama_stack_resolver::{Catalog, LookupError, Resolution, ResolveError};
+use llama_stack_resolver::{Catalog, Distribution, LookupError, Resolution, ResolveError};
 use serde_json::Value;
 
 use super::overrides::{OverridesError, catalog_with_overrides};
@@ -28,7 +28,7 @@ use crate::controller::door::Door;
 use crate::controller::gather::{Observed, Reach};
 use crate::controller::plan::Planned;
 use crate::controller::server_run;
-use crate::controller::stack::{Invalid, Stack};
+use crate::controller::stack::{ConfigRole, Invalid, Stack, UserConfigMap};
 use crate::stack_config::parse_base;
 use crate::validate::documents::{ReadError, read_inputs};
 use crate::validate::{SetupError, Validator, Verdict};
@@ -169,21 +169,30 @@ fn observed_offline(
     config_maps: &BTreeMap<String, ConfigMap>,
 ) -> Result<Observed, RenderError> {
     let file = args.base_config.as_ref().map(read).transpose()?;
-    let user_config = if let Some(over) = &stack.spec.override_config {
-        let name = &over.config_map_name;
-        let found = config_maps.get(name).cloned();
-        if found.is_none() {
-            eprintln!(
-                "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
-            );
+    let named = stack.user_config_map;
+    let user_config = match named {
+        None => None,
+        Some(UserConfigMap {
+            role: ConfigRole::Whole,
+            name,
+            ..
+        }) => {
+            let found = config_maps.get(name).cloned();
+            if found.is_none() {
+                eprintln!(
+                    "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
+                );
+            }
+            found
         }
-        found
-    } else if let Some(base) = &stack.spec.base_config {
-        let name = &base.config_map_name;
-        match (&file, config_maps.get(name)) {
+        Some(UserConfigMap {
+            role: ConfigRole::Base,
+            name,
+            key,
+        }) => match (&file, config_maps.get(name)) {
             (Some(text), _) => Some(ConfigMap {
                 data: Some(BTreeMap::from([(
-                    base.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
+                    key.unwrap_or("config.yaml").to_owned(),
                     text.clone(),
                 )])),
                 ..ConfigMap::default()
@@ -194,19 +203,16 @@ fn observed_offline(
                     "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
                 )));
             }
-        }
-    } else {
-        None
+        },
     };
     // The image's own labels: the file stands for them unless it stands for `baseConfig`.
-    let labelled = match (file, &stack.spec.base_config) {
-        (Some(text), None) => Some(Arc::new(parse_base(&text)?)),
-        _ => match &stack.spec.distribution.name {
-            Some(name) => embedded_base_config(name)
-                .transpose()
-                .map_err(|e| RenderError::NoBase(e.to_string()))?,
-            None => None,
-        },
+    let base_named = named.is_some_and(|n| n.role == ConfigRole::Base);
+    let labelled = match (file, &stack.distribution) {
+        (Some(text), _) if !base_named => Some(Arc::new(parse_base(&text)?)),
+        (_, Distribution::Name(name)) => embedded_base_config(name)
+            .transpose()
+            .map_err(|e| RenderError::NoBase(e.to_string()))?,
+        (_, Distribution::Image(_)) => None,
     };
     let resolution = match labelled {
         Some(config) => Ok(Resolution {

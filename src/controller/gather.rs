@@ -105,12 +105,9 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
     };
     // The user's ConfigMap: the whole config (overrideConfig), or the base (baseConfig); the
     // schema allows one of them.
-    let named = (stack.spec.override_config.as_ref())
-        .map(|o| (&o.config_map_name, "overrideConfig"))
-        .or_else(|| (stack.spec.base_config.as_ref()).map(|b| (&b.config_map_name, "baseConfig")));
-    let user_config = match named {
-        Some((name, field)) => {
-            let ns = stack.namespace;
+    let user_config = match stack.user_config_map {
+        Some(named) => {
+            let (ns, name, field) = (stack.namespace, named.name, named.role.field());
             let action = format!("read ConfigMap {ns}/{name} ({field})");
             config_map(ctx, ns, name, action)
                 .await
@@ -264,13 +261,8 @@ async fn derived_secret(
     ctx: &Context,
     secrets: &BTreeMap<String, Option<Secret>>,
 ) -> Result<Option<ObjectMeta>, ApiError> {
-    let splits_a_url = stack
-        .spec
-        .storage
-        .as_ref()
-        .and_then(|s| s.sql.as_ref())
-        .is_some_and(|sql| sql.connection_string.is_some());
-    let Some(check) = splits_a_url
+    let Some(check) = stack
+        .splits_connection_string
         .then(|| dereference::secrets(stack, secrets).ok())
         .flatten()
     else {

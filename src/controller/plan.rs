@@ -12,10 +12,10 @@ use super::conditions::Blocked;
 use super::gather::{Observed, Reach};
 use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
-use super::stack::Stack;
+use super::stack::{ConfigRole, Stack, UserConfigMap};
 use super::user_config::user_config;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::v1alpha2::{BaseConfigSpec, ConfigSource, OverrideConfigSpec};
+use crate::api::v1alpha2::ConfigSource;
 use crate::stack_config::GenerateError;
 use crate::stack_config::parse_base;
 
@@ -128,7 +128,12 @@ pub(super) fn plan(
     );
     warnings.extend(pin::superseded_warning(&pin));
     warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
-    let planned = match &stack.spec.override_config {
+    let user_config_map = stack.user_config_map;
+    let (whole, base) = match user_config_map {
+        Some(named) if named.role == ConfigRole::Whole => (Some(named), None),
+        named => (None, named),
+    };
+    let planned = match whole {
         Some(over) => {
             // The user's config needs no base config: the image is only pinned, labels optional.
             let (image, server, stale) = match resolved {
@@ -148,7 +153,7 @@ pub(super) fn plan(
         None => match resolved {
             Ok(resolution) => {
                 pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
-                match &stack.spec.base_config {
+                match base {
                     Some(base) => {
                         let stale = resolution.stale.as_ref().map(ToString::to_string);
                         let image = (resolution.image.clone(), resolution.config.server);
@@ -157,7 +162,7 @@ pub(super) fn plan(
                     None => generate_from(stack, resolution)?,
                 }
             }
-            Err(e) => match (e.pinned_without_config(), &stack.spec.base_config) {
+            Err(e) => match (e.pinned_without_config(), base) {
                 // An image without config labels: the user's base config is all it needs.
                 (Some(pinned), Some(base)) => {
                     let image = (pinned.to_owned(), None);
@@ -311,11 +316,11 @@ fn generate_from(
 fn generate_on_config_map(
     stack: &Stack<'_>,
     observed: &Observed,
-    base: &BaseConfigSpec,
+    base: UserConfigMap<'_>,
     (image, told): (String, Option<ServerRelease>),
     stale: Option<String>,
 ) -> Result<Planned, Failure> {
-    let (ns, name) = (stack.namespace, &base.config_map_name);
+    let (ns, name) = (stack.namespace, base.name);
     let fail = |reason: Reason, message: String| Failure {
         reason,
         message,
@@ -327,7 +332,7 @@ fn generate_on_config_map(
             format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.baseConfig.configMapName"),
         )
     })?;
-    let user = user_config(cm, base.key.as_deref()).map_err(|e| {
+    let user = user_config(cm, base.key).map_err(|e| {
         fail(
             Reason::ConfigGenerationFailed,
             e.message(name, "spec.baseConfig"),
@@ -370,26 +375,22 @@ fn generate_on_config_map(
 fn override_config(
     stack: &Stack<'_>,
     observed: &Observed,
-    over: &OverrideConfigSpec,
+    over: UserConfigMap<'_>,
     image: String,
     server: ServerRelease,
     stale: Option<String>,
 ) -> Result<Planned, Failure> {
     let ns = stack.namespace;
-    let name = &over.config_map_name;
+    let name = over.name;
     let fail = |message: String| Failure {
         reason: Reason::ConfigGenerationFailed,
         message,
         image: Some(image.clone()),
     };
     let run = match (&observed.user_config, observed.reach) {
-        (Some(cm), _) => {
-            server_run::from_user_config(name, over.key.as_deref(), cm, server).map_err(fail)?
-        }
+        (Some(cm), _) => server_run::from_user_config(name, over.key, cm, server).map_err(fail)?,
         // Offline, without the ConfigMap: mounted whole all the same, its config unknown.
-        (None, Reach::Manifests) => {
-            server_run::unread_user_config(name, over.key.as_deref(), server)
-        }
+        (None, Reach::Manifests) => server_run::unread_user_config(name, over.key, server),
         (None, Reach::Cluster) => {
             return Err(fail(format!(
                 "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName"
@@ -420,5 +421,6 @@ fn check_external_providers(
     if operator.image.is_none() {
         return Err(fail("spec.externalProviders: the operator does not know its own image, which runs the provider install steps; set OPERATOR_IMAGE (or --operator-image) on the operator Deployment".to_owned()));
     }
-    crate::external::ids::check_ids(stack.spec).map_err(fail)
+    crate::external::ids::check_provider_ids(&stack.external_providers, &stack.inline_provider_ids)
+        .map_err(fail)
 }

@@ -65,7 +65,7 @@ pub fn unread_user_config(name: &str, key: Option<&str>, server: ServerRelease) 
 pub fn from_base(stack: &Stack<'_>, base: &Arc<BaseConfig>) -> Result<ServerRun, GenerateError> {
     let base = stack.base_for_server(base);
     let generated = generate_merging(
-        stack.spec,
+        stack.generator_input,
         &base,
         ProviderTable::for_server(base.server.as_ref()),
         stack.door.models(),
@@ -94,7 +94,7 @@ pub fn image_own(stack: &Stack<'_>, server: ServerRelease) -> Result<ServerRun, 
 /// The first field of the spec that only a generated config can carry: with it, an image
 /// without a base config cannot run its own config instead.
 pub fn generation_asked(stack: &Stack<'_>) -> Option<&'static str> {
-    let spec = &stack.spec;
+    let spec = stack.generator_input;
     let tls = spec
         .networking
         .as_ref()

@@ -4,9 +4,10 @@
 //! and what earlier reconciles recorded in the status is read here too ([`Recorded`]): only the
 //! report, which writes the status, reads the resource again.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use llama_stack_resolver::Distribution;
 use llama_stack_resolver::base_config::BaseConfig;
 use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
@@ -56,8 +57,19 @@ pub struct Stack<'a> {
     /// The controller owner reference of every owned object (none for an object not yet
     /// stored, e.g. in `render`).
     pub owner: Option<OwnerReference>,
-    /// The spec as written (the config generator reads it whole).
-    pub spec: &'a LlamaStackDistributionSpec,
+    /// The spec as written, for the config generator alone: its input is the v1alpha2 spec, the
+    /// hub every API maps into (admission's dry-run generation reads the same). Every other step
+    /// reads the fields of this view.
+    pub generator_input: &'a LlamaStackDistributionSpec,
+    /// The user's ConfigMap the config comes from, if the spec names one.
+    pub user_config_map: Option<UserConfigMap<'a>>,
+    /// The ids of the inline providers (`spec.providers`), with the API section of each.
+    pub inline_provider_ids: Vec<(&'static str, String)>,
+    /// Whether `storage.sql.connectionString` names a Secret, whose URL the server reads split
+    /// into parts (the `<name>-derived` Secret).
+    pub splits_connection_string: bool,
+    /// `metadata.annotations` (what an `OGXServer` asks to take over is read from them).
+    pub annotations: Option<&'a BTreeMap<String, String>>,
     /// What the resolver is asked for.
     pub distribution: Distribution,
     /// `spec.distribution.imageConfig`: which of the image's configs to start from (else the
@@ -101,6 +113,38 @@ pub struct Recorded<'a> {
     pub resolved: Option<&'a ResolvedDistributionStatus>,
     /// The last Ready revision, and the one rejected.
     pub rollback: Option<&'a RollbackStatus>,
+    /// The conditions last reported.
+    pub conditions: &'a [Condition],
+}
+
+/// The user's ConfigMap a stack's config comes from (the schema allows one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserConfigMap<'a> {
+    /// What the ConfigMap holds.
+    pub role: ConfigRole,
+    /// Its name, in the stack's namespace.
+    pub name: &'a str,
+    /// The key named, if one is (else `config.yaml`, `run.yaml` or the only key).
+    pub key: Option<&'a str>,
+}
+
+/// What the user's ConfigMap holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigRole {
+    /// `overrideConfig` (v1alpha1 `userConfig`): the whole config, run as is.
+    Whole,
+    /// `baseConfig`: the base a config is generated on, instead of the image's.
+    Base,
+}
+
+impl ConfigRole {
+    /// The field of the spec that names the ConfigMap.
+    pub fn field(self) -> &'static str {
+        match self {
+            Self::Whole => "overrideConfig",
+            Self::Base => "baseConfig",
+        }
+    }
 }
 
 impl<'a> Recorded<'a> {
@@ -155,7 +199,20 @@ impl<'a> Stack<'a> {
             name,
             namespace,
             owner: door.owner(resource),
-            spec,
+            generator_input: spec,
+            user_config_map: user_config_map(spec),
+            inline_provider_ids: spec
+                .providers
+                .as_ref()
+                .map(|p| p.all())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(section, provider)| (section, provider.config_id()))
+                .collect(),
+            splits_connection_string: (spec.storage.as_ref())
+                .and_then(|s| s.sql.as_ref())
+                .is_some_and(|sql| sql.connection_string.is_some()),
+            annotations: meta.annotations.as_ref(),
             distribution,
             image_config: spec.distribution.image_config.as_deref(),
             external_providers: spec
@@ -185,6 +242,11 @@ impl<'a> Stack<'a> {
                     .as_ref()
                     .and_then(|s| s.resolved_distribution.as_ref()),
                 rollback: resource.status.as_ref().and_then(|s| s.rollback.as_ref()),
+                conditions: resource
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_deref())
+                    .unwrap_or_default(),
             },
             door,
             adoption: Adopted::default(),
@@ -233,6 +295,22 @@ impl<'a> Stack<'a> {
     pub fn uid(&self) -> &'a str {
         self.resource.metadata.uid.as_deref().unwrap_or_default()
     }
+}
+
+/// `overrideConfig` or `baseConfig`, whichever the spec sets.
+fn user_config_map(spec: &LlamaStackDistributionSpec) -> Option<UserConfigMap<'_>> {
+    let whole = spec.override_config.as_ref().map(|o| UserConfigMap {
+        role: ConfigRole::Whole,
+        name: &o.config_map_name,
+        key: o.key.as_deref(),
+    });
+    whole.or_else(|| {
+        spec.base_config.as_ref().map(|b| UserConfigMap {
+            role: ConfigRole::Base,
+            name: &b.config_map_name,
+            key: b.key.as_deref(),
+        })
+    })
 }
 
 /// The release a `serverVersion` names (the schema admits only versions this parses).
@@ -381,6 +459,43 @@ mod tests {
             &declared.base_for_server(&told),
             &told
         ));
+    }
+
+    /// What the later steps read instead of the spec: the user's ConfigMap and its role, the
+    /// inline providers' ids, whether a connection string is split.
+    #[test]
+    fn the_view_names_what_the_steps_need_of_the_spec() {
+        let read = |spec: serde_json::Value| {
+            let cr = resource(json!({"name": "s", "namespace": "ns"}), spec);
+            let stack = Stack::read(&cr).unwrap();
+            (
+                stack
+                    .user_config_map
+                    .map(|m| (m.role, m.name.to_owned(), m.key.map(str::to_owned))),
+                stack.inline_provider_ids.clone(),
+                stack.splits_connection_string,
+            )
+        };
+        let (named, ids, splits) = read(json!({"distribution": {"name": "starter"}}));
+        assert_eq!((named, ids.len(), splits), (None, 0, false));
+        let (named, ..) = read(json!({"distribution": {"name": "starter"},
+            "overrideConfig": {"configMapName": "whole", "key": "run.yaml"}}));
+        assert_eq!(
+            named,
+            Some((
+                ConfigRole::Whole,
+                "whole".to_owned(),
+                Some("run.yaml".to_owned())
+            ))
+        );
+        let (named, ids, splits) = read(json!({"distribution": {"name": "starter"},
+            "baseConfig": {"configMapName": "base"},
+            "providers": {"inference": {"provider": "vllm", "id": "mine", "endpoint": "http://v:8000/v1"}},
+            "storage": {"sql": {"type": "postgres",
+                "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}}));
+        assert_eq!(named, Some((ConfigRole::Base, "base".to_owned(), None)));
+        assert_eq!(ids, vec![("inference", "mine".to_owned())]);
+        assert!(splits);
     }
 
     #[test]

@@ -271,12 +271,10 @@ impl Report {
     /// resolves, `image-overrides` applied).
     fn distributions(&mut self, stack: &Stack<'_>, catalog: &llama_stack_resolver::Catalog) {
         let known = self.status.distribution_config.take().unwrap_or_default();
-        let active = stack
-            .spec
-            .distribution
-            .name
-            .clone()
-            .unwrap_or_else(|| "custom".to_owned());
+        let active = match &stack.distribution {
+            llama_stack_resolver::Distribution::Name(name) => name.clone(),
+            llama_stack_resolver::Distribution::Image(_) => "custom".to_owned(),
+        };
         self.status.distribution_config = Some(DistributionConfig {
             active_distribution: Some(active),
             available_distributions: Some(catalog.available()),

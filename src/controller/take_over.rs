@@ -26,16 +26,11 @@ use crate::naming::{ingress_name, labels, pvc_name, service_name};
 
 /// Takes over what the stack's annotations ask for, as far as it can now, and says how far.
 pub(super) async fn take_over(stack: &Stack<'_>, ctx: &Context) -> Result<Adopted, ApiError> {
-    let previous = stack
-        .resource
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
+    let previous = stack.recorded.conditions;
     let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.owner.as_ref()) else {
         return Ok(Adopted::default());
     };
-    let annotations = stack.resource.metadata.annotations.as_ref();
+    let annotations = stack.annotations;
     let mut adopted = Adopted::default();
     let requests = match requests(stack.name, annotations) {
         Ok(requests) => {

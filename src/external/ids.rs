@@ -1,6 +1,7 @@
 //! Provider ids of external providers, checked before anything runs: in admission and in the
 //! controller's plan, with the same words. Pure.
 
+use crate::api::common::ExternalProviderRef;
 use crate::api::v1alpha2::LlamaStackDistributionSpec;
 
 /// The warnings for external providers that replace an inline provider of their own API; an
@@ -13,8 +14,23 @@ pub fn check_ids(spec: &LlamaStackDistributionSpec) -> Result<Vec<String>, Strin
         .as_ref()
         .map(|e| e.ordered())
         .unwrap_or_default();
+    let inline: Vec<(&str, String)> = (spec.providers.as_ref())
+        .map(|p| p.all())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(section, provider)| (section, provider.config_id()))
+        .collect();
+    check_provider_ids(&external, &inline)
+}
+
+/// [`check_ids`] on the external providers in CRD order and the inline providers' ids, each with
+/// its API section.
+pub fn check_provider_ids(
+    external: &[(&'static str, &ExternalProviderRef)],
+    inline: &[(&'static str, String)],
+) -> Result<Vec<String>, String> {
     let mut seen: Vec<(&str, &str, &str)> = Vec::new();
-    for (section, provider) in &external {
+    for (section, provider) in external {
         if let Some((other_section, _, other_image)) =
             seen.iter().find(|(_, id, _)| *id == provider.provider_id)
         {
@@ -25,12 +41,9 @@ pub fn check_ids(spec: &LlamaStackDistributionSpec) -> Result<Vec<String>, Strin
         }
         seen.push((section, &provider.provider_id, &provider.image));
     }
-    let inline = spec.providers.as_ref().map(|p| p.all()).unwrap_or_default();
     let mut warnings = Vec::new();
-    for (section, provider) in &external {
-        let Some((inline_section, _)) = inline
-            .iter()
-            .find(|(_, p)| p.config_id() == provider.provider_id)
+    for (section, provider) in external {
+        let Some((inline_section, _)) = inline.iter().find(|(_, id)| *id == provider.provider_id)
         else {
             continue;
         };
