@@ -233,7 +233,7 @@ fn spec_warnings(stack: &Stack<'_>, operator: &Operator<'_>) -> Result<Vec<Strin
 /// Why an image without a base config cannot run what the spec asks for, and the ways out.
 fn base_config_required(image: &str, field: &str) -> String {
     format!(
-        "image {image} has no io.llamastack.config labels and the operator has no embedded config for it, so there is no base config to generate from, and {field} asks for a generated config. Fix: remove {field} to run the image's own config, use an image labelled with its config (docs/configuration.md), or give the whole config in overrideConfig.configMapName"
+        "image {image} has no config labels (com.ogx.config.* or io.llamastack.config.*) and the operator has no embedded config for it, so there is no base config to generate from, and {field} asks for a generated config. Fix: remove {field} to run the image's own config, use an image labelled with its config (docs/configuration.md), or give the whole config in overrideConfig.configMapName"
     )
 }
 

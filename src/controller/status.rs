@@ -192,7 +192,7 @@ impl Report {
             ServerConfig::Image => (
                 Reason::ImageOwnConfig,
                 format!(
-                    "Running the config of image {} with its own entrypoint: the image has no io.llamastack.config labels, the operator no embedded config for it, and the resource asks for nothing to generate",
+                    "Running the config of image {} with its own entrypoint: the image has no config labels (com.ogx.config.* or io.llamastack.config.*), the operator no embedded config for it, and the resource asks for nothing to generate",
                     planned.image
                 ),
             ),

@@ -186,7 +186,7 @@ fn what_blocks_a_stack_and_what_it_says() {
                 o.resolution = Some(Err(Arc::new(error)));
             }),
             (generated, Reason::BaseConfigRequired),
-            "spec.disabled asks for a generated config",
+            "no config labels (com.ogx.config.* or io.llamastack.config.*) and the operator has no embedded config for it, so there is no base config to generate from, and spec.disabled asks for a generated config",
         ),
         row(
             "baseConfig names a ConfigMap that does not exist",
