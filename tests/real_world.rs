@@ -10,6 +10,10 @@
 //! pinned, the user's ConfigMap mounted whole, the user's command, env, volumes, mounts, port,
 //! replicas, budget and storage all in the Deployment) and become Ready; or, where the upstream
 //! operator could not run it either, be refused or blocked for the same reason.
+//!
+//! Each stack that runs is also rendered offline (`render`, which shares the controller's
+//! decision): its Deployment and generated ConfigMap as applied must hold everything render
+//! printed, the image (the mirror's pin in the cluster) aside.
 
 #![allow(
     clippy::unwrap_used,
@@ -174,12 +178,18 @@ fn mirror_prefix(mirror: &str, registry: &str) -> String {
 }
 
 /// Whether every field of `want` is in `have` with the same value (what the API server adds,
-/// defaults, may be there too).
+/// defaults, may be there too; an empty map or list it drops).
 fn subset(want: &Value, have: &Value) -> bool {
+    let dropped = |v: &Value| {
+        v.is_null()
+            || v.as_object().is_some_and(|o| o.is_empty())
+            || v.as_array().is_some_and(|a| a.is_empty())
+    };
     match (want, have) {
-        (Value::Object(w), Value::Object(h)) => w
-            .iter()
-            .all(|(k, v)| v.is_null() || h.get(k).is_some_and(|hv| subset(v, hv))),
+        (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, v)| match h.get(k) {
+            Some(hv) => v.is_null() || subset(v, hv),
+            None => dropped(v),
+        }),
         (Value::Array(w), Value::Array(h)) => {
             w.len() == h.len() && w.iter().zip(h).all(|(a, b)| subset(a, b))
         }
@@ -192,6 +202,25 @@ fn subset(want: &Value, have: &Value) -> bool {
         }
         _ => want == have,
     }
+}
+
+/// Where `want` is first not a [`subset`] of `have`: the path, with both values there.
+fn first_difference(want: &Value, have: &Value, path: &str) -> Option<String> {
+    if subset(want, have) {
+        return None;
+    }
+    let deeper = match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w.iter().find_map(|(k, v)| {
+            first_difference(v, h.get(k).unwrap_or(&Value::Null), &format!("{path}.{k}"))
+        }),
+        (Value::Array(w), Value::Array(h)) if w.len() == h.len() => w
+            .iter()
+            .zip(h)
+            .enumerate()
+            .find_map(|(i, (a, b))| first_difference(a, b, &format!("{path}[{i}]"))),
+        _ => None,
+    };
+    deeper.or_else(|| Some(format!("{path}: {want} vs {have}")))
 }
 
 /// A resource quantity's value in thousandths of its unit (`500m` → 500, `1Gi` → 2^30 × 1000).
@@ -238,6 +267,8 @@ struct Suite {
     _operator: support::operator::OperatorProcess,
     /// Image as written (normalised) → its mirror's copy, pinned (`<repository>@sha256:…`).
     mirrored: BTreeMap<String, String>,
+    /// The operator ConfigMap's `image-overrides`, as a file for `render --overrides`.
+    overrides: PathBuf,
     _work: tempfile::TempDir,
 }
 
@@ -332,6 +363,8 @@ fn start(fixtures: &[(String, Vec<Value>)]) -> Suite {
             "rules": [{"apiGroups": ["llamastack.io"], "apiVersions": ["v1alpha1", "v1alpha2"],
                 "operations": ["CREATE", "UPDATE"], "resources": ["llamastackdistributions"]}]}]});
     kubectl(&plane, &["apply", "-f", "-"], Some(&admission.to_string())).expect("admission");
+    let overrides = work.path().join("image-overrides.yaml");
+    std::fs::write(&overrides, format!("rh-dev: {RH_DEV_IMAGE}\n")).unwrap();
     Suite {
         plane,
         rt,
@@ -339,6 +372,7 @@ fn start(fixtures: &[(String, Vec<Value>)]) -> Suite {
         _registries: registries,
         _operator: operator,
         mirrored,
+        overrides,
         _work: work,
     }
 }
@@ -589,6 +623,80 @@ fn unfaithful(suite: &Suite, ns: &str, llsd: &Value) -> Vec<String> {
     problems
 }
 
+/// What `render` prints for a fixture (`text`, as applied), offline, with the suite's
+/// `image-overrides` (`overrides`): every object, as JSON.
+fn render_offline(text: &str, overrides: &Path) -> Result<Vec<Value>, String> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llama-stack-operator"))
+        .args(["render", "-f", "-", "--overrides"])
+        .arg(overrides)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(documents(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Where what `render` showed for stack `name` (`rendered`: the fixture's render) differs from
+/// what the operator applied in `ns`: its Deployment and generated ConfigMap, as applied, must
+/// hold everything render printed. Render and the controller share one decision; what only the
+/// cluster knows is set aside: the image (render shows the catalog's or the manifest's
+/// reference, the cluster runs the mirror's pin) and so the desired hash, which covers it.
+fn render_differs(suite: &Suite, ns: &str, name: &str, rendered: &[Value]) -> Vec<String> {
+    let deployment = suite.json(&["get", "deployment", name, "-n", ns]);
+    let Some(mut shown) = rendered
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == name)
+        .cloned()
+    else {
+        return vec![format!("render printed no Deployment {name}")];
+    };
+    let running = deployment["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    let offline = shown["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    let text = shown
+        .to_string()
+        .replace(&offline.to_string(), &running.to_string());
+    shown = serde_json::from_str(&text).expect("JSON");
+    if let Some(annotations) = shown["metadata"]["annotations"].as_object_mut() {
+        annotations.remove("llamastack.io/desired-hash");
+    }
+    let mut problems = Vec::new();
+    if let Some(difference) = first_difference(&shown["spec"], &deployment["spec"], "spec") {
+        problems.push(format!(
+            "render's Deployment differs from the applied one at {difference}"
+        ));
+    }
+    let config_map = shown["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["configMap"]["name"].as_str())
+        .find(|n| n.starts_with(&format!("{name}-config-")));
+    if let Some(config_map) = config_map {
+        let shown = rendered
+            .iter()
+            .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == config_map);
+        let applied = suite.json(&["get", "configmap", config_map, "-n", ns]);
+        if shown.is_none_or(|cm| cm["data"] != applied["data"]) {
+            problems.push(format!(
+                "render's ConfigMap {config_map} is not the applied one"
+            ));
+        }
+    }
+    problems
+}
+
 /// The reason of the first False condition among the config and its inputs.
 fn blocked_reason(status: &Value) -> Option<String> {
     status["conditions"]
@@ -641,6 +749,11 @@ fn real_manifests_deploy_as_the_upstream_operator_deployed_them() {
             &["apply", "--server-side", "-n", &ns, "-f", "-"],
             Some(&text),
         );
+        // Offline, what the operator would apply, for the fixtures whose stacks run.
+        let rendered = match expect {
+            Expect::Ready => render_offline(&text, &suite.overrides),
+            _ => Ok(Vec::new()),
+        };
         match expect {
             Expect::Refused(needles) => {
                 if applied || !needles.iter().all(|needle| stderr.contains(needle)) {
@@ -654,7 +767,7 @@ fn real_manifests_deploy_as_the_upstream_operator_deployed_them() {
                     .iter()
                     .find(|(f, n, _)| f == file && *n == name)
                     .map_or(*expect, |(_, _, reason)| Expect::Blocked(reason));
-                (file.clone(), ns.clone(), l, expect)
+                (file.clone(), ns.clone(), l, expect, rendered.clone())
             })),
         }
     }
@@ -663,7 +776,7 @@ fn real_manifests_deploy_as_the_upstream_operator_deployed_them() {
     let mut pending = admitted;
     while !pending.is_empty() {
         let mut still = Vec::new();
-        for (file, ns, llsd, expect) in pending {
+        for (file, ns, llsd, expect, rendered) in pending {
             let name = llsd["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
@@ -671,7 +784,13 @@ fn real_manifests_deploy_as_the_upstream_operator_deployed_them() {
             let status = suite.json(&["get", "llsd", &name, "-n", &ns])["status"].clone();
             let done = match expect {
                 Expect::Ready if status["phase"] == "Ready" => {
-                    let problems = unfaithful(&suite, &ns, &llsd);
+                    let mut problems = unfaithful(&suite, &ns, &llsd);
+                    match &rendered {
+                        Ok(rendered) => {
+                            problems.extend(render_differs(&suite, &ns, &name, rendered))
+                        }
+                        Err(refused) => problems.push(format!("render refused it: {refused}")),
+                    }
                     if !problems.is_empty() {
                         failures.push(format!("{file} {name}: {}", problems.join("; ")));
                     }
@@ -697,7 +816,7 @@ fn real_manifests_deploy_as_the_upstream_operator_deployed_them() {
                     "{file} {name}: not {expect:?} after {CONVERGE:?}: {status}"
                 ));
             } else {
-                still.push((file, ns, llsd, expect));
+                still.push((file, ns, llsd, expect, rendered));
             }
         }
         pending = still;
