@@ -154,3 +154,50 @@ fn the_status_has_every_field_its_users_read() {
     let columns = |crd: &Value| crd["spec"]["versions"][0]["additionalPrinterColumns"].clone();
     assert_eq!(columns(&ours), columns(&theirs));
 }
+
+/// An `OGXServer` whose status the OGX operator wrote (a cluster moving from it) decodes, so the
+/// watch keeps every server: the status as Go's `encoding/json` writes the OGX operator's
+/// `OGXServerStatus` (api/v1beta1/ogxserver_types.go at 1784464): struct fields without
+/// `omitempty` effect always present, an unset `metav1.Time` as `null`, a provider's `config`
+/// as `null` and its health `message` empty; then the zero status it starts with.
+#[test]
+fn a_status_the_ogx_operator_wrote_decodes() {
+    let object = |status: Value| {
+        serde_json::json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"distribution": {"name": "starter"}}, "status": status})
+    };
+    let written = serde_json::json!({
+        "phase": "Ready",
+        "version": {"operatorVersion": "v0.1.0", "serverVersion": "1.3.0",
+            "lastUpdated": "2026-11-01T10:00:00Z"},
+        "distributionConfig": {"activeDistribution": "starter",
+            "providers": [{"api": "inference", "provider_id": "vllm",
+                "provider_type": "remote::vllm", "config": null,
+                "health": {"status": "OK", "message": ""}}],
+            "availableDistributions": {"starter": "docker.io/ogxai/distribution-starter:latest"}},
+        "resolvedDistribution": {"image": "docker.io/ogxai/distribution-starter:latest",
+            "configSource": "distribution-default", "configHash": "4f0c"},
+        "configGeneration": {"configMapName": "s-config-4f0c", "generatedAt": null,
+            "providerCount": 3, "resourceCount": 1, "configVersion": 2},
+        "conditions": [{"type": "ConfigGenerated", "status": "True",
+            "reason": "ConfigGenerationSucceeded", "message": "",
+            "lastTransitionTime": "2026-11-01T10:00:00Z", "observedGeneration": 1}],
+        "availableReplicas": 1,
+        "serviceURL": "http://s-service.ns.svc.cluster.local:8321"
+    });
+    let server: super::OGXServer = serde_json::from_value(object(written)).unwrap();
+    let status = server.status.unwrap();
+    assert_eq!(status.phase, Some(super::Phase::Ready));
+    assert_eq!(
+        status
+            .resolved_distribution
+            .unwrap()
+            .config_source
+            .as_deref(),
+        Some("distribution-default")
+    );
+    let zero = serde_json::json!({"version": {"lastUpdated": null}, "distributionConfig": {}});
+    let server: super::OGXServer = serde_json::from_value(object(zero)).unwrap();
+    assert!(server.status.unwrap().phase.is_none());
+}
