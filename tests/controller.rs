@@ -1049,7 +1049,7 @@ fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_op
     use llama_stack_operator::controller::builders::{
         prometheus_rule_resource, service_monitor_resource,
     };
-    use llama_stack_operator::controller::{reconcile_ogx, served_apis};
+    use llama_stack_operator::controller::{follow_served_apis, reconcile_ogx, served_apis};
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
@@ -1075,20 +1075,33 @@ fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_op
         let service_ports = ports(services.get("ogxserver-monitoring-defaults-service").await.unwrap());
         assert!(service_ports.as_array().unwrap().iter().any(|p| p["name"] == "metrics" && p["port"] == 9464), "{service_ports:#}");
 
+        // The operator reads discovery again while it runs (every minute; here every 200 ms), so
+        // the Prometheus Operator installed after it is used without a restart. An Established
+        // CRD's group reaches discovery a moment later: the follower keeps looking.
+        let known = served_apis(&client).await;
+        let (found, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        let follower = tokio::spawn({
+            let client = client.clone();
+            async move {
+                follow_served_apis(&client, known, Duration::from_millis(200), |now| {
+                    let _ = found.send(now);
+                })
+                .await;
+            }
+        });
         for crd in ["servicemonitors", "prometheusrules"] {
             let path = support::workspace_root().join(format!("tests/fixtures/prometheus-operator/monitoring.coreos.com_{crd}.yaml"));
             let crd = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
             support::control_plane::install_crd(&client, &crd).await.unwrap();
         }
-        // An Established CRD's group reaches discovery a moment later (a flake seen once, 2026-11-27).
-        let mut served = served_apis(&client).await;
-        for _ in 0..150 {
-            if served.monitoring {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            served = served_apis(&client).await;
+        let mut served = known;
+        while !served.monitoring {
+            served = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+                .await
+                .expect("the follower sees the monitoring APIs within 30 s")
+                .unwrap();
         }
+        follower.abort();
         assert!(served.monitoring && served.ogx_servers && !served.routes, "{served:?}");
         f.ctx.learn(&served);
         for name in ["ogxserver-monitoring-defaults", "ogxserver-monitoring-custom-port", "ogxserver-monitoring-disabled"] {

@@ -51,7 +51,7 @@ mod write;
 
 pub use builders::BuildError;
 pub use context::{Context, DEFAULT_CONCURRENCY};
-pub use discovery::{ServedApis, served_apis};
+pub use discovery::{ServedApis, follow as follow_served_apis, served_apis};
 pub use error::{ApiError, Error};
 pub use reconcile::{reconcile, reconcile_ogx, reconcile_stack};
 pub use watches::{run, run_in};

@@ -52,7 +52,7 @@ pub async fn run(ctx: Arc<Context>) {
 pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     // However this ends, the stopped watches no longer count for the operator's health.
     let _forget = ForgetWatches(ctx.metrics.watches());
-    // What the cluster serves, read once at start: Routes, monitoring, OGXServers.
+    // What the cluster serves, read at start (Routes, monitoring, OGXServers), then followed.
     let served = super::discovery::served_apis(&ctx.client).await;
     ctx.learn(&served);
     let ogx = served.ogx_servers;
@@ -78,6 +78,7 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
         });
         controllers.push(run_scope(ctx.clone(), scope, triggered, ogx_triggered));
     }
+    let rediscovered = triggers.clone();
     // Followed for as long as the controllers run, and dropped with them (never detached).
     let follow = async {
         match settings {
@@ -85,9 +86,44 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
             None => std::future::pending().await,
         }
     };
+    let rediscover = super::discovery::follow(
+        &ctx.client,
+        served,
+        super::discovery::REDISCOVERY_PERIOD,
+        |now| served_changed(&ctx, now, ogx, &rediscovered),
+    );
     tokio::select! {
         _ = futures_util::future::join_all(controllers) => {}
         () = follow => {}
+        () = rediscover => {}
+    }
+}
+
+/// What the cluster serves changed (`now`): the stacks are reconciled once on it (monitoring
+/// installed after the operator gets its objects). Whether `OGXServer`s are watched is decided
+/// at start (`ogx_watched`): a change there needs a restart, which the log says.
+fn served_changed(
+    ctx: &Context,
+    now: super::discovery::ServedApis,
+    ogx_watched: bool,
+    triggers: &[mpsc::Sender<()>],
+) {
+    tracing::info!(
+        routes = now.routes,
+        monitoring = now.monitoring,
+        ogx_servers = now.ogx_servers,
+        "the APIs the cluster serves changed; reconciling every stack"
+    );
+    if now.ogx_servers != ogx_watched {
+        tracing::warn!(
+            served = now.ogx_servers,
+            "the OGXServer API changed since the operator started: restart the operator to follow it"
+        );
+    }
+    ctx.learn(&now);
+    for trigger in triggers {
+        // Full: a reconcile of every stack is already due.
+        let _ = trigger.try_send(());
     }
 }
 
