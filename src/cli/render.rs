@@ -103,7 +103,10 @@ pub enum RenderError {
     /// No base config offline.
     #[error("{0}")]
     NoBase(String),
-    /// Generation failed.
+    /// The controller would block the stack: its condition's message.
+    #[error("{0}")]
+    Blocked(String),
+    /// The `--base-config` file is not a base config.
     #[error("{0}")]
     Generate(#[from] crate::stack_config::GenerateError),
     /// Output failed.
@@ -157,56 +160,70 @@ fn objects(desired: &Desired) -> Result<String, RenderError> {
     Ok(docs.join("---\n"))
 }
 
-/// The gather step, offline: what the controller would read, from the manifests and files given.
-/// The distribution "resolves" to `image` with the base config the controller would find for
-/// it, as far as render can know it: a file given with `--base-config` (which stands for the
-/// image's labels, or for `baseConfig`'s ConfigMap when the spec names one), else the embedded
-/// config of a named distribution; without either, an image whose labels render does not read.
+/// The gather step, offline: what the controller would read, from the manifests and files given
+/// (`--base-config`'s text: `file`).
 fn observed_offline(
     stack: &Stack<'_>,
-    args: &Args,
+    file: Option<String>,
     image: &str,
     config_maps: &BTreeMap<String, ConfigMap>,
 ) -> Result<Observed, RenderError> {
-    let file = args.base_config.as_ref().map(read).transpose()?;
-    let named = stack.user_config_map;
-    let user_config = match named {
-        None => None,
-        Some(UserConfigMap {
-            role: ConfigRole::Whole,
-            name,
-            ..
-        }) => {
-            let found = config_maps.get(name).cloned();
+    let user_config = user_config_offline(stack, file.as_deref(), config_maps)?;
+    Ok(Observed {
+        reach: Reach::Manifests,
+        reference: image.to_owned(),
+        resolution: Some(resolution_offline(stack, file, image)?),
+        user_config,
+        ..Observed::default()
+    })
+}
+
+/// The user's ConfigMap the stack names, from the manifests: a whole config not among them is
+/// mounted all the same (with a warning); a `baseConfig` must be there, or given as `file`.
+fn user_config_offline(
+    stack: &Stack<'_>,
+    file: Option<&str>,
+    config_maps: &BTreeMap<String, ConfigMap>,
+) -> Result<Option<ConfigMap>, RenderError> {
+    let Some(UserConfigMap { role, name, key }) = stack.user_config_map else {
+        return Ok(None);
+    };
+    let found = config_maps.get(name).cloned();
+    match (role, file, found) {
+        (ConfigRole::Whole, _, found) => {
             if found.is_none() {
                 eprintln!(
                     "warning: ConfigMap {name:?} is not among the inputs: the server runs its config.yaml, run.yaml or only key; shown here as config.yaml"
                 );
             }
-            found
+            Ok(found)
         }
-        Some(UserConfigMap {
-            role: ConfigRole::Base,
-            name,
-            key,
-        }) => match (&file, config_maps.get(name)) {
-            (Some(text), _) => Some(ConfigMap {
-                data: Some(BTreeMap::from([(
-                    key.unwrap_or("config.yaml").to_owned(),
-                    text.clone(),
-                )])),
-                ..ConfigMap::default()
-            }),
-            (None, Some(cm)) => Some(cm.clone()),
-            (None, None) => {
-                return Err(RenderError::NoBase(format!(
-                    "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
-                )));
-            }
-        },
-    };
-    // The image's own labels: the file stands for them unless it stands for `baseConfig`.
-    let base_named = named.is_some_and(|n| n.role == ConfigRole::Base);
+        (ConfigRole::Base, Some(text), _) => Ok(Some(ConfigMap {
+            data: Some(BTreeMap::from([(
+                key.unwrap_or("config.yaml").to_owned(),
+                text.to_owned(),
+            )])),
+            ..ConfigMap::default()
+        })),
+        (ConfigRole::Base, None, Some(cm)) => Ok(Some(cm)),
+        (ConfigRole::Base, None, None) => Err(RenderError::NoBase(format!(
+            "spec.baseConfig names ConfigMap {name:?}, which is not among the inputs; pass it with -f, or its config with --base-config FILE"
+        ))),
+    }
+}
+
+/// The distribution "resolved" offline: `image` with the base config the controller would find
+/// for it, as far as render can know it: `file` (which stands for the image's labels, unless it
+/// stands for `baseConfig`'s ConfigMap), else the embedded config of a named distribution;
+/// without either, an image whose labels render does not read.
+fn resolution_offline(
+    stack: &Stack<'_>,
+    file: Option<String>,
+    image: &str,
+) -> Result<Result<Resolution, Arc<ResolveError>>, RenderError> {
+    let base_named = stack
+        .user_config_map
+        .is_some_and(|n| n.role == ConfigRole::Base);
     let labelled = match (file, &stack.distribution) {
         (Some(text), _) if !base_named => Some(Arc::new(parse_base(&text)?)),
         (_, Distribution::Name(name)) => embedded_base_config(name)
@@ -214,7 +231,7 @@ fn observed_offline(
             .map_err(|e| RenderError::NoBase(e.to_string()))?,
         (_, Distribution::Image(_)) => None,
     };
-    let resolution = match labelled {
+    Ok(match labelled {
         Some(config) => Ok(Resolution {
             image: image.to_owned(),
             pinned: false,
@@ -225,13 +242,6 @@ fn observed_offline(
         None => Err(Arc::new(ResolveError::BaseConfigRequired {
             image: image.to_owned(),
         })),
-    };
-    Ok(Observed {
-        reach: Reach::Manifests,
-        reference: image.to_owned(),
-        resolution: Some(resolution),
-        user_config,
-        ..Observed::default()
     })
 }
 
@@ -256,7 +266,7 @@ fn refusal(stack: &Stack<'_>, image: &str, blocked: Blocked) -> RenderError {
         (Reason::BaseConfigRequired, Some(field)) => RenderError::NoBase(format!(
             "{field} asks for a generated config, and the base config of {image} is in its labels, which render does not fetch; pass --base-config FILE (`llama-stack-operator resolve {image} --show-config` prints it)"
         )),
-        _ => RenderError::NoBase(blocked.message),
+        _ => RenderError::Blocked(blocked.message),
     }
 }
 
@@ -276,7 +286,8 @@ fn render_one(
         None => cr.spec.distribution.image.clone().unwrap_or_default(),
     };
     let stack = Stack::read_through(cr, door)?;
-    let observed = observed_offline(&stack, args, &image, config_maps)?;
+    let file = args.base_config.as_ref().map(read).transpose()?;
+    let observed = observed_offline(&stack, file, &image, config_maps)?;
     // The operator's own image runs the external-provider steps; offline it is left unnamed.
     let operator = Operator {
         image: Some(""),

@@ -197,7 +197,7 @@ async fn run_scope(
     }
 }
 
-/// When the settings change, every stack is reconciled again.
+/// When the settings, or the APIs the cluster serves, change, every stack is reconciled again.
 fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 'static {
     futures_util::stream::unfold(triggered, |mut rx| async move {
         rx.recv().await.map(|()| ((), rx))
