@@ -1376,6 +1376,17 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         let mounted: Vec<_> = f.deployment(name).await.spec.unwrap().template.spec.unwrap().volumes.into_iter().flatten()
             .filter_map(|v| v.persistent_volume_claim).map(|c| c.claim_name).collect();
         assert_eq!(mounted, std::slice::from_ref(&old_claim), "the adopted volume stays mounted");
+        // The old stack, kept and named by no annotation now, resumes; its volume is the server's,
+        // so it stops there: two servers never write one volume.
+        let before = f.deployment(old).await;
+        let (reader, mut writer) = reflector::store::<OGXServer>();
+        writer.apply_watcher_event(&watcher::Event::Apply(servers.get(name).await.unwrap()));
+        reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        let (status, reason, message) = f.condition(old, "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptedByOGXServer"), "{message}");
+        assert!(message.contains("PVC llamastack-vllm-pvc was taken from llamastack-vllm by OGXServer my-server"), "{message}");
+        let after = f.deployment(old).await;
+        assert_eq!((after.spec.unwrap().replicas, after.metadata.resource_version), (Some(0), before.metadata.resource_version));
 
         // A value that cannot name a stack: said, and nothing is taken.
         let bad = json!({"metadata": {"annotations": {"ogx.io/adopt-networking": "Not_A_Name"}}});

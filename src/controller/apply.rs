@@ -16,6 +16,7 @@ use super::builders::{self, Desired};
 use super::context::Context;
 use super::door::Door;
 use super::error::ApiError;
+use super::gather::Observed;
 use super::stack::Stack;
 use super::write::{
     Change, create_config_map_once, sync, sync_derived_secret, sync_from, sync_in, sync_pvc,
@@ -35,13 +36,14 @@ pub(super) struct Applied {
     pub(super) route_url: Option<String>,
 }
 
-/// Writes `desired`. `current` is the Deployment read at the start of the reconcile; with
-/// `keep_deployment` it stays as it is (a rolled-back revision held in place).
+/// Writes `desired`. `observed` is what the reconcile read at its start (the Deployment, the
+/// data volume's claim); with `keep_deployment` the Deployment stays as it is (a rolled-back
+/// revision held in place).
 pub(super) async fn apply(
     stack: &Stack<'_>,
     ctx: &Context,
     desired: &Desired,
-    current: Option<&Deployment>,
+    observed: &Observed,
     keep_deployment: bool,
 ) -> Result<Applied, ApiError> {
     // Every field named: an object added to `Desired` must be placed in this order here.
@@ -64,6 +66,7 @@ pub(super) async fn apply(
     let ns = stack.namespace;
     let uid = stack.uid();
     let client = &ctx.client;
+    let current = observed.deployment.as_ref();
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
     let kept = current.filter(|_| keep_deployment);
     if let Some(cm) = config_map
@@ -86,7 +89,10 @@ pub(super) async fn apply(
     // chosen) for that stack, and a refused resize must not hold the server back.
     let grow = stack.adoption.claim.is_none();
     let pvc_phase = match pvc {
-        Some(pvc) => Some(sync_pvc(&Api::namespaced(client.clone(), ns), pvc, grow).await?),
+        Some(pvc) => {
+            let api = Api::namespaced(client.clone(), ns);
+            Some(sync_pvc(&api, pvc, observed.claim.as_ref(), grow).await?)
+        }
         None => None,
     };
     let deployment = match kept {

@@ -14,7 +14,8 @@ use super::gather::{Observed, Reach};
 pub use super::plan::Operator;
 use super::plan::{self, Planned};
 use super::stack::Stack;
-use super::{dereference, rollback};
+use super::{adoption, dereference, rollback};
+use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{RejectedRevision, RevisionStatus};
 
 /// What one reconcile does.
@@ -85,6 +86,17 @@ pub fn decide(
             next: Err(blocked),
         })
     };
+    // Two servers must never write one volume: one an `OGXServer` took is not mounted here.
+    let taken =
+        (observed.claim.as_ref()).and_then(|c| adoption::taken_by_another(&c.metadata, stack.name));
+    if let Some(message) = taken {
+        let blocked_by = Blocked::spec(
+            ConditionType::ConfigGenerated,
+            Reason::AdoptedByOGXServer,
+            message,
+        );
+        return blocked(None, blocked_by);
+    }
     let planned = match plan::plan(stack, observed, operator) {
         Ok(planned) => planned,
         Err(failure) => return blocked(None, plan::blocked(stack, failure, current.is_some())),

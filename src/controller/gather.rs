@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use llama_stack_resolver::add_pull_secret;
@@ -71,6 +71,9 @@ pub struct Observed {
     pub ca_bundles: Vec<Option<ConfigMap>>,
     /// The ConfigMap of `networking.tls.clientIdentity`'s certificate, when named and it exists.
     pub client_certificate: Option<ConfigMap>,
+    /// The data volume's claim (the stack's own or the one taken over), read when the stack asks
+    /// for storage; `None` when it does not exist yet.
+    pub claim: Option<PersistentVolumeClaim>,
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
     /// returned from ([`rollback::may_restore`]).
     pub replica_sets: Option<Vec<ReplicaSet>>,
@@ -142,6 +145,17 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         }
         None => None,
     };
+    let claim = match stack.storage {
+        Some(_) => {
+            let (ns, name) = (stack.namespace, stack.claim_name());
+            Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), ns)
+                .get_opt(&name)
+                .await
+                .map_err(api_err(format!("read PersistentVolumeClaim {ns}/{name}")))
+                .map_err(Error::Observe)?
+        }
+        None => None,
+    };
     let replica_sets = if rollback::may_restore(stack, deployment.as_ref()) {
         let sets = observe::replica_sets(stack, ctx)
             .await
@@ -163,6 +177,7 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         derived_secret,
         ca_bundles,
         client_certificate,
+        claim,
         replica_sets,
     })
 }

@@ -298,12 +298,11 @@ async fn apply_decision(
     let Ok(intent) = &decision.next else {
         return Ok(None);
     };
-    let current = observed.deployment.as_ref();
     apply(
         stack,
         ctx,
         &intent.desired,
-        current,
+        observed,
         intent.keeps_deployment(),
     )
     .await

@@ -178,12 +178,13 @@ pub(super) async fn sync_derived_secret(
     Ok(())
 }
 
-/// Creates the data PVC, or grows it when `grow`; a PVC is never shrunk (that would lose data,
-/// and the API server refuses it anyway). Returns the claim's phase (`Pending` right after
-/// creation).
+/// Creates the data PVC unless it exists (`existing`, as gathered), or grows it when `grow`; a
+/// PVC is never shrunk (that would lose data, and the API server refuses it anyway). Returns the
+/// claim's phase (`Pending` right after creation).
 pub(super) async fn sync_pvc(
     api: &Api<PersistentVolumeClaim>,
     desired: &PersistentVolumeClaim,
+    existing: Option<&PersistentVolumeClaim>,
     grow: bool,
 ) -> Result<String, ApiError> {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -198,11 +199,7 @@ pub(super) async fn sync_pvc(
             .get("storage")
             .cloned()
     };
-    match api
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read PersistentVolumeClaim {name}")))?
-    {
+    match existing {
         None => {
             api.create(&PostParams::default(), desired)
                 .await
@@ -216,7 +213,7 @@ pub(super) async fn sync_pvc(
                 .and_then(|st| st.phase.clone())
                 .unwrap_or_else(|| "Pending".to_owned());
             let (Some(have), Some(want)) = (
-                size(&current).and_then(|q| bytes(&q.0)),
+                size(current).and_then(|q| bytes(&q.0)),
                 size(desired).and_then(|q| bytes(&q.0)),
             ) else {
                 return Ok(phase);

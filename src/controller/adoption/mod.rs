@@ -169,6 +169,23 @@ pub enum StorageStep {
     Detach,
 }
 
+/// Why the stack `holder` must not mount the claim `claim`: an `OGXServer` other than it took
+/// the claim (`ogx.io/adopted-from`), and its server mounts it (two servers writing one volume
+/// corrupt it). `None` for a claim nobody took, or one `holder` took.
+pub fn taken_by_another(claim: &ObjectMeta, holder: &str) -> Option<String> {
+    let labels = claim.labels.as_ref()?;
+    let from = labels.get(ADOPTED_FROM)?;
+    let taker = labels
+        .get(labels::INSTANCE)
+        .map_or("(unnamed)", String::as_str);
+    (taker != holder).then(|| {
+        format!(
+            "PVC {} was taken from {from} by OGXServer {taker} (ogx.io/adopted-from), whose server mounts it: this stack does not mount it beside that server, so nothing is applied and its Deployment stays as it is. Delete this resource once {taker} serves (the claim stays), or remove the claim's ogx.io/adopted-from label once {taker} no longer uses it",
+            claim.name.as_deref().unwrap_or_default()
+        )
+    })
+}
+
 /// The next step in taking the volume of `source` for the server `server`.
 pub fn storage_step(server: &str, source: &str, seen: StorageSeen<'_>) -> StorageStep {
     let Some(claim) = seen.claim else {

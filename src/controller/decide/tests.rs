@@ -408,6 +408,46 @@ fn what_a_stack_that_is_not_blocked_runs() {
     }
 }
 
+/// A stack never mounts a volume an `OGXServer` other than it took (`ogx.io/adopted-from`):
+/// the old stack, resumed, would run a second server on it. The server that took it mounts it.
+#[test]
+fn a_volume_another_server_took_is_not_mounted() {
+    let storage = starter().with(json!({"workload": {"storage": {"size": "10Gi"}}}));
+    let taken = |holder: &str| {
+        let holder = holder.to_owned();
+        move |o: &mut Observed| {
+            let mut claim = k8s_openapi::api::core::v1::PersistentVolumeClaim::default();
+            claim.metadata.name = Some("s-pvc".to_owned());
+            claim.metadata.labels = Some(BTreeMap::from([
+                ("ogx.io/adopted-from".to_owned(), "s".to_owned()),
+                ("app.kubernetes.io/instance".to_owned(), holder.clone()),
+            ]));
+            o.claim = Some(claim);
+        }
+    };
+    let cr = resource(storage.0, json!({}));
+    let mut observed = resolved();
+    taken("my-server")(&mut observed);
+    let blocked = decide_on(&cr, &observed, &operator()).next.unwrap_err();
+    assert_eq!(
+        (blocked.condition, blocked.reason),
+        (ConditionType::ConfigGenerated, Reason::AdoptedByOGXServer)
+    );
+    assert!(
+        blocked
+            .message
+            .contains("PVC s-pvc was taken from s by OGXServer my-server"),
+        "{}",
+        blocked.message
+    );
+    let mut observed = resolved();
+    taken("s")(&mut observed);
+    assert!(
+        decide_on(&cr, &observed, &operator()).next.is_ok(),
+        "the server that took it mounts it"
+    );
+}
+
 /// Offline (`render`), only the manifests given were read: what the cluster would block on (a
 /// Secret, a CA bundle or a client certificate not found, a user's ConfigMap not among them) does
 /// not block, and nothing is made of values not read: no Secret hash rolls the Pods, no bundle
