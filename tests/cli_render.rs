@@ -349,6 +349,36 @@ fn a_base_config_map_on_a_named_distribution_runs_the_server_of_its_image() {
     );
 }
 
+/// The plan's warnings, which the controller puts in `ConfigGenerated`, are render's too (one
+/// decision): a budget that blocks every drain (a real manifest), workers an image's own config
+/// does not see; each once.
+#[test]
+fn the_plans_warnings_are_printed_as_the_controller_gives_them() {
+    let real = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/real-world/02-odh-sample-pdb-minavailable.yaml");
+    let (code, _, stderr) = render(&["-f", &real.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("workload.podDisruptionBudget lets no Pod of 1 replica(s) be evicted")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let own = tmp.path().join("own.yaml");
+    std::fs::write(&own, "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: own}\nspec:\n  distribution: {image: quay.io/x/y:1}\n  workload: {workers: 3}\n").unwrap();
+    let (code, _, stderr) = render(&["-f", &own.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("workload.workers (3) has no effect: the server runs the image's own config")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
+
 /// What the cluster would run when render cannot generate: an image's own config (nothing
 /// mounted, its own entrypoint), and a user's ConfigMap mounted whole, its key found in the
 /// ConfigMap when it is among the inputs.

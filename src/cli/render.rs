@@ -300,14 +300,21 @@ fn render_one(
         .map_err(|blocked| refusal(&stack, &image, blocked))?;
     let generated = &intent.planned.generated;
     let nothing = nothing_to_show(&intent.planned, config_maps);
-    if nothing.is_none() {
-        for warning in &generated.warnings {
-            if !admission_warnings
-                .iter()
-                .any(|w| w.contains(warning.as_str()))
-            {
-                eprintln!("warning: {location}: {warning}");
-            }
+    // The plan's warnings (what the controller puts in `ConfigGenerated`), then the generator's
+    // when there is a config to show; each once, and none admission gave already.
+    let shown = nothing
+        .is_none()
+        .then_some(&generated.warnings)
+        .into_iter()
+        .flatten();
+    let mut printed: Vec<&String> = Vec::new();
+    for warning in intent.planned.warnings.iter().chain(shown) {
+        let said = admission_warnings
+            .iter()
+            .any(|w| w.contains(warning.as_str()));
+        if !said && !printed.contains(&warning) {
+            eprintln!("warning: {location}: {warning}");
+            printed.push(warning);
         }
     }
     if args.config || args.env {
