@@ -354,28 +354,23 @@ fn a_base_config_map_on_a_named_distribution_runs_the_server_of_its_image() {
 /// does not see; each once.
 #[test]
 fn the_plans_warnings_are_printed_as_the_controller_gives_them() {
+    let warned_once = |file: &std::path::Path, warning: &str| {
+        let (code, _, stderr) = render(&["-f", &file.display().to_string()]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    };
     let real = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/real-world/02-odh-sample-pdb-minavailable.yaml");
-    let (code, _, stderr) = render(&["-f", &real.display().to_string()]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        stderr
-            .matches("workload.podDisruptionBudget lets no Pod of 1 replica(s) be evicted")
-            .count(),
-        1,
-        "{stderr}"
+    warned_once(
+        &real,
+        "workload.podDisruptionBudget lets no Pod of 1 replica(s) be evicted",
     );
     let tmp = tempfile::tempdir().unwrap();
     let own = tmp.path().join("own.yaml");
     std::fs::write(&own, "apiVersion: llamastack.io/v1alpha2\nkind: LlamaStackDistribution\nmetadata: {name: own}\nspec:\n  distribution: {image: quay.io/x/y:1}\n  workload: {workers: 3}\n").unwrap();
-    let (code, _, stderr) = render(&["-f", &own.display().to_string()]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        stderr
-            .matches("workload.workers (3) has no effect: the server runs the image's own config")
-            .count(),
-        1,
-        "{stderr}"
+    warned_once(
+        &own,
+        "workload.workers (3) has no effect: the server runs the image's own config",
     );
 }
 

@@ -1304,10 +1304,14 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
             }
         };
 
+        // The old stack, reconciled with the server as the OGXServer watch holds it now.
+        let reconcile_old = || async {
+            let (reader, mut writer) = reflector::store::<OGXServer>();
+            writer.apply_watcher_event(&watcher::Event::Apply(servers.get(name).await.unwrap()));
+            reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        };
         // The old stack stands down, changing nothing.
-        let (reader, mut writer) = reflector::store::<OGXServer>();
-        writer.apply_watcher_event(&watcher::Event::Apply(servers.get(name).await.unwrap()));
-        reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        reconcile_old().await;
         let (status, reason, message) = f.condition(old, "ConfigGenerated").await;
         assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptedByOGXServer"), "{message}");
         assert!(message.contains("OGXServer my-server takes over its volume and its Service and Ingress"), "{message}");
@@ -1379,9 +1383,7 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         // The old stack, kept and named by no annotation now, resumes; its volume is the server's,
         // so it stops there: two servers never write one volume.
         let before = f.deployment(old).await;
-        let (reader, mut writer) = reflector::store::<OGXServer>();
-        writer.apply_watcher_event(&watcher::Event::Apply(servers.get(name).await.unwrap()));
-        reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        reconcile_old().await;
         let (status, reason, message) = f.condition(old, "ConfigGenerated").await;
         assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptedByOGXServer"), "{message}");
         assert!(message.contains("PVC llamastack-vllm-pvc was taken from llamastack-vllm by OGXServer my-server"), "{message}");

@@ -201,14 +201,7 @@ impl<'a> Stack<'a> {
             owner: door.owner(resource),
             generator_input: spec,
             user_config_map: user_config_map(spec),
-            inline_provider_ids: spec
-                .providers
-                .as_ref()
-                .map(|p| p.all())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(section, provider)| (section, provider.config_id()))
-                .collect(),
+            inline_provider_ids: crate::external::ids::inline_ids(spec),
             splits_connection_string: (spec.storage.as_ref())
                 .and_then(|s| s.sql.as_ref())
                 .is_some_and(|sql| sql.connection_string.is_some()),

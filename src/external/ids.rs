@@ -14,13 +14,17 @@ pub fn check_ids(spec: &LlamaStackDistributionSpec) -> Result<Vec<String>, Strin
         .as_ref()
         .map(|e| e.ordered())
         .unwrap_or_default();
-    let inline: Vec<(&str, String)> = (spec.providers.as_ref())
+    check_provider_ids(&external, &inline_ids(spec))
+}
+
+/// The ids of the spec's inline providers (`spec.providers`), with the API section of each.
+pub fn inline_ids(spec: &LlamaStackDistributionSpec) -> Vec<(&'static str, String)> {
+    (spec.providers.as_ref())
         .map(|p| p.all())
         .unwrap_or_default()
         .into_iter()
         .map(|(section, provider)| (section, provider.config_id()))
-        .collect();
-    check_provider_ids(&external, &inline)
+        .collect()
 }
 
 /// [`check_ids`] on the external providers in CRD order and the inline providers' ids, each with
