@@ -853,8 +853,6 @@ async fn a_client_identity_is_served(client: &kube::Client, f: &Fixture) {
 
 #[test]
 fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
-    use kube::runtime::reflector;
-    use kube::runtime::watcher;
     use llama_stack_operator::api::ogx::OGXServer;
     use llama_stack_operator::controller::{reconcile_ogx, reconcile_stack};
 
@@ -989,9 +987,7 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         let converted: OGXServer = serde_json::from_value(converted).unwrap();
         servers.create(&PostParams::default(), &converted).await.unwrap();
         // The LLSD sees it and stands down, changing nothing.
-        let (reader, mut writer) = reflector::store::<OGXServer>();
-        writer.apply_watcher_event(&watcher::Event::Apply(servers.get("moving").await.unwrap()));
-        reconcile_stack(Arc::new(f.llsds().get("moving").await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+        reconcile_stack(Arc::new(f.llsds().get("moving").await.unwrap()), f.ctx.clone(), Some(servers_seen(&servers).await)).await.unwrap();
         let (status, reason, message) = f.condition("moving", "ConfigGenerated").await;
         assert_eq!((status.as_str(), reason.as_str()), ("False", "MovedToOGXServer"), "{message}");
         assert_eq!(f.deployment("moving").await.metadata.resource_version, before.metadata.resource_version, "nothing written");
@@ -1021,6 +1017,27 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
     }))
     };
     on_a_big_stack(body);
+}
+
+/// The OGXServers' metadata as the LlamaStackDistributions' controller keeps it: listed now, and
+/// synced (a store that never synced holds every stack back).
+async fn servers_seen(
+    servers: &Api<llama_stack_operator::api::ogx::OGXServer>,
+) -> kube::runtime::reflector::Store<
+    kube::api::PartialObjectMeta<llama_stack_operator::api::ogx::OGXServer>,
+> {
+    let (reader, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for server in servers
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+    {
+        writer.apply_watcher_event(&watcher::Event::InitApply(server));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    reader
 }
 
 /// Runs `body` on a thread with room for a long test body and the reconciles it awaits: in a
@@ -1245,7 +1262,7 @@ fn the_running_controller_serves_ogx_servers_from_watches() {
 #[test]
 fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
     use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-    use kube::runtime::{reflector, watcher};
+
     use llama_stack_operator::api::ogx::OGXServer;
     use llama_stack_operator::controller::{reconcile_ogx, reconcile_stack};
 
@@ -1306,9 +1323,7 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
 
         // The old stack, reconciled with the server as the OGXServer watch holds it now.
         let reconcile_old = || async {
-            let (reader, mut writer) = reflector::store::<OGXServer>();
-            writer.apply_watcher_event(&watcher::Event::Apply(servers.get(name).await.unwrap()));
-            reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(reader)).await.unwrap();
+            reconcile_stack(Arc::new(f.llsds().get(old).await.unwrap()), f.ctx.clone(), Some(servers_seen(&servers).await)).await.unwrap();
         };
         // The old stack stands down, changing nothing.
         reconcile_old().await;

@@ -125,8 +125,11 @@ status_words! {
         /// `StorageAdopted` False: `ogx.io/adopt-storage` without `workload.storage`.
         NoStorageToAdoptInto,
         /// `NetworkingAdopted` False: the annotation was removed and the taken Service and Ingress
-        /// were deleted.
+        /// were handed back (the Service selects the old stack's Pods again).
         AdoptionAnnotationRemoved,
+        /// `StorageAdopted` or `NetworkingAdopted` False: the server cannot run yet (its other
+        /// conditions say why), so nothing is taken and the old stack keeps serving.
+        AdoptionDeferred,
         /// The registry could not be reached or refused the credentials.
         RegistryError,
         /// The image's base config cannot be read or used.

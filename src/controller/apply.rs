@@ -9,19 +9,20 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::EventType;
 
 use super::builders::{self, Desired};
 use super::context::Context;
 use super::door::Door;
-use super::error::ApiError;
+use super::error::{ApiError, api_err};
 use super::gather::Observed;
 use super::stack::Stack;
 use super::write::{
-    Change, create_config_map_once, sync, sync_derived_secret, sync_from, sync_in, sync_pvc,
+    Change, create_config_map_once, recreate_switch, sync, sync_derived_secret, sync_from, sync_in,
+    sync_pvc,
 };
-use super::{events, prune, rollout};
+use super::{events, hand_over, prune, rollout};
 use crate::api::conditions::Reason;
 use crate::naming;
 
@@ -66,6 +67,21 @@ pub(super) async fn apply(
     let ns = stack.namespace;
     let uid = stack.uid();
     let client = &ctx.client;
+    // A stack moved in place: what the LlamaStackDistribution controlled is the OGXServer's
+    // before anything else is written.
+    if let Some(owner) = stack
+        .owner
+        .as_ref()
+        .filter(|_| hand_over::moving(stack, observed))
+    {
+        let handed = hand_over::hand_over(stack, ctx, owner).await?;
+        let note = format!(
+            "{handed} objects of LlamaStackDistribution {} are this OGXServer's now; deleting the LlamaStackDistribution deletes none of them",
+            stack.name
+        );
+        let on = (stack.resource, stack.door);
+        events::publish(ctx, on, EventType::Normal, Reason::MovedToOGXServer, note).await;
+    }
     let current = observed.deployment.as_ref();
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
     let kept = current.filter(|_| keep_deployment);
@@ -137,6 +153,19 @@ async fn apply_deployment(
 ) -> Result<Option<Deployment>, ApiError> {
     let ns = stack.namespace;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
+    if let Some(switch) = recreate_switch(desired, current) {
+        let params = PatchParams {
+            field_manager: Some(naming::FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        deployments
+            .patch(stack.name, &params, &Patch::Merge(&switch))
+            .await
+            .map_err(api_err(format!(
+                "switch Deployment {} to Recreate",
+                stack.name
+            )))?;
+    }
     let (change, deployment) = sync_from(
         &deployments,
         "Deployment",

@@ -247,9 +247,13 @@ fn fails_phase(condition: &Condition) -> bool {
         t if t == ConditionType::ExternalProvidersReady.as_str() => {
             is(&[Reason::ExternalProviderFailed])
         }
-        t if t == ConditionType::DeploymentUpdated.as_str() => {
-            is(&[Reason::RolledBack, Reason::RollbackNotPossible])
-        }
+        // A write the API server refused: the revision asked for is not running, whatever the
+        // old Pods say.
+        t if t == ConditionType::DeploymentUpdated.as_str() => is(&[
+            Reason::RolledBack,
+            Reason::RollbackNotPossible,
+            Reason::ApplyFailed,
+        ]),
         t if t == ConditionType::DeploymentReady.as_str() => is(&super::rollout::TROUBLE),
         _ => false,
     }

@@ -41,10 +41,26 @@ impl Reading {
     }
 }
 
-/// Asks the API server which of the optional APIs it serves.
+/// Asks the API server which of the optional APIs it serves. Whether it serves `OGXServer`s
+/// decides which controllers run, so an unanswered question is asked again (one failed call at
+/// start must not leave them off until a restart); the others fall back to "not served" and are
+/// followed ([`follow`]).
 pub async fn served_apis(client: &kube::Client) -> ServedApis {
-    read(client).await.over(ServedApis::default())
+    loop {
+        let reading = read(client).await;
+        if reading.ogx_servers.is_some() {
+            return reading.over(ServedApis::default());
+        }
+        tracing::warn!(
+            retry_in = ?START_RETRY,
+            "the API server did not say whether it serves OGXServers; asking again"
+        );
+        tokio::time::sleep(START_RETRY).await;
+    }
 }
+
+/// How soon an unanswered question at start is asked again.
+const START_RETRY: Duration = Duration::from_secs(2);
 
 /// Reads what the cluster serves every `period`, from `known` on, and calls `changed` with what
 /// is served whenever that changes. Never returns.

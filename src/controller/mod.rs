@@ -26,6 +26,7 @@ mod events;
 pub mod external_status;
 mod field_digest;
 pub(crate) mod gather;
+mod hand_over;
 mod next_look;
 mod observe;
 mod pin;

@@ -14,7 +14,7 @@ use std::time::Instant;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
@@ -46,12 +46,25 @@ pub async fn reconcile(
 }
 
 /// [`reconcile`], except that one an `OGXServer` of the same name has taken over
-/// (`ogx_servers` holds those the operator sees) is left alone, and says so.
+/// (`ogx_servers` holds the metadata of those the operator sees) is left alone, and says so.
+/// Nothing is done before that list is synced (at start, after a leader change): a stack moved
+/// must never re-apply its own template over its `OGXServer`'s.
 pub async fn reconcile_stack(
     cr: Arc<LlamaStackDistribution>,
     ctx: Arc<Context>,
-    ogx_servers: Option<Store<OGXServer>>,
+    ogx_servers: Option<Store<PartialObjectMeta<OGXServer>>>,
 ) -> Result<Action, Error> {
+    if let Some(store) = &ogx_servers {
+        let synced = tokio::time::timeout(SYNC_WAIT, store.wait_until_ready()).await;
+        if !matches!(synced, Ok(Ok(()))) {
+            let started = Instant::now();
+            return record(
+                &ctx,
+                started,
+                Ok((Action::requeue(SYNC_WAIT), "WaitingForCache".to_owned())),
+            );
+        }
+    }
     if let Some(message) = ogx_servers.and_then(|store| taken_over(&cr, &store)) {
         let started = Instant::now();
         let result = refuse(&cr, Door::LlamaStackDistribution, &ctx, message).await;
@@ -105,7 +118,10 @@ async fn adopt_recorded(model: &mut LlamaStackDistribution, ctx: &Context) {
 
 /// Why the LlamaStackDistribution `cr` stands down, if it does: an `OGXServer` of the same name
 /// serves it now, or one of another name takes over its objects (`ogx.io/adopt-*`).
-fn taken_over(cr: &LlamaStackDistribution, servers: &Store<OGXServer>) -> Option<(Reason, String)> {
+fn taken_over(
+    cr: &LlamaStackDistribution,
+    servers: &Store<PartialObjectMeta<OGXServer>>,
+) -> Option<(Reason, String)> {
     let (name, ns) = (cr.name_any(), cr.namespace().unwrap_or_default());
     if servers.get(&ObjectRef::new(&name).within(&ns)).is_some() {
         return Some((
@@ -198,18 +214,39 @@ async fn refuse(
     Ok((Action::requeue(RESYNC), reason))
 }
 
-/// Takes over what the stack's annotations ask for (an `OGXServer`'s), then runs the pipeline,
-/// unless taking over holds it: then only the status is written.
+/// Surveys what the stack's annotations ask to take over (an `OGXServer`'s: reads only), then
+/// runs the pipeline, which takes it once the server's own decision holds.
 async fn take_over_then_reconcile(
     mut stack: Stack<'_>,
     ctx: &Context,
 ) -> Result<(Action, String), Error> {
-    stack.adoption = take_over::take_over(&stack, ctx)
+    let survey = take_over::survey(&stack, ctx).await.map_err(Error::Adopt)?;
+    stack.adoption = survey.adopted.clone();
+    reconcile_once(&mut stack, ctx, survey).await
+}
+
+/// Makes what taking over needs, once the server's decision is known: nothing is taken from the
+/// old stack while the server cannot run (what was taken before is handed back either way).
+/// Returns the hold, when the server's own objects must wait.
+async fn adopt_after_decision(
+    stack: &mut Stack<'_>,
+    ctx: &Context,
+    mut survey: take_over::Survey,
+    decision: &Decision,
+) -> Result<Option<Hold>, Error> {
+    let decided = decision.next.is_ok();
+    if !decided && survey.takes() {
+        take_over::deferred(&mut survey);
+        stack.adoption = survey.adopted.clone();
+    }
+    take_over::carry_out(stack, ctx, &survey.writes, decided)
         .await
         .map_err(Error::Adopt)?;
-    let Some(hold) = stack.adoption.hold else {
-        return reconcile_once(&stack, ctx).await;
-    };
+    Ok(survey.adopted.hold.filter(|_| decided))
+}
+
+/// While taking over holds the server back, only the status is written.
+async fn held(stack: &Stack<'_>, ctx: &Context, hold: Hold) -> Result<(Action, String), Error> {
     let mut report = Report::new(stack.resource, jiff::Timestamp::now());
     report.adoption(&stack.adoption.said);
     let reason = report
@@ -223,13 +260,25 @@ async fn take_over_then_reconcile(
     Ok((Action::requeue(again), reason))
 }
 
+/// How long a LlamaStackDistribution waits for the OGXServers' list before it is looked at
+/// again.
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How soon to look again while the old stack's Pods stop.
 const ADOPTION_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The pipeline; returns when to look again and the reason for the metrics.
-async fn reconcile_once(stack: &Stack<'_>, ctx: &Context) -> Result<(Action, String), Error> {
+async fn reconcile_once(
+    stack: &mut Stack<'_>,
+    ctx: &Context,
+    survey: take_over::Survey,
+) -> Result<(Action, String), Error> {
     let observed = gather::gather(stack, ctx).await?;
     let decision = decide::decide(stack, &observed, &Operator::of(ctx))?;
+    if let Some(hold) = adopt_after_decision(stack, ctx, survey, &decision).await? {
+        return held(stack, ctx, hold).await;
+    }
+    let stack: &Stack<'_> = stack;
     let applied = match apply_decision(stack, ctx, &decision, &observed).await {
         Ok(applied) => applied,
         Err(error) => {

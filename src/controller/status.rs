@@ -123,6 +123,8 @@ pub(super) struct Report {
     /// Whether a Deployment exists, and whether the stack is Ready (see [`Report::workload`]).
     has_deployment: bool,
     ready: bool,
+    /// Whether a write of this generation was refused: it is not observed yet.
+    unapplied: bool,
 }
 
 impl Report {
@@ -141,6 +143,7 @@ impl Report {
             now,
             has_deployment: false,
             ready: false,
+            unapplied: false,
         }
     }
 
@@ -151,6 +154,7 @@ impl Report {
 
     /// Records that the API server refused a write of an owned object.
     fn apply_failed(&mut self, error: &ApiError) {
+        self.unapplied = true;
         self.conditions.set(
             ConditionType::DeploymentUpdated,
             false,
@@ -484,7 +488,11 @@ impl Report {
             && self.previous.phase != Some(DistributionPhase::Ready);
         self.conditions.summarize(phase);
         self.status.phase = Some(phase);
-        self.status.observed_generation = generation;
+        // A generation whose write was refused is not observed: kstatus and `kubectl wait`
+        // must not take the old Pods for the new spec.
+        if !self.unapplied {
+            self.status.observed_generation = generation;
+        }
         self.status.conditions = Some(self.conditions.clone().into_sorted());
         (reason, became_ready)
     }

@@ -1,19 +1,24 @@
 //! The reads and writes of taking over another stack's objects (the decisions are
-//! [`super::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or whose status
-//! says it took something before.
+//! [`super::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or that took a
+//! volume before.
+//!
+//! Reading and writing are apart: [`survey`] reads before the server's own decision and says what
+//! would be written; [`carry_out`] writes it only once that decision holds. A server that cannot
+//! run (a missing Secret, an image that does not resolve, ...) takes nothing, so the old stack
+//! keeps serving.
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::adoption::{
     ADOPTED_FROM, Adopted, Hold, Requests, Said, StorageSeen, StorageStep, TransferStep,
-    config_said, detach_patch, networking_said, requests, selector_patch, storage_said,
-    storage_step, transfer_patch, transfer_step, was_true,
+    config_said, detach_patch, hand_back_patch, networking_said, requests, selector_patch,
+    storage_said, storage_step, transfer_patch, transfer_step, was_true,
 };
 use super::builders;
 use super::context::Context;
@@ -22,25 +27,111 @@ use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::naming::{ingress_name, labels, pvc_name, service_name};
+use crate::naming::{FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
 
-/// Takes over what the stack's annotations ask for, as far as it can now, and says how far.
-pub(super) async fn take_over(stack: &Stack<'_>, ctx: &Context) -> Result<Adopted, ApiError> {
+/// The kinds taking over writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// The old stack's Deployment (scaled to zero).
+    Deployment,
+    /// The old stack's volume (detached).
+    Claim,
+    /// A Service (taken, or handed back).
+    Service,
+    /// An Ingress (taken, or handed back).
+    Ingress,
+}
+
+/// One write taking over needs: a merge patch of one object.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Write {
+    /// Of what kind.
+    pub(super) kind: Kind,
+    /// Its name.
+    pub(super) name: String,
+    /// The merge patch.
+    pub(super) patch: Value,
+    /// Whether it takes something from the old stack (made only once the server's decision
+    /// holds); a hand-back gives something back, and is made whatever the server's state.
+    pub(super) takes: bool,
+}
+
+/// What taking over came to, read but not yet written.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Survey {
+    /// The conditions and the volume to mount, as they will be once the writes are made.
+    pub(super) adopted: Adopted,
+    /// The writes.
+    pub(super) writes: Vec<Write>,
+}
+
+impl Survey {
+    /// Whether some write takes something from the old stack.
+    pub(super) fn takes(&self) -> bool {
+        self.writes.iter().any(|w| w.takes)
+    }
+}
+
+/// Makes the `writes` of a survey; those that take something only when `decided` (the
+/// server's decision holds: it will run).
+pub(super) async fn carry_out(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    writes: &[Write],
+    decided: bool,
+) -> Result<(), ApiError> {
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    for write in writes.iter().filter(|w| decided || !w.takes) {
+        let (name, patch) = (&write.name, Patch::Merge(&write.patch));
+        let client = ctx.client.clone();
+        let ns = stack.namespace;
+        let result = match write.kind {
+            Kind::Deployment => Api::<Deployment>::namespaced(client, ns)
+                .patch(name, &params, &patch)
+                .await
+                .map(drop),
+            Kind::Claim => Api::<PersistentVolumeClaim>::namespaced(client, ns)
+                .patch(name, &params, &patch)
+                .await
+                .map(drop),
+            Kind::Service => Api::<Service>::namespaced(client, ns)
+                .patch(name, &params, &patch)
+                .await
+                .map(drop),
+            Kind::Ingress => Api::<Ingress>::namespaced(client, ns)
+                .patch(name, &params, &patch)
+                .await
+                .map(drop),
+        };
+        result.map_err(api_err(format!("{:?} {name}: taking over", write.kind)))?;
+    }
+    Ok(())
+}
+
+/// Reads what the stack's annotations ask to take over, and says what taking it needs and how
+/// far it would get; writes nothing.
+pub(super) async fn survey(stack: &Stack<'_>, ctx: &Context) -> Result<Survey, ApiError> {
     let previous = stack.recorded.conditions;
     let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.owner.as_ref()) else {
-        return Ok(Adopted::default());
+        return Ok(Survey::default());
     };
     let annotations = stack.annotations;
-    let mut adopted = Adopted::default();
+    let mut survey = Survey::default();
     let requests = match requests(stack.name, annotations) {
         Ok(requests) => {
-            adopted.said.extend(config_said(previous, None));
+            survey.adopted.said.extend(config_said(previous, None));
             requests
         }
         Err(invalid) => {
             // As the OGX operator does: nothing is taken, and nothing taken before is let go.
-            adopted.said.extend(config_said(previous, Some(&invalid)));
-            return Ok(adopted);
+            survey
+                .adopted
+                .said
+                .extend(config_said(previous, Some(&invalid)));
+            return Ok(survey);
         }
     };
     let taker = Taker {
@@ -49,9 +140,47 @@ pub(super) async fn take_over(stack: &Stack<'_>, ctx: &Context) -> Result<Adopte
         owner,
         previous,
     };
-    taker.storage(&requests, &mut adopted).await?;
-    taker.networking(&requests, &mut adopted).await?;
-    Ok(adopted)
+    taker.storage(&requests, &mut survey).await?;
+    taker.networking(&requests, &mut survey).await?;
+    Ok(survey)
+}
+
+/// What the conditions say of the takes of `survey` while the server cannot run: nothing was
+/// taken, and why.
+pub(super) fn deferred(survey: &mut Survey) {
+    let takes: Vec<Kind> = survey
+        .writes
+        .iter()
+        .filter(|w| w.takes)
+        .map(|w| w.kind)
+        .collect();
+    let waits = |condition: ConditionType| {
+        Said::new(
+            condition,
+            false,
+            Reason::AdoptionDeferred,
+            "nothing is taken while this server cannot run (its other conditions say why): the old stack keeps serving as it is".to_owned(),
+        )
+    };
+    for (condition, kinds) in [
+        (
+            ConditionType::StorageAdopted,
+            &[Kind::Deployment, Kind::Claim][..],
+        ),
+        (
+            ConditionType::NetworkingAdopted,
+            &[Kind::Service, Kind::Ingress][..],
+        ),
+    ] {
+        if takes.iter().any(|k| kinds.contains(k)) {
+            survey.adopted.said.retain(|s| s.condition != condition);
+            survey.adopted.said.push(waits(condition));
+        }
+    }
+    // The claim to be detached is not mounted: it is not the server's yet.
+    if takes.contains(&Kind::Claim) {
+        survey.adopted.claim = None;
+    }
 }
 
 struct Taker<'a> {
@@ -70,7 +199,8 @@ impl Taker<'_> {
         Api::namespaced(self.ctx.client.clone(), self.stack.namespace)
     }
 
-    async fn storage(&self, requests: &Requests, adopted: &mut Adopted) -> Result<(), ApiError> {
+    async fn storage(&self, requests: &Requests, survey: &mut Survey) -> Result<(), ApiError> {
+        let adopted = &mut survey.adopted;
         let name = self.stack.name;
         let source = match (&requests.storage, self.stack.storage) {
             (Some(source), Some(_)) => source,
@@ -85,9 +215,8 @@ impl Taker<'_> {
                 ));
                 return Ok(());
             }
-            (None, Some(_)) if was_true(self.previous, ConditionType::StorageAdopted) => {
-                return self.taken_before(adopted).await;
-            }
+            // Found by its labels, whatever the status says (it may be lost or older).
+            (None, Some(_)) => return self.taken_before(adopted).await,
             (None, _) => return Ok(()),
         };
         let claims = self.api::<PersistentVolumeClaim>();
@@ -103,35 +232,40 @@ impl Taker<'_> {
                 .flatten()
                 .any(|(k, _)| k == ADOPTED_FROM)
         });
-        let (replicas, pods) = if free {
-            self.legacy_workload(source).await?
+        let (deployment, pods) = if free {
+            self.legacy_workload(source, &claim_name).await?
         } else {
             (None, 0)
         };
         let seen = StorageSeen {
             claim: claim.as_ref().map(|c| &c.metadata),
-            replicas,
+            replicas: deployment
+                .as_ref()
+                .map(|d| d.spec.as_ref().and_then(|s| s.replicas)),
+            deployment: deployment.as_ref().map(|d| &d.metadata),
             pods,
         };
         let step = storage_step(name, source, seen);
         match &step {
-            StorageStep::ScaleDown => {
-                let zero = json!({"spec": {"replicas": 0}});
-                self.api::<Deployment>()
-                    .patch(source, &PatchParams::default(), &Patch::Merge(&zero))
-                    .await
-                    .map_err(api_err(format!("scaling Deployment {source} to zero")))?;
-            }
+            StorageStep::ScaleDown => survey.writes.push(Write {
+                kind: Kind::Deployment,
+                name: source.clone(),
+                patch: json!({"spec": {"replicas": 0}}),
+                takes: true,
+            }),
             StorageStep::Detach => {
-                let meta = seen.claim.map(|m| detach_patch(m, name, source, &now()));
-                let patch = meta.unwrap_or(Value::Null);
-                claims
-                    .patch_metadata(&claim_name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_err(format!("detaching PVC {claim_name}")))?;
+                if let Some(meta) = seen.claim {
+                    survey.writes.push(Write {
+                        kind: Kind::Claim,
+                        name: claim_name.clone(),
+                        patch: detach_patch(meta, name, source, &now()),
+                        takes: true,
+                    });
+                }
             }
             _ => {}
         }
+        let adopted = &mut survey.adopted;
         if matches!(step, StorageStep::Taken | StorageStep::Detach) {
             adopted.claim = Some(claim_name);
         }
@@ -140,24 +274,48 @@ impl Taker<'_> {
         Ok(())
     }
 
-    /// The old Deployment's replicas (if it exists) and how many of its Pods are left.
+    /// The old Deployment (if it exists), and how many Pods would still write the volume: the
+    /// old stack's, and any that mounts the claim `claim` (a Job, a debugging Pod, ...).
     async fn legacy_workload(
         &self,
         source: &str,
-    ) -> Result<(Option<Option<i32>>, usize), ApiError> {
+        claim: &str,
+    ) -> Result<(Option<Deployment>, usize), ApiError> {
         let deployment = self
             .api::<Deployment>()
             .get_opt(source)
             .await
             .map_err(api_err(format!("reading Deployment {source}")))?;
-        let selector = format!("{}={source}", labels::INSTANCE);
         let pods = self
             .api::<Pod>()
-            .list_metadata(&ListParams::default().labels(&selector))
+            .list(&ListParams::default())
             .await
-            .map_err(api_err(format!("listing the Pods of {source}")))?;
-        let replicas = deployment.map(|d| d.spec.and_then(|s| s.replicas));
-        Ok((replicas, pods.items.len()))
+            .map_err(api_err(format!(
+                "listing the Pods that may mount PVC {claim}"
+            )))?;
+        let writers = pods
+            .items
+            .iter()
+            .filter(|pod| {
+                let of_source = pod
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(labels::INSTANCE))
+                    .is_some_and(|instance| instance == source);
+                let mounts = pod
+                    .spec
+                    .iter()
+                    .flat_map(|s| s.volumes.iter().flatten())
+                    .any(|v| {
+                        v.persistent_volume_claim
+                            .as_ref()
+                            .is_some_and(|c| c.claim_name == claim)
+                    });
+                of_source || mounts
+            })
+            .count();
+        Ok((deployment, writers))
     }
 
     /// With the annotation gone, the volume taken before is found by its labels and stays
@@ -185,14 +343,19 @@ impl Taker<'_> {
                     format!("PVC {one} adopted"),
                 ));
             }
-            [] => adopted.said.push(Said::new(
-                ConditionType::StorageAdopted,
-                false,
-                Reason::AdoptionSourceNotFound,
-                format!(
-                    "no PVC labelled {ADOPTED_FROM} for {name} is left: the server has a volume of its own"
-                ),
-            )),
+            // Nothing was ever taken, or what was is gone: said only when it had been said
+            // before.
+            [] if was_true(self.previous, ConditionType::StorageAdopted) => {
+                adopted.said.push(Said::new(
+                    ConditionType::StorageAdopted,
+                    false,
+                    Reason::AdoptionSourceNotFound,
+                    format!(
+                        "no PVC labelled {ADOPTED_FROM} for {name} is left: the server has a volume of its own"
+                    ),
+                ));
+            }
+            [] => {}
             several => {
                 adopted.said.extend(config_said(
                     self.previous,
@@ -207,16 +370,16 @@ impl Taker<'_> {
         Ok(())
     }
 
-    async fn networking(&self, requests: &Requests, adopted: &mut Adopted) -> Result<(), ApiError> {
+    async fn networking(&self, requests: &Requests, survey: &mut Survey) -> Result<(), ApiError> {
         let Some(source) = &requests.networking else {
-            if was_true(self.previous, ConditionType::NetworkingAdopted) {
-                self.let_go::<Service>().await?;
-                self.let_go::<Ingress>().await?;
-                adopted.said.push(Said::new(
+            let returned = self.hand_back::<Service>(Kind::Service, survey).await?
+                + self.hand_back::<Ingress>(Kind::Ingress, survey).await?;
+            if returned > 0 || was_true(self.previous, ConditionType::NetworkingAdopted) {
+                survey.adopted.said.push(Said::new(
                     ConditionType::NetworkingAdopted,
                     false,
                     Reason::AdoptionAnnotationRemoved,
-                    "Adoption annotation removed: the adopted Service and Ingress were deleted"
+                    "Adoption annotation removed: the adopted Service and Ingress were handed back (the Service selects the old stack's Pods again, at the same address)"
                         .to_owned(),
                 ));
             }
@@ -234,14 +397,12 @@ impl Taker<'_> {
             let mut patch = transfer_patch(&service.metadata, source, self.owner, &at);
             let selector = builders::pod_selector_labels(self.stack);
             patch["spec"] = selector_patch(service, &selector)["spec"].take();
-            services
-                .patch(
-                    &service_name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-                .map_err(api_err(format!("taking over Service {service_name}")))?;
+            survey.writes.push(Write {
+                kind: Kind::Service,
+                name: service_name.clone(),
+                patch,
+                takes: true,
+            });
         }
         let ingresses = self.api::<Ingress>();
         let ingress_name = ingress_name(source);
@@ -251,24 +412,23 @@ impl Taker<'_> {
             .map_err(api_err(format!("reading Ingress {ingress_name}")))?;
         let ingress_step = transfer_step(ingress.as_ref().map(|i| &i.metadata), source, self.owner);
         if let (TransferStep::Transfer, Some(ingress)) = (&ingress_step, &ingress) {
-            let patch = transfer_patch(&ingress.metadata, source, self.owner, &at);
-            ingresses
-                .patch_metadata(
-                    &ingress_name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-                .map_err(api_err(format!("taking over Ingress {ingress_name}")))?;
+            survey.writes.push(Write {
+                kind: Kind::Ingress,
+                name: ingress_name.clone(),
+                patch: transfer_patch(&ingress.metadata, source, self.owner, &at),
+                takes: true,
+            });
         }
-        adopted
+        survey
+            .adopted
             .said
             .extend(networking_said(source, [&service_step, &ingress_step]));
         Ok(())
     }
 
-    /// Deletes the objects of kind `K` taken before (labelled and controlled by the server).
-    async fn let_go<K>(&self) -> Result<(), ApiError>
+    /// Plans handing back the objects of kind `K` taken before (labelled and controlled by the
+    /// server); returns how many.
+    async fn hand_back<K>(&self, kind: Kind, survey: &mut Survey) -> Result<usize, ApiError>
     where
         K: kube::Resource<Scope = NamespaceResourceScope>
             + Clone
@@ -276,21 +436,30 @@ impl Taker<'_> {
             + std::fmt::Debug,
         K::DynamicType: Default,
     {
-        let api = self.api::<K>();
-        let taken = api
+        let taken = self
+            .api::<K>()
             .list_metadata(&ListParams::default().labels(ADOPTED_FROM))
             .await
             .map_err(api_err("listing adopted objects"))?;
+        let mut returned = 0;
         for object in taken.items {
-            let ours = controlled_by(&object.metadata, &self.owner.uid);
-            let Some(name) = object.metadata.name.filter(|_| ours) else {
+            let meta = &object.metadata;
+            let source = meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM));
+            let (Some(name), Some(source)) = (meta.name.as_ref(), source) else {
                 continue;
             };
-            api.delete(&name, &DeleteParams::default())
-                .await
-                .map_err(api_err(format!("deleting adopted {name}")))?;
+            if !controlled_by(meta, &self.owner.uid) {
+                continue;
+            }
+            survey.writes.push(Write {
+                kind,
+                name: name.clone(),
+                patch: hand_back_patch(meta, source, kind == Kind::Service),
+                takes: false,
+            });
+            returned += 1;
         }
-        Ok(())
+        Ok(returned)
     }
 }
 

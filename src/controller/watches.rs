@@ -185,7 +185,7 @@ async fn run_scope(
             // an operator that serves none pays only for one metadata watch.
             let (seen, first) = watch::channel(false);
             tokio::join!(
-                run_stacks(ctx.clone(), scope, triggered, Some((reader.clone(), seen))),
+                run_stacks(ctx.clone(), scope, triggered, Some(seen)),
                 async move {
                     let mut first = first;
                     if first.wait_for(|seen| *seen).await.is_ok() {
@@ -204,16 +204,16 @@ fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 
     })
 }
 
-/// The LlamaStackDistributions' controller over one scope. `ogx_servers` holds the OGXServers
-/// seen, when they are served: a LlamaStackDistribution with one of the same name stands down,
-/// and is looked at again when one appears; the first one seen starts their controller.
+/// The LlamaStackDistributions' controller over one scope. With `seen`, OGXServers are served:
+/// their metadata is watched and kept, a LlamaStackDistribution with one of the same name (or
+/// named by one's adoption annotations) stands down and is looked at again when one appears, and
+/// the first one seen starts their controller (`seen`).
 async fn run_stacks(
     ctx: Arc<Context>,
     scope: Option<&str>,
     triggered: mpsc::Receiver<()>,
-    ogx: Option<(Store<OGXServer>, watch::Sender<bool>)>,
+    seen: Option<watch::Sender<bool>>,
 ) {
-    let (ogx_servers, seen) = ogx.unzip();
     let client = ctx.client.clone();
     let health = ctx.metrics.watches();
     let (reader, writer) = reflector::store();
@@ -248,15 +248,24 @@ async fn run_stacks(
     let mut controller = Controller::for_stream(stacks, reader)
         .with_config(config)
         .reconcile_all_on(on_trigger(triggered));
+    let mut ogx_servers = None;
     if let Some(seen) = seen {
         // An OGXServer of the same name takes the stack over, and one of another name may take
-        // its objects: the LlamaStackDistributions it names are told at once (by metadata only:
-        // the OGX controller caches the objects).
-        let servers = metadata_objects(
-            scoped::<PartialObjectMeta<OGXServer>>(&client, scope),
-            watcher::Config::default(),
-            &health,
-        );
+        // its objects: the LlamaStackDistributions it names are told at once. Their metadata is
+        // kept here, apart from the OGX controller's cache (which starts later): a stack's
+        // stand-down is decided on a synced list from the first reconcile on.
+        let (servers_seen, servers_writer) = reflector::store();
+        ogx_servers = Some(servers_seen);
+        let servers = resilient(
+            watcher(
+                scoped::<PartialObjectMeta<OGXServer>>(&client, scope),
+                watcher::Config::default(),
+            ),
+            "OGXServer",
+            health.clone(),
+        )
+        .reflect(servers_writer)
+        .touched_objects();
         controller = controller.watches_stream(servers, move |server| {
             seen.send_replace(true);
             let ns = server.metadata.namespace.clone().unwrap_or_default();

@@ -81,7 +81,7 @@ where
     match desired {
         Some(desired) => {
             let want = desired.annotations().get(DESIRED_HASH);
-            let mut body = serde_json::to_value(desired).map_err(|source| ApiError {
+            let body = serde_json::to_value(desired).map_err(|source| ApiError {
                 action: format!("serialize {kind} {name}"),
                 source: kube::Error::SerdeError(source),
             })?;
@@ -100,7 +100,6 @@ where
                     "reverting a change made outside the operator"
                 );
             }
-            clear_rolling_update_for_recreate(&mut body);
             let written = api
                 .patch(
                     name,
@@ -126,12 +125,22 @@ where
     }
 }
 
-/// A Deployment switched to `Recreate` must drop the `rollingUpdate` block the API server
-/// defaulted earlier, or the update is refused; an explicit null removes it in an apply.
-fn clear_rolling_update_for_recreate(body: &mut Value) {
-    if body["kind"] == "Deployment" && body["spec"]["strategy"]["type"] == "Recreate" {
-        body["spec"]["strategy"]["rollingUpdate"] = Value::Null;
-    }
+/// The merge patch that switches the Deployment `current` to `Recreate` when `desired` asks for
+/// it: the `rollingUpdate` the API server defaulted must go in the same write, or the update is
+/// refused (`may not be specified when strategy type is 'Recreate'`). An apply cannot remove it
+/// (no field manager owns a defaulted field, and a null in an apply only gives up ownership), so
+/// this patch goes first. `None` when nothing has to switch.
+pub(super) fn recreate_switch(
+    desired: &k8s_openapi::api::apps::v1::Deployment,
+    current: Option<&k8s_openapi::api::apps::v1::Deployment>,
+) -> Option<Value> {
+    let strategy = |d: &k8s_openapi::api::apps::v1::Deployment| d.spec.as_ref()?.strategy.clone();
+    let wants_recreate = strategy(desired).and_then(|s| s.type_).as_deref() == Some("Recreate");
+    let rolling = current
+        .and_then(strategy)
+        .is_some_and(|s| s.rolling_update.is_some());
+    (wants_recreate && rolling)
+        .then(|| json!({"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}))
 }
 
 /// Creates the immutable generated ConfigMap unless it exists (same name = same content).
@@ -256,7 +265,8 @@ fn bytes(quantity: &str) -> Option<u128> {
 
 #[cfg(test)]
 mod tests {
-    use super::{bytes, clear_rolling_update_for_recreate};
+    use super::{bytes, recreate_switch};
+    use k8s_openapi::api::apps::v1::Deployment;
     use serde_json::json;
 
     #[test]
@@ -269,16 +279,34 @@ mod tests {
     }
 
     #[test]
-    fn only_a_recreate_deployment_drops_rolling_update() {
-        let mut recreate =
-            json!({"kind": "Deployment", "spec": {"strategy": {"type": "Recreate"}}});
-        clear_rolling_update_for_recreate(&mut recreate);
+    fn only_a_switch_to_recreate_drops_rolling_update_first() {
+        let deployment = |strategy: serde_json::Value| -> Deployment {
+            serde_json::from_value(
+                json!({"spec": {"selector": {}, "template": {}, "strategy": strategy}}),
+            )
+            .unwrap()
+        };
+        let recreate = deployment(json!({"type": "Recreate"}));
+        let rolling =
+            deployment(json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}}));
         assert_eq!(
-            recreate["spec"]["strategy"],
-            json!({"type": "Recreate", "rollingUpdate": null})
+            recreate_switch(&recreate, Some(&rolling)),
+            Some(json!({"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}))
         );
-        let mut rolling = json!({"kind": "Deployment", "spec": {}});
-        clear_rolling_update_for_recreate(&mut rolling);
-        assert_eq!(rolling, json!({"kind": "Deployment", "spec": {}}));
+        assert_eq!(
+            recreate_switch(&recreate, Some(&recreate)),
+            None,
+            "already switched"
+        );
+        assert_eq!(
+            recreate_switch(&recreate, None),
+            None,
+            "created as Recreate"
+        );
+        assert_eq!(recreate_switch(&rolling, Some(&rolling)), None);
+        assert_eq!(
+            recreate_switch(&deployment(json!({})), Some(&recreate)),
+            None
+        );
     }
 }

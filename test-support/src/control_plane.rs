@@ -261,6 +261,10 @@ impl ControlPlane {
                         d.join("tokens.csv").display()
                     ))
                     .arg("--authorization-mode=RBAC")
+                    // As OpenShift's API server: changing an object's owner references needs
+                    // `delete` on it, and `blockOwnerDeletion` needs `update` on the owner's
+                    // finalizers. Without it a missing grant passes here and fails there.
+                    .arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
                     .arg("--service-account-issuer=https://kubernetes.default.svc")
                     .arg(format!(
                         "--service-account-key-file={}",

@@ -92,8 +92,10 @@ impl StorageStep {
     pub fn hold(&self) -> Option<Hold> {
         match self {
             StorageStep::ScaleDown | StorageStep::WaitForPods(_) => Some(Hold::Waiting),
-            StorageStep::Refused(_) => Some(Hold::Refused),
-            StorageStep::Missing | StorageStep::Taken | StorageStep::Detach => None,
+            // A name with no volume (a typo, or a stack without storage): a fresh volume would
+            // hide that, and the data the person meant to keep would be left behind.
+            StorageStep::Refused(_) | StorageStep::Missing => Some(Hold::Refused),
+            StorageStep::Taken | StorageStep::Detach => None,
         }
     }
 }
@@ -148,7 +150,10 @@ pub struct StorageSeen<'a> {
     pub claim: Option<&'a ObjectMeta>,
     /// The old Deployment's `spec.replicas` (`Some(None)`: unset, which means one), if it exists.
     pub replicas: Option<Option<i32>>,
-    /// The old stack's Pods still there.
+    /// The old Deployment's metadata, if it exists: only the named stack's is scaled down.
+    pub deployment: Option<&'a ObjectMeta>,
+    /// The Pods still there that would write the volume: the old stack's, and any (of any kind)
+    /// that mounts it.
     pub pods: usize,
 }
 
@@ -206,19 +211,37 @@ pub fn storage_step(server: &str, source: &str, seen: StorageSeen<'_>) -> Storag
         return StorageStep::Refused(refusal);
     }
     match (seen.replicas, seen.pods) {
-        (Some(replicas), _) if replicas != Some(0) => StorageStep::ScaleDown,
+        (Some(replicas), _) if replicas != Some(0) => {
+            match seen.deployment.and_then(|d| foreign_controller(d, source)) {
+                Some(refusal) => StorageStep::Refused(format!(
+                    "Deployment {refusal}, so it is not scaled down and PVC {} stays with it",
+                    crate::naming::pvc_name(source)
+                )),
+                None => StorageStep::ScaleDown,
+            }
+        }
         (_, 0) => StorageStep::Detach,
         (_, pods) => StorageStep::WaitForPods(pods),
     }
 }
 
-/// Why an object controlled by something other than the stack `source` is not taken.
-fn foreign_controller(meta: &ObjectMeta, source: &str) -> Option<String> {
-    let controller = controller_of(meta)?;
+/// Why an object that is not the stack `source`'s is not taken: it is controlled by something
+/// else, or it has no controller and does not carry `source`'s instance label (an object of that
+/// name someone else made: rights on an `OGXServer` must not reach it).
+pub fn foreign_controller(meta: &ObjectMeta, source: &str) -> Option<String> {
+    let name = meta.name.as_deref().unwrap_or_default();
+    let Some(controller) = controller_of(meta) else {
+        let instance = meta.labels.as_ref().and_then(|l| l.get(labels::INSTANCE));
+        return (instance.map(String::as_str) != Some(source)).then(|| {
+            format!(
+                "{name} has no controller and is not labelled {}={source}: it is not LlamaStackDistribution {source}'s, so it is not taken",
+                labels::INSTANCE
+            )
+        });
+    };
     (!is_stack(controller, source)).then(|| {
         format!(
-            "{} is controlled by {} {} {:?}, not by LlamaStackDistribution {source}: it is not taken",
-            meta.name.as_deref().unwrap_or_default(),
+            "{name} is controlled by {} {} {:?}, not by LlamaStackDistribution {source}: it is not taken",
             controller.api_version,
             controller.kind,
             controller.name
@@ -290,8 +313,8 @@ pub fn transfer_step(
     }
 }
 
-/// The metadata patch that gives the object `meta` of `source` to `owner`.
-pub fn transfer_patch(meta: &ObjectMeta, source: &str, owner: &OwnerReference, at: &str) -> Value {
+/// The owner references of `meta` with `owner` as the controller in place of any other.
+pub fn with_controller(meta: &ObjectMeta, owner: &OwnerReference) -> Vec<OwnerReference> {
     let mut owners: Vec<OwnerReference> = meta
         .owner_references
         .iter()
@@ -300,12 +323,44 @@ pub fn transfer_patch(meta: &ObjectMeta, source: &str, owner: &OwnerReference, a
         .cloned()
         .collect();
     owners.push(owner.clone());
+    owners
+}
+
+/// The metadata patch that gives the object `meta` of `source` to `owner`.
+pub fn transfer_patch(meta: &ObjectMeta, source: &str, owner: &OwnerReference, at: &str) -> Value {
     json!({"metadata": {
         "resourceVersion": meta.resource_version,
-        "ownerReferences": owners,
+        "ownerReferences": with_controller(meta, owner),
         "labels": {ADOPTED_FROM: source},
         "annotations": {ADOPTED_AT: at},
     }})
+}
+
+/// The patch that hands a Service or Ingress taken from `source` back, once no annotation asks
+/// for it: without the server as its controller (the stack `source`, if it still runs, takes it
+/// again with its next apply), unlabelled, and a Service selecting the Pods of `source` again.
+/// Deleting it instead would lose its address (a Service's cluster IP) and leave the old stack
+/// unreachable.
+pub fn hand_back_patch(meta: &ObjectMeta, source: &str, is_service: bool) -> Value {
+    let owners: Vec<&OwnerReference> = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|o| o.controller != Some(true))
+        .collect();
+    let mut patch = json!({"metadata": {
+        "resourceVersion": meta.resource_version,
+        "ownerReferences": owners,
+        "labels": {ADOPTED_FROM: null},
+        "annotations": {ADOPTED_AT: null},
+    }});
+    if is_service {
+        patch["spec"] = json!({"selector": {
+            labels::NAME: labels::APP,
+            labels::INSTANCE: source,
+        }});
+    }
+    patch
 }
 
 /// The patch that makes the Service `service` select `selector` and nothing else (a merge
@@ -334,7 +389,7 @@ pub fn storage_said(source: &str, step: &StorageStep) -> Said {
             false,
             Reason::AdoptionSourceNotFound,
             format!(
-                "PVC {claim} does not exist, so nothing was taken from {source}: the server has a volume of its own"
+                "PVC {claim} does not exist, so there is no volume of {source} to take: correct or remove ogx.io/adopt-storage. Until then nothing is applied (a fresh volume would hide the mistake) and what runs stays as it is"
             ),
         ),
         StorageStep::Taken | StorageStep::Detach => {

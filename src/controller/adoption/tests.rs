@@ -89,6 +89,7 @@ fn the_volume_is_taken_only_once_the_old_pods_are_gone_and_never_from_another_ow
     let seen = |replicas, pods| StorageSeen {
         claim: Some(&claim),
         replicas,
+        deployment: None,
         pods,
     };
     assert_eq!(
@@ -127,6 +128,7 @@ fn the_volume_is_taken_only_once_the_old_pods_are_gone_and_never_from_another_ow
         StorageSeen {
             claim: Some(&foreign),
             replicas: None,
+            deployment: None,
             pods: 0,
         },
     );
@@ -143,6 +145,7 @@ fn the_volume_is_taken_only_once_the_old_pods_are_gone_and_never_from_another_ow
             StorageSeen {
                 claim: Some(&other_stack),
                 replicas: None,
+                deployment: None,
                 pods: 0
             }
         ),
@@ -162,6 +165,7 @@ fn the_volume_is_taken_only_once_the_old_pods_are_gone_and_never_from_another_ow
     let taken = |m| StorageSeen {
         claim: Some(m),
         replicas: Some(Some(3)),
+        deployment: None,
         pods: 3,
     };
     assert_eq!(storage_step("new", "old", taken(&ours)), StorageStep::Taken);
@@ -189,11 +193,9 @@ fn holding_follows_the_step() {
         StorageStep::Refused(String::new()).hold(),
         Some(Hold::Refused)
     );
-    for go in [
-        StorageStep::Missing,
-        StorageStep::Taken,
-        StorageStep::Detach,
-    ] {
+    // A name with no volume behind it (a typo): no fresh volume is made while it stands.
+    assert_eq!(StorageStep::Missing.hold(), Some(Hold::Refused));
+    for go in [StorageStep::Taken, StorageStep::Detach] {
         assert_eq!(go.hold(), None);
     }
 }
@@ -234,11 +236,11 @@ fn a_service_changes_controller_and_selects_only_the_new_pods() {
         transfer_step(Some(&taken), "old", &server()),
         TransferStep::Taken
     );
-    let unowned = meta("old-service", vec![], &[]);
+    let unowned = meta("old-service", vec![], &[(labels::INSTANCE, "old")]);
     assert_eq!(
         transfer_step(Some(&unowned), "old", &server()),
         TransferStep::Transfer,
-        "an orphan (its stack deleted first) is taken, as the OGX operator takes it"
+        "an orphan of the stack (deleted first) is taken, as the OGX operator takes it"
     );
 
     let patch = transfer_patch(&service_meta, "old", &server(), "t");
@@ -322,4 +324,73 @@ fn the_conditions_say_what_happened() {
         set.map(|s| (s.ok, s.message)),
         Some((true, "bad".to_owned()))
     );
+}
+
+#[test]
+fn only_the_named_stacks_objects_are_scaled_or_taken() {
+    let claim = meta("old-pvc", vec![llsd("old")], &[]);
+    fn seen<'a>(claim: &'a ObjectMeta, deployment: &'a ObjectMeta) -> StorageSeen<'a> {
+        StorageSeen {
+            claim: Some(claim),
+            replicas: Some(Some(1)),
+            deployment: Some(deployment),
+            pods: 1,
+        }
+    }
+    let seen = |deployment| seen(&claim, deployment);
+    let ours = meta("old", vec![llsd("old")], &[]);
+    assert_eq!(
+        storage_step("new", "old", seen(&ours)),
+        StorageStep::ScaleDown
+    );
+    let labelled = meta("old", vec![], &[(labels::INSTANCE, "old")]);
+    assert_eq!(
+        storage_step("new", "old", seen(&labelled)),
+        StorageStep::ScaleDown,
+        "ownerless with the stack's instance label, as the OGX operator allows"
+    );
+    // A Deployment of that name someone else runs is never scaled to zero.
+    for foreign in [
+        meta(
+            "old",
+            vec![owner("Argo", "argoproj.io/v1", "app", "u")],
+            &[],
+        ),
+        meta("old", vec![], &[]),
+        meta("old", vec![], &[(labels::INSTANCE, "other")]),
+    ] {
+        assert!(
+            matches!(storage_step("new", "old", StorageSeen { deployment: Some(&foreign), ..seen(&ours) }), StorageStep::Refused(why) if why.contains("not scaled down")),
+            "{foreign:?}"
+        );
+    }
+    // An ownerless Service or Ingress without the stack's label is not re-pointed.
+    let bare = meta("old-service", vec![], &[]);
+    assert!(matches!(
+        transfer_step(Some(&bare), "old", &server()),
+        TransferStep::Refused(why) if why.contains("not labelled")
+    ));
+    let labelled = meta("old-service", vec![], &[(labels::INSTANCE, "old")]);
+    assert_eq!(
+        transfer_step(Some(&labelled), "old", &server()),
+        TransferStep::Transfer
+    );
+}
+
+#[test]
+fn a_service_handed_back_selects_the_old_pods_and_has_no_controller() {
+    let taken = meta(
+        "old-service",
+        vec![server()],
+        &[(ADOPTED_FROM, "old"), (labels::INSTANCE, "old")],
+    );
+    let patch = hand_back_patch(&taken, "old", true);
+    assert_eq!(patch["metadata"]["ownerReferences"], json!([]));
+    assert_eq!(patch["metadata"]["labels"][ADOPTED_FROM], Value::Null);
+    assert_eq!(patch["metadata"]["resourceVersion"], "7");
+    assert_eq!(
+        patch["spec"]["selector"],
+        json!({"app.kubernetes.io/instance": "old", "app.kubernetes.io/name": "llama-stack"})
+    );
+    assert!(hand_back_patch(&taken, "old", false).get("spec").is_none());
 }

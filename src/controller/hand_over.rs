@@ -1,0 +1,266 @@
+//! A stack moved in place: the `OGXServer` of a LlamaStackDistribution's name serves it now, and
+//! every object the LlamaStackDistribution controlled becomes the `OGXServer`'s before anything
+//! else is written. Server-side apply re-owns what it writes, but not what is written once (the
+//! data volume, the hash-named configs a rollback returns to) nor what is unchanged; left to the
+//! LlamaStackDistribution, deleting it (the guide's last step) lets the garbage collector delete
+//! them, the data volume first among them.
+//!
+//! The decisions are pure ([`moving`], [`stack_controls`]); [`hand_over`] lists and patches.
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::adoption::with_controller;
+use super::builders;
+use super::context::Context;
+use super::door::Door;
+use super::error::{ApiError, api_err};
+use super::gather::Observed;
+use super::stack::Stack;
+use crate::naming::{FIELD_MANAGER, ingress_name, owned_by_selector};
+
+/// Whether `meta` is controlled by the LlamaStackDistribution `name` (any version).
+pub(super) fn stack_controls(meta: &ObjectMeta, name: &str) -> bool {
+    meta.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.kind == "LlamaStackDistribution"
+            && o.api_version.starts_with("llamastack.io/")
+            && o.name == name
+    })
+}
+
+/// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of
+/// its name to take: its Deployment or its data volume is still controlled by it. Both are read
+/// anyway; the hand-over's lists are made only then, once per move.
+pub(super) fn moving(stack: &Stack<'_>, observed: &Observed) -> bool {
+    let Door::OgxServer { .. } = stack.door else {
+        return false;
+    };
+    let deployment = observed.deployment.as_ref().map(|d| &d.metadata);
+    let claim = observed.claim.as_ref().map(|c| &c.metadata);
+    [deployment, claim]
+        .into_iter()
+        .flatten()
+        .any(|meta| stack_controls(meta, stack.name))
+}
+
+/// The patch that hands `meta` to `owner`: its controller reference replaced, the other owners
+/// kept; carries the resource version read, so a change in between fails the write.
+pub(super) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerReference) -> Value {
+    json!({"metadata": {
+        "resourceVersion": meta.resource_version,
+        "ownerReferences": with_controller(meta, owner),
+    }})
+}
+
+/// Hands every object the LlamaStackDistribution of the stack's name controls to the stack's
+/// owner (its `OGXServer`); the Deployment last, so an interrupted hand-over is found again.
+/// Returns how many objects changed hands.
+pub(super) async fn hand_over(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    owner: &OwnerReference,
+) -> Result<usize, ApiError> {
+    let to = Handing {
+        stack,
+        ctx,
+        owner,
+        listed: ListParams::default().labels(&owned_by_selector(stack.name)),
+    };
+    let mut handed = 0;
+    handed += to.kind::<ConfigMap>("ConfigMaps").await?;
+    handed += to.kind::<Secret>("Secrets").await?;
+    handed += to.kind::<ServiceAccount>("ServiceAccounts").await?;
+    handed += to
+        .kind::<PersistentVolumeClaim>("PersistentVolumeClaims")
+        .await?;
+    handed += to.kind::<Service>("Services").await?;
+    handed += to.kind::<NetworkPolicy>("NetworkPolicies").await?;
+    handed += to.kind::<Ingress>("Ingresses").await?;
+    handed += to
+        .kind::<HorizontalPodAutoscaler>("HorizontalPodAutoscalers")
+        .await?;
+    handed += to
+        .kind::<PodDisruptionBudget>("PodDisruptionBudgets")
+        .await?;
+    if ctx.routes_available() {
+        handed += to.route().await?;
+    }
+    handed += to.kind::<Deployment>("Deployments").await?;
+    Ok(handed)
+}
+
+struct Handing<'a> {
+    stack: &'a Stack<'a>,
+    ctx: &'a Context,
+    owner: &'a OwnerReference,
+    listed: ListParams,
+}
+
+impl Handing<'_> {
+    fn params() -> PatchParams {
+        PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        }
+    }
+
+    async fn kind<K>(&self, plural: &str) -> Result<usize, ApiError>
+    where
+        K: kube::Resource<Scope = NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let (ns, name) = (self.stack.namespace, self.stack.name);
+        let api: Api<K> = Api::namespaced(self.ctx.client.clone(), ns);
+        let found = api
+            .list_metadata(&self.listed)
+            .await
+            .map_err(api_err(format!("listing the {plural} of {ns}/{name}")))?;
+        let mut handed = 0;
+        for object in found.items {
+            let Some(object_name) = object
+                .metadata
+                .name
+                .as_deref()
+                .filter(|_| stack_controls(&object.metadata, name))
+            else {
+                continue;
+            };
+            let patch = hand_over_patch(&object.metadata, self.owner);
+            api.patch_metadata(object_name, &Self::params(), &Patch::Merge(&patch))
+                .await
+                .map_err(api_err(format!(
+                    "handing {object_name} ({plural}) over from LlamaStackDistribution {name}"
+                )))?;
+            handed += 1;
+        }
+        Ok(handed)
+    }
+
+    /// The Route has a fixed name (and the operator may only read it by name).
+    async fn route(&self) -> Result<usize, ApiError> {
+        let (ns, name) = (self.stack.namespace, self.stack.name);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.ctx.client.clone(), ns, &builders::route_resource());
+        let route_name = ingress_name(name);
+        let route = api
+            .get_metadata_opt(&route_name)
+            .await
+            .map_err(api_err(format!("reading Route {ns}/{route_name}")))?;
+        let Some(route) = route.filter(|r| stack_controls(&r.metadata, name)) else {
+            return Ok(0);
+        };
+        let patch = hand_over_patch(&route.metadata, self.owner);
+        api.patch_metadata(&route_name, &Self::params(), &Patch::Merge(&patch))
+            .await
+            .map_err(api_err(format!(
+                "handing Route {route_name} over from LlamaStackDistribution {name}"
+            )))?;
+        Ok(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned_by(kind: &str, api_version: &str, name: &str, controller: bool) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("x".into()),
+            resource_version: Some("7".into()),
+            owner_references: Some(vec![
+                OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    name: "keeps".into(),
+                    uid: "u-keep".into(),
+                    ..OwnerReference::default()
+                },
+                OwnerReference {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    name: name.into(),
+                    uid: "u-old".into(),
+                    controller: Some(controller),
+                    ..OwnerReference::default()
+                },
+            ]),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn only_the_stack_of_the_same_name_as_controller_counts() {
+        let llsd = "llamastack.io/v1alpha1";
+        assert!(stack_controls(
+            &owned_by("LlamaStackDistribution", llsd, "s", true),
+            "s"
+        ));
+        assert!(stack_controls(
+            &owned_by(
+                "LlamaStackDistribution",
+                "llamastack.io/v1alpha2",
+                "s",
+                true
+            ),
+            "s"
+        ));
+        assert!(!stack_controls(
+            &owned_by("LlamaStackDistribution", llsd, "other", true),
+            "s"
+        ));
+        assert!(!stack_controls(
+            &owned_by("LlamaStackDistribution", llsd, "s", false),
+            "s"
+        ));
+        assert!(!stack_controls(
+            &owned_by("LlamaStackDistribution", "example.com/v1", "s", true),
+            "s"
+        ));
+        assert!(!stack_controls(
+            &owned_by("OGXServer", "ogx.io/v1beta1", "s", true),
+            "s"
+        ));
+    }
+
+    #[test]
+    fn the_controller_is_replaced_and_other_owners_stay() {
+        let owner = OwnerReference {
+            api_version: "ogx.io/v1beta1".into(),
+            kind: "OGXServer".into(),
+            name: "s".into(),
+            uid: "u-new".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        let patch = hand_over_patch(
+            &owned_by(
+                "LlamaStackDistribution",
+                "llamastack.io/v1alpha2",
+                "s",
+                true,
+            ),
+            &owner,
+        );
+        assert_eq!(patch["metadata"]["resourceVersion"], "7");
+        let uids: Vec<&str> = patch["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["uid"].as_str().unwrap())
+            .collect();
+        assert_eq!(uids, ["u-keep", "u-new"]);
+    }
+}
