@@ -18,6 +18,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
+use llama_stack_operator::api::common::DistributionPhase;
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::controller::{Context, reconcile};
 use llama_stack_resolver::Resolver;
@@ -393,6 +394,33 @@ fn workload_storage_gets_a_pvc_that_is_never_shrunk() {
         f.llsds().patch("kept", &PatchParams::default(), &Patch::Merge(json!({"spec": {"workload": {"storage": {"size": "2Gi"}}}}))).await.unwrap();
         f.reconcile("kept").await;
         assert_eq!(size(&pvcs.get("kept-pvc").await.unwrap()), "5Gi", "a PVC is never shrunk");
+
+        // Storage added to a running stack (the OGX operator's TestRolloutWithStorage steps): the
+        // API server defaulted a rollingUpdate beside RollingUpdate, which must go with the
+        // switch to Recreate, or every write of the Deployment is refused from then on.
+        let grows: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "grows"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &grows).await.unwrap();
+        f.reconcile("grows").await;
+        let strategy = f.deployment("grows").await.spec.unwrap().strategy.unwrap();
+        assert!(strategy.rolling_update.is_some(), "defaulted by the API server: {strategy:?}");
+        f.llsds().patch("grows", &PatchParams::default(), &Patch::Merge(json!({"spec": {"workload": {"storage": {}}}}))).await.unwrap();
+        f.reconcile("grows").await;
+        let (status, reason, message) = f.condition("grows", "DeploymentUpdated").await;
+        assert_ne!(reason, "ApplyFailed", "{status} {message}");
+        let spec = f.deployment("grows").await.spec.unwrap();
+        let strategy = spec.strategy.unwrap();
+        assert_eq!((strategy.type_.as_deref(), strategy.rolling_update), (Some("Recreate"), None));
+        let claims: Vec<String> = spec.template.spec.unwrap().volumes.into_iter().flatten()
+            .filter_map(|v| v.persistent_volume_claim).map(|c| c.claim_name).collect();
+        assert_eq!(claims, ["grows-pvc"], "the claim is mounted");
+        // The next change rolls out, and storage removed again switches back.
+        f.llsds().patch("grows", &PatchParams::default(), &Patch::Merge(json!({"spec": {"workload": {"storage": null,
+            "overrides": {"env": [{"name": "AFTER", "value": "1"}]}}}}))).await.unwrap();
+        f.reconcile("grows").await;
+        let d = f.deployment("grows").await;
+        assert!(container_env(&d).iter().any(|e| e["name"] == "AFTER"), "the next change is applied");
+        assert_eq!(d.spec.unwrap().strategy.unwrap().type_.as_deref(), Some("RollingUpdate"));
     });
 }
 
@@ -595,6 +623,13 @@ fn a_refused_write_is_reported_in_the_status() {
         let (status, reason, message) = f.condition("refused", "DeploymentUpdated").await;
         assert_eq!((status.as_str(), reason.as_str()), ("False", "ApplyFailed"), "{message}");
         assert!(message.contains("apply Deployment refused") && message.contains("quota"), "{message}");
+        // Not served, and said so where kstatus and `kubectl wait` look: the generation is not
+        // observed, and the stack is stalled on the refusal.
+        let stored = f.llsds().get("refused").await.unwrap().status.unwrap();
+        assert_eq!(stored.observed_generation, None, "a refused generation is not observed");
+        assert_eq!(stored.phase, Some(DistributionPhase::Failed));
+        let (status, reason, _) = f.condition("refused", "Stalled").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "ApplyFailed"));
     });
 }
 
@@ -969,7 +1004,7 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         // A LlamaStackDistribution, running...
         let llsd: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
             "metadata": {"name": "moving"}, "spec": {"distribution": {"name": "starter"}, "networking": {"allowedFrom": {}},
-            "resources": {"models": ["llama3.2:1b"]}}})).unwrap();
+            "workload": {"storage": {}}, "resources": {"models": ["llama3.2:1b"]}}})).unwrap();
         f.llsds().create(&PostParams::default(), &llsd).await.unwrap();
         f.reconcile("moving").await;
         let before = f.deployment("moving").await;
@@ -1009,11 +1044,29 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         let moved = servers.get("moving").await.unwrap().status.unwrap();
         let resolved = moved.resolved_distribution.unwrap();
         assert_eq!((resolved.image, resolved.pinned_at), (pinned.image, pinned.pinned_at), "the pin is kept");
-        // Deleting the LLSD now takes nothing with it (nothing it owns is left).
-        let owned_by_llsd = Api::<ConfigMap>::namespaced(client.clone(), "default").list(&ListParams::default()).await.unwrap().items.into_iter()
-            .filter(|c| c.metadata.owner_references.iter().flatten().any(|o| o.kind == "LlamaStackDistribution" && o.name == "moving"))
-            .filter_map(|c| c.metadata.name).collect::<Vec<_>>();
-        assert!(owned_by_llsd.iter().all(|n| n.starts_with("moving-config-")), "only old generated configs, pruned later: {owned_by_llsd:?}");
+        // Deleting the LLSD now takes nothing with it: it owns nothing any more, the data volume
+        // and every generated config included (the garbage collector deletes what it owns).
+        let llsd_uid = f.llsds().get("moving").await.unwrap().metadata.uid.unwrap();
+        let server_uid = servers.get("moving").await.unwrap().metadata.uid.unwrap();
+        let mut owned_by_llsd = Vec::new();
+        let mut handed = Vec::new();
+        macro_rules! sort_out {
+            ($($kind:ty),+) => {$(
+                for o in Api::<$kind>::namespaced(client.clone(), "default").list_metadata(&ListParams::default()).await.unwrap().items {
+                    let name = format!("{} {}", stringify!($kind), o.metadata.name.clone().unwrap());
+                    for r in o.metadata.owner_references.iter().flatten() {
+                        if r.uid == llsd_uid { owned_by_llsd.push(name.clone()); }
+                        if r.uid == server_uid && r.controller == Some(true) { handed.push(name.clone()); }
+                    }
+                }
+            )+};
+        }
+        sort_out!(ConfigMap, Secret, Service, Deployment, k8s_openapi::api::core::v1::PersistentVolumeClaim,
+            k8s_openapi::api::core::v1::ServiceAccount, k8s_openapi::api::networking::v1::NetworkPolicy);
+        assert!(owned_by_llsd.is_empty(), "still the LLSD's: {owned_by_llsd:?}");
+        for kind in ["PersistentVolumeClaim moving-pvc", "ConfigMap moving-config-", "NetworkPolicy moving-network-policy", "Deployment moving"] {
+            assert!(handed.iter().any(|h| h.contains(kind)), "{kind} not the OGXServer's: {handed:?}");
+        }
     }))
     };
     on_a_big_stack(body);
@@ -1026,6 +1079,7 @@ async fn servers_seen(
 ) -> kube::runtime::reflector::Store<
     kube::api::PartialObjectMeta<llama_stack_operator::api::ogx::OGXServer>,
 > {
+    use kube::runtime::{reflector, watcher};
     let (reader, mut writer) = reflector::store();
     writer.apply_watcher_event(&watcher::Event::Init);
     for server in servers
@@ -1382,11 +1436,16 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         let (status, _, _) = server_condition("AdoptionConfigInvalid").await;
         assert_eq!(status, "absent");
 
-        // Annotations removed: the adopted Service goes (the server has its own), the volume stays.
+        // Annotations removed: the adopted Service is handed back (same address, selecting the
+        // old stack's Pods, no controller); the server has its own; the volume stays.
         let annotations = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
         servers.patch(name, &PatchParams::default(), &Patch::Merge(&annotations)).await.unwrap();
         reconcile_server().await;
-        assert!(services.get_opt(&format!("{old}-service")).await.unwrap().is_none());
+        let returned = services.get(&format!("{old}-service")).await.unwrap();
+        assert_eq!(controller_uid(&returned.metadata.owner_references), None);
+        assert!(!returned.metadata.labels.clone().unwrap_or_default().contains_key("ogx.io/adopted-from"));
+        let spec = returned.spec.unwrap();
+        assert_eq!((spec.cluster_ip, spec.selector.unwrap()["app.kubernetes.io/instance"].as_str()), (service_ip.clone(), old));
         assert!(services.get_opt(&format!("{name}-service")).await.unwrap().is_some());
         let (status, reason, _) = server_condition("NetworkingAdopted").await;
         assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptionAnnotationRemoved"));
@@ -1421,6 +1480,92 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
 /// External providers through the `OGXServer` door: the stack of the test above, converted by
 /// `convert --to ogx.io/v1beta1`, carries them in `llamastack.io/external-providers` and gets the
 /// same install steps in the same order; a bad value is refused with the annotation named.
+/// An `OGXServer` that cannot run takes nothing: with each adoption annotation and a provider
+/// Secret that does not exist, the old stack keeps its replicas, its Service's selector and
+/// owner, and its claim; the conditions say why. Once the Secret exists, the take-over follows.
+/// An annotation naming no stack is refused, and no fresh volume is made while it stands.
+#[test]
+fn a_blocked_ogx_server_takes_nothing_from_the_old_stack() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    let body = || {
+        rt.block_on(Box::pin(async {
+        let f = Fixture::new(&client, "default");
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+        let services: Api<Service> = Api::namespaced(client.clone(), "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let old: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "old"}, "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {}}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &old).await.unwrap();
+        f.reconcile("old").await;
+        let llsd_uid = f.llsds().get("old").await.unwrap().metadata.uid.unwrap();
+        let controller = |refs: Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>| {
+            refs.into_iter().flatten().find(|o| o.controller == Some(true)).map(|o| o.uid)
+        };
+        let old_stack = || async {
+            let replicas = f.deployment("old").await.spec.unwrap().replicas;
+            let service = services.get("old-service").await.unwrap();
+            let claim = claims.get("old-pvc").await.unwrap();
+            (replicas, service.spec.unwrap().selector, controller(service.metadata.owner_references), controller(claim.metadata.owner_references))
+        };
+        let before = old_stack().await;
+        assert_eq!((before.2.as_ref(), before.3.as_ref()), (Some(&llsd_uid), Some(&llsd_uid)));
+
+        // The OGX operator's sample's providers (tests/fixtures/ogx-operator), its Secret missing.
+        let sample = std::fs::read_to_string(support::workspace_root().join("tests/fixtures/ogx-operator/example-with-generated-config.yaml")).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&sample).unwrap();
+        let mut server = docs[1].clone();
+        server["metadata"] = json!({"name": "new", "annotations": {"ogx.io/adopt-storage": "old", "ogx.io/adopt-networking": "old"}});
+        server["spec"]["workload"] = json!({"storage": {}});
+        let server: OGXServer = serde_json::from_value(server).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        let reconcile_new = || async { reconcile_ogx(Arc::new(servers.get("new").await.unwrap()), f.ctx.clone()).await.unwrap() };
+        let said = |type_: &'static str| {
+            let servers = servers.clone();
+            async move {
+                let status = serde_json::to_value(servers.get("new").await.unwrap().status).unwrap();
+                json_condition(&status, type_)
+            }
+        };
+        for _ in 0..2 {
+            reconcile_new().await;
+            assert_eq!(said("SecretsResolved").await, ("False".into(), "SecretNotFound".into()));
+            assert_eq!(said("StorageAdopted").await, ("False".into(), "AdoptionDeferred".into()));
+            assert_eq!(said("NetworkingAdopted").await, ("False".into(), "AdoptionDeferred".into()));
+            assert_eq!(old_stack().await, before, "the old stack is untouched");
+            assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("new").await.unwrap().is_none());
+        }
+
+        // Unblocked: the take-over begins (the old Deployment is scaled to zero first).
+        let secret: Secret = serde_json::from_value(docs[0].clone()).unwrap();
+        Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+        reconcile_new().await;
+        let after = old_stack().await;
+        assert_eq!(after.0, Some(0), "scaled down once the server can run");
+        assert_ne!(after.2, before.2, "the Service is the server's");
+        assert_eq!(said("NetworkingAdopted").await, ("True".into(), "NetworkingAdopted".into()));
+        let scaled = f.deployment("old").await;
+        let managers: Vec<String> = scaled.metadata.managed_fields.into_iter().flatten().filter_map(|m| m.manager).collect();
+        assert!(managers.iter().any(|m| m == "llama-stack-operator"), "the scale-down carries the operator's field manager: {managers:?}");
+
+        // A name that is no stack's volume (a typo): refused, and no fresh volume is made.
+        let typo: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "typo", "annotations": {"ogx.io/adopt-storage": "olld"}},
+            "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {}}}})).unwrap();
+        servers.create(&PostParams::default(), &typo).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("typo").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get("typo").await.unwrap().status).unwrap();
+        assert_eq!(json_condition(&status, "StorageAdopted"), ("False".into(), "AdoptionSourceNotFound".into()), "{status:#}");
+        assert!(claims.get_opt("typo-pvc").await.unwrap().is_none(), "no fresh volume hides the typo");
+        assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("typo").await.unwrap().is_none());
+    }))
+    };
+    on_a_big_stack(body);
+}
+
 #[test]
 fn an_ogx_server_installs_external_providers_named_by_this_operators_annotation() {
     use llama_stack_operator::api::ogx::OGXServer;

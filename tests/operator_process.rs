@@ -801,8 +801,10 @@ fn the_operator_finds_its_own_image_in_its_pod(env: &Env) -> Result<(), Failed> 
 /// The OGX operator's adoption annotations, run by the operator process under its own
 /// ServiceAccount and the RBAC the install grants: the volume detached, labelled and mounted; the
 /// Service taken; with the annotations removed, the volume found again by its labels (a list of
-/// claims) and the Service deleted. A verb missing from the RBAC fails the reconcile, so the
-/// conditions below never come.
+/// claims) and the Service handed back. The API server runs OpenShift's
+/// OwnerReferencesPermissionEnforcement: every owner reference the operator sets or changes needs
+/// the grants it checks (`update` on `ogxservers/finalizers`, `delete` on the object). A verb
+/// missing from the RBAC fails the reconcile, so the conditions below never come.
 fn adoption_runs_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
     use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
     use llama_stack_operator::api::ogx::OGXServer;
@@ -871,11 +873,26 @@ fn adoption_runs_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
     )?;
     let removed = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
     rt.block_on(servers.patch("new", &PatchParams::default(), &Patch::Merge(&removed)))?;
-    env.eventually("the adopted Service deleted", || {
+    env.eventually("the adopted Service handed back", || {
         said("NetworkingAdopted", "AdoptionAnnotationRemoved")
     })?;
+    // Handed back, never deleted: its address stays, and it selects the old stack's Pods.
     let services: Api<Service> = Api::namespaced(env.client.clone(), ns);
-    assert!(rt.block_on(services.get_opt("old-service"))?.is_none());
+    let returned = rt.block_on(services.get("old-service"))?;
+    assert!(
+        returned
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .all(|o| o.controller != Some(true)),
+        "{:?}",
+        returned.metadata.owner_references
+    );
+    assert_eq!(
+        returned.spec.and_then(|s| s.selector).unwrap_or_default()["app.kubernetes.io/instance"],
+        "old"
+    );
     assert_eq!(
         mounted(rt.block_on(deployments.get("new"))?),
         ["old-pvc"],

@@ -19,7 +19,7 @@ use super::error::{ApiError, api_err};
 use super::gather::Observed;
 use super::stack::Stack;
 use super::write::{
-    Change, create_config_map_once, recreate_switch, sync, sync_derived_secret, sync_from, sync_in,
+    Change, create_config_map_once, strategy_switch, sync, sync_derived_secret, sync_from, sync_in,
     sync_pvc,
 };
 use super::{events, hand_over, prune, rollout};
@@ -153,7 +153,7 @@ async fn apply_deployment(
 ) -> Result<Option<Deployment>, ApiError> {
     let ns = stack.namespace;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
-    if let Some(switch) = recreate_switch(desired, current) {
+    if let Some(switch) = strategy_switch(desired, current) {
         let params = PatchParams {
             field_manager: Some(naming::FIELD_MANAGER.to_owned()),
             ..PatchParams::default()

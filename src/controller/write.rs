@@ -125,22 +125,26 @@ where
     }
 }
 
-/// The merge patch that switches the Deployment `current` to `Recreate` when `desired` asks for
-/// it: the `rollingUpdate` the API server defaulted must go in the same write, or the update is
-/// refused (`may not be specified when strategy type is 'Recreate'`). An apply cannot remove it
-/// (no field manager owns a defaulted field, and a null in an apply only gives up ownership), so
-/// this patch goes first. `None` when nothing has to switch.
-pub(super) fn recreate_switch(
+/// The merge patch that switches the Deployment `current` to the strategy `desired` asks for
+/// (`Recreate` with a volume, else `RollingUpdate`), when they differ. The `rollingUpdate` the API
+/// server defaulted must go in the same write as a switch to `Recreate`, or the update is refused
+/// (`may not be specified when strategy type is 'Recreate'`); an apply cannot remove it (no field
+/// manager owns a defaulted field, and a null in an apply only gives up ownership). And a switch
+/// made by a patch stays owned by it, so the way back is a patch too. `None` when nothing has to
+/// switch (at rest, always).
+pub(super) fn strategy_switch(
     desired: &k8s_openapi::api::apps::v1::Deployment,
     current: Option<&k8s_openapi::api::apps::v1::Deployment>,
 ) -> Option<Value> {
-    let strategy = |d: &k8s_openapi::api::apps::v1::Deployment| d.spec.as_ref()?.strategy.clone();
-    let wants_recreate = strategy(desired).and_then(|s| s.type_).as_deref() == Some("Recreate");
-    let rolling = current
-        .and_then(strategy)
-        .is_some_and(|s| s.rolling_update.is_some());
-    (wants_recreate && rolling)
-        .then(|| json!({"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}))
+    let kind = |d: &k8s_openapi::api::apps::v1::Deployment| {
+        let strategy = d.spec.as_ref().and_then(|s| s.strategy.as_ref());
+        strategy
+            .and_then(|s| s.type_.clone())
+            .unwrap_or_else(|| "RollingUpdate".to_owned())
+    };
+    let wanted = kind(desired);
+    (current.is_some_and(|c| kind(c) != wanted))
+        .then(|| json!({"spec": {"strategy": {"type": wanted, "rollingUpdate": null}}}))
 }
 
 /// Creates the immutable generated ConfigMap unless it exists (same name = same content).
@@ -265,7 +269,7 @@ fn bytes(quantity: &str) -> Option<u128> {
 
 #[cfg(test)]
 mod tests {
-    use super::{bytes, recreate_switch};
+    use super::{bytes, strategy_switch};
     use k8s_openapi::api::apps::v1::Deployment;
     use serde_json::json;
 
@@ -279,7 +283,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_switch_to_recreate_drops_rolling_update_first() {
+    fn a_switch_of_strategy_is_one_patch_that_drops_rolling_update() {
         let deployment = |strategy: serde_json::Value| -> Deployment {
             serde_json::from_value(
                 json!({"spec": {"selector": {}, "template": {}, "strategy": strategy}}),
@@ -289,24 +293,30 @@ mod tests {
         let recreate = deployment(json!({"type": "Recreate"}));
         let rolling =
             deployment(json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}}));
+        let unset = deployment(json!({}));
         assert_eq!(
-            recreate_switch(&recreate, Some(&rolling)),
+            strategy_switch(&recreate, Some(&rolling)),
             Some(json!({"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}))
         );
         assert_eq!(
-            recreate_switch(&recreate, Some(&recreate)),
+            strategy_switch(&unset, Some(&recreate)),
+            Some(json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": null}}})),
+            "back, once the volume is gone"
+        );
+        assert_eq!(
+            strategy_switch(&recreate, Some(&recreate)),
             None,
             "already switched"
         );
         assert_eq!(
-            recreate_switch(&recreate, None),
+            strategy_switch(&recreate, None),
             None,
             "created as Recreate"
         );
-        assert_eq!(recreate_switch(&rolling, Some(&rolling)), None);
         assert_eq!(
-            recreate_switch(&deployment(json!({})), Some(&recreate)),
-            None
+            strategy_switch(&unset, Some(&rolling)),
+            None,
+            "RollingUpdate is the default"
         );
     }
 }
