@@ -49,6 +49,11 @@ pub mod volumes {
 pub const REPIN_ANNOTATION: &str = "llamastack.io/repin";
 /// Field manager of every apply (and the value of [`labels::MANAGED_BY`]).
 pub const FIELD_MANAGER: &str = "llama-stack-operator";
+/// Field manager of the writes an `OGXServer`'s adoption makes to another stack's objects (the
+/// old Deployment scaled to zero, a Service re-pointed). Apart from [`FIELD_MANAGER`] so that
+/// the old stack's drift repair sees them as not its own: an adoption abandoned before the
+/// volume was taken gives the old Deployment its replicas back with the old stack's next apply.
+pub const ADOPTION_FIELD_MANAGER: &str = "llama-stack-operator-adoption";
 /// Pod-template annotation carrying the generated config's hash (a change rolls the Pods).
 pub const CONFIG_HASH: &str = "llamastack.io/config-hash";
 /// Pod-template annotation carrying the hash of the referenced Secret values (a change rolls).

@@ -1031,6 +1031,11 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         reconcile_ogx(Arc::new(servers.get("moving").await.unwrap()), f.ctx.clone()).await.unwrap();
         let after = f.deployment("moving").await;
         assert_eq!(after.metadata.uid, before.metadata.uid);
+        // Until the OGXServers' list is synced (at start, after a change of leader) the LLSD
+        // does nothing: it never re-applies its own template over its OGXServer's.
+        let (unsynced, _writer) = kube::runtime::reflector::store();
+        reconcile_stack(Arc::new(f.llsds().get("moving").await.unwrap()), f.ctx.clone(), Some(unsynced)).await.unwrap();
+        assert_eq!(f.deployment("moving").await.metadata.resource_version, after.metadata.resource_version, "nothing written");
         assert_eq!(after.spec.as_ref().unwrap().selector, before.spec.as_ref().unwrap().selector);
         let owners = after.metadata.owner_references.clone().unwrap();
         assert_eq!(owners.len(), 1, "{owners:?}");
@@ -1156,6 +1161,7 @@ fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_op
             async move {
                 follow_served_apis(&client, known, Duration::from_millis(200), |now| {
                     let _ = found.send(now);
+                    std::ops::ControlFlow::Continue(())
                 })
                 .await;
             }
@@ -1228,6 +1234,68 @@ fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_op
 /// The running operator serves OGXServers from its watches when their CRD is installed: an
 /// OGXServer of the same name takes a running LlamaStackDistribution over, and a Secret created
 /// later reaches the OGXServer that refers to it.
+/// The OGXServer API installed while the operator runs (the OGX operator's CRD applied after
+/// this operator, as an upgrade to RHOAI 3.5 does): the controllers start again on what is served
+/// and serve it, in the same process.
+#[test]
+fn an_ogx_server_api_installed_later_is_served_without_a_restart() {
+    use llama_stack_operator::api::ogx::OGXServer;
+
+    let plane = support::control_plane::ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = plane.client().await.unwrap();
+        support::control_plane::install_crd(
+            &client,
+            &support::control_plane::committed_crd().unwrap(),
+        )
+        .await
+        .unwrap();
+        let resolver = Arc::new(Resolver::new(offline_resolver_options()).unwrap());
+        let ctx = Arc::new(
+            Context::new(client.clone(), resolver).with_rediscovery(Duration::from_millis(300)),
+        );
+        let controller = tokio::spawn(llama_stack_operator::controller::run(ctx));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        support::control_plane::install_crd(
+            &client,
+            &support::control_plane::committed_ogx_crd().unwrap(),
+        )
+        .await
+        .unwrap();
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let server: OGXServer =
+            serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "late"}, "spec": {"distribution": {"name": "starter"}}}))
+            .unwrap();
+        servers
+            .create(&PostParams::default(), &server)
+            .await
+            .unwrap();
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let mut served = false;
+        for _ in 0..150 {
+            if deployments.get_opt("late").await.unwrap().is_some_and(|d| {
+                d.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.kind == "OGXServer")
+            }) {
+                served = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(served, "the OGXServer got its Deployment without a restart");
+        controller.abort();
+    });
+}
+
 #[test]
 fn the_running_controller_serves_ogx_servers_from_watches() {
     use llama_stack_operator::api::ogx::OGXServer;
@@ -1549,7 +1617,18 @@ fn a_blocked_ogx_server_takes_nothing_from_the_old_stack() {
         assert_eq!(said("NetworkingAdopted").await, ("True".into(), "NetworkingAdopted".into()));
         let scaled = f.deployment("old").await;
         let managers: Vec<String> = scaled.metadata.managed_fields.into_iter().flatten().filter_map(|m| m.manager).collect();
-        assert!(managers.iter().any(|m| m == "llama-stack-operator"), "the scale-down carries the operator's field manager: {managers:?}");
+        assert!(managers.iter().any(|m| m == "llama-stack-operator-adoption"), "the scale-down carries the operator's field manager: {managers:?}");
+
+        // Abandoned before the volume was taken: the Service is handed back, and the old stack,
+        // named by no annotation now, resumes with its replicas (its drift repair takes
+        // `spec.replicas` back from the adoption's field manager).
+        let removed = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
+        servers.patch("new", &PatchParams::default(), &Patch::Merge(&removed)).await.unwrap();
+        reconcile_new().await;
+        llama_stack_operator::controller::reconcile_stack(Arc::new(f.llsds().get("old").await.unwrap()), f.ctx.clone(), Some(servers_seen(&servers).await)).await.unwrap();
+        let resumed = old_stack().await;
+        assert_eq!(resumed.0, before.0, "the old Deployment's replicas are restored");
+        assert_eq!((resumed.1.as_ref(), resumed.2.as_ref(), resumed.3.as_ref()), (before.1.as_ref(), before.2.as_ref(), before.3.as_ref()), "its Service and claim are its own again");
 
         // A name that is no stack's volume (a typo): refused, and no fresh volume is made.
         let typo: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",

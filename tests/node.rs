@@ -92,16 +92,11 @@ fn start_operator(
 ) -> Result<OperatorProcess, String> {
     let bin = Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    spawn_operator_with_webhooks(
-        plane,
-        bin,
-        "e2e",
-        &plane.kubeconfig,
-        webhook_addr,
-        work,
-        &flags,
-    )
-    .map_err(|e| e.to_string())
+    // As the operator's own ServiceAccount, with exactly the rights deploy/ grants, on an API
+    // server that enforces owner-reference permissions as OpenShift's does.
+    let kubeconfig = support::operator::install_operator_rbac(plane).map_err(|e| e.to_string())?;
+    spawn_operator_with_webhooks(plane, bin, "e2e", &kubeconfig, webhook_addr, work, &flags)
+        .map_err(|e| e.to_string())
 }
 
 fn prepare() -> Result<Env, String> {
@@ -1317,6 +1312,10 @@ fn main() -> ExitCode {
             (
                 "an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name",
                 adoption::an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name,
+            ),
+            (
+                "a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_its_volume",
+                adoption::a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_its_volume,
             ),
         ]),
         "the real node",

@@ -38,6 +38,8 @@ pub struct Context {
     pub(super) concurrency: u16,
     /// Reads what running servers say about themselves, at a bounded rate.
     pub(super) servers: super::server_info::ServerProbe,
+    /// How often what the cluster serves is read again.
+    pub(super) rediscovery: std::time::Duration,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -66,12 +68,19 @@ impl Context {
             operator_image: None,
             concurrency: DEFAULT_CONCURRENCY,
             servers: super::server_info::ServerProbe::default(),
+            rediscovery: super::discovery::REDISCOVERY_PERIOD,
         }
     }
 
     /// Sets the operator's own image (needed for external providers).
     pub fn with_operator_image(mut self, image: Option<String>) -> Self {
         self.operator_image = image.filter(|i| !i.is_empty());
+        self
+    }
+
+    /// Sets how often what the cluster serves is read again (tests shorten it).
+    pub fn with_rediscovery(mut self, period: std::time::Duration) -> Self {
+        self.rediscovery = period;
         self
     }
 

@@ -1,8 +1,8 @@
 //! Which optional APIs the cluster serves: OpenShift Routes (exposure), the Prometheus
 //! Operator's ServiceMonitor and PrometheusRule (an `OGXServer`'s `monitoring`), and
 //! `OGXServer` itself (the second controller). Read when the controller starts, then again every
-//! [`REDISCOVERY_PERIOD`] ([`follow`]), so monitoring installed after the operator is used
-//! without a restart. A group the API server says it does not serve counts as not served; one
+//! [`REDISCOVERY_PERIOD`] ([`follow`]), so monitoring and `OGXServer`s installed after the
+//! operator are used without a restart. A group the API server says it does not serve counts as not served; one
 //! it cannot answer for keeps what was known (not served, at start).
 
 use std::time::Duration;
@@ -63,18 +63,20 @@ pub async fn served_apis(client: &kube::Client) -> ServedApis {
 const START_RETRY: Duration = Duration::from_secs(2);
 
 /// Reads what the cluster serves every `period`, from `known` on, and calls `changed` with what
-/// is served whenever that changes. Never returns.
+/// is served whenever that changes; returns when `changed` breaks.
 pub async fn follow(
     client: &kube::Client,
     mut known: ServedApis,
     period: Duration,
-    mut changed: impl FnMut(ServedApis),
+    mut changed: impl FnMut(ServedApis) -> std::ops::ControlFlow<()>,
 ) {
     loop {
         tokio::time::sleep(period).await;
         let now = read(client).await.over(known);
         if now != known {
-            changed(now);
+            if changed(now).is_break() {
+                return;
+            }
             known = now;
         }
     }

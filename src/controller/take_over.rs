@@ -27,7 +27,7 @@ use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::naming::{FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
+use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
 
 /// The kinds taking over writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub(super) async fn carry_out(
     decided: bool,
 ) -> Result<(), ApiError> {
     let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.to_owned()),
+        field_manager: Some(ADOPTION_FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
     for write in writes.iter().filter(|w| decided || !w.takes) {

@@ -53,7 +53,25 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     // However this ends, the stopped watches no longer count for the operator's health.
     let _forget = ForgetWatches(ctx.metrics.watches());
     // What the cluster serves, read at start (Routes, monitoring, OGXServers), then followed.
-    let served = super::discovery::served_apis(&ctx.client).await;
+    let mut served = super::discovery::served_apis(&ctx.client).await;
+    // The OGXServer API installed (or removed) while the operator runs: the controllers start
+    // again on what is served now, in this process, as after a change of leader.
+    while let Some(now) = run_serving(ctx.clone(), namespaces, served).await {
+        tracing::info!(
+            ogx_servers = now.ogx_servers,
+            "the OGXServer API changed: the controllers start again to follow it"
+        );
+        served = now;
+    }
+}
+
+/// The controllers, on what the cluster serves (`served`), until they end (`None`) or the
+/// OGXServer API changes (what is served then).
+async fn run_serving(
+    ctx: Arc<Context>,
+    namespaces: &[String],
+    served: super::discovery::ServedApis,
+) -> Option<super::discovery::ServedApis> {
     ctx.learn(&served);
     let ogx = served.ogx_servers;
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
@@ -86,40 +104,32 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
             None => std::future::pending().await,
         }
     };
-    let rediscover = super::discovery::follow(
-        &ctx.client,
-        served,
-        super::discovery::REDISCOVERY_PERIOD,
-        |now| served_changed(&ctx, now, ogx, &rediscovered),
-    );
+    let mut changed_api = None;
+    let rediscover = super::discovery::follow(&ctx.client, served, ctx.rediscovery, |now| {
+        if now.ogx_servers != ogx {
+            changed_api = Some(now);
+            return std::ops::ControlFlow::Break(());
+        }
+        served_changed(&ctx, now, &rediscovered);
+        std::ops::ControlFlow::Continue(())
+    });
     tokio::select! {
         _ = futures_util::future::join_all(controllers) => {}
         () = follow => {}
         () = rediscover => {}
     }
+    changed_api
 }
 
 /// What the cluster serves changed (`now`): the stacks are reconciled once on it (monitoring
-/// installed after the operator gets its objects). Whether `OGXServer`s are watched is decided
-/// at start (`ogx_watched`): a change there needs a restart, which the log says.
-fn served_changed(
-    ctx: &Context,
-    now: super::discovery::ServedApis,
-    ogx_watched: bool,
-    triggers: &[mpsc::Sender<()>],
-) {
+/// installed after the operator gets its objects).
+fn served_changed(ctx: &Context, now: super::discovery::ServedApis, triggers: &[mpsc::Sender<()>]) {
     tracing::info!(
         routes = now.routes,
         monitoring = now.monitoring,
         ogx_servers = now.ogx_servers,
         "the APIs the cluster serves changed; reconciling every stack"
     );
-    if now.ogx_servers != ogx_watched {
-        tracing::warn!(
-            served = now.ogx_servers,
-            "the OGXServer API changed since the operator started: restart the operator to follow it"
-        );
-    }
     ctx.learn(&now);
     for trigger in triggers {
         // Full: a reconcile of every stack is already due.
