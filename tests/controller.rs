@@ -1471,17 +1471,24 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         let (status, reason, _) = server_condition("NetworkingAdopted").await;
         assert_eq!((status.as_str(), reason.as_str()), ("True", "NetworkingAdopted"));
 
-        // Still a Pod: still waiting.
+        // Still a Pod: still waiting. And a Pod of any other kind that mounts the volume (a
+        // debugging Pod, a backup Job's) counts too: one server writes a volume at a time.
+        let debugger: Pod = serde_json::from_value(json!({"metadata": {"name": "debugger"},
+            "spec": {"containers": [{"name": "sh", "image": "x"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": old_claim}}]}})).unwrap();
+        pods.create(&PostParams::default(), &debugger).await.unwrap();
         reconcile_server().await;
         let (_, reason, message) = server_condition("StorageAdopted").await;
         assert_eq!(reason, "WaitingForLegacyPods");
-        assert!(message.contains("waiting for 1 Pods"), "{message}");
+        assert!(message.contains("waiting for 2 Pods"), "{message}");
         assert!(ns().get_opt(name).await.unwrap().is_none());
 
         // Gone: the volume is taken (no controller, labelled) and mounted; no new one is made.
-        pods.delete(&format!("{old}-abc"), &Default::default()).await.unwrap();
-        while pods.get_opt(&format!("{old}-abc")).await.unwrap().is_some() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        for pod in [format!("{old}-abc"), "debugger".to_owned()] {
+            pods.delete(&pod, &Default::default()).await.unwrap();
+            while pods.get_opt(&pod).await.unwrap().is_some() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
         reconcile_server().await;
         let (status, reason, message) = server_condition("StorageAdopted").await;
@@ -1519,9 +1526,17 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptionAnnotationRemoved"));
         let (status, _, _) = server_condition("StorageAdopted").await;
         assert_eq!(status, "True");
-        let mounted: Vec<_> = f.deployment(name).await.spec.unwrap().template.spec.unwrap().volumes.into_iter().flatten()
-            .filter_map(|v| v.persistent_volume_claim).map(|c| c.claim_name).collect();
-        assert_eq!(mounted, std::slice::from_ref(&old_claim), "the adopted volume stays mounted");
+        let mounted = || async {
+            f.deployment(name).await.spec.unwrap().template.spec.unwrap().volumes.into_iter().flatten()
+                .filter_map(|v| v.persistent_volume_claim).map(|c| c.claim_name).collect::<Vec<_>>()
+        };
+        assert_eq!(mounted().await, std::slice::from_ref(&old_claim), "the adopted volume stays mounted");
+        // Found by its labels alone: with the status lost (restored from a backup without it,
+        // say), the taken volume is still the one mounted, and no fresh one is made.
+        servers.patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": {"conditions": []}}))).await.unwrap();
+        reconcile_server().await;
+        assert_eq!(mounted().await, std::slice::from_ref(&old_claim), "found again without a status");
+        assert!(claims.get_opt(&format!("{name}-pvc")).await.unwrap().is_none());
         // The old stack, kept and named by no annotation now, resumes; its volume is the server's,
         // so it stops there: two servers never write one volume.
         let before = f.deployment(old).await;

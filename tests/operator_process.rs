@@ -901,6 +901,112 @@ fn adoption_runs_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The move in place of docs/ogx-server.md, step by step, by the operator process under its own
+/// RBAC, on an API server that enforces owner-reference permissions and with the garbage
+/// collector running: `convert` applied, the OGXServer gets every object (the volume included),
+/// the LlamaStackDistribution is deleted, and nothing of the server's goes with it. Changing the
+/// owner of a Deployment or a claim needs `delete` on it (OwnerReferencesPermissionEnforcement);
+/// the audit log shows the operator never used it.
+fn the_documented_move_keeps_the_volume_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+    let ns = "moving";
+    env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    env.apply(
+        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "metadata": {"name": "kept", "namespace": ns},
+        "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {}}}}),
+    )?;
+    let rt = &env.rt;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), ns);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), ns);
+    env.eventually("the stack's volume and Deployment", || async {
+        claims.get_opt("kept-pvc").await.ok()??;
+        deployments.get_opt("kept").await.ok()?.map(|_| ())
+    })?;
+    let claim_uid = rt.block_on(claims.get("kept-pvc"))?.metadata.uid;
+    // Step 1: convert the stored object, apply what it prints.
+    let stored = kubectl(
+        &env.plane,
+        &["get", "llsd", "kept", "-n", ns, "-o", "yaml"],
+        None,
+    )?;
+    let file = env.plane.dir().join("kept.yaml");
+    std::fs::write(&file, stored)?;
+    let bin = env!("CARGO_BIN_EXE_llama-stack-operator");
+    let converted = std::process::Command::new(bin)
+        .args([
+            "convert",
+            "-f",
+            &file.to_string_lossy(),
+            "--to",
+            "ogx.io/v1beta1",
+        ])
+        .output()?;
+    assert!(
+        converted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&converted.stderr)
+    );
+    let mut server: Value = serde_saphyr::from_str(&String::from_utf8_lossy(&converted.stdout))?;
+    server["metadata"] = json!({"name": "kept", "namespace": ns});
+    kubectl(
+        &env.plane,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&server.to_string()),
+    )?;
+    // Step 2: the OGXServer has the stack's objects.
+    let controlled_by_server = |meta: &kube::api::ObjectMeta| {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true) && o.kind == "OGXServer")
+    };
+    env.eventually("the Deployment and the volume the OGXServer's", || async {
+        let claim = claims.get("kept-pvc").await.ok()?;
+        let deployment = deployments.get("kept").await.ok()?;
+        (controlled_by_server(&claim.metadata) && controlled_by_server(&deployment.metadata))
+            .then_some(())
+    })?;
+    // Step 3: the LlamaStackDistribution deleted; the garbage collector gets its turn.
+    kubectl(
+        &env.plane,
+        &["delete", "llsd", "kept", "-n", ns, "--wait=true"],
+        None,
+    )?;
+    std::thread::sleep(Duration::from_secs(5));
+    let claim = rt.block_on(claims.get("kept-pvc"))?;
+    assert_eq!(claim.metadata.uid, claim_uid);
+    assert!(
+        claim.metadata.deletion_timestamp.is_none(),
+        "the volume stays"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), ns);
+    let going: Vec<String> = rt
+        .block_on(config_maps.list(&ListParams::default()))?
+        .items
+        .into_iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_some())
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert!(going.is_empty(), "{going:?}");
+    assert!(rt.block_on(deployments.get_opt("kept"))?.is_some());
+    // The grants OwnerReferencesPermissionEnforcement needs were never used to delete.
+    let deletes: Vec<Value> = env
+        .plane
+        .audit_writes(SA_USER)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|w| w["verb"] == "delete")
+        .filter(|w| {
+            ["persistentvolumeclaims", "deployments"]
+                .contains(&w["objectRef"]["resource"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert!(deletes.is_empty(), "the operator deleted {deletes:?}");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     run_suite(
         table(&[
@@ -919,6 +1025,10 @@ fn main() -> ExitCode {
             (
                 "the_operator_finds_its_own_image_in_its_pod",
                 the_operator_finds_its_own_image_in_its_pod,
+            ),
+            (
+                "the_documented_move_keeps_the_volume_on_the_operators_own_rbac",
+                the_documented_move_keeps_the_volume_on_the_operators_own_rbac,
             ),
             (
                 "adoption_runs_on_the_operators_own_rbac",
