@@ -974,6 +974,16 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         let pod = f.deployment("claiming").await.spec.unwrap().template.spec.unwrap();
         assert_eq!(pod.resource_claims.unwrap()[0].resource_claim_template_name.as_deref(), Some("one-gpu"));
         assert_eq!(pod.containers[0].resources.as_ref().unwrap().claims.as_ref().unwrap()[0].name, "gpu");
+        // Storage added to the running OGXServer (the OGX operator's TestRolloutWithStorage): the
+        // switch to Recreate applies and the claim is mounted, through this door too.
+        servers.patch("claiming", &PatchParams::default(), &Patch::Merge(json!({"spec": {"workload": {"storage": {}}}}))).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("claiming").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let spec = f.deployment("claiming").await.spec.unwrap();
+        let strategy = spec.strategy.unwrap();
+        assert_eq!((strategy.type_.as_deref(), strategy.rolling_update), (Some("Recreate"), None));
+        let mounted: Vec<String> = spec.template.spec.unwrap().volumes.into_iter().flatten()
+            .filter_map(|v| v.persistent_volume_claim).map(|c| c.claim_name).collect();
+        assert_eq!(mounted, ["claiming-pvc"]);
 
         // CA certificates from two ConfigMaps (a cluster's injected bundle and a private CA, say):
         // both are trusted, in one bundle; a missing one blocks the stack naming it.

@@ -468,3 +468,101 @@ fn now() -> String {
         .round(jiff::Unit::Second)
         .map_or_else(|_| jiff::Timestamp::now().to_string(), |t| t.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn write(kind: Kind, takes: bool) -> Write {
+        Write {
+            kind,
+            name: "old".to_owned(),
+            patch: json!({}),
+            takes,
+        }
+    }
+
+    fn said(condition: ConditionType, reason: Reason) -> Said {
+        Said::new(condition, true, reason, String::new())
+    }
+
+    /// What a blocked server says of each take it would have made, and what it still does.
+    #[test]
+    fn a_server_that_cannot_run_defers_every_take_and_keeps_every_hand_back() {
+        let cases: [(&[Write], &[(ConditionType, Reason)], bool); 5] = [
+            // The old Deployment to be scaled down: the volume waits.
+            (
+                &[write(Kind::Deployment, true)],
+                &[(ConditionType::StorageAdopted, Reason::AdoptionDeferred)],
+                true,
+            ),
+            // The claim to be detached: not mounted either.
+            (
+                &[write(Kind::Claim, true)],
+                &[(ConditionType::StorageAdopted, Reason::AdoptionDeferred)],
+                false,
+            ),
+            // The Service and Ingress to be re-pointed.
+            (
+                &[write(Kind::Service, true), write(Kind::Ingress, true)],
+                &[(ConditionType::NetworkingAdopted, Reason::AdoptionDeferred)],
+                true,
+            ),
+            // Both annotations.
+            (
+                &[write(Kind::Deployment, true), write(Kind::Service, true)],
+                &[
+                    (ConditionType::StorageAdopted, Reason::AdoptionDeferred),
+                    (ConditionType::NetworkingAdopted, Reason::AdoptionDeferred),
+                ],
+                true,
+            ),
+            // A hand-back is no take: what it says stands.
+            (
+                &[write(Kind::Service, false)],
+                &[(
+                    ConditionType::NetworkingAdopted,
+                    Reason::AdoptionAnnotationRemoved,
+                )],
+                true,
+            ),
+        ];
+        for (writes, expected, claim_kept) in cases {
+            let mut survey = Survey {
+                adopted: Adopted {
+                    claim: Some("old-pvc".to_owned()),
+                    said: vec![
+                        said(ConditionType::StorageAdopted, Reason::StorageAdopted),
+                        said(
+                            ConditionType::NetworkingAdopted,
+                            Reason::AdoptionAnnotationRemoved,
+                        ),
+                    ],
+                    hold: None,
+                },
+                writes: writes.to_vec(),
+            };
+            deferred(&mut survey);
+            for (condition, reason) in expected {
+                let now: Vec<&Said> = survey
+                    .adopted
+                    .said
+                    .iter()
+                    .filter(|s| s.condition == *condition)
+                    .collect();
+                assert_eq!(now.len(), 1, "{writes:?}: {now:?}");
+                assert_eq!(now[0].reason, *reason, "{writes:?}");
+                if *reason == Reason::AdoptionDeferred {
+                    assert!(!now[0].ok);
+                }
+            }
+            assert_eq!(survey.adopted.claim.is_some(), claim_kept, "{writes:?}");
+            assert_eq!(
+                survey.writes, writes,
+                "the writes themselves are left to carry_out"
+            );
+        }
+    }
+}
