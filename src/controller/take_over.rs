@@ -491,7 +491,9 @@ mod tests {
     /// What a blocked server says of each take it would have made, and what it still does.
     #[test]
     fn a_server_that_cannot_run_defers_every_take_and_keeps_every_hand_back() {
-        let cases: [(&[Write], &[(ConditionType, Reason)], bool); 5] = [
+        // The writes surveyed, what each condition then says, and whether the claim is mounted.
+        type Case<'a> = (&'a [Write], &'a [(ConditionType, Reason)], bool);
+        let cases: [Case<'_>; 5] = [
             // The old Deployment to be scaled down: the volume waits.
             (
                 &[write(Kind::Deployment, true)],
