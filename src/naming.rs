@@ -87,6 +87,16 @@ pub const OGX_MANAGED_BY: &str = "ogx-operator";
 /// The label selector of everything the operator made for the stack named `cr`, through either
 /// API (a stack moved from one to the other keeps its old revisions, which a rollback may need,
 /// and its old ConfigMaps, which pruning removes).
+/// The labels that select the server Pods of the stack `cr` (both doors: a Deployment's
+/// selector cannot change, so a stack moved keeps it).
+pub fn selector_labels(cr: &str) -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::from([
+        (labels::NAME.to_owned(), labels::APP.to_owned()),
+        (labels::INSTANCE.to_owned(), cr.to_owned()),
+    ])
+}
+
+/// The label selector of every object of the stack `cr` the operator manages.
 pub fn owned_by_selector(cr: &str) -> String {
     format!(
         "{}={cr},{} in ({FIELD_MANAGER},{OGX_MANAGED_BY})",

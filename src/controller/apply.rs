@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch};
 use kube::runtime::events::EventType;
 
 use super::builders::{self, Desired};
@@ -19,8 +19,8 @@ use super::error::{ApiError, api_err};
 use super::gather::Observed;
 use super::stack::Stack;
 use super::write::{
-    Change, create_config_map_once, strategy_switch, sync, sync_derived_secret, sync_from, sync_in,
-    sync_pvc,
+    Change, create_config_map_once, patch_by, strategy_switch, sync, sync_derived_secret,
+    sync_from, sync_in, sync_pvc,
 };
 use super::{events, hand_over, prune, rollout};
 use crate::api::conditions::Reason;
@@ -154,12 +154,12 @@ async fn apply_deployment(
     let ns = stack.namespace;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
     if let Some(switch) = strategy_switch(desired, current) {
-        let params = PatchParams {
-            field_manager: Some(naming::FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
         deployments
-            .patch(stack.name, &params, &Patch::Merge(&switch))
+            .patch(
+                stack.name,
+                &patch_by(naming::FIELD_MANAGER),
+                &Patch::Merge(&switch),
+            )
             .await
             .map_err(api_err(format!(
                 "switch Deployment {} to Recreate",

@@ -5,7 +5,7 @@
 //! LlamaStackDistribution, deleting it (the guide's last step) lets the garbage collector delete
 //! them, the data volume first among them.
 //!
-//! The decisions are pure ([`moving`], [`stack_controls`]); [`hand_over`] lists and patches.
+//! The decisions are pure ([`moving`], [`hand_over_patch`]); [`hand_over`] lists and patches.
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -16,27 +16,18 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch};
 use serde_json::{Value, json};
 
-use super::adoption::with_controller;
+use super::adoption::{controlled_by_stack, with_controller};
 use super::builders;
 use super::context::Context;
 use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::gather::Observed;
 use super::stack::Stack;
+use super::write::patch_by;
 use crate::naming::{FIELD_MANAGER, ingress_name, owned_by_selector};
-
-/// Whether `meta` is controlled by the LlamaStackDistribution `name` (any version).
-pub(super) fn stack_controls(meta: &ObjectMeta, name: &str) -> bool {
-    meta.owner_references.iter().flatten().any(|o| {
-        o.controller == Some(true)
-            && o.kind == "LlamaStackDistribution"
-            && o.api_version.starts_with("llamastack.io/")
-            && o.name == name
-    })
-}
 
 /// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of
 /// its name to take: its Deployment or its data volume is still controlled by it. Both are read
@@ -50,7 +41,7 @@ pub(super) fn moving(stack: &Stack<'_>, observed: &Observed) -> bool {
     [deployment, claim]
         .into_iter()
         .flatten()
-        .any(|meta| stack_controls(meta, stack.name))
+        .any(|meta| controlled_by_stack(meta, stack.name))
 }
 
 /// The patch that hands `meta` to `owner`: its controller reference replaced, the other owners
@@ -107,13 +98,6 @@ struct Handing<'a> {
 }
 
 impl Handing<'_> {
-    fn params() -> PatchParams {
-        PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        }
-    }
-
     async fn kind<K>(&self, plural: &str) -> Result<usize, ApiError>
     where
         K: kube::Resource<Scope = NamespaceResourceScope>
@@ -134,12 +118,12 @@ impl Handing<'_> {
                 .metadata
                 .name
                 .as_deref()
-                .filter(|_| stack_controls(&object.metadata, name))
+                .filter(|_| controlled_by_stack(&object.metadata, name))
             else {
                 continue;
             };
             let patch = hand_over_patch(&object.metadata, self.owner);
-            api.patch_metadata(object_name, &Self::params(), &Patch::Merge(&patch))
+            api.patch_metadata(object_name, &patch_by(FIELD_MANAGER), &Patch::Merge(&patch))
                 .await
                 .map_err(api_err(format!(
                     "handing {object_name} ({plural}) over from LlamaStackDistribution {name}"
@@ -159,11 +143,11 @@ impl Handing<'_> {
             .get_metadata_opt(&route_name)
             .await
             .map_err(api_err(format!("reading Route {ns}/{route_name}")))?;
-        let Some(route) = route.filter(|r| stack_controls(&r.metadata, name)) else {
+        let Some(route) = route.filter(|r| controlled_by_stack(&r.metadata, name)) else {
             return Ok(0);
         };
         let patch = hand_over_patch(&route.metadata, self.owner);
-        api.patch_metadata(&route_name, &Self::params(), &Patch::Merge(&patch))
+        api.patch_metadata(&route_name, &patch_by(FIELD_MANAGER), &Patch::Merge(&patch))
             .await
             .map_err(api_err(format!(
                 "handing Route {route_name} over from LlamaStackDistribution {name}"
@@ -204,11 +188,11 @@ mod tests {
     #[test]
     fn only_the_stack_of_the_same_name_as_controller_counts() {
         let llsd = "llamastack.io/v1alpha1";
-        assert!(stack_controls(
+        assert!(controlled_by_stack(
             &owned_by("LlamaStackDistribution", llsd, "s", true),
             "s"
         ));
-        assert!(stack_controls(
+        assert!(controlled_by_stack(
             &owned_by(
                 "LlamaStackDistribution",
                 "llamastack.io/v1alpha2",
@@ -217,19 +201,19 @@ mod tests {
             ),
             "s"
         ));
-        assert!(!stack_controls(
+        assert!(!controlled_by_stack(
             &owned_by("LlamaStackDistribution", llsd, "other", true),
             "s"
         ));
-        assert!(!stack_controls(
+        assert!(!controlled_by_stack(
             &owned_by("LlamaStackDistribution", llsd, "s", false),
             "s"
         ));
-        assert!(!stack_controls(
+        assert!(!controlled_by_stack(
             &owned_by("LlamaStackDistribution", "example.com/v1", "s", true),
             "s"
         ));
-        assert!(!stack_controls(
+        assert!(!controlled_by_stack(
             &owned_by("OGXServer", "ogx.io/v1beta1", "s", true),
             "s"
         ));

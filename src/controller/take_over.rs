@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch};
 use serde_json::{Value, json};
 
 use super::adoption::{
@@ -26,6 +26,7 @@ use super::dereference::controlled_by;
 use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
+use super::write::patch_by;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
 
@@ -80,35 +81,37 @@ pub(super) async fn carry_out(
     writes: &[Write],
     decided: bool,
 ) -> Result<(), ApiError> {
-    let params = PatchParams {
-        field_manager: Some(ADOPTION_FIELD_MANAGER.to_owned()),
-        ..PatchParams::default()
-    };
     for write in writes.iter().filter(|w| decided || !w.takes) {
-        let (name, patch) = (&write.name, Patch::Merge(&write.patch));
-        let client = ctx.client.clone();
-        let ns = stack.namespace;
-        let result = match write.kind {
-            Kind::Deployment => Api::<Deployment>::namespaced(client, ns)
-                .patch(name, &params, &patch)
-                .await
-                .map(drop),
-            Kind::Claim => Api::<PersistentVolumeClaim>::namespaced(client, ns)
-                .patch(name, &params, &patch)
-                .await
-                .map(drop),
-            Kind::Service => Api::<Service>::namespaced(client, ns)
-                .patch(name, &params, &patch)
-                .await
-                .map(drop),
-            Kind::Ingress => Api::<Ingress>::namespaced(client, ns)
-                .patch(name, &params, &patch)
-                .await
-                .map(drop),
-        };
-        result.map_err(api_err(format!("{:?} {name}: taking over", write.kind)))?;
+        let api = (&ctx.client, stack.namespace);
+        match write.kind {
+            Kind::Deployment => patch::<Deployment>(api, write).await,
+            Kind::Claim => patch::<PersistentVolumeClaim>(api, write).await,
+            Kind::Service => patch::<Service>(api, write).await,
+            Kind::Ingress => patch::<Ingress>(api, write).await,
+        }?;
     }
     Ok(())
+}
+
+/// Makes `write` on an object of kind `K` in the namespace, as the adoption's field manager.
+async fn patch<K>((client, ns): (&kube::Client, &str), write: &Write) -> Result<(), ApiError>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let name = &write.name;
+    Api::<K>::namespaced(client.clone(), ns)
+        .patch(
+            name,
+            &patch_by(ADOPTION_FIELD_MANAGER),
+            &Patch::Merge(&write.patch),
+        )
+        .await
+        .map(drop)
+        .map_err(api_err(format!("{:?} {name}: taking over", write.kind)))
 }
 
 /// Reads what the stack's annotations ask to take over, and says what taking it needs and how

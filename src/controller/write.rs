@@ -16,6 +16,14 @@ use super::drift::foreign_field;
 use super::error::{ApiError, api_err};
 use crate::naming::{DESIRED_HASH, FIELD_MANAGER};
 
+/// The parameters of a (non-apply) patch made by the field manager `manager`.
+pub(super) fn patch_by(manager: &str) -> PatchParams {
+    PatchParams {
+        field_manager: Some(manager.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 /// What [`sync`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Change {

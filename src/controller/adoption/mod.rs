@@ -249,6 +249,11 @@ pub fn foreign_controller(meta: &ObjectMeta, source: &str) -> Option<String> {
     })
 }
 
+/// Whether `meta` is controlled by the LlamaStackDistribution `name` (any version of the group).
+pub fn controlled_by_stack(meta: &ObjectMeta, name: &str) -> bool {
+    controller_of(meta).is_some_and(|c| is_stack(c, name))
+}
+
 fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
     meta.owner_references
         .iter()
@@ -267,15 +272,9 @@ fn is_stack(owner: &OwnerReference, name: &str) -> bool {
 /// controller, labelled for the server, stamped `at`. Carries the resource version read, so a
 /// change in between fails the write instead of being overwritten.
 pub fn detach_patch(meta: &ObjectMeta, server: &str, source: &str, at: &str) -> Value {
-    let owners: Vec<&OwnerReference> = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|o| o.controller != Some(true))
-        .collect();
     json!({"metadata": {
         "resourceVersion": meta.resource_version,
-        "ownerReferences": owners,
+        "ownerReferences": without_controller(meta),
         "labels": {ADOPTED_FROM: source, labels::INSTANCE: server},
         "annotations": {ADOPTED_AT: at},
     }})
@@ -313,15 +312,19 @@ pub fn transfer_step(
     }
 }
 
-/// The owner references of `meta` with `owner` as the controller in place of any other.
-pub fn with_controller(meta: &ObjectMeta, owner: &OwnerReference) -> Vec<OwnerReference> {
-    let mut owners: Vec<OwnerReference> = meta
-        .owner_references
+/// The owner references of `meta` but its controller.
+fn without_controller(meta: &ObjectMeta) -> Vec<OwnerReference> {
+    meta.owner_references
         .iter()
         .flatten()
         .filter(|o| o.controller != Some(true))
         .cloned()
-        .collect();
+        .collect()
+}
+
+/// The owner references of `meta` with `owner` as the controller in place of any other.
+pub fn with_controller(meta: &ObjectMeta, owner: &OwnerReference) -> Vec<OwnerReference> {
+    let mut owners = without_controller(meta);
     owners.push(owner.clone());
     owners
 }
@@ -342,23 +345,14 @@ pub fn transfer_patch(meta: &ObjectMeta, source: &str, owner: &OwnerReference, a
 /// Deleting it instead would lose its address (a Service's cluster IP) and leave the old stack
 /// unreachable.
 pub fn hand_back_patch(meta: &ObjectMeta, source: &str, is_service: bool) -> Value {
-    let owners: Vec<&OwnerReference> = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|o| o.controller != Some(true))
-        .collect();
     let mut patch = json!({"metadata": {
         "resourceVersion": meta.resource_version,
-        "ownerReferences": owners,
+        "ownerReferences": without_controller(meta),
         "labels": {ADOPTED_FROM: null},
         "annotations": {ADOPTED_AT: null},
     }});
     if is_service {
-        patch["spec"] = json!({"selector": {
-            labels::NAME: labels::APP,
-            labels::INSTANCE: source,
-        }});
+        patch["spec"] = json!({"selector": crate::naming::selector_labels(source)});
     }
     patch
 }

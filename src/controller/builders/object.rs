@@ -37,10 +37,7 @@ pub(super) fn common_labels(stack: &Stack) -> BTreeMap<String, String> {
 
 /// The labels that select the server Pods.
 pub(super) fn selector_labels(stack: &Stack) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (labels::NAME.to_owned(), labels::APP.to_owned()),
-        (labels::INSTANCE.to_owned(), stack.name.to_owned()),
-    ])
+    crate::naming::selector_labels(stack.name)
 }
 
 /// The server's named ports: the API port, and the metrics port when the door has one. The
