@@ -14,6 +14,7 @@ use super::gather::{Observed, Reach};
 pub use super::plan::Operator;
 use super::plan::{self, Planned};
 use super::stack::Stack;
+use super::take_over::{self, Survey};
 use super::{adoption, dereference, rollback};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{RejectedRevision, RevisionStatus};
@@ -27,6 +28,9 @@ pub struct Decision {
     /// The objects to apply, or the problem the user must fix (then nothing is written: the
     /// running Deployment stays exactly as it was).
     pub next: Result<Intent, Blocked>,
+    /// What is taken over from another stack, first of the apply: nothing while `next` blocks
+    /// (the old stack keeps serving), only what is handed back.
+    pub take_over: Survey,
 }
 
 /// What to apply.
@@ -79,13 +83,25 @@ pub fn decide(
     observed: &Observed,
     operator: &Operator<'_>,
 ) -> Result<Decision, BuildError> {
+    let (secrets_found, next) = next(stack, observed, operator)?;
+    let take_over = take_over::decided(&observed.take_over, next.is_ok());
+    Ok(Decision {
+        secrets_found,
+        next,
+        take_over,
+    })
+}
+
+/// What the server itself does: how many Secrets were found, and what to apply or what blocks.
+type Next = (Option<usize>, Result<Intent, Blocked>);
+
+fn next(
+    stack: &Stack<'_>,
+    observed: &Observed,
+    operator: &Operator<'_>,
+) -> Result<Next, BuildError> {
     let current = observed.deployment.as_ref();
-    let blocked = |secrets_found, blocked| {
-        Ok(Decision {
-            secrets_found,
-            next: Err(blocked),
-        })
-    };
+    let blocked = |secrets_found, blocked| Ok((secrets_found, Err(blocked)));
     // Two servers must never write one volume: one an `OGXServer` took is not mounted here.
     let taken =
         (observed.claim.as_ref()).and_then(|c| adoption::taken_by_another(&c.metadata, stack.name));
@@ -128,14 +144,12 @@ pub fn decide(
     };
     let mut desired = builders::desired(stack, &inputs)?;
     let hold = hold(stack, &mut desired.deployment, observed);
-    Ok(Decision {
-        secrets_found: found,
-        next: Ok(Intent {
-            planned,
-            desired,
-            hold,
-        }),
-    })
+    let intent = Intent {
+        planned,
+        desired,
+        hold,
+    };
+    Ok((found, Ok(intent)))
 }
 
 /// What the spec's references give the objects, once judged.

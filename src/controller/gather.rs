@@ -24,6 +24,7 @@ use llama_stack_resolver::{Resolution, ResolveError};
 use super::context::Context;
 use super::error::{ApiError, Error, api_err};
 use super::stack::Stack;
+use super::take_over::Survey;
 use super::{dereference, observe, pin, rollback};
 use crate::api::object_refs::RefKind;
 use crate::naming::derived_secret_name;
@@ -77,10 +78,18 @@ pub struct Observed {
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
     /// returned from ([`rollback::may_restore`]).
     pub replica_sets: Option<Vec<ReplicaSet>>,
+    /// What the stack's annotations ask to take over from another (an `OGXServer`'s), as read:
+    /// the writes it needs and what they would come to.
+    pub take_over: Survey,
 }
 
-/// Reads everything the decision needs, in the order the decision uses it.
-pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed, Error> {
+/// Reads everything the decision needs, in the order the decision uses it; `take_over` is what
+/// [`super::take_over::survey`] read first (it names the claim to read).
+pub(super) async fn gather(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    take_over: Survey,
+) -> Result<Observed, Error> {
     let deployment = observe::deployment(stack, ctx)
         .await
         .map_err(Error::Observe)?;
@@ -179,6 +188,7 @@ pub(super) async fn gather(stack: &Stack<'_>, ctx: &Context) -> Result<Observed,
         client_certificate,
         claim,
         replica_sets,
+        take_over,
     })
 }
 

@@ -225,24 +225,18 @@ async fn take_over_then_reconcile(
     reconcile_once(&mut stack, ctx, survey).await
 }
 
-/// Makes what taking over needs, once the server's decision is known: nothing is taken from the
-/// old stack while the server cannot run (what was taken before is handed back either way).
-/// Returns the hold, when the server's own objects must wait.
-async fn adopt_after_decision(
+/// Makes the writes taking over was decided to make (only hand-backs while the server cannot
+/// run: the old stack keeps serving). Returns the hold, when the server's own objects must wait.
+async fn take_over(
     stack: &mut Stack<'_>,
     ctx: &Context,
-    mut survey: take_over::Survey,
     decision: &Decision,
 ) -> Result<Option<Hold>, Error> {
-    let decided = decision.next.is_ok();
-    if !decided && survey.takes() {
-        take_over::deferred(&mut survey);
-        stack.adoption = survey.adopted.clone();
-    }
-    take_over::carry_out(stack, ctx, &survey.writes, decided)
+    stack.adoption = decision.take_over.adopted.clone();
+    take_over::carry_out(stack, ctx, &decision.take_over.writes)
         .await
         .map_err(Error::Adopt)?;
-    Ok(survey.adopted.hold.filter(|_| decided))
+    Ok(decision.take_over.adopted.hold)
 }
 
 /// While taking over holds the server back, only the status is written.
@@ -273,9 +267,9 @@ async fn reconcile_once(
     ctx: &Context,
     survey: take_over::Survey,
 ) -> Result<(Action, String), Error> {
-    let observed = gather::gather(stack, ctx).await?;
+    let observed = gather::gather(stack, ctx, survey).await?;
     let decision = decide::decide(stack, &observed, &Operator::of(ctx))?;
-    if let Some(hold) = adopt_after_decision(stack, ctx, survey, &decision).await? {
+    if let Some(hold) = take_over(stack, ctx, &decision).await? {
         return held(stack, ctx, hold).await;
     }
     let stack: &Stack<'_> = stack;

@@ -2,8 +2,9 @@
 //! [`super::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or that took a
 //! volume before.
 //!
-//! Reading and writing are apart: [`survey`] reads before the server's own decision and says what
-//! would be written; [`carry_out`] writes it only once that decision holds. A server that cannot
+//! Reading, choosing and writing are apart: [`survey`] reads before the server's own decision and
+//! says what would be written; `decide` keeps the writes that take something only when the server
+//! will run ([`decided`]); [`carry_out`] makes those kept, first of the apply. A server that cannot
 //! run (a missing Secret, an image that does not resolve, ...) takes nothing, so the old stack
 //! keeps serving.
 
@@ -32,7 +33,7 @@ use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, serv
 
 /// The kinds taking over writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
+pub enum Kind {
     /// The old stack's Deployment (scaled to zero).
     Deployment,
     /// The old stack's volume (detached).
@@ -45,43 +46,34 @@ pub(super) enum Kind {
 
 /// One write taking over needs: a merge patch of one object.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Write {
+pub struct Write {
     /// Of what kind.
-    pub(super) kind: Kind,
+    pub kind: Kind,
     /// Its name.
-    pub(super) name: String,
+    pub name: String,
     /// The merge patch.
-    pub(super) patch: Value,
+    pub patch: Value,
     /// Whether it takes something from the old stack (made only once the server's decision
     /// holds); a hand-back gives something back, and is made whatever the server's state.
-    pub(super) takes: bool,
+    pub takes: bool,
 }
 
 /// What taking over came to, read but not yet written.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Survey {
+pub struct Survey {
     /// The conditions and the volume to mount, as they will be once the writes are made.
-    pub(super) adopted: Adopted,
+    pub adopted: Adopted,
     /// The writes.
-    pub(super) writes: Vec<Write>,
+    pub writes: Vec<Write>,
 }
 
-impl Survey {
-    /// Whether some write takes something from the old stack.
-    pub(super) fn takes(&self) -> bool {
-        self.writes.iter().any(|w| w.takes)
-    }
-}
-
-/// Makes the `writes` of a survey; those that take something only when `decided` (the
-/// server's decision holds: it will run).
+/// Makes the `writes` [`decided`] kept, first of the apply.
 pub(super) async fn carry_out(
     stack: &Stack<'_>,
     ctx: &Context,
     writes: &[Write],
-    decided: bool,
 ) -> Result<(), ApiError> {
-    for write in writes.iter().filter(|w| decided || !w.takes) {
+    for write in writes {
         let api = (&ctx.client, stack.namespace);
         match write.kind {
             Kind::Deployment => patch::<Deployment>(api, write).await,
@@ -148,15 +140,20 @@ pub(super) async fn survey(stack: &Stack<'_>, ctx: &Context) -> Result<Survey, A
     Ok(survey)
 }
 
-/// What the conditions say of the takes of `survey` while the server cannot run: nothing was
-/// taken, and why.
-pub(super) fn deferred(survey: &mut Survey) {
-    let takes: Vec<Kind> = survey
-        .writes
-        .iter()
-        .filter(|w| w.takes)
-        .map(|w| w.kind)
-        .collect();
+/// What taking over comes to once the server's own decision is known (pure; `decide` asks it):
+/// every write of `survey` when the server `runs`. Otherwise nothing is taken from the old stack
+/// (a hand-back is still made: it gives something back), the conditions say why, the claim to be
+/// detached is not mounted, and nothing holds the server's own objects (its decision already
+/// does).
+pub fn decided(survey: &Survey, runs: bool) -> Survey {
+    if runs {
+        return survey.clone();
+    }
+    let mut decided = survey.clone();
+    decided.adopted.hold = None;
+    let (takes, kept): (Vec<Write>, Vec<Write>) = decided.writes.drain(..).partition(|w| w.takes);
+    decided.writes = kept;
+    let taken: Vec<Kind> = takes.iter().map(|w| w.kind).collect();
     let waits = |condition: ConditionType| {
         Said::new(
             condition,
@@ -175,15 +172,15 @@ pub(super) fn deferred(survey: &mut Survey) {
             &[Kind::Service, Kind::Ingress][..],
         ),
     ] {
-        if takes.iter().any(|k| kinds.contains(k)) {
-            survey.adopted.said.retain(|s| s.condition != condition);
-            survey.adopted.said.push(waits(condition));
+        if taken.iter().any(|k| kinds.contains(k)) {
+            decided.adopted.said.retain(|s| s.condition != condition);
+            decided.adopted.said.push(waits(condition));
         }
     }
-    // The claim to be detached is not mounted: it is not the server's yet.
-    if takes.contains(&Kind::Claim) {
-        survey.adopted.claim = None;
+    if taken.contains(&Kind::Claim) {
+        decided.adopted.claim = None;
     }
+    decided
 }
 
 struct Taker<'a> {
@@ -535,7 +532,7 @@ mod tests {
             ),
         ];
         for (writes, expected, claim_kept) in cases {
-            let mut survey = Survey {
+            let survey = Survey {
                 adopted: Adopted {
                     claim: Some("old-pvc".to_owned()),
                     said: vec![
@@ -545,13 +542,13 @@ mod tests {
                             Reason::AdoptionAnnotationRemoved,
                         ),
                     ],
-                    hold: None,
+                    hold: Some(Hold::Waiting),
                 },
                 writes: writes.to_vec(),
             };
-            deferred(&mut survey);
+            let blocked = decided(&survey, false);
             for (condition, reason) in expected {
-                let now: Vec<&Said> = survey
+                let now: Vec<&Said> = blocked
                     .adopted
                     .said
                     .iter()
@@ -563,11 +560,15 @@ mod tests {
                     assert!(!now[0].ok);
                 }
             }
-            assert_eq!(survey.adopted.claim.is_some(), claim_kept, "{writes:?}");
-            assert_eq!(
-                survey.writes, writes,
-                "the writes themselves are left to carry_out"
-            );
+            assert_eq!(blocked.adopted.claim.is_some(), claim_kept, "{writes:?}");
+            assert_eq!(blocked.adopted.hold, None, "the server's decision holds it");
+            let hand_backs: Vec<Write> = writes.iter().filter(|w| !w.takes).cloned().collect();
+            assert_eq!(blocked.writes, hand_backs, "only hand-backs are made");
+            // A server that runs makes every write, and says what the survey said.
+            let runs = decided(&survey, true);
+            assert_eq!(runs.writes, writes, "{writes:?}");
+            assert_eq!(runs.adopted.said, survey.adopted.said);
+            assert_eq!(runs.adopted.hold, Some(Hold::Waiting));
         }
     }
 }

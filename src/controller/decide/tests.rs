@@ -117,6 +117,59 @@ fn decide_on(
     decide(&stack, observed, operator).unwrap()
 }
 
+/// What a server with every `ogx.io/adopt-*` annotation read: the old Deployment to scale down,
+/// its claim to detach, its Service and Ingress to re-point, and a Service of an adoption given
+/// up to hand back.
+fn taking_everything() -> take_over::Survey {
+    use take_over::{Kind, Write};
+    let write = |kind, name: &str, takes| Write {
+        kind,
+        name: name.to_owned(),
+        patch: json!({"metadata": {"labels": {"taken": "yes"}}}),
+        takes,
+    };
+    take_over::Survey {
+        adopted: adoption::Adopted {
+            claim: Some("old-pvc".to_owned()),
+            said: Vec::new(),
+            hold: Some(adoption::Hold::Waiting),
+        },
+        writes: vec![
+            write(Kind::Deployment, "old", true),
+            write(Kind::Claim, "old-pvc", true),
+            write(Kind::Service, "old-service", true),
+            write(Kind::Ingress, "old-ingress", true),
+            write(Kind::Service, "given-up-service", false),
+        ],
+    }
+}
+
+/// A blocked server takes nothing from the old stack (its replicas, Service, Ingress and claim
+/// stay as they are), says so on both adoption conditions, mounts no claim it would have taken,
+/// and still hands back what an adoption given up took.
+fn assert_takes_nothing(what: &str, take_over: &take_over::Survey) {
+    let made: Vec<(&str, bool)> = (take_over.writes.iter())
+        .map(|w| (w.name.as_str(), w.takes))
+        .collect();
+    assert_eq!(made, [("given-up-service", false)], "{what}");
+    for condition in [
+        ConditionType::StorageAdopted,
+        ConditionType::NetworkingAdopted,
+    ] {
+        let said: Vec<_> = (take_over.adopted.said.iter())
+            .filter(|s| s.condition == condition)
+            .map(|s| (s.ok, s.reason))
+            .collect();
+        assert_eq!(
+            said,
+            [(false, Reason::AdoptionDeferred)],
+            "{what}: {condition:?}"
+        );
+    }
+    assert_eq!(take_over.adopted.claim, None, "{what}");
+    assert_eq!(take_over.adopted.hold, None, "{what}");
+}
+
 /// Each problem the user must fix blocks the stack with its condition, reason and a message
 /// naming it; the first problem in the decision's order is the one reported, and whether the
 /// Secrets were all found is said beside it once they were checked.
@@ -263,8 +316,10 @@ fn what_blocks_a_stack_and_what_it_says() {
     for row in table {
         let cr = resource(row.spec.0.clone(), row.status.clone());
         let mut observed = resolved();
+        observed.take_over = taking_everything();
         (row.observed)(&mut observed);
         let decision = decide_on(&cr, &observed, &row.operator);
+        assert_takes_nothing(row.what, &decision.take_over);
         let blocked = match decision.next {
             Err(blocked) => blocked,
             Ok(intent) => panic!("{}: applied {:?}", row.what, intent.planned.mount),
@@ -372,8 +427,12 @@ fn what_a_stack_that_is_not_blocked_runs() {
     for (what, spec, change, runs, secrets_found) in rows {
         let cr = resource(spec.0.clone(), json!({}));
         let mut observed = resolved();
+        observed.take_over = taking_everything();
         change(&mut observed);
         let decision = decide_on(&cr, &observed, &operator());
+        let surveyed = &observed.take_over;
+        assert_eq!(decision.take_over.writes, surveyed.writes, "{what}");
+        assert_eq!(decision.take_over.adopted, surveyed.adopted, "{what}");
         let intent = decision
             .next
             .unwrap_or_else(|b| panic!("{what}: blocked: {}", b.message));
