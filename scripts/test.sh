@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/cargo-env.sh   # the same build whoever starts it
+source scripts/lib/steps.sh       # each preparation step's start, end and CPU seconds
 start=$(date +%s)
 
 for tool in cargo go python3 flock; do
@@ -23,18 +24,20 @@ log() { echo "[test.sh] $*" >&2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/llso-test-prepare.XXXXXX")
 # A failed step stops the builds still running beside it.
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
+prepare_start=$(date +%s)
+steps_init "$logs/steps"
 
-scripts/install-test-deps.sh
+step apt-packages scripts/install-test-deps.sh
 
 # A control plane given by the caller (CI builds it once, outside the fresh Python cache) is used as is.
-control_plane() { [[ -n "${LLSO_CONTROL_PLANE_BIN:-}" ]] || scripts/build-control-plane.sh; }
+control_plane() { [[ -n "${LLSO_CONTROL_PLANE_BIN:-}" ]] || step control-plane scripts/build-control-plane.sh; }
 go_tools() {
-  scripts/build-helm.sh
-  scripts/build-cosign.sh v2.6.5
-  scripts/build-cosign.sh v3.1.3
-  scripts/build-kstatus.sh
-  scripts/build-olm-validator.sh
-  scripts/build-prometheus.sh
+  step helm scripts/build-helm.sh
+  step cosign-v2 scripts/build-cosign.sh v2.6.5
+  step cosign-v3 scripts/build-cosign.sh v3.1.3
+  step kstatus scripts/build-kstatus.sh
+  step olm-validator scripts/build-olm-validator.sh
+  step prometheus scripts/build-prometheus.sh
 }
 control_plane_then_tools() { control_plane; touch "$logs/control-plane.done"; go_tools; }
 # Runs "$@" in the background, its output in $logs/<name>.log; `finish <name>` waits for it.
@@ -49,7 +52,6 @@ finish() {
   fi
   log "prepared: $name"
 }
-prepare_start=$(date +%s)
 # The control plane first: the real node's images need its `pause`; the other Go tools follow it
 # (one Go build at a time beside the Rust builds).
 begin go control_plane_then_tools
@@ -66,16 +68,16 @@ with_starter_deps() { # <venv script> <cli> <starter config>
   ((${#deps[@]})) || { echo "$2 stack list-deps $3 named nothing" >&2; return 1; }
   "$1" "${deps[@]}"
 }
-begin venv with_starter_deps scripts/llama-stack-venv.sh llama configs/starter/config.yaml
-begin ogxvenv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/config.yaml
+begin venv step llama-stack-venv with_starter_deps scripts/llama-stack-venv.sh llama configs/starter/config.yaml
+begin ogxvenv step ogx-venv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/config.yaml
 
 # The operator's image from the Dockerfile, which the real node runs (the static binary, with
 # whole-program LTO: minutes on mostly one core, in a target directory of its own, so it runs
 # beside the suites' build); cargo-cyclonedx for the release test's SBOM; the suites themselves.
-[[ -n "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]] || begin image scripts/build-operator-image.sh
+[[ -n "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]] || begin image step operator-image scripts/build-operator-image.sh
 # A debug build: it runs for a second, and its optimised LTO build held up a cold run by about 7
 # minutes on two cores (2026-11-27).
-command -v cargo-cyclonedx >/dev/null || cargo install --debug --quiet --locked cargo-cyclonedx@0.5.9
+command -v cargo-cyclonedx >/dev/null || step cargo-cyclonedx cargo install --debug --quiet --locked cargo-cyclonedx@0.5.9
 # Every target unless the arguments choose some (`--test node` runs that suite alone).
 targets=(--all-targets)
 for arg in "$@"; do
@@ -84,9 +86,9 @@ for arg in "$@"; do
       --examples | --example | --example=* | --doc) targets=() ;;
   esac
 done
-cargo test --workspace "${targets[@]}" --no-run "$@"
+step compile-suites cargo test --workspace "${targets[@]}" --no-run "$@"
 # `cargo test --all-targets` builds examples as test harnesses; this one runs as a program.
-cargo build --example prepare_test_images
+step compile-image-builder cargo build --example prepare_test_images
 
 # The real node's images need the venv, the control plane's pause and the compiled crate; they
 # are built (mostly downloads) while the remaining Go tools compile.
@@ -96,7 +98,7 @@ LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.
 export LLSO_CONTROL_PLANE_BIN
 finish venv
 finish ogxvenv
-"${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
+step node-images "${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
   || { log "FAILED to prepare: the real node's images (output above)"; exit 1; }
 log "prepared: the real node's images"
 finish go
@@ -106,9 +108,11 @@ if [[ -z "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]]; then
 fi
 export LLSO_OPERATOR_IMAGE_LAYOUT
 log "prepared everything in $(( $(date +%s) - prepare_start ))s"
+step_table
 
 # Every suite runs, two at once (LLSO_TEST_LANES), those that need the machine alone by themselves.
 status=0
 scripts/lib/run-suites.py --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" || status=$?
+step_table
 log "total $(( $(date +%s) - start ))s"
 exit "$status"

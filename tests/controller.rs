@@ -633,6 +633,83 @@ fn a_refused_write_is_reported_in_the_status() {
     });
 }
 
+/// A change of a running `OGXServer` that the cluster's own policy refuses (a
+/// ValidatingAdmissionPolicy, as Gatekeeper or Kyverno would) is not reported as served: the
+/// status names the refusal, the phase is not Ready and the generation asked for is not observed;
+/// once the policy allows it, the next reconcile applies it.
+#[test]
+fn an_ogx_server_change_a_cluster_policy_refuses_is_not_reported_as_served() {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let f = Fixture::new(&client, "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let server: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "policed"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("policed").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "refuse-marked"},
+            "spec": {"failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+                "validations": [{"expression":
+                    "!object.spec.template.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'REFUSED_BY_POLICY'))",
+                    "message": "the cluster's policy refuses REFUSED_BY_POLICY"}]}});
+        let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "refuse-marked"},
+            "spec": {"policyName": "refuse-marked", "validationActions": ["Deny"]}});
+        for object in [&policy, &binding] {
+            support::operator::kubectl(&plane, &["create", "-f", "-"], Some(&object.to_string())).unwrap();
+        }
+        // The API server enforces a new policy once it has loaded it: a marked Deployment, tried
+        // without being stored, until it is refused.
+        let marked: Deployment = serde_json::from_value(json!({"metadata": {"name": "probe"},
+            "spec": {"selector": {"matchLabels": {"app": "probe"}}, "template": {"metadata": {"labels": {"app": "probe"}},
+                "spec": {"containers": [{"name": "c", "image": "probe", "env": [{"name": "REFUSED_BY_POLICY", "value": "1"}]}]}}}})).unwrap();
+        let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+        let mut enforced = false;
+        for _ in 0..100 {
+            if Api::<Deployment>::namespaced(client.clone(), "default").create(&dry_run, &marked).await.is_err() {
+                enforced = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(enforced, "the policy in force");
+        let env = json!({"spec": {"workload": {"overrides": {"env": [{"name": "REFUSED_BY_POLICY", "value": "1"}]}}}});
+        servers.patch("policed", &PatchParams::default(), &Patch::Merge(env)).await.unwrap();
+        let result = reconcile_ogx(Arc::new(servers.get("policed").await.unwrap()), f.ctx.clone()).await;
+        let error = result.expect_err("the Deployment write refused").to_string();
+        assert!(error.contains("REFUSED_BY_POLICY"), "{error}");
+        let stored = servers.get("policed").await.unwrap();
+        let status = serde_json::to_value(&stored.status).unwrap();
+        assert_eq!(json_condition(&status, "DeploymentUpdated"), ("False".into(), "ApplyFailed".into()), "{status:#}");
+        assert_ne!(status["phase"], "Ready", "{status:#}");
+        assert_ne!(json_condition(&status, "Ready").0, "True", "{status:#}");
+        assert!(status["observedGeneration"].as_i64() < stored.metadata.generation, "{status:#}");
+        let message = status["conditions"].as_array().unwrap().iter()
+            .find(|c| c["type"] == "DeploymentUpdated").unwrap()["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("refuses REFUSED_BY_POLICY"), "the API server's own words: {message}");
+
+        support::operator::kubectl(&plane, &["delete", "validatingadmissionpolicybinding", "refuse-marked"], None).unwrap();
+        let mut applied = false;
+        for _ in 0..50 {
+            if reconcile_ogx(Arc::new(servers.get("policed").await.unwrap()), f.ctx.clone()).await.is_ok() {
+                applied = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(applied, "applied once the policy allows it");
+        assert!(container_env(&f.deployment("policed").await).iter().any(|e| e["name"] == "REFUSED_BY_POLICY"));
+        let stored = servers.get("policed").await.unwrap();
+        assert_eq!(stored.status.unwrap().observed_generation, stored.metadata.generation);
+    });
+}
+
 /// The suite and everything it starts run sealed (see `support::sealed`): only loopback exists,
 /// a kwok-style Pod address is unreachable at once, loopback still works, and the one escape
 /// hatch (registry fetches) really runs in another network namespace.
@@ -1120,6 +1197,33 @@ fn on_a_big_stack(body: impl FnOnce() + Send) {
             .join()
             .expect("the test body does not panic")
     });
+}
+
+/// What the cluster serves, asked at start while the API server cannot answer (it restarts, as
+/// in an upgrade): asked again until it answers, so the `OGXServer` API is served once it does,
+/// instead of being off until the operator restarts.
+#[test]
+fn discovery_at_start_is_asked_again_until_the_api_server_answers() {
+    use llama_stack_operator::controller::served_apis;
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    plane
+        .stop("kube-apiserver")
+        .expect("kube-apiserver stopped");
+    let asking = rt.spawn(async move { served_apis(&client).await });
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        !asking.is_finished(),
+        "no answer from a stopped API server: still asking"
+    );
+    plane
+        .start_again("kube-apiserver")
+        .expect("kube-apiserver started again");
+    let served = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), asking).await })
+        .expect("answered once the API server is back")
+        .expect("the task does not panic");
+    assert!(served.ogx_servers, "{served:?}");
 }
 
 /// An `OGXServer`'s `monitoring` (on by default): where the Prometheus Operator's CRDs are

@@ -27,6 +27,8 @@ llama_stack_test_support::seal_network!();
 mod adoption;
 #[path = "node/rollback.rs"]
 mod rollback;
+#[path = "node/storage.rs"]
+mod storage;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -1316,6 +1318,10 @@ fn main() -> ExitCode {
             (
                 "a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_its_volume",
                 adoption::a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_its_volume,
+            ),
+            (
+                "storage_added_to_a_running_ogx_server_is_mounted_and_a_refused_write_is_not_ready",
+                storage::storage_added_to_a_running_ogx_server_is_mounted_and_a_refused_write_is_not_ready,
             ),
         ]),
         "the real node",

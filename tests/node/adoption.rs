@@ -11,7 +11,7 @@ use super::{
 };
 
 /// Files in `dir` and below, as paths relative to it (what a server wrote on its volume).
-fn files(dir: &std::path::Path) -> Vec<String> {
+pub(super) fn files(dir: &std::path::Path) -> Vec<String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(at) = pending.pop() {
