@@ -192,11 +192,8 @@ fn main() -> Result<(), Error> {
             ),
         );
     };
-    for (form, v3) in [
-        ("simple signing (cosign 2)", false),
-        ("sigstore bundle (cosign 3)", true),
-    ] {
-        let repo = if v3 {
+    for (form, bundle) in [("simple signing", false), ("sigstore bundle", true)] {
+        let repo = if bundle {
             "bench/signed-v3"
         } else {
             "bench/signed-v2"
@@ -210,7 +207,7 @@ fn main() -> Result<(), Error> {
             },
         )?;
         cosign.sign(
-            v3,
+            bundle,
             "trusted",
             &format!("{plain}/{repo}@{digest}"),
             None,

@@ -7,7 +7,8 @@
 # Usage: scripts/build-static.sh [amd64|arm64]
 # Env: LLSO_STATIC_PROFILE_<ARCH> (e.g. LLSO_STATIC_PROFILE_ARM64=release) builds that
 # architecture with another cargo profile than the shipped one (dist: whole-program LTO, which
-# takes about 10 minutes per architecture here). CI's cross-build check of arm64 uses it.
+# takes about 10 minutes per architecture here). CI's cross-build check of arm64 uses it, and
+# scripts/test.sh builds the real node's image with `test-image` (no LTO).
 # arm64 on an amd64 host cross-compiles with Debian's gcc-aarch64-linux-gnu (as the linker and
 # for ring's C parts) and runs the result with qemu-aarch64-static; both are installed here.
 set -euo pipefail
@@ -44,12 +45,14 @@ fi
 profile_override="LLSO_STATIC_PROFILE_${arch^^}"
 PROFILE="${!profile_override:-dist}"
 case "$PROFILE" in
-  dist | release) ;;
-  *) log "ERROR: $profile_override=$PROFILE: the profile must be dist or release"; exit 1 ;;
+  dist | release) static_dir=static ;;
+  # Its own directory: the tests' image builds while .ci/run's dist build may hold `static`.
+  test-image) static_dir=static-test ;;
+  *) log "ERROR: $profile_override=$PROFILE: the profile must be dist, release or test-image"; exit 1 ;;
 esac
 # A target directory of its own: cargo locks a target directory for a whole build, so this one
 # (whole-program LTO, mostly one core for minutes) can run beside the suites' debug build.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/static"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/$static_dir"
 cargo build --profile "$PROFILE" --locked --target "$TARGET" --bin llama-stack-operator >&2
 BIN="$CARGO_TARGET_DIR/$TARGET/$PROFILE/llama-stack-operator"
 if readelf -l "$BIN" | grep -q 'Requesting program interpreter'; then

@@ -57,10 +57,13 @@ digest=$(cat "$work/digest")
 ref="$repo@$digest"
 
 log "signing $ref"
-"$cosign" sign --yes --key env://COSIGN_PRIVATE_KEY --tlog-upload=false "$ref" >&2
+# Simple signing, in the image's repository, with no transparency log: what cosign 2 and 3 both
+# verify offline (cosign 3 writes a bundle by default, which cosign 2 cannot read).
+offline_legacy=(--new-bundle-format=false --use-signing-config=false --tlog-upload=false)
+"$cosign" sign --yes --key env://COSIGN_PRIVATE_KEY "${offline_legacy[@]}" "$ref" >&2
 for arch in "${arches[@]}"; do
   log "attaching the $arch SBOM as an attestation"
-  "$cosign" attest --yes --key env://COSIGN_PRIVATE_KEY --tlog-upload=false --type cyclonedx \
+  "$cosign" attest --yes --key env://COSIGN_PRIVATE_KEY "${offline_legacy[@]}" --type cyclonedx \
     --predicate "$sboms/llama-stack-operator-$arch.cdx.json" "$ref" >&2
 done
 

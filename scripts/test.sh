@@ -4,7 +4,7 @@
 #
 # 1. Prepares everything the suites use, once and up front, so no test builds in its critical
 #    path and a failed build is reported once, as such: the apt packages, the Go tools (control
-#    plane, helm, cosign 2 and 3, kstatus, the OLM validator, Prometheus), the llama-stack and
+#    plane, helm, cosign, kstatus, the OLM validator, Prometheus), the llama-stack and
 #    OGX venvs, the operator's image, cargo-cyclonedx, the compiled suites, the real node's images. The Go
 #    builds and the venv run beside the Rust builds. Every build script is safe to run twice at
 #    once (scripts/lib/cache-lock.sh), so a suite asking again just finds the result.
@@ -33,8 +33,7 @@ step apt-packages scripts/install-test-deps.sh
 control_plane() { [[ -n "${LLSO_CONTROL_PLANE_BIN:-}" ]] || step control-plane scripts/build-control-plane.sh; }
 go_tools() {
   step helm scripts/build-helm.sh
-  step cosign-v2 scripts/build-cosign.sh v2.6.5
-  step cosign-v3 scripts/build-cosign.sh v3.1.3
+  step cosign scripts/build-cosign.sh
   step kstatus scripts/build-kstatus.sh
   step olm-validator scripts/build-olm-validator.sh
   step prometheus scripts/build-prometheus.sh
@@ -71,9 +70,14 @@ with_starter_deps() { # <venv script> <cli> <starter config>
 begin venv step llama-stack-venv with_starter_deps scripts/llama-stack-venv.sh llama configs/starter/config.yaml
 begin ogxvenv step ogx-venv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/config.yaml
 
-# The operator's image from the Dockerfile, which the real node runs (the static binary, with
-# whole-program LTO: minutes on mostly one core, in a target directory of its own, so it runs
-# beside the suites' build); cargo-cyclonedx for the release test's SBOM; the suites themselves.
+# The operator's image from the Dockerfile, which the real node runs (the static binary, in a
+# target directory of its own, so it builds beside the suites' build), with the `test-image`
+# profile: optimised, without the shipped build's whole-program LTO, minutes on one core that
+# every run paid at the end of its preparation. The release test finds the same image. The
+# shipped (dist) build is checked by .ci/run. Then cargo-cyclonedx for the release test's SBOM,
+# and the suites themselves.
+host_profile="LLSO_STATIC_PROFILE_$(case "$(uname -m)" in x86_64) echo AMD64 ;; aarch64) echo ARM64 ;; *) uname -m ;; esac)"
+export "$host_profile=${!host_profile:-test-image}"
 [[ -n "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]] || begin image step operator-image scripts/build-operator-image.sh
 # A debug build: it runs for a second, and its optimised LTO build held up a cold run by about 7
 # minutes on two cores (2026-11-27).

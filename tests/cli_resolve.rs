@@ -279,15 +279,15 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
             &["--preserve-digests", "--dest-tls-verify=false"],
         )?;
     }
-    // Signed at the source, as a vendor signs: starter with cosign 2 (simple signing),
-    // postgres-demo with cosign 3 (a sigstore bundle, kept by this registry under the referrers fallback tag).
+    // Signed at the source, as a vendor signs: starter with simple signing (cosign 2's default),
+    // postgres-demo with a sigstore bundle (cosign 3's, kept by this registry under the referrers fallback tag).
     let cosign = Cosign::start(basic, USER, PASSWORD, &env.regs.ca_pem())?;
-    for (v3, repository) in [
+    for (bundle, repository) in [
         (false, "distribution-starter"),
         (true, "distribution-postgres-demo"),
     ] {
         cosign.sign(
-            v3,
+            bundle,
             "trusted",
             &format!("{plain}/ogxai/{repository}@{}", env.digest),
             None,

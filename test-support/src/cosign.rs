@@ -1,7 +1,8 @@
-//! The real cosign for signing fixtures: v2.6 (simple signing at `sha256-<hex>.sig`) and v3.1 (a
-//! sigstore bundle as an OCI referrer), built from Go modules by `scripts/build-cosign.sh` and
-//! cached; two key pairs (`trusted`, `other`) with empty passwords; no transparency log or
-//! timestamp authority, so that signing stays on the machine.
+//! The real cosign for signing fixtures, in both forms it writes: simple signing at
+//! `sha256-<hex>.sig` (cosign 2's default, and cosign 3's with `--new-bundle-format=false`) and a
+//! sigstore bundle as an OCI referrer (cosign 3's default). One build, cosign 3.1, from Go modules
+//! by `scripts/build-cosign.sh`, cached; two key pairs (`trusted`, `other`) with empty passwords;
+//! no transparency log or timestamp authority, so that signing stays on the machine.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -10,15 +11,12 @@ use base64::Engine;
 
 use crate::process::run_script;
 
-/// The cosign releases the tests sign with.
-pub const COSIGN_V2: &str = "v2.6.5";
-/// The cosign 3 release.
-pub const COSIGN_V3: &str = "v3.1.3";
+/// The cosign release the tests sign with.
+pub const COSIGN: &str = "v3.1.3";
 
-/// Both cosigns, the key pairs and cosign's registry settings.
+/// cosign, the key pairs and cosign's registry settings.
 pub struct Cosign {
-    v2: PathBuf,
-    v3: PathBuf,
+    cosign: PathBuf,
     /// Holds `trusted/` and `other/` (cosign.key, cosign.pub), `docker/config.json`, `ca.pem`.
     pub dir: tempfile::TempDir,
 }
@@ -33,7 +31,7 @@ fn io(e: std::io::Error) -> String {
 }
 
 impl Cosign {
-    /// Builds (or finds) both cosigns and makes the key pairs; `registry` with `user:password`
+    /// Builds (or finds) cosign and makes the key pairs; `registry` with `user:password`
     /// is where signatures are pushed, over TLS trusting `ca_pem`.
     pub fn start(
         registry: &str,
@@ -46,14 +44,13 @@ impl Cosign {
             .tempdir()
             .map_err(io)?;
         let cosign = Self {
-            v2: build(COSIGN_V2)?,
-            v3: build(COSIGN_V3)?,
+            cosign: build(COSIGN)?,
             dir,
         };
         for name in ["trusted", "other"] {
             let keys = cosign.dir.path().join(name);
             std::fs::create_dir_all(&keys).map_err(io)?;
-            let out = Command::new(&cosign.v2)
+            let out = Command::new(&cosign.cosign)
                 .arg("generate-key-pair")
                 .current_dir(&keys)
                 .env("COSIGN_PASSWORD", "")
@@ -86,19 +83,19 @@ impl Cosign {
         self.dir.path().join(pair).join("cosign.pub")
     }
 
-    /// `cosign sign` of `image` (by digest) with a key pair: v2 writes simple signing, v3 a
-    /// bundle. `signatures_in`: cosign's `COSIGN_REPOSITORY`; `plain_http`: the registry is
-    /// reached over HTTP.
+    /// `cosign sign` of `image` (by digest) with a key pair: a sigstore `bundle` (cosign 3's
+    /// default), or simple signing (what cosign 2 writes by default). `signatures_in`: cosign's
+    /// `COSIGN_REPOSITORY`; `plain_http`: the registry is reached over HTTP.
     pub fn sign(
         &self,
-        cosign_v3: bool,
+        bundle: bool,
         pair: &str,
         image: &str,
         signatures_in: Option<&str>,
         plain_http: bool,
     ) -> Result<(), String> {
         let key_file = self.dir.path().join(pair).join("cosign.key");
-        let mut command = Command::new(if cosign_v3 { &self.v3 } else { &self.v2 });
+        let mut command = Command::new(&self.cosign);
         command
             .args(["sign", "--yes", "--key"])
             .arg(&key_file)
@@ -106,12 +103,16 @@ impl Cosign {
             .env("DOCKER_CONFIG", self.dir.path().join("docker"))
             .env("SSL_CERT_FILE", self.dir.path().join("ca.pem"))
             .env_remove("COSIGN_REPOSITORY");
-        if cosign_v3 {
+        if bundle {
             command
                 .arg("--signing-config")
                 .arg(self.dir.path().join("signing-config.json"));
         } else {
-            command.arg("--tlog-upload=false");
+            command.args([
+                "--new-bundle-format=false",
+                "--use-signing-config=false",
+                "--tlog-upload=false",
+            ]);
         }
         if plain_http {
             command.arg("--allow-http-registry");

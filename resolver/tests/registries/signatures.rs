@@ -1,6 +1,7 @@
 //! Signature-verified base configs against the TLS + htpasswd registry, with images signed by
-//! the real cosign (v2.6: simple signing at `sha256-<hex>.sig`; v3.1: a sigstore bundle as an OCI
-//! referrer, through the fallback tag this registry needs), both built from Go modules.
+//! the real cosign 3.1 in both forms it writes (simple signing at `sha256-<hex>.sig`, cosign 2's
+//! default; a sigstore bundle as an OCI referrer, through the fallback tag this registry needs),
+//! built from Go modules.
 
 use std::sync::{Arc, OnceLock};
 
@@ -34,13 +35,13 @@ fn public_key(cosign: &Cosign, pair: &str) -> Result<Vec<PublicKey>, Failed> {
 
 fn sign(
     cosign: &Cosign,
-    v3: bool,
+    bundle: bool,
     pair: &str,
     image: &str,
     elsewhere: Option<&str>,
 ) -> Result<(), Failed> {
     cosign
-        .sign(v3, pair, image, elsewhere, false)
+        .sign(bundle, pair, image, elsewhere, false)
         .map_err(Into::into)
 }
 
@@ -136,12 +137,12 @@ fn refused(
 /// signatures are refused, naming the digest, the policy and the keys tried.
 pub fn both_forms_verify_with_the_trusted_key_only(env: &Env) -> Result<(), Failed> {
     let signing = signing(env)?;
-    for (v3, repo, form) in [
+    for (bundle, repo, form) in [
         (false, "t/sig-v2", "simple-signing"),
-        (true, "t/sig-v3", "sigstore bundle"),
+        (true, "t/sig-bundle", "sigstore bundle"),
     ] {
         let (tagged, pinned) = push_labelled(env, repo, "v1", repo)?;
-        sign(signing, v3, "trusted", &pinned, None)?;
+        sign(signing, bundle, "trusted", &pinned, None)?;
         let mut options = env.options();
         options.signatures = policy(public_key(signing, "trusted")?, Mode::Required, None);
         let resolution = resolve(env, options, &tagged).map_err(|e| e.to_string())?;
@@ -154,7 +155,7 @@ pub fn both_forms_verify_with_the_trusted_key_only(env: &Env) -> Result<(), Fail
 
         let (other_tagged, other_pinned) =
             push_labelled(env, repo, "v2", &format!("{repo}-other"))?;
-        sign(signing, v3, "other", &other_pinned, None)?;
+        sign(signing, bundle, "other", &other_pinned, None)?;
         let mut options = env.options();
         options.signatures = policy(public_key(signing, "trusted")?, Mode::Required, None);
         refused(
@@ -237,9 +238,9 @@ pub fn a_signature_of_another_digest_is_refused(env: &Env) -> Result<(), Failed>
 pub fn signatures_in_another_repository(env: &Env) -> Result<(), Failed> {
     let signing = signing(env)?;
     let elsewhere = format!("{}/t/signatures", env.regs.basic.host);
-    for (v3, repo) in [(false, "t/sig-apart-v2"), (true, "t/sig-apart-v3")] {
+    for (bundle, repo) in [(false, "t/sig-apart-v2"), (true, "t/sig-apart-bundle")] {
         let (tagged, pinned) = push_labelled(env, repo, "v1", repo)?;
-        sign(signing, v3, "trusted", &pinned, Some(&elsewhere))?;
+        sign(signing, bundle, "trusted", &pinned, Some(&elsewhere))?;
         let mut options = env.options();
         options.signatures = policy(
             public_key(signing, "trusted")?,
