@@ -212,6 +212,13 @@ impl Env {
         Ok(serde_json::from_str(&self.kubectl(&all, None)?)?)
     }
 
+    /// The Pods of stack `ns/name` (by its instance label), those being deleted included.
+    fn stack_pods(&self, ns: &str, name: &str) -> Result<Vec<Value>, Failed> {
+        let instance = format!("app.kubernetes.io/instance={name}");
+        let pods = self.json(&["get", "pods", "-n", ns, "-l", &instance])?;
+        Ok(pods["items"].as_array().cloned().unwrap_or_default())
+    }
+
     /// A namespace with the registry's pull secret on its default ServiceAccount.
     fn namespace(&self, ns: &str, host: &str) -> Result<(), Failed> {
         pull_secret_namespace(&self.plane, ns, host).map_err(|e| Failed::from(e.to_string()))
@@ -976,15 +983,7 @@ fn an_ogx_server_runs_and_a_stack_moves_to_one_in_place(env: &Env) -> Result<(),
     })?;
     wait_phase_ready(env, "ogxserver", ns, "moving")?;
     eventually("every Pod of the stack running the container ogx", || {
-        let pods = env.json(&[
-            "get",
-            "pods",
-            "-n",
-            ns,
-            "-l",
-            "app.kubernetes.io/instance=moving",
-        ])?;
-        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        let items = env.stack_pods(ns, "moving")?;
         Ok(!items.is_empty()
             && items.iter().all(|p| {
                 p["spec"]["containers"][0]["name"] == "ogx"

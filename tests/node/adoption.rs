@@ -240,15 +240,7 @@ pub(super) fn a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_i
     // Step 2: the OGXServer Ready.
     wait_phase_ready(env, "ogxserver", ns, name)?;
     eventually("the server Pod running the container ogx", || {
-        let pods = env.json(&[
-            "get",
-            "pods",
-            "-n",
-            ns,
-            "-l",
-            &format!("app.kubernetes.io/instance={name}"),
-        ])?;
-        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        let items = env.stack_pods(ns, name)?;
         Ok(!items.is_empty()
             && items.iter().all(|p| {
                 p["spec"]["containers"][0]["name"] == "ogx"

@@ -274,15 +274,8 @@ pub fn an_operator_restarted_mid_crash_loop_still_rolls_back(env: &Env) -> Resul
     wait_deployed_rejected(env, ns, name)?;
     env.stop_operator();
     eventually("the new Pod crash-looping", || {
-        let pods = env.json(&[
-            "get",
-            "pods",
-            "-n",
-            ns,
-            "-l",
-            &format!("app.kubernetes.io/instance={name}"),
-        ])?;
-        Ok(pods.to_string().contains("CrashLoopBackOff"))
+        let pods = env.stack_pods(ns, name)?;
+        Ok(Value::Array(pods).to_string().contains("CrashLoopBackOff"))
     })?;
     eventually("nothing serving while the operator is away", || {
         Ok(provider_ids(&address).is_err())

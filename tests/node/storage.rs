@@ -27,21 +27,18 @@ fn sample_without_its_storage(ns: &str, name: &str) -> Result<(Value, Value), Fa
     Ok((server, storage))
 }
 
+/// The stack's Pods that are not being deleted.
+fn live_pods(env: &Env, ns: &str, name: &str) -> Result<Vec<Value>, Failed> {
+    let pods = env.stack_pods(ns, name)?;
+    Ok((pods.into_iter())
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .collect())
+}
+
 /// The claims the stack's live Pods mount.
 fn mounted_claims(env: &Env, ns: &str, name: &str) -> Result<Vec<String>, Failed> {
-    let pods = env.json(&[
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        &format!("app.kubernetes.io/instance={name}"),
-    ])?;
     let mut claims = Vec::new();
-    for pod in pods["items"].as_array().into_iter().flatten() {
-        if !pod["metadata"]["deletionTimestamp"].is_null() {
-            continue;
-        }
+    for pod in live_pods(env, ns, name)? {
         for volume in pod["spec"]["volumes"].as_array().into_iter().flatten() {
             if let Some(claim) = volume["persistentVolumeClaim"]["claimName"].as_str() {
                 claims.push(claim.to_owned());
@@ -53,17 +50,7 @@ fn mounted_claims(env: &Env, ns: &str, name: &str) -> Result<Vec<String>, Failed
 
 /// Whether the stack's live Pods all run with `var` in their environment (and there is one).
 fn pods_have_env(env: &Env, ns: &str, name: &str, var: &str) -> Result<bool, Failed> {
-    let pods = env.json(&[
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        &format!("app.kubernetes.io/instance={name}"),
-    ])?;
-    let live: Vec<&Value> = (pods["items"].as_array().into_iter().flatten())
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .collect();
+    let live = live_pods(env, ns, name)?;
     Ok(!live.is_empty()
         && live.iter().all(|p| {
             (p["spec"]["containers"][0]["env"]
@@ -95,23 +82,27 @@ fn refusing_policy(ns: &str) -> [Value; 2] {
     ]
 }
 
+/// A merge patch of `OGXServer` `ns/name`.
+fn patch_server(env: &Env, ns: &str, name: &str, patch: &Value) -> Result<(), Failed> {
+    let patch = patch.to_string();
+    let args = [
+        "patch",
+        "ogxserver",
+        name,
+        "-n",
+        ns,
+        "--type",
+        "merge",
+        "-p",
+        &patch,
+    ];
+    env.kubectl(&args, None)?;
+    Ok(())
+}
+
 fn patch_env(env: &Env, ns: &str, name: &str, vars: Value) -> Result<(), Failed> {
     let patch = json!({"spec": {"workload": {"overrides": {"env": vars}}}});
-    env.kubectl(
-        &[
-            "patch",
-            "ogxserver",
-            name,
-            "-n",
-            ns,
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ],
-        None,
-    )?;
-    Ok(())
+    patch_server(env, ns, name, &patch)
 }
 
 pub(super) fn storage_added_to_a_running_ogx_server_is_mounted_and_a_refused_write_is_not_ready(
@@ -129,20 +120,11 @@ pub(super) fn storage_added_to_a_running_ogx_server_is_mounted_and_a_refused_wri
 
     // Storage added to the running server: Recreate replaces the defaulted rolling update, and
     // the new Pod mounts the claim and writes the server's stores on it.
-    let patch = json!({"spec": {"workload": {"storage": storage}}});
-    env.kubectl(
-        &[
-            "patch",
-            "ogxserver",
-            name,
-            "-n",
-            ns,
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ],
-        None,
+    patch_server(
+        env,
+        ns,
+        name,
+        &json!({"spec": {"workload": {"storage": storage}}}),
     )?;
     eventually("the new Pod mounting the claim", || {
         Ok(mounted_claims(env, ns, name)? == [format!("{name}-pvc")])
