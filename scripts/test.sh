@@ -9,7 +9,8 @@
 #    builds and the venv run beside the Rust builds. Every build script is safe to run twice at
 #    once (scripts/lib/cache-lock.sh), so a suite asking again just finds the result.
 # 2. Runs every suite, even after one fails, two at a time (scripts/lib/run-suites.py), and ends
-#    with one line per suite.
+#    with one line per suite. The suites that need only the control plane and the compiled suites
+#    start as soon as those are ready, beside the rest of the preparation.
 # Arguments go to `cargo test` (e.g. `--test node`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -100,6 +101,14 @@ until [[ -e "$logs/control-plane.done" ]] || ! kill -0 "${jobs[go]}" 2>/dev/null
 [[ -e "$logs/control-plane.done" ]] || finish go
 LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh 2>/dev/null)}"
 export LLSO_CONTROL_PLANE_BIN
+
+# The suites start now, two at once (LLSO_TEST_LANES), those that need the machine alone by
+# themselves: those that need nothing more than what is ready (run-suites.py's EARLY: the unit,
+# API-server, CLI and webhook suites) at once, beside the rest of the preparation; the others once
+# the ready file says everything is prepared (and gives them what it found).
+ready="$logs/prepared"
+scripts/lib/run-suites.py --ready-file "$ready" --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" &
+suites=$!
 finish venv
 finish ogxvenv
 step node-images "${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
@@ -111,12 +120,14 @@ if [[ -z "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]]; then
   LLSO_OPERATOR_IMAGE_LAYOUT=$(tail -n 1 "$logs/image.out")
 fi
 export LLSO_OPERATOR_IMAGE_LAYOUT
+echo "LLSO_OPERATOR_IMAGE_LAYOUT=$LLSO_OPERATOR_IMAGE_LAYOUT" >"$ready.partial"
+mv "$ready.partial" "$ready"
 log "prepared everything in $(( $(date +%s) - prepare_start ))s"
 step_table
 
-# Every suite runs, two at once (LLSO_TEST_LANES), those that need the machine alone by themselves.
+# Every suite runs, even after one fails.
 status=0
-scripts/lib/run-suites.py --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" || status=$?
+wait "$suites" || status=$?
 step_table
 log "total $(( $(date +%s) - start ))s"
 exit "$status"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the test suites `cargo test ARGS` would run, several at once, and summarises them.
 
-Usage: run-suites.py [--lanes N] [--log-dir DIR] [CARGO TEST ARGS...] [-- HARNESS ARGS...]
+Usage: run-suites.py [--lanes N] [--log-dir DIR] [--ready-file FILE] [CARGO TEST ARGS...] [-- HARNESS ARGS...]
 
 `cargo test` runs one test binary after another. Most of our suites spend their time waiting
 (an API server starting, a rollout, a real server answering), so two of them at once take not
@@ -10,14 +10,20 @@ already, as `scripts/test.sh` does), then runs each as `cargo test -p PKG --KIND
 N lanes, longest first. Suites that time a restart of the control plane run alone, and suites of
 one group (those that start real servers) one at a time.
 
+With --ready-file, it starts while the preparation still runs: the suites that need nothing
+beyond the control plane and the compiled suites (EARLY) start at once, the others once FILE
+exists; its `KEY=VALUE` lines are added to their environment (what the preparation found out,
+such as the operator image's layout).
+
 Each suite's output is printed whole when it ends, so outputs never interleave, and kept in
 DIR/<suite>.log. The run ends with one line per suite (passed, failed, seconds) and exits non-zero
-when any suite failed. Every suite runs, whatever the others do.
+when any suite failed. Every suite runs, whatever the others do. SIGTERM stops the suites running.
 """
 import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -50,6 +56,13 @@ EXPECTED_SECONDS = {
     "newcomer": 33,
     "cluster": 31,
 }
+# Suites that need no more than the control plane, Debian's packages and the compiled suites
+# (none of the Go tools, venvs or images): they may run while the rest is prepared. "" is the
+# unit tests of every package.
+EARLY = {"", "apiserver", "cli_convert", "cli_merge_config", "cli_render", "cli_validate",
+         "webhooks", "webhook_certs", "operator_process", "real_world", "hostile_registry"}
+# How often a suite waiting for the preparation looks for its ready file.
+READY_POLL_SECONDS = 2
 # `cargo test` options that choose targets: each suite is chosen by its own package and target.
 SELECTORS_WITH_VALUE = {"-p", "--package", "--bin", "--test", "--bench", "--example", "--exclude"}
 SELECTORS = {"--workspace", "--all", "--lib", "--bins", "--tests", "--benches", "--examples",
@@ -132,9 +145,15 @@ def command(suite, cargo_args, harness):
 
 
 class Runner:
-    def __init__(self, suites, lanes, log_dir, cargo_args, harness):
+    def __init__(self, suites, lanes, log_dir, cargo_args, harness, ready_file=None):
         order = sorted(suites, key=lambda s: -EXPECTED_SECONDS.get(s[2], 0))
+        # While the preparation runs, the early suites first.
+        if ready_file:
+            order.sort(key=lambda s: s[2] not in EARLY)
         self.waiting = order
+        self.ready_file = ready_file
+        self.ready_env = None if ready_file else {}
+        self.processes = set()
         self.lanes = lanes
         self.log_dir = log_dir
         self.cargo_args, self.harness = cargo_args, harness
@@ -142,8 +161,19 @@ class Runner:
         self.running = set()
         self.results = {}
 
+    def prepared(self, suite):
+        """Whether what `suite` needs is prepared (reads the ready file once it exists)."""
+        if self.ready_env is None and os.path.exists(self.ready_file):
+            with open(self.ready_file) as ready:
+                lines = [line.rstrip("\n") for line in ready if "=" in line]
+            self.ready_env = dict(line.split("=", 1) for line in lines)
+            log(f"prepared; {sum(1 for s in self.waiting if s[2] not in EARLY)} suites were waiting for it")
+        return self.ready_env is not None or suite[2] in EARLY
+
     def may_start(self, suite):
         """Whether `suite` may start beside the suites running now."""
+        if not self.prepared(suite):
+            return False
         if any(s[2] in ALONE for s in self.running):
             return False
         if suite[2] in ALONE:
@@ -161,7 +191,8 @@ class Runner:
                         self.waiting.remove(suite)
                         self.running.add(suite)
                         return suite
-                self.lock.wait()
+                # A suite ending notifies; the ready file does not, so look again now and then.
+                self.lock.wait(timeout=None if self.ready_env is not None else READY_POLL_SECONDS)
             return None
 
     def lane(self):
@@ -169,8 +200,16 @@ class Runner:
             path = os.path.join(self.log_dir, re.sub(r"[^\w.-]+", "_", label(suite)) + ".log")
             started = time.monotonic()
             with open(path, "w") as out:
-                code = subprocess.run(command(suite, self.cargo_args, self.harness),
-                                      stdout=out, stderr=subprocess.STDOUT).returncode
+                env = {**os.environ, **(self.ready_env or {})}
+                # A session of its own, so that stopping it stops what it started.
+                process = subprocess.Popen(command(suite, self.cargo_args, self.harness),
+                                           stdout=out, stderr=subprocess.STDOUT, env=env,
+                                           start_new_session=True)
+                with self.lock:
+                    self.processes.add(process)
+                code = process.wait()
+                with self.lock:
+                    self.processes.discard(process)
             seconds = time.monotonic() - started
             with self.lock:
                 with open(path) as done:
@@ -181,8 +220,17 @@ class Runner:
                 self.running.discard(suite)
                 self.lock.notify_all()
 
+    def stop(self, *_):
+        """Stops every running suite (their process groups: the servers they started too)."""
+        for process in list(self.processes):
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        sys.exit(143)
+
     def run(self):
-        threads = [threading.Thread(target=self.lane) for _ in range(self.lanes)]
+        threads = [threading.Thread(target=self.lane, daemon=True) for _ in range(self.lanes)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -218,6 +266,7 @@ def main():
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LLSO_TEST_LANES", "2")))
     parser.add_argument("--log-dir", default=None)
+    parser.add_argument("--ready-file", default=None)
     ours, args = parser.parse_known_args()
     if ours.lanes < 1:
         sys.exit("run-suites.py: --lanes must be at least 1")
@@ -229,7 +278,8 @@ def main():
         log("no suite selected")
         sys.exit(1)
     log(f"{len(suites)} suites in {ours.lanes} lanes; logs in {log_dir}")
-    runner = Runner(suites, ours.lanes, log_dir, cargo_args, harness)
+    runner = Runner(suites, ours.lanes, log_dir, cargo_args, harness, ours.ready_file)
+    signal.signal(signal.SIGTERM, runner.stop)
     runner.run()
     sys.exit(1 if summarise(suites, runner.results) else 0)
 

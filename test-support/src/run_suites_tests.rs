@@ -9,8 +9,8 @@ use crate::workspace_root;
 
 /// A `cargo` that answers `metadata`, lists suites for `test --no-run`, and runs a suite for
 /// `test --workspace ... --test NAME` (or `--lib`): one second long, recorded in
-/// `$STANDIN_CARGO_LOG` as `NAME START END`, failing for the suite `broken` and for any suite
-/// not run over the whole workspace.
+/// `$STANDIN_CARGO_LOG` as `NAME START END MARK` (MARK: `$LLSO_PREPARED_MARK`, or `-`), failing
+/// for the suite `broken` and for any suite not run over the whole workspace.
 const STANDIN_CARGO: &str = r#"#!/bin/sh
 set -e
 if [ "$1" = metadata ]; then
@@ -36,7 +36,7 @@ for a; do [ "$prev" = --test ] && name=$a; prev=$a; done
 start=$(date +%s.%N)
 echo "running $name"
 sleep 1
-echo "$name $start $(date +%s.%N)" >>"$STANDIN_CARGO_LOG"
+echo "$name $start $(date +%s.%N) ${LLSO_PREPARED_MARK:--}" >>"$STANDIN_CARGO_LOG"
 if [ "$name" = broken ]; then
   echo "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.00s"
   exit 101
@@ -49,9 +49,27 @@ struct Run {
     success: bool,
     /// (suite, start, end) in seconds.
     spans: Vec<(String, f64, f64)>,
+    /// Each suite's `LLSO_PREPARED_MARK`, `-` when it had none.
+    marks: Vec<(String, String)>,
+    /// When the ready file was written, if it was (seconds, as the spans).
+    ready_at: Option<f64>,
 }
 
 fn run_suites(lanes: &str) -> Run {
+    run_suites_preparing(lanes, None)
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Runs the runner over the stand-in; with `preparing`, as `scripts/test.sh` does while it
+/// prepares: the ready file (with `LLSO_PREPARED_MARK=prepared`) is written that long after the
+/// start.
+fn run_suites_preparing(lanes: &str, preparing: Option<std::time::Duration>) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -68,30 +86,47 @@ fn run_suites(lanes: &str) -> Run {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new(workspace_root().join("scripts/lib/run-suites.py"))
+    let ready = dir.path().join("prepared");
+    let mut command = Command::new(workspace_root().join("scripts/lib/run-suites.py"));
+    command
         .args(["--lanes", lanes, "--log-dir"])
-        .arg(dir.path().join("logs"))
+        .arg(dir.path().join("logs"));
+    if preparing.is_some() {
+        command.arg("--ready-file").arg(&ready);
+    }
+    let child = command
         .args(["--workspace", "--all-targets"])
         .env("PATH", path)
         .env("STANDIN_CARGO_LOG", &log)
-        .output()
+        .env_remove("LLSO_PREPARED_MARK")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let spans = std::fs::read_to_string(&log)
+    let ready_at = preparing.map(|after| {
+        std::thread::sleep(after);
+        let partial = dir.path().join("prepared.partial");
+        std::fs::write(
+            &partial,
+            "# what the preparation found\nLLSO_PREPARED_MARK=prepared\n",
+        )
+        .unwrap();
+        std::fs::rename(&partial, &ready).unwrap();
+        now()
+    });
+    let output = child.wait_with_output().unwrap();
+    let words: Vec<Vec<String>> = std::fs::read_to_string(&log)
         .unwrap_or_default()
         .lines()
-        .map(|line| {
-            let words: Vec<&str> = line.split(' ').collect();
-            (
-                words[0].to_owned(),
-                words[1].parse().unwrap(),
-                words[2].parse().unwrap(),
-            )
-        })
+        .map(|line| line.split(' ').map(str::to_owned).collect())
         .collect();
     Run {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         success: output.status.success(),
-        spans,
+        spans: (words.iter())
+            .map(|w| (w[0].clone(), w[1].parse().unwrap(), w[2].parse().unwrap()))
+            .collect(),
+        marks: words.iter().map(|w| (w[0].clone(), w[3].clone())).collect(),
+        ready_at,
     }
 }
 
@@ -190,4 +225,31 @@ fn one_lane_runs_the_suites_one_after_another() {
             assert!(!overlap(a, b), "{} and {} overlapped", a.0, b.0);
         }
     }
+}
+
+/// While the preparation runs, the suites that need nothing more (the unit tests here) start at
+/// once; the others wait for the ready file, and run with what it says.
+#[test]
+fn early_suites_run_while_preparing_and_the_others_once_prepared_with_what_it_found() {
+    let run = run_suites_preparing("2", Some(std::time::Duration::from_secs(3)));
+    let ready_at = run.ready_at.unwrap();
+    assert_eq!(run.spans.len(), 7, "{}", run.stdout);
+    for (suite, start, _) in &run.spans {
+        let mark = &run.marks.iter().find(|m| &m.0 == suite).unwrap().1;
+        if suite == "pkg" {
+            assert!(*start < ready_at, "the unit tests waited: {:?}", run.spans);
+            assert_eq!(
+                mark, "-",
+                "the unit tests started before anything was found"
+            );
+        } else {
+            assert!(
+                *start >= ready_at,
+                "{suite} started before it was prepared: {:?}",
+                run.spans
+            );
+            assert_eq!(mark, "prepared", "{suite} ran without what was found");
+        }
+    }
+    assert!(run.stdout.contains("7 suites, 1 failed"), "{}", run.stdout);
 }
