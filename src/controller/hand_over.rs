@@ -7,7 +7,6 @@
 //!
 //! The decisions are pure ([`moving`], [`hand_over_patch`]); [`hand_over`] lists and patches.
 
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{
@@ -26,7 +25,7 @@ use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::gather::Observed;
 use super::stack::Stack;
-use super::write::patch_by;
+use super::write::{NamespacedKind, patch_by};
 use crate::naming::{FIELD_MANAGER, ingress_name, owned_by_selector};
 
 /// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of
@@ -98,14 +97,7 @@ struct Handing<'a> {
 }
 
 impl Handing<'_> {
-    async fn kind<K>(&self, plural: &str) -> Result<usize, ApiError>
-    where
-        K: kube::Resource<Scope = NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
+    async fn kind<K: NamespacedKind>(&self, plural: &str) -> Result<usize, ApiError> {
         let (ns, name) = (self.stack.namespace, self.stack.name);
         let api: Api<K> = Api::namespaced(self.ctx.client.clone(), ns);
         let found = api

@@ -8,7 +8,6 @@
 //! run (a missing Secret, an image that does not resolve, ...) takes nothing, so the old stack
 //! keeps serving.
 
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -27,7 +26,7 @@ use super::dereference::controlled_by;
 use super::door::Door;
 use super::error::{ApiError, api_err};
 use super::stack::Stack;
-use super::write::patch_by;
+use super::write::{NamespacedKind, patch_by};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
 
@@ -86,14 +85,10 @@ pub(super) async fn carry_out(
 }
 
 /// Makes `write` on an object of kind `K` in the namespace, as the adoption's field manager.
-async fn patch<K>((client, ns): (&kube::Client, &str), write: &Write) -> Result<(), ApiError>
-where
-    K: kube::Resource<Scope = NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-    K::DynamicType: Default,
-{
+async fn patch<K: NamespacedKind>(
+    (client, ns): (&kube::Client, &str),
+    write: &Write,
+) -> Result<(), ApiError> {
     let name = &write.name;
     Api::<K>::namespaced(client.clone(), ns)
         .patch(
@@ -191,11 +186,7 @@ struct Taker<'a> {
 }
 
 impl Taker<'_> {
-    fn api<K>(&self) -> Api<K>
-    where
-        K: kube::Resource<Scope = NamespaceResourceScope>,
-        K::DynamicType: Default,
-    {
+    fn api<K: NamespacedKind>(&self) -> Api<K> {
         Api::namespaced(self.ctx.client.clone(), self.stack.namespace)
     }
 
@@ -428,14 +419,11 @@ impl Taker<'_> {
 
     /// Plans handing back the objects of kind `K` taken before (labelled and controlled by the
     /// server); returns how many.
-    async fn hand_back<K>(&self, kind: Kind, survey: &mut Survey) -> Result<usize, ApiError>
-    where
-        K: kube::Resource<Scope = NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
+    async fn hand_back<K: NamespacedKind>(
+        &self,
+        kind: Kind,
+        survey: &mut Survey,
+    ) -> Result<usize, ApiError> {
         let taken = self
             .api::<K>()
             .list_metadata(&ListParams::default().labels(ADOPTED_FROM))

@@ -35,21 +35,32 @@ pub(super) enum Change {
     Deleted,
 }
 
+/// A namespaced built-in kind (every namespaced k8s-openapi type): what reading, listing and
+/// patching it through an `Api` needs.
+pub(super) trait NamespacedKind:
+    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Debug
+{
+}
+
+impl<K> NamespacedKind for K where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+{
+}
+
 /// [`sync_from`] for a namespaced built-in kind, after reading the object.
-pub(super) async fn sync_in<K>(
+pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
     client: &kube::Client,
     namespace: &str,
     name: &str,
     desired: Option<&K>,
     owner_uid: &str,
-) -> Result<(Change, Option<K>), ApiError>
-where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug,
-{
+) -> Result<(Change, Option<K>), ApiError> {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     sync(&api, &K::kind(&()), name, desired, owner_uid).await
 }
