@@ -6,7 +6,8 @@
 # Usage: image-overrides/mirror.sh --to REGISTRY/PREFIX [options] > llama-stack-operator-config.yaml
 #   --to REGISTRY/PREFIX     where the images go: REGISTRY/PREFIX/<image name>:<tag>
 #   --from FROM=TO           read the catalog's images from elsewhere (e.g. a transfer registry):
-#                            an image starting with FROM is read from TO instead
+#                            an image starting with FROM is read from TO instead (repeatable:
+#                            the catalog names images on docker.io and on quay.io)
 #   --catalog FILE           the catalog (default: the repository's distributions.json)
 #   --namespace NS           the operator's namespace (default: llama-stack-operator-system)
 #   --src-creds U:P, --dest-creds U:P, --src-cert-dir DIR, --dest-cert-dir DIR,
@@ -15,13 +16,13 @@
 # Needs skopeo and python3.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-to="" from="" catalog="$here/../distributions.json" namespace="llama-stack-operator-system"
-skopeo_args=()
+to="" catalog="$here/../distributions.json" namespace="llama-stack-operator-system"
+skopeo_args=() froms=()
 die() { echo "mirror.sh: $*" >&2; exit 1; }
 while (($#)); do
   case "$1" in
     --to) to="${2:?--to needs a value}"; shift 2 ;;
-    --from) from="${2:?--from needs FROM=TO}"; shift 2 ;;
+    --from) froms+=("${2:?--from needs FROM=TO}"); shift 2 ;;
     --catalog) catalog="${2:?--catalog needs a file}"; shift 2 ;;
     --namespace) namespace="${2:?--namespace needs a value}"; shift 2 ;;
     --src-creds|--dest-creds|--src-cert-dir|--dest-cert-dir|--src-authfile|--dest-authfile)
@@ -42,7 +43,7 @@ for ((i = 0; i < ${#skopeo_args[@]}; i++)); do
     --dest-creds|--dest-cert-dir|--dest-authfile) ((i++)) || true ;;
   esac
 done
-[[ -z "$from" || "$from" == *=* ]] || die "--from must be FROM=TO, got $from"
+for from in "${froms[@]}"; do [[ "$from" == *=* ]] || die "--from must be FROM=TO, got $from"; done
 command -v skopeo >/dev/null || die "skopeo is required"
 [[ -f "$catalog" ]] || die "catalog $catalog not found"
 
@@ -55,9 +56,12 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 overrides=""
 while IFS=$'\t' read -r name image; do
   source="$image"
-  if [[ -n "$from" && "$image" == "${from%%=*}"* ]]; then
-    source="${from#*=}${image#"${from%%=*}"}"
-  fi
+  for from in "${froms[@]}"; do
+    if [[ "$image" == "${from%%=*}"* ]]; then
+      source="${from#*=}${image#"${from%%=*}"}"
+      break
+    fi
+  done
   last="${image##*/}"                       # distribution-starter:0.7.3
   repository="$to/${last%%[:@]*}"
   tag="${last#"${last%%[:@]*}"}"; tag="${tag%%@*}"   # :0.7.3, or empty

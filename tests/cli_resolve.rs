@@ -196,7 +196,7 @@ fn errors_are_one_actionable_line(env: &Env) -> Result<(), Failed> {
         ),
         (
             vec!["startr".into()],
-            "error: unknown distribution \"startr\"; known distributions: postgres-demo, starter"
+            "error: unknown distribution \"startr\"; known distributions: postgres-demo, rh, rh-dev, starter"
                 .into(),
         ),
         (
@@ -260,9 +260,10 @@ fn resolved_image(env: &Env, args: &[&str]) -> Result<Value, Failed> {
 }
 
 /// image-overrides/: `mirror.sh` copies every catalog image from a source registry (standing in
-/// for docker.io) into the mirror (htpasswd, private CA) and prints the operator ConfigMap; each
-/// name resolves with its overrides, the mirror's pull secret and CA to the mirrored digest; and
-/// `mirror-registry.yaml`'s rule, pointed at the same mirror, resolves to the same images.
+/// for docker.io and quay.io) into the mirror (htpasswd, private CA) and prints the operator
+/// ConfigMap; each name resolves with its overrides, the mirror's pull secret and CA to the
+/// mirrored digest; and `mirror-registry.yaml`'s rules, pointed at the same mirror, resolve to
+/// the same images.
 fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
     let (basic, plain) = (&env.regs.basic.host, &env.regs.plain.host);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -270,9 +271,10 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
         serde_json::from_str(&std::fs::read_to_string(root.join("distributions.json"))?)?;
     let layout = env.dir.path().join("layout");
     for image in catalog.values() {
-        let path = image
-            .strip_prefix("docker.io/")
-            .ok_or_else(|| format!("{image} is not on docker.io"))?;
+        let path = ["docker.io/", "quay.io/"]
+            .iter()
+            .find_map(|registry| image.strip_prefix(registry))
+            .ok_or_else(|| format!("{image} is on neither docker.io nor quay.io"))?;
         skopeo_copy(
             &format!("oci:{}:v1", layout.display()),
             &format!("docker://{plain}/{path}"),
@@ -295,8 +297,12 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
         )?;
     }
     let out = Command::new(root.join("image-overrides/mirror.sh"))
-        .args(["--to", &format!("{basic}/ogxai")])
+        .args(["--to", &format!("{basic}/distributions")])
         .args(["--from", &format!("docker.io/ogxai={plain}/ogxai")])
+        .args([
+            "--from",
+            &format!("quay.io/opendatahub={plain}/opendatahub"),
+        ])
         .arg("--src-tls-verify=false")
         .args(["--dest-creds", &format!("{USER}:{PASSWORD}")])
         .args([
@@ -327,7 +333,7 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
     for (name, image) in &catalog {
         let repository = image.rsplit('/').next().unwrap_or_default();
         let repository = repository.split(':').next().unwrap_or_default();
-        let mirrored = format!("{basic}/ogxai/{repository}@{}", env.digest);
+        let mirrored = format!("{basic}/distributions/{repository}@{}", env.digest);
         assert_eq!(overrides[name], mirrored, "{name}: the index digest, kept");
         let out = resolved_image(
             env,
@@ -347,14 +353,26 @@ fn image_overrides_run_air_gapped(env: &Env) -> Result<(), Failed> {
     )?)?;
     let rules: Vec<String> =
         serde_saphyr::from_str(ready["data"]["mirrors"].as_str().ok_or("no mirrors")?)?;
-    assert_eq!(rules.len(), 1, "{rules:?}");
-    let rule = rules[0].replace("mirror.example.com:5000", basic);
+    assert_eq!(
+        rules.len(),
+        2,
+        "one rule per registry the catalog names: {rules:?}"
+    );
+    let mut args = Vec::new();
+    for rule in &rules {
+        args.extend([
+            "--mirror".to_owned(),
+            rule.replace("mirror.example.com:5000", basic),
+        ]);
+    }
     for name in catalog.keys() {
-        let out = resolved_image(env, &[name, "--mirror", &rule])?;
+        let mut all = vec![name.as_str()];
+        all.extend(args.iter().map(String::as_str));
+        let out = resolved_image(env, &all)?;
         assert_eq!(
             out["image"],
             json!(overrides[name]),
-            "{name} through {rule}: {out}"
+            "{name} through {args:?}: {out}"
         );
     }
     Ok(())

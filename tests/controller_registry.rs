@@ -921,3 +921,99 @@ fn stacks_existing_before_the_operator_starts_are_deployed_once_on_its_settings(
         }
     });
 }
+
+/// Open Data Hub's names, as its users write them, resolve through the catalog to ODH's images on
+/// a mirror (`quay.io/opendatahub` → a local registry), pinned: `rh` to its OGX image, labelled
+/// as ODH's build labels it (OGX `v1.2.1+rhaiv.0`, distribution `rh`), whose config is generated
+/// on; `rh-dev` to its llama-stack image, which carries no labels and runs its own config. A
+/// llama-stack 0.x run.yaml given to the OGX image stops with `ConfigServerMismatch` and nothing
+/// is deployed for it.
+#[test]
+fn odh_names_run_odh_images_on_a_mirror_pinned() {
+    use llama_stack_resolver::MirrorRule;
+    use support::llama_stack::OGX_STARTER_CONFIG;
+    const LLAMA_STACK_STARTER: &str = include_str!("../configs/starter/config.yaml");
+    let regs = Registries::start().expect("registries");
+    let work = tempfile::tempdir().unwrap();
+    let plain = regs.plain.host.clone();
+    let image = ImageSpec {
+        arch: "amd64",
+        labels: support::oci::odh_ogx_labels(OGX_STARTER_CONFIG),
+        layers: vec![Layer {
+            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
+            comp: Comp::Gzip,
+        }],
+    };
+    let digest = write_layout(&work.path().join("layout"), "latest", &[image], false).unwrap();
+    skopeo_copy(
+        &format!("oci:{}:latest", work.path().join("layout").display()),
+        &format!("docker://{plain}/opendatahub/odh-ogx-core:latest"),
+        &["--preserve-digests", "--dest-tls-verify=false"],
+    )
+    .unwrap();
+    let ogx_pinned = format!("{plain}/opendatahub/odh-ogx-core@{digest}");
+    let llama_stack_pinned = push_plain(&plain, work.path(), "opendatahub/llama-stack", "odh", None);
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
+        options.insecure_registries = vec![plain.clone()];
+        let rule: MirrorRule = format!("quay.io/opendatahub={plain}/opendatahub").parse().unwrap();
+        options.mirrors = vec![rule];
+        let ctx = Arc::new(Context::new(client.clone(), Arc::new(Resolver::new(options).unwrap())));
+        let config_maps = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default");
+        let old: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "old-run"},
+            "data": {"run.yaml": LLAMA_STACK_STARTER}})).unwrap();
+        config_maps.create(&PostParams::default(), &old).await.unwrap();
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), "default");
+        let cases = [
+            ("ogx", json!({"distribution": {"name": "rh"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}})),
+            ("legacy", json!({"distribution": {"name": "rh-dev"}})),
+            ("mismatch", json!({"distribution": {"name": "rh"}, "overrideConfig": {"configMapName": "old-run"}})),
+        ];
+        for (name, spec) in cases {
+            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+                "metadata": {"name": name}, "spec": spec})).unwrap();
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+            reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone()).await.unwrap();
+        }
+        let condition = |status: &llama_stack_operator::api::v1alpha2::LlamaStackDistributionStatus| {
+            status.conditions.clone().unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap()
+        };
+        let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
+        let server_of = |d: Deployment| d.spec.unwrap().template.spec.unwrap().containers[0].clone();
+
+        let status = llsds.get("ogx").await.unwrap().status.unwrap();
+        let c = condition(&status);
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "ConfigGenerationSucceeded"), "{}", c.message);
+        let resolved = status.resolved_distribution.unwrap();
+        assert_eq!(resolved.image.as_deref(), Some(ogx_pinned.as_str()));
+        assert_eq!(resolved.reference.as_deref(), Some(format!("{plain}/opendatahub/odh-ogx-core:latest").as_str()));
+        assert_eq!(resolved.config_source, Some(ConfigSource::OciLabel));
+        assert_eq!(
+            (resolved.server_line.as_deref(), resolved.server_version.as_deref()),
+            (Some("ogx"), Some("1.2.1"))
+        );
+        let server = server_of(deployments.get("ogx").await.unwrap());
+        assert_eq!(server.image.as_deref(), Some(ogx_pinned.as_str()));
+        assert!(server.env.iter().flatten().any(|e| e.name == "OGX_PORT"), "started as OGX");
+
+        let status = llsds.get("legacy").await.unwrap().status.unwrap();
+        let c = condition(&status);
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "ImageOwnConfig"), "{}", c.message);
+        let server = server_of(deployments.get("legacy").await.unwrap());
+        assert_eq!(server.image.as_deref(), Some(llama_stack_pinned.as_str()));
+        assert!(server.env.iter().flatten().any(|e| e.name == "LLAMA_STACK_PORT"), "started as llama-stack");
+
+        let status = llsds.get("mismatch").await.unwrap().status.unwrap();
+        let c = condition(&status);
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "ConfigServerMismatch"), "{}", c.message);
+        assert!(
+            c.message.contains("is written for llama-stack 0.x (it names the APIs datasetio, eval, safety, scoring")
+                && c.message.contains("the image runs ogx 1.2.1 (label com.ogx.distribution.version)"),
+            "{}",
+            c.message
+        );
+        assert!(deployments.get_opt("mismatch").await.unwrap().is_none(), "nothing deployed");
+    });
+}

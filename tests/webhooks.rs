@@ -206,12 +206,12 @@ fn denials_carry_field_paths(env: &Env) -> Result<(), Failed> {
         (
             v2(json!({"distribution": {"name": "startr"}})),
             "spec.distribution.name",
-            "known distributions: postgres-demo, starter",
+            "known distributions: postgres-demo, rh, rh-dev, starter",
         ),
         (
             json!({"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution", "metadata": {"name": "bad"}, "spec": {"server": {"distribution": {"name": "startr"}}}}),
             "spec.server.distribution.name",
-            "known distributions: postgres-demo, starter",
+            "known distributions: postgres-demo, rh, rh-dev, starter",
         ),
         (
             json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": "n".repeat(56)}, "spec": {"distribution": {"name": "starter"}}}),

@@ -6,8 +6,28 @@ use crate::image_ref::ImageRef;
 
 /// `distributions.json` as shipped in the binary: the distributions OGX publishes as images
 /// (`docker.io/ogxai/distribution-*`), each pinned to the tag of the release the embedded configs
-/// come from ([`ServerRelease::CATALOG`](crate::server_line::ServerRelease::CATALOG)).
+/// come from ([`ServerRelease::CATALOG`](crate::server_line::ServerRelease::CATALOG)); and the
+/// two names Open Data Hub and Red Hat OpenShift AI users write ([`ODH_NAMES`]), each to the image
+/// the Open Data Hub build of its operator deploys for it.
 pub const EMBEDDED_DISTRIBUTIONS_JSON: &str = include_str!("../../distributions.json");
+
+/// The names of Open Data Hub's builds, whose images carry their own configs (no embedded
+/// config): `rh-dev`, the llama-stack image the ODH and RHOAI builds of the upstream operator
+/// deploy for it (`quay.io/opendatahub/llama-stack:odh`: a llama-stack 0.x server running the
+/// `run.yaml` it carries, without config labels); `rh`, the OGX image the ODH build of the OGX
+/// operator deploys (`quay.io/opendatahub/odh-ogx-core`, labelled `com.ogx.*` with distribution
+/// name `rh`).
+pub const ODH_NAMES: [&str; 2] = ["rh", "rh-dev"];
+
+/// The catalog name an `OGXServer`'s `distribution.name` is looked up as: `rh-dev` is `rh` there,
+/// as the ODH and RHOAI builds of the OGX operator give both names their one OGX image (so a
+/// mirror for `OGXServer`s overrides `rh`); every other name is itself.
+pub fn ogx_server_name(name: &str) -> &str {
+    match name {
+        "rh-dev" => "rh",
+        _ => name,
+    }
+}
 
 /// Names no published image carries any more, with what to write instead. llama-stack 0.7's
 /// other distributions and the upstream operator's own names were published only under
@@ -73,7 +93,7 @@ pub enum CatalogError {
 pub enum LookupError {
     /// The name's image is no longer published.
     #[error(
-        "distribution {name:?} has no published image any more (only \"starter\" and \"postgres-demo\" are published, as docker.io/ogxai/distribution-*): {instead}"
+        "distribution {name:?} has no published image any more (OGX publishes only \"starter\" and \"postgres-demo\", as docker.io/ogxai/distribution-*): {instead}"
     )]
     Removed {
         /// The requested name.
@@ -224,14 +244,14 @@ impl Catalog {
 mod tests {
     use super::*;
 
-    /// ogx-ai/ogx's release workflow publishes exactly these two distributions, tagged with the
+    /// ogx-ai/ogx's release workflow publishes exactly two distributions, tagged with the
     /// release; the OGX operator's v0.14 catalog pins both at 1.3.0.
     #[test]
-    fn embedded_catalog_names_only_published_ogx_images_pinned_to_the_release() {
+    fn embedded_catalog_names_the_published_ogx_images_pinned_to_the_release() {
         let catalog = Catalog::embedded().unwrap();
         let names: Vec<&str> = catalog.names().collect();
-        assert_eq!(names, ["postgres-demo", "starter"]);
-        for name in names {
+        assert_eq!(names, ["postgres-demo", "rh", "rh-dev", "starter"]);
+        for name in names.iter().filter(|n| !ODH_NAMES.contains(n)) {
             let image = catalog.image(name).unwrap();
             assert_eq!(image, format!("docker.io/ogxai/distribution-{name}:1.3.0"));
         }
@@ -243,6 +263,28 @@ mod tests {
             "the deleted organisation is named nowhere: {:?}",
             catalog.available()
         );
+    }
+
+    /// The images Open Data Hub's operators deploy for the names their users write:
+    /// opendatahub-io/ogx-k8s-operator `config/overlays/odh/params.env` @ 347c2bf
+    /// (`RELATED_IMAGE_RH_DISTRIBUTION=quay.io/opendatahub/odh-ogx-core:latest`, which its
+    /// `pkg/cluster/cluster.go` @ 179d18e gives to `rh` and `rh-dev`), and the llama-stack image
+    /// the ODH and RHOAI 2.x builds of the upstream operator deploy for `rh-dev`.
+    #[test]
+    fn odh_names_are_the_images_odh_deploys_for_them() {
+        let catalog = Catalog::embedded().unwrap();
+        assert_eq!(
+            catalog.image("rh").unwrap(),
+            "quay.io/opendatahub/odh-ogx-core:latest"
+        );
+        assert_eq!(
+            catalog.image("rh-dev").unwrap(),
+            "quay.io/opendatahub/llama-stack:odh"
+        );
+        assert_eq!(ogx_server_name("rh-dev"), "rh");
+        for name in ["rh", "starter", "postgres-demo", "startr"] {
+            assert_eq!(ogx_server_name(name), name);
+        }
     }
 
     /// llama-stack 0.7's other distributions and the upstream operator's last catalog
@@ -288,13 +330,13 @@ mod tests {
         let err = Catalog::embedded().unwrap().image("startr").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown distribution \"startr\"; known distributions: postgres-demo, starter"
+            "unknown distribution \"startr\"; known distributions: postgres-demo, rh, rh-dev, starter"
         );
     }
 
     #[test]
     fn overrides_replace_and_add_and_report_bad_entries() {
-        let yaml = "starter: mirror.corp/lls/starter@sha256:0000000000000000000000000000000000000000000000000000000000000000\nrh-dev: quay.io/rh/dev:1\nbroken: Not A/Reference\nnumber: 5\n";
+        let yaml = "starter: mirror.corp/lls/starter@sha256:0000000000000000000000000000000000000000000000000000000000000000\nmy-build: quay.io/rh/dev:1\nbroken: Not A/Reference\nnumber: 5\n";
         let (valid, problems) = parse_image_overrides(yaml);
         assert_eq!(valid.len(), 2);
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -315,7 +357,7 @@ mod tests {
                 .unwrap()
                 .starts_with("mirror.corp/")
         );
-        assert_eq!(catalog.image("rh-dev").unwrap(), "quay.io/rh/dev:1");
+        assert_eq!(catalog.image("my-build").unwrap(), "quay.io/rh/dev:1");
         assert!(catalog.image("postgres-demo").unwrap().ends_with(":1.3.0"));
         let (_, problems) = parse_image_overrides("- a\n- b\n");
         assert_eq!(problems[0].key, "<document>");

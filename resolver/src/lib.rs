@@ -31,7 +31,10 @@ pub mod server_line;
 pub mod signature;
 pub mod stats;
 
-pub use catalog::{Catalog, CatalogError, LookupError, OverrideProblem, parse_image_overrides};
+pub use catalog::{
+    Catalog, CatalogError, LookupError, ODH_NAMES, OverrideProblem, ogx_server_name,
+    parse_image_overrides,
+};
 pub use digest::sha256_hex;
 pub use distribution::Distribution;
 pub use embedded::{embedded_base_config, embedded_config};

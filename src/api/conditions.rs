@@ -87,6 +87,9 @@ status_words! {
         ImageOwnConfig,
         /// The spec and the base config do not make a config.
         ConfigGenerationFailed,
+        /// The user's config is written for the other server line than the image runs (the
+        /// message names both, and the APIs that say so); nothing is rolled out.
+        ConfigServerMismatch,
         /// The image a name resolves to changed (an operator upgrade) and its base config does
         /// not take the spec; the running Deployment is kept.
         UpgradeConfigFailure,

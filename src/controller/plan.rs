@@ -13,7 +13,7 @@ use super::gather::{Observed, Reach};
 use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
 use super::stack::{ConfigRole, Stack, UserConfigMap};
-use super::user_config::user_config;
+use super::user_config::{Unrunnable, user_config};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::ConfigSource;
 use crate::stack_config::GenerateError;
@@ -388,7 +388,15 @@ fn override_config(
         image: Some(image.clone()),
     };
     let run = match (&observed.user_config, observed.reach) {
-        (Some(cm), _) => server_run::from_user_config(name, over.key, cm, server).map_err(fail)?,
+        (Some(cm), _) => {
+            server_run::from_user_config(name, over.key, cm, server).map_err(|e| match e {
+                Unrunnable::Unusable(message) => fail(message),
+                Unrunnable::OtherLine(message) => Failure {
+                    reason: Reason::ConfigServerMismatch,
+                    ..fail(message)
+                },
+            })?
+        }
         // Offline, without the ConfigMap: mounted whole all the same, its config unknown.
         (None, Reach::Manifests) => server_run::unread_user_config(name, over.key, server),
         (None, Reach::Cluster) => {

@@ -11,7 +11,7 @@ use llama_stack_resolver::server_line::ServerRelease;
 
 use super::builders::ServerConfig;
 use super::stack::Stack;
-use super::user_config::{as_generated, user_config};
+use super::user_config::{Unrunnable, as_generated, user_config};
 use crate::naming::config_map_name;
 use crate::stack_config::{GenerateError, GeneratedConfig, ProviderTable, generate_merging};
 
@@ -33,9 +33,10 @@ pub fn from_user_config(
     key: Option<&str>,
     config_map: &ConfigMap,
     server: ServerRelease,
-) -> Result<ServerRun, String> {
-    let user = user_config(config_map, key).map_err(|e| e.message(name, "spec.overrideConfig"))?;
-    let generated = as_generated(&user, name)?;
+) -> Result<ServerRun, Unrunnable> {
+    let user = user_config(config_map, key)
+        .map_err(|e| Unrunnable::Unusable(e.message(name, "spec.overrideConfig")))?;
+    let generated = as_generated(&user, name, server)?;
     Ok(ServerRun {
         config: ServerConfig::User {
             config_map: name.to_owned(),

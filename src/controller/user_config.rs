@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease};
 
 /// Keys taken as the config, in order, when the ConfigMap has several.
 pub const CONFIG_KEYS: [&str; 2] = ["config.yaml", "run.yaml"];
@@ -52,18 +53,31 @@ impl UserConfigError {
     }
 }
 
-/// The user's config as the operator records a generated one (its provider count and version);
-/// the error names the key and the ConfigMap `name` when the config is not YAML.
+/// Why a user's config cannot be the server's config.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unrunnable {
+    /// It is not a config (not YAML); the message names the key and the ConfigMap.
+    Unusable(String),
+    /// It is written for the other server line ([`line_mismatch`]).
+    OtherLine(String),
+}
+
+/// The user's config (ConfigMap `name`) as the operator records a generated one (its provider
+/// count and version), when it is YAML and not written for another line than `server`'s.
 pub fn as_generated(
     user: &UserConfig<'_>,
     name: &str,
-) -> Result<crate::stack_config::GeneratedConfig, String> {
+    server: ServerRelease,
+) -> Result<crate::stack_config::GeneratedConfig, Unrunnable> {
     let parsed: serde_json::Value = serde_saphyr::from_str(user.yaml).map_err(|e| {
-        format!(
+        Unrunnable::Unusable(format!(
             "{} of ConfigMap \"{name}\" is not valid YAML: {e}",
             user.key
-        )
+        ))
     })?;
+    if let Some(message) = line_mismatch(&parsed, user.key, name, server) {
+        return Err(Unrunnable::OtherLine(message));
+    }
     let provider_count = parsed
         .get("providers")
         .and_then(|p| p.as_object())
@@ -81,6 +95,79 @@ pub fn as_generated(
             .unwrap_or(2),
         warnings: Vec::new(),
     })
+}
+
+/// APIs of llama-stack 0.x that OGX 1.x does not have: OGX 1.0 removed `safety`, `eval`,
+/// `datasetio` and `scoring`; `agents`, `telemetry` and `post_training` are older still. OGX stops
+/// at start-up on any of them (`API 'safety' does not exist`).
+const LLAMA_STACK_ONLY_APIS: [&str; 7] = [
+    "agents",
+    "datasetio",
+    "eval",
+    "post_training",
+    "safety",
+    "scoring",
+    "telemetry",
+];
+
+/// APIs OGX added that no llama-stack 0.x release has (from the provider tables of ogx 1.0.4
+/// and 1.5.0 against llama-stack 0.7.3's).
+const OGX_ONLY_APIS: [&str; 4] = ["container_runtime", "interactions", "messages", "skills"];
+
+/// The server line a config is written for, when the APIs it names (its `apis` list and the
+/// keys of its `providers`) belong to one line only, with those names; `None` when they name
+/// APIs of both lines or of neither.
+pub fn written_for(config: &serde_json::Value) -> Option<(ServerLine, Vec<&str>)> {
+    let listed = config
+        .get("apis")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str);
+    let configured = config
+        .get("providers")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flat_map(|providers| providers.keys().map(String::as_str));
+    let names: std::collections::BTreeSet<&str> = listed.chain(configured).collect();
+    let of = |apis: &[&str]| -> Vec<&str> {
+        names.iter().copied().filter(|n| apis.contains(n)).collect()
+    };
+    match (of(&LLAMA_STACK_ONLY_APIS), of(&OGX_ONLY_APIS)) {
+        (llama_stack, ogx) if ogx.is_empty() && !llama_stack.is_empty() => {
+            Some((ServerLine::LlamaStack, llama_stack))
+        }
+        (llama_stack, ogx) if llama_stack.is_empty() && !ogx.is_empty() => {
+            Some((ServerLine::Ogx, ogx))
+        }
+        _ => None,
+    }
+}
+
+/// Why the user's config (key `key` of ConfigMap `name`, parsed) cannot run on `server`: it is
+/// written for the other server line. Only an image whose line was told (labels, catalog, spec)
+/// is judged; one assumed to be llama-stack is not.
+pub fn line_mismatch(
+    config: &serde_json::Value,
+    key: &str,
+    name: &str,
+    server: ServerRelease,
+) -> Option<String> {
+    if server.evidence == Evidence::Assumed {
+        return None;
+    }
+    let (line, apis) = written_for(config).filter(|(line, _)| *line != server.line)?;
+    let (written, lacking) = match line {
+        ServerLine::LlamaStack => ("llama-stack 0.x", "OGX does not have"),
+        ServerLine::Ogx => ("OGX", "llama-stack 0.x does not have"),
+    };
+    Some(format!(
+        "{key} of ConfigMap \"{name}\" is written for {written} (it names the APIs {}, which {lacking}), but the image runs {} ({}): the server would not start. Write the config for {}, or run an image of its line (spec.distribution.image, or image-overrides)",
+        apis.join(", "),
+        server.describe(),
+        server.evidence.as_str(),
+        server.line.display_name(),
+    ))
 }
 
 /// The config a user's ConfigMap holds: under `key` when the spec names one, else found by
@@ -205,5 +292,84 @@ mod tests {
         let shifted = cm(&[("run.yaml", "a"), ("extra.jso", "n{}")]);
         assert_ne!(user_config(&shifted, None).unwrap().hash, hash);
         assert_eq!(user_config(&base.clone(), None).unwrap().hash, hash);
+    }
+}
+
+#[cfg(test)]
+mod line_tests {
+    use llama_stack_resolver::server_line::ServerVersion;
+
+    use super::*;
+
+    /// The real servers' own starter configs: llama-stack 0.7.3's and OGX 1.3.0's, as each
+    /// release's wheel writes them.
+    const LLAMA_STACK_STARTER: &str = include_str!("../../configs/starter/config.yaml");
+    const OGX_STARTER: &str = include_str!("../../configs-ogx/starter/config.yaml");
+
+    fn parsed(yaml: &str) -> serde_json::Value {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    fn told(line: ServerLine, version: (u32, u32, u32), evidence: Evidence) -> ServerRelease {
+        let (major, minor, patch) = version;
+        ServerRelease {
+            line,
+            version: Some(ServerVersion::new(major, minor, patch)),
+            evidence,
+        }
+    }
+
+    #[test]
+    fn a_config_says_its_line_by_the_apis_only_one_line_has() {
+        let (llama_stack, ogx) = (parsed(LLAMA_STACK_STARTER), parsed(OGX_STARTER));
+        let (line, apis) = written_for(&llama_stack).unwrap();
+        assert_eq!(line, ServerLine::LlamaStack);
+        assert_eq!(apis, ["datasetio", "eval", "safety", "scoring"]);
+        let (line, apis) = written_for(&ogx).unwrap();
+        assert_eq!(line, ServerLine::Ogx);
+        assert_eq!(apis, ["interactions", "messages", "skills"]);
+        // APIs both lines have say nothing; nor do APIs of both lines at once.
+        let common = "apis: [inference, files]\nproviders: {inference: []}\n";
+        assert_eq!(written_for(&parsed(common)), None);
+        let both = "apis: [safety, messages]\nproviders: {}\n";
+        assert_eq!(written_for(&parsed(both)), None);
+        // A provider section alone tells, as a `apis` list alone does.
+        let old = "providers: {agents: [], inference: []}\n";
+        assert_eq!(
+            written_for(&parsed(old)),
+            Some((ServerLine::LlamaStack, vec!["agents"]))
+        );
+    }
+
+    /// A llama-stack config on an image told to be OGX (and the reverse) is refused naming both
+    /// lines; an image only assumed to be llama-stack is not judged.
+    #[test]
+    fn a_config_for_the_other_line_is_refused_naming_both() {
+        let ogx = told(ServerLine::Ogx, (1, 2, 1), Evidence::OgxVersionLabel);
+        let message = line_mismatch(&parsed(LLAMA_STACK_STARTER), "run.yaml", "mine", ogx).unwrap();
+        assert_eq!(
+            message,
+            "run.yaml of ConfigMap \"mine\" is written for llama-stack 0.x (it names the APIs datasetio, eval, safety, scoring, which OGX does not have), but the image runs ogx 1.2.1 (label com.ogx.distribution.version): the server would not start. Write the config for OGX, or run an image of its line (spec.distribution.image, or image-overrides)"
+        );
+        let llama_stack = told(
+            ServerLine::LlamaStack,
+            (0, 7, 3),
+            Evidence::LlamaStackLabels,
+        );
+        let message =
+            line_mismatch(&parsed(OGX_STARTER), "config.yaml", "mine", llama_stack).unwrap();
+        assert!(
+            message.contains("is written for OGX (it names the APIs interactions, messages, skills, which llama-stack 0.x does not have), but the image runs llama-stack 0.7.3"),
+            "{message}"
+        );
+        assert_eq!(line_mismatch(&parsed(OGX_STARTER), "k", "mine", ogx), None);
+        assert_eq!(
+            line_mismatch(&parsed(LLAMA_STACK_STARTER), "k", "mine", llama_stack),
+            None
+        );
+        assert_eq!(
+            line_mismatch(&parsed(OGX_STARTER), "k", "mine", ServerRelease::ASSUMED),
+            None
+        );
     }
 }

@@ -100,6 +100,12 @@ fn spec(
             "OGXServer has no way to declare the release of an unlabelled image",
         );
     }
+    if spec.distribution.name.as_deref() == Some("rh-dev") {
+        notes.push(
+            "spec.distribution.name: rh-dev names Open Data Hub's OGX image on an OGXServer (as the ODH and RHOAI builds of the OGX operator do), where the LlamaStackDistribution ran its llama-stack image: the server moves from llama-stack 0.x to OGX, and a config written for llama-stack must be written again"
+                .to_owned(),
+        );
+    }
     let networking = spec.networking.clone().unwrap_or_default();
     Ok(OGXServerSpec {
         distribution: ogx::DistributionSpec {

@@ -94,7 +94,11 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
     };
     Ok(LlamaStackDistributionSpec {
         distribution: DistributionType {
-            name: spec.distribution.name.clone(),
+            name: spec
+                .distribution
+                .name
+                .as_deref()
+                .map(|name| llama_stack_resolver::ogx_server_name(name).to_owned()),
             image: spec.distribution.image.clone(),
             ..DistributionType::default()
         },

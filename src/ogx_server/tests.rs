@@ -592,3 +592,46 @@ fn conversion_refuses_what_ogx_server_cannot_say_naming_the_field() {
     let model = spec(&converted.server.spec).unwrap();
     assert_eq!(model.networking.unwrap().allowed_from, None);
 }
+
+/// Open Data Hub's OGX operator gives `rh` and `rh-dev` its one OGX image
+/// (opendatahub-io/ogx-k8s-operator `pkg/cluster/cluster.go` @ 179d18e): an `OGXServer` naming
+/// `rh-dev` is looked up as `rh`; a LlamaStackDistribution's `rh-dev` (the llama-stack image) is
+/// not, and its move says the server changes line.
+#[test]
+fn rh_dev_on_an_ogx_server_is_odh_s_ogx_image() {
+    let name_in_model = |name: &str| {
+        let server: OGXServer = serde_json::from_value(json!({
+            "apiVersion": "ogx.io/v1beta1", "kind": "OGXServer", "metadata": {"name": "s"},
+            "spec": {"distribution": {"name": name}}}))
+        .unwrap();
+        spec(&server.spec).unwrap().distribution.name.unwrap()
+    };
+    assert_eq!(name_in_model("rh-dev"), "rh");
+    assert_eq!(name_in_model("rh"), "rh");
+    assert_eq!(name_in_model("starter"), "starter");
+    let llsd = |spec: serde_json::Value| -> LlamaStackDistribution {
+        serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s"}, "spec": spec}),
+        )
+        .unwrap()
+    };
+    let moved =
+        from_llsd::to_ogx_server(&llsd(json!({"distribution": {"name": "rh-dev"}}))).unwrap();
+    assert_eq!(
+        moved.server.spec.distribution.name.as_deref(),
+        Some("rh-dev")
+    );
+    assert!(
+        moved
+            .notes
+            .iter()
+            .any(|n| n.starts_with("spec.distribution.name: rh-dev")
+                && n.contains("from llama-stack 0.x to OGX")),
+        "{:?}",
+        moved.notes
+    );
+    let starter =
+        from_llsd::to_ogx_server(&llsd(json!({"distribution": {"name": "starter"}}))).unwrap();
+    assert!(starter.notes.is_empty(), "{:?}", starter.notes);
+}

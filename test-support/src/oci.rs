@@ -232,3 +232,23 @@ pub fn ogx_starter_labels(
         ("org.opencontainers.image.version", version.into()),
     ]
 }
+
+/// The labels Open Data Hub's OGX image build sets (opendatahub-io/ogx-distribution
+/// `Containerfile` @ 0e0fd42, the `rh` distribution of OGX `v1.2.1+rhaiv.0`), with `config` as
+/// its one config file.
+pub fn odh_ogx_labels(config: &str) -> Vec<(&'static str, String)> {
+    use base64::Engine as _;
+    let version = "v1.2.1+rhaiv.0";
+    vec![
+        (
+            "com.ogx.config.config.yaml",
+            base64::engine::general_purpose::STANDARD.encode(config),
+        ),
+        ("com.ogx.distribution.name", "rh".into()),
+        ("com.ogx.distribution.version", version.into()),
+        ("com.ogx.distribution.default-config", "config.yaml".into()),
+        ("com.ogx.distribution.configs", "config.yaml".into()),
+        ("org.opencontainers.image.title", "OGX - rh".into()),
+        ("org.opencontainers.image.version", version.into()),
+    ]
+}

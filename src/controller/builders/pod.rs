@@ -534,6 +534,12 @@ pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
     let mut pod = PodSpec {
         service_account_name: Some(service_account_name(stack)),
         automount_service_account_token: Some(false),
+        // Kubernetes would give the server `<SERVICE>_PORT=tcp://…` and six more variables for
+        // every Service in the namespace: a Service named `ogx` sets the OGX CLI's `OGX_PORT`
+        // (the OGX quickstart chart turns links off for this), and a namespace of thousands
+        // of stacks would fill the environment past what a process may start with. The server
+        // finds its peers by DNS.
+        enable_service_links: Some(false),
         containers: vec![container(stack, inputs)],
         init_containers: Some(init).filter(|init| !init.is_empty()),
         volumes: Some(pod_volumes(stack, inputs)),

@@ -1155,3 +1155,21 @@ fn resource_claims_reach_the_pod_and_the_container_uses_them_by_name() {
             .is_none()
     );
 }
+
+/// A Service named `ogx` in the namespace would give every server `OGX_PORT=tcp://…` (and each
+/// Service seven variables): server Pods run without service links, on both lines.
+#[test]
+fn server_pods_get_no_service_links() {
+    use llama_stack_resolver::server_line::ServerRelease;
+    for server in [ServerRelease::CATALOG, ServerRelease::ASSUMED] {
+        let d = build(json!({"distribution": {"name": "starter"}}), |i| {
+            i.server = server
+        });
+        assert_eq!(
+            pod_of(&d)["enableServiceLinks"],
+            json!(false),
+            "{}",
+            server.describe()
+        );
+    }
+}

@@ -270,6 +270,21 @@ fn what_blocks_a_stack_and_what_it_says() {
             )
         },
         row(
+            "the user's ConfigMap holds a llama-stack 0.x config and the image runs OGX",
+            starter().with(json!({"overrideConfig": {"configMapName": "mine"}})),
+            Box::new(|o| {
+                o.user_config = Some(ConfigMap {
+                    data: Some(BTreeMap::from([(
+                        "run.yaml".to_owned(),
+                        include_str!("../../../configs/starter/config.yaml").to_owned(),
+                    )])),
+                    ..ConfigMap::default()
+                });
+            }),
+            (generated, Reason::ConfigServerMismatch),
+            "run.yaml of ConfigMap \"mine\" is written for llama-stack 0.x (it names the APIs datasetio, eval, safety, scoring, which OGX does not have), but the image runs ogx 1.3.0 (catalog)",
+        ),
+        row(
             "a referenced Secret is missing",
             starter().with(postgres()),
             Box::new(|o| o.secrets = BTreeMap::from([("pg".to_owned(), None)])),

@@ -107,7 +107,9 @@ fn a_users_config_map_runs_as_it_is() {
                 assert!(run.generated.hash.starts_with("sha256:"));
             }
             Err(words) => {
-                let message = decided.unwrap_err();
+                let Unrunnable::Unusable(message) = decided.unwrap_err() else {
+                    panic!("refused as another line's config")
+                };
                 assert!(
                     message.contains(words) && message.contains("\"mine\""),
                     "{message}"
