@@ -952,7 +952,8 @@ fn odh_names_run_odh_images_on_a_mirror_pinned() {
     )
     .unwrap();
     let ogx_pinned = format!("{plain}/opendatahub/odh-ogx-core@{digest}");
-    let llama_stack_pinned = push_plain(&plain, work.path(), "opendatahub/llama-stack", "odh", None);
+    let llama_stack_pinned =
+        push_plain(&plain, work.path(), "opendatahub/llama-stack", "odh", None);
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {

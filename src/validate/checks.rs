@@ -298,6 +298,9 @@ pub fn check_v1alpha1(object: &Value, catalog: &Catalog) -> Findings {
             message,
         );
     }
+    if let Some(warning) = user_config_elsewhere(object) {
+        verdict.warnings.push(warning);
+    }
     // Read from the object as written: a v1alpha1 object that does not convert is checked too.
     let user_config = object.pointer("/spec/server/userConfig").is_some();
     let mounts = object
@@ -317,6 +320,30 @@ pub fn check_v1alpha1(object: &Value, catalog: &Catalog) -> Findings {
         );
     }
     verdict
+}
+
+/// A v1alpha1 `userConfig` in another namespace than the stack's (the Open Data Hub
+/// documentation names the operator's): a Pod mounts only ConfigMaps of its own namespace, so
+/// the ConfigMap is read from the stack's, and the user is told where to copy it.
+fn user_config_elsewhere(object: &Value) -> Option<String> {
+    let user_config = object.pointer("/spec/server/userConfig")?;
+    let elsewhere = user_config.get("configMapNamespace")?.as_str()?;
+    let own = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str);
+    if own == Some(elsewhere) {
+        return None;
+    }
+    let name = user_config
+        .get("configMapName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let own = own.map_or("the stack's namespace".to_owned(), |ns| {
+        format!("namespace \"{ns}\"")
+    });
+    Some(format!(
+        "spec.server.userConfig.configMapNamespace: ConfigMap \"{name}\" is read from {own}, not from \"{elsewhere}\": a Pod mounts only ConfigMaps of its own namespace. Copy it there"
+    ))
 }
 
 fn config_dir_taken(field: &str) -> String {

@@ -1,4 +1,3 @@
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use llama_stack_resolver::Catalog;
@@ -9,13 +8,7 @@ use super::documents::parse;
 use super::{Stage, Validator, Verdict};
 
 fn validator() -> Validator {
-    let catalog = Catalog::embedded().expect("embedded catalog");
-    // As the real-world fixtures' platform team maps the Open Data Hub build's name.
-    let overrides = BTreeMap::from([(
-        "rh-dev".to_owned(),
-        "quay.io/opendatahub/llama-stack:odh".to_owned(),
-    )]);
-    Validator::new(catalog.with_overrides(&overrides)).expect("validator")
+    Validator::new(Catalog::embedded().expect("embedded catalog")).expect("validator")
 }
 
 fn v1alpha2(spec: Value) -> Value {
@@ -72,6 +65,30 @@ fn every_sample_is_admitted() {
 /// The real manifests of `tests/fixtures/real-world` (written outside this project): those the
 /// API server admits are admitted offline (a distribution name no published image carries, such
 /// as 25-yagohar-ollama's, with a warning); those it refuses are refused at the same field.
+/// The Open Data Hub documentation names a userConfig in the operator's namespace: admitted,
+/// with a warning that says where the ConfigMap is read from; in its own namespace, none.
+#[test]
+fn a_user_config_in_another_namespace_is_admitted_with_where_it_is_read_from() {
+    let validator = validator();
+    let (_, mut object) = manifests("tests/fixtures/real-world")
+        .into_iter()
+        .find(|(location, _)| location.contains("36-odh-docs-auth-configmap-namespace"))
+        .expect("fixture 36");
+    object["metadata"]["namespace"] = json!("team-a");
+    let warnings = |object: &Value| match validator.validate(object).0 {
+        Verdict::Valid { warnings } => warnings,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        warnings(&object),
+        [
+            "spec.server.userConfig.configMapNamespace: ConfigMap \"llamastack-custom-config\" is read from namespace \"team-a\", not from \"redhat-ods-operator\": a Pod mounts only ConfigMaps of its own namespace. Copy it there"
+        ]
+    );
+    object["spec"]["server"]["userConfig"]["configMapNamespace"] = json!("team-a");
+    assert_eq!(warnings(&object), Vec::<String>::new());
+}
+
 #[test]
 fn real_manifests_get_the_api_servers_verdict() {
     let validator = validator();
