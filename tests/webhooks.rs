@@ -30,7 +30,7 @@ use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
 use llama_stack_resolver::Catalog;
 use serde_json::{Value, json};
 use support::admission::{self, Outcome};
-use support::control_plane::{ControlPlane, committed_crd, install_crd};
+use support::control_plane::{ControlPlane, committed_crd, committed_ogx_crd, install_crd};
 use support::harness::{run_suite, table};
 use support::kube_objects::create_namespace;
 use support::test_ca::TestCa;
@@ -52,6 +52,15 @@ fn api(env: &Env, ns: &str, version: &str) -> Api<DynamicObject> {
         env.client.clone(),
         ns,
         &ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions"),
+    )
+}
+
+fn ogx_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("ogx.io", "v1beta1", "OGXServer");
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "ogxservers"),
     )
 }
 
@@ -369,6 +378,10 @@ fn objects_stored_before_conversion_read_in_both_versions(env: &Env) -> Result<(
 
 const TESTS: &[(&str, Test)] = &[
     (
+        "ogx_servers_are_checked_at_admission",
+        ogx_servers_are_checked_at_admission,
+    ),
+    (
         "offline_validation_agrees_with_the_api_server",
         offline_validation_agrees_with_the_api_server,
     ),
@@ -464,6 +477,49 @@ fn offline_validation_agrees_with_the_api_server(env: &Env) -> Result<(), Failed
     Ok(())
 }
 
+/// The shipped webhook covers `OGXServer`: a name outside the catalog is refused at
+/// `spec.distribution.name` (as the OGX operator's webhook refuses it), Open Data Hub's names are
+/// admitted; an object stored before the webhook existed takes metadata edits (finalizers,
+/// labels) and is refused only when its spec changes.
+fn ogx_servers_are_checked_at_admission(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "ogx-admission")?;
+    let api = ogx_api(&env.client, &ns);
+    let server = |name: &str, distribution: &str| -> Result<DynamicObject, Failed> {
+        Ok(serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": name}, "spec": {"distribution": {"name": distribution}}}))?)
+    };
+    match env.rt.block_on(api.create(&PostParams::default(), &server("typo", "startr")?)) {
+        Err(kube::Error::Api(status)) => {
+            let message = status.message;
+            if !(message.contains("denied the request")
+                && message.contains("spec.distribution.name")
+                && message.contains("unknown distribution \"startr\""))
+            {
+                return Err(format!("not the refusal expected: {message}").into());
+            }
+        }
+        other => return Err(format!("admitted: {other:?}").into()),
+    }
+    for (name, distribution) in [("odh", "rh"), ("odh-dev", "rh-dev"), ("plain", "starter")] {
+        env.rt
+            .block_on(api.create(&PostParams::default(), &server(name, distribution)?))?;
+    }
+    let early = ogx_api(&env.client, "default");
+    let patch = |body: Value| {
+        env.rt.block_on(early.patch(
+            "early-unknown",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(body),
+        ))
+    };
+    patch(json!({"metadata": {"labels": {"team": "a"}, "finalizers": ["example.com/hold"]}}))?;
+    patch(json!({"metadata": {"finalizers": null}}))?;
+    match patch(json!({"spec": {"distribution": {"name": "startr2"}}})) {
+        Err(kube::Error::Api(status)) if status.message.contains("spec.distribution.name") => Ok(()),
+        other => Err(format!("a spec change kept its unknown name: {other:?}").into()),
+    }
+}
+
 fn start() -> Result<Env, Failed> {
     let plane = ControlPlane::start().map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -528,12 +584,25 @@ fn start() -> Result<Env, Failed> {
         &PostParams::default(),
         &installed,
     ))?;
-    let vwc: ValidatingWebhookConfiguration = serde_json::from_value(json!({
-        "metadata": {"name": "llama-stack-operator"},
-        "webhooks": [{"name": "validate.llamastack.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 5,
-            "clientConfig": {"url": format!("{base}/validate"), "caBundle": ByteString(ca_pem.into_bytes())},
-            "rules": [{"apiGroups": ["llamastack.io"], "apiVersions": ["v1alpha1", "v1alpha2"], "operations": ["CREATE", "UPDATE"], "resources": ["llamastackdistributions"]}]}]
-    }))?;
+    // The OGXServer API, with one object stored before the webhook existed that it would refuse.
+    rt.block_on(install_crd(&client, &committed_ogx_crd().map_err(|e| e.to_string())?))
+        .map_err(|e| e.to_string())?;
+    let early_ogx: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+        "metadata": {"name": "early-unknown", "namespace": "default"},
+        "spec": {"distribution": {"name": "startr"}}}),
+    )?;
+    rt.block_on(ogx_api(&client, "default").create(&PostParams::default(), &early_ogx))?;
+    // The webhooks as shipped (deploy/base), called at this server.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut vwc: Value = serde_saphyr::from_str(&std::fs::read_to_string(
+        root.join("deploy/base/validating_webhook.yaml"),
+    )?)?;
+    for hook in vwc["webhooks"].as_array_mut().ok_or("no webhooks")? {
+        hook["clientConfig"] = json!({"url": format!("{base}/validate"),
+            "caBundle": ByteString(ca_pem.clone().into_bytes())});
+    }
+    let vwc: ValidatingWebhookConfiguration = serde_json::from_value(vwc)?;
     rt.block_on(
         Api::<ValidatingWebhookConfiguration>::all(client.clone())
             .create(&PostParams::default(), &vwc),

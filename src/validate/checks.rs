@@ -164,14 +164,45 @@ fn check_name(object: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// Validates an object of either version (as JSON), by its `apiVersion`; anything else passes.
-/// `catalog` carries the operator's image-overrides.
+/// Validates a LlamaStackDistribution of either version or an `OGXServer` (as JSON), by its
+/// `apiVersion`; anything else passes. `catalog` carries the operator's image-overrides.
 pub fn check(object: &Value, catalog: &Catalog) -> Findings {
     match object.get("apiVersion").and_then(Value::as_str) {
         Some("llamastack.io/v1alpha2") => check_v1alpha2(object, catalog),
         Some("llamastack.io/v1alpha1") => check_v1alpha1(object, catalog),
+        Some("ogx.io/v1beta1") => check_ogx_server(object, catalog),
         _ => Findings::default(),
     }
+}
+
+/// Validates an `OGXServer` (as JSON) as the OGX operator's webhook does where it refuses (a
+/// distribution name outside the catalog) and where this operator would hold it
+/// (`FieldNotServed`: a value the model cannot carry), so that both are refused at
+/// `kubectl apply`, naming the field, instead of stored and held.
+pub fn check_ogx_server(object: &Value, catalog: &Catalog) -> Findings {
+    let mut verdict = Findings::default();
+    let server: crate::api::ogx::OGXServer = match serde_json::from_value(object.clone()) {
+        Ok(server) => server,
+        Err(e) => {
+            err(&mut verdict.errors, "spec", e.to_string());
+            return verdict;
+        }
+    };
+    if let Some(name) = server.spec.distribution.name.as_deref() {
+        match catalog.image(llama_stack_resolver::ogx_server_name(name)) {
+            Err(e @ LookupError::Removed { .. }) => verdict.warnings.push(e.to_string()),
+            Err(e) => err(&mut verdict.errors, "spec.distribution.name", e.to_string()),
+            Ok(_) => {}
+        }
+    }
+    if let Err(untranslatable) = crate::ogx_server::to_model(&server) {
+        err(
+            &mut verdict.errors,
+            untranslatable.field,
+            untranslatable.why,
+        );
+    }
+    verdict
 }
 
 /// Validates a v1alpha2 object (as JSON). `catalog` carries the operator's image-overrides.

@@ -1,8 +1,8 @@
 //! What admission applies to a LlamaStackDistribution or an `OGXServer`, offline and in the API
 //! server's order: the version must be served; strict decoding refuses unknown fields; the
 //! CRD's structural schema (after dropping disallowed nulls and filling in defaults) and its CEL
-//! rules; then, for a LlamaStackDistribution, the validating webhook's own checks (an
-//! `OGXServer` has no webhook: its CRD is all of its admission). The schemas and the rules come
+//! rules; then the validating webhook's own checks (for an `OGXServer`: its distribution name
+//! and what the model cannot carry). The schemas and the rules come
 //! from the CRDs the operator generates, the webhook checks are the webhook's functions: nothing
 //! here is a second copy of a rule. Only what needs the cluster (referenced Secrets and
 //! ConfigMaps) is left out. Pure.
@@ -149,12 +149,6 @@ impl Validator {
         let causes = self.schema_causes(schema, &stored);
         if !causes.is_empty() {
             return (Verdict::invalid(Stage::Schema, causes), None);
-        }
-        if stored["kind"] == OGX_KIND {
-            let verdict = Verdict::Valid {
-                warnings: Vec::new(),
-            };
-            return (verdict, Some(stored));
         }
         let webhook = checks::check(&stored, &self.catalog);
         let causes: Vec<Cause> = webhook

@@ -206,3 +206,41 @@ fn other_kinds_are_skipped_and_a_missing_name_is_required() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `OGXServer` admission refuses what the OGX operator's webhook refuses (a distribution name
+/// outside the catalog, at `spec.distribution.name`) and what this operator would only hold
+/// (`FieldNotServed`: here an annotation value it cannot read), naming the field; `rh-dev` is
+/// a name there (Open Data Hub's OGX image).
+#[test]
+fn ogx_servers_are_refused_at_the_field_the_controller_would_hold_them_for() {
+    let validator = validator();
+    let server = |name: &str, annotations: Value| {
+        json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "s", "annotations": annotations},
+            "spec": {"distribution": {"name": name}}})
+    };
+    let admission = |fields: &[&str]| {
+        Some((
+            Stage::Admission,
+            fields.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>(),
+        ))
+    };
+    assert_eq!(
+        refusal(&validator, &server("startr", json!({}))),
+        admission(&["spec.distribution.name"])
+    );
+    for name in ["starter", "rh", "rh-dev"] {
+        assert_eq!(
+            refusal(&validator, &server(name, json!({}))),
+            None,
+            "{name}"
+        );
+    }
+    assert_eq!(
+        refusal(
+            &validator,
+            &server("starter", json!({"llamastack.io/rollback": "Sometimes"}))
+        ),
+        admission(&["metadata.annotations[llamastack.io/rollback]"])
+    );
+}

@@ -123,6 +123,11 @@ async fn validate_handler(
     };
     let catalog = state.catalog.current();
     let mut verdict = crate::validate::checks::check(&object, &catalog);
+    if spec_unchanged(&request, &object) {
+        // The operator's own finalizer and label writes, and anyone's metadata edit, go through
+        // on an object stored before a rule existed (else it could not even be deleted).
+        verdict.errors.clear();
+    }
     if let (Some(client), Some(namespace)) = (&state.client, request.namespace.as_deref())
         && verdict.errors.is_empty()
     {
@@ -155,13 +160,23 @@ async fn validate_handler(
                 })
                 .collect(),
             name: request.name.clone(),
-            group: "llamastack.io".to_owned(),
-            kind: "LlamaStackDistribution".to_owned(),
+            group: request.kind.group.clone(),
+            kind: request.kind.kind.clone(),
             uid: String::new(),
             retry_after_seconds: 0,
         });
     }
     Json(response.into_review())
+}
+
+/// Whether `request` is an update that leaves the spec as it was (`object` is its new object).
+fn spec_unchanged(request: &AdmissionRequest<DynamicObject>, object: &serde_json::Value) -> bool {
+    request.operation == kube::core::admission::Operation::Update
+        && request
+            .old_object
+            .as_ref()
+            .and_then(|old| serde_json::to_value(old).ok())
+            .is_some_and(|old| old.get("spec") == object.get("spec"))
 }
 
 /// Errors starting the webhook server.
