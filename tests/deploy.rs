@@ -514,13 +514,24 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
     assert!(rules.contains("tokenreviews") && rules.contains("subjectaccessreviews"));
     assert!(rules.contains("llamastackdistributions/status"));
     let hooks = spec["webhookdefinitions"].as_array().unwrap();
-    let paths: Vec<&str> = hooks
+    let served: Vec<(&str, &str)> = hooks
         .iter()
-        .filter_map(|h| h["webhookPath"].as_str())
+        .filter_map(|h| Some((h["generateName"].as_str()?, h["webhookPath"].as_str()?)))
         .collect();
-    assert_eq!(paths, ["/validate", "/convert"]);
     assert_eq!(
-        hooks[1]["conversionCRDs"][0],
+        served,
+        [
+            ("validate.llamastack.io", "/validate"),
+            ("validate.ogx.io", "/validate"),
+            ("convert.llamastack.io", "/convert")
+        ]
+    );
+    assert_eq!(
+        hooks[1]["rules"][0]["resources"],
+        serde_json::json!(["ogxservers"])
+    );
+    assert_eq!(
+        hooks[2]["conversionCRDs"][0],
         "llamastackdistributions.llamastack.io"
     );
     let owned: Vec<(&str, &str)> = spec["customresourcedefinitions"]["owned"]

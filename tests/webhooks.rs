@@ -485,10 +485,15 @@ fn ogx_servers_are_checked_at_admission(env: &Env) -> Result<(), Failed> {
     let ns = namespace(env, "ogx-admission")?;
     let api = ogx_api(&env.client, &ns);
     let server = |name: &str, distribution: &str| -> Result<DynamicObject, Failed> {
-        Ok(serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
-            "metadata": {"name": name}, "spec": {"distribution": {"name": distribution}}}))?)
+        Ok(serde_json::from_value(
+            json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": name}, "spec": {"distribution": {"name": distribution}}}),
+        )?)
     };
-    match env.rt.block_on(api.create(&PostParams::default(), &server("typo", "startr")?)) {
+    match env
+        .rt
+        .block_on(api.create(&PostParams::default(), &server("typo", "startr")?))
+    {
         Err(kube::Error::Api(status)) => {
             let message = status.message;
             if !(message.contains("denied the request")
@@ -515,7 +520,9 @@ fn ogx_servers_are_checked_at_admission(env: &Env) -> Result<(), Failed> {
     patch(json!({"metadata": {"labels": {"team": "a"}, "finalizers": ["example.com/hold"]}}))?;
     patch(json!({"metadata": {"finalizers": null}}))?;
     match patch(json!({"spec": {"distribution": {"name": "startr2"}}})) {
-        Err(kube::Error::Api(status)) if status.message.contains("spec.distribution.name") => Ok(()),
+        Err(kube::Error::Api(status)) if status.message.contains("spec.distribution.name") => {
+            Ok(())
+        }
         other => Err(format!("a spec change kept its unknown name: {other:?}").into()),
     }
 }
@@ -585,13 +592,15 @@ fn start() -> Result<Env, Failed> {
         &installed,
     ))?;
     // The OGXServer API, with one object stored before the webhook existed that it would refuse.
-    rt.block_on(install_crd(&client, &committed_ogx_crd().map_err(|e| e.to_string())?))
-        .map_err(|e| e.to_string())?;
-    let early_ogx: DynamicObject = serde_json::from_value(
-        json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+    rt.block_on(install_crd(
+        &client,
+        &committed_ogx_crd().map_err(|e| e.to_string())?,
+    ))
+    .map_err(|e| e.to_string())?;
+    let early_ogx: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
         "metadata": {"name": "early-unknown", "namespace": "default"},
-        "spec": {"distribution": {"name": "startr"}}}),
-    )?;
+        "spec": {"distribution": {"name": "startr"}}}))?;
     rt.block_on(ogx_api(&client, "default").create(&PostParams::default(), &early_ogx))?;
     // The webhooks as shipped (deploy/base), called at this server.
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
