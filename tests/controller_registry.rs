@@ -345,15 +345,8 @@ fn unlabelled_images_run_their_own_config_or_the_users_config_map() {
                 "workload": {"overrides": {"command": ["llama", "stack", "run", "/etc/llama-stack/run.yaml"]}}})),
             ("generated", json!({"distribution": {"image": image}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}})),
         ];
-        for (name, spec) in cases {
-            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-                "metadata": {"name": name}, "spec": spec})).unwrap();
-            llsds.create(&PostParams::default(), &cr).await.unwrap();
-            reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone()).await.unwrap();
-        }
-        let condition = |status: &llama_stack_operator::api::v1alpha2::LlamaStackDistributionStatus| {
-            status.conditions.clone().unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap()
-        };
+        create_and_reconcile(&llsds, &ctx, cases).await;
+        let condition = config_generated;
         let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
         let pod_of = |d: Deployment| d.spec.unwrap().template.spec.unwrap();
 
@@ -418,21 +411,13 @@ fn image_config_picks_which_of_the_images_configs_is_the_base() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
-    let image = ImageSpec {
-        arch: "amd64",
-        labels: support::oci::ogx_starter_labels("1.3.0", OGX_STARTER_CONFIG, POSTGRES),
-        layers: vec![Layer {
-            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-            comp: Comp::Gzip,
-        }],
-    };
-    write_layout(&work.path().join("layout"), "1.3.0", &[image], false).unwrap();
-    skopeo_copy(
-        &format!("oci:{}:1.3.0", work.path().join("layout").display()),
-        &format!("docker://{plain}/ogxai/distribution-starter:1.3.0"),
-        &["--preserve-digests", "--dest-tls-verify=false"],
-    )
-    .unwrap();
+    support::images::push_labelled(
+        &plain,
+        work.path(),
+        "ogxai/distribution-starter",
+        "1.3.0",
+        support::oci::ogx_starter_labels("1.3.0", OGX_STARTER_CONFIG, POSTGRES),
+    );
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
@@ -936,22 +921,13 @@ fn odh_names_run_odh_images_on_a_mirror_pinned() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
-    let image = ImageSpec {
-        arch: "amd64",
-        labels: support::oci::odh_ogx_labels(OGX_STARTER_CONFIG),
-        layers: vec![Layer {
-            entries: vec![Entry::File("/etc/os-release", b"ID=t\n".to_vec())],
-            comp: Comp::Gzip,
-        }],
-    };
-    let digest = write_layout(&work.path().join("layout"), "latest", &[image], false).unwrap();
-    skopeo_copy(
-        &format!("oci:{}:latest", work.path().join("layout").display()),
-        &format!("docker://{plain}/opendatahub/odh-ogx-core:latest"),
-        &["--preserve-digests", "--dest-tls-verify=false"],
-    )
-    .unwrap();
-    let ogx_pinned = format!("{plain}/opendatahub/odh-ogx-core@{digest}");
+    let ogx_pinned = support::images::push_labelled(
+        &plain,
+        work.path(),
+        "opendatahub/odh-ogx-core",
+        "latest",
+        support::oci::odh_ogx_labels(OGX_STARTER_CONFIG),
+    );
     let llama_stack_pinned =
         push_plain(&plain, work.path(), "opendatahub/llama-stack", "odh", None);
 
@@ -972,15 +948,8 @@ fn odh_names_run_odh_images_on_a_mirror_pinned() {
             ("legacy", json!({"distribution": {"name": "rh-dev"}})),
             ("mismatch", json!({"distribution": {"name": "rh"}, "overrideConfig": {"configMapName": "old-run"}})),
         ];
-        for (name, spec) in cases {
-            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-                "metadata": {"name": name}, "spec": spec})).unwrap();
-            llsds.create(&PostParams::default(), &cr).await.unwrap();
-            reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone()).await.unwrap();
-        }
-        let condition = |status: &llama_stack_operator::api::v1alpha2::LlamaStackDistributionStatus| {
-            status.conditions.clone().unwrap().into_iter().find(|c| c.type_ == "ConfigGenerated").unwrap()
-        };
+        create_and_reconcile(&llsds, &ctx, cases).await;
+        let condition = config_generated;
         let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
         let server_of = |d: Deployment| d.spec.unwrap().template.spec.unwrap().containers[0].clone();
 
@@ -1017,4 +986,36 @@ fn odh_names_run_odh_images_on_a_mirror_pinned() {
         );
         assert!(deployments.get_opt("mismatch").await.unwrap().is_none(), "nothing deployed");
     });
+}
+
+/// Creates each (name, v1alpha2 spec) stack and reconciles it once.
+async fn create_and_reconcile(
+    llsds: &Api<LlamaStackDistribution>,
+    ctx: &Arc<Context>,
+    cases: impl IntoIterator<Item = (&str, serde_json::Value)>,
+) {
+    for (name, spec) in cases {
+        let cr: LlamaStackDistribution = serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": name}, "spec": spec}),
+        )
+        .unwrap();
+        llsds.create(&PostParams::default(), &cr).await.unwrap();
+        reconcile(Arc::new(llsds.get(name).await.unwrap()), ctx.clone())
+            .await
+            .unwrap();
+    }
+}
+
+/// A stack's `ConfigGenerated` condition.
+fn config_generated(
+    status: &llama_stack_operator::api::v1alpha2::LlamaStackDistributionStatus,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    status
+        .conditions
+        .clone()
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "ConfigGenerated")
+        .unwrap()
 }

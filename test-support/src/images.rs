@@ -23,6 +23,18 @@ pub fn push_plain(
         })
         .into_iter()
         .collect();
+    push_labelled(plain, work, repo, tag, labels)
+}
+
+/// Pushes a one-layer amd64 image with these `labels` to the plain registry `plain` as
+/// `<repo>:<tag>` (built under `work`); returns `<plain>/<repo>@<digest>`.
+pub fn push_labelled(
+    plain: &str,
+    work: &std::path::Path,
+    repo: &str,
+    tag: &str,
+    labels: Vec<(&'static str, String)>,
+) -> String {
     let image = ImageSpec {
         arch: "amd64",
         labels,
