@@ -91,8 +91,8 @@ fn expectations() -> Vec<(&'static str, Outcome, &'static str)> {
         ("p1-inference-extra-fields", Generated(&[]), "the same"),
         (
             "p1-milvus-config",
-            Refused("spec.providers.vectorIo[0]"),
-            "milvus needs persistence, which the minimal base lacks; the OGX operator's config is refused by the server for it",
+            Generated(&[".apis", ".providers.vector_io"]),
+            "milvus keeps its metadata in the default kv store, but needs the inference API, which the minimal base does not serve: removed; the OGX operator's config, without persistence, is refused by the server",
         ),
         (
             "p1-model-quantization",
@@ -109,8 +109,8 @@ fn expectations() -> Vec<(&'static str, Outcome, &'static str)> {
         ),
         (
             "p1-qdrant-config",
-            Refused("spec.providers.vectorIo[0]"),
-            "qdrant needs persistence, which the minimal base lacks; the OGX operator's config is refused by the server for it",
+            Generated(&[".apis", ".providers.vector_io"]),
+            "qdrant keeps its metadata in the default kv store, but needs the inference API, which the minimal base does not serve: removed; the OGX operator's config, without persistence, is refused by the server",
         ),
         (
             "p1-responses-config",

@@ -337,12 +337,13 @@ fn wrong_provider_fields_are_errors_not_silent() {
     );
     let errs = errors(json!({"providers": {"inference": {"provider": "vllm2"}}}));
     assert!(errs[0].starts_with("spec.providers.inference.provider: \"vllm2\" is not a inference provider of llama-stack 0.7.3; available: inline::sentence-transformers"), "{errs:?}");
-    // A type the base config does not have starts empty: its required keys must come from the spec.
+    // A type the base config does not have starts empty: its required keys must come from the
+    // spec, but for a vector store's persistence, which the config's default kv store gives.
     let errs = errors(json!({"providers": {"vectorIo": {"provider": "remote::milvus"}}}));
     assert_eq!(
         errs,
         [
-            "spec.providers.vectorIo: remote::milvus requires persistence, token, uri (set them with endpoint or settings)"
+            "spec.providers.vectorIo: remote::milvus requires token, uri (set them with endpoint or settings)"
         ]
     );
 }
@@ -714,4 +715,49 @@ fn a_client_identity_reaches_every_provider_that_takes_one() {
             .contains("spec.networking.tls.clientIdentity: no provider"),
         "{refused}"
     );
+}
+
+/// A vector store that needs `persistence` gets the config's default kv store under its own
+/// namespace (as the starter configs give their own vector stores), whether the base names
+/// `kv_default` or leaves storage to the server's default; a base that names other backends
+/// only leaves it to the user.
+#[test]
+fn a_vector_store_keeps_its_metadata_in_the_default_kv_store() {
+    let spec = json!({"providers": {"vectorIo": {"provider": "remote::milvus", "id": "docs",
+        "settings": {"uri": "http://milvus:19530", "token": "t"}}}});
+    let entry = |config: &Value| {
+        config["providers"]["vector_io"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider_id"] == "docs")
+            .cloned()
+            .unwrap()
+    };
+    let persistence = json!({"backend": "kv_default", "namespace": "vector_io::docs"});
+    assert_eq!(
+        entry(&config(&run(spec.clone())))["config"]["persistence"],
+        persistence
+    );
+    let mut base: Value = serde_saphyr::from_str(STARTER).unwrap();
+    base.as_object_mut().unwrap().remove("storage");
+    let no_storage = serde_json::to_string(&base).unwrap();
+    let g = generate_from_yaml(
+        &self::spec(spec.clone()),
+        &no_storage,
+        ProviderTable::embedded(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(entry(&config(&g))["config"]["persistence"], persistence);
+    base["storage"] = json!({"backends": {"kv_elsewhere": {"type": "kv_sqlite", "db_path": "/x"}}});
+    let elsewhere = serde_json::to_string(&base).unwrap();
+    match generate_from_yaml(&self::spec(spec), &elsewhere, ProviderTable::embedded()) {
+        Err(GenerateError::Invalid(errors)) => assert!(
+            errors.iter().any(|e| e
+                .to_string()
+                .contains("remote::milvus requires persistence")),
+            "{errors:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }

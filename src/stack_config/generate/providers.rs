@@ -175,6 +175,23 @@ impl ProviderDraft<'_> {
         }
     }
 
+    /// A vector store's `persistence` (where it keeps its index metadata) nothing set: the kv
+    /// store every config has unless it names its backends without it (`kv_default`: the
+    /// server's own default when the config says nothing), under a namespace of the provider's
+    /// id, as the base configs give their own vector stores.
+    fn default_persistence(&mut self, api: &str, id: &str, kv_default: bool) {
+        if api == "vector_io"
+            && kv_default
+            && self.info.required_keys.iter().any(|k| k == PERSISTENCE)
+            && !self.config.contains_key(PERSISTENCE)
+        {
+            self.config.insert(
+                PERSISTENCE.to_owned(),
+                json!({"backend": KV_DEFAULT, "namespace": format!("vector_io::{id}")}),
+            );
+        }
+    }
+
     /// Reports the keys the server requires that nothing set.
     fn check_required(&self, ctx: &mut Ctx<'_>) {
         let missing: Vec<&str> = self
@@ -197,13 +214,32 @@ impl ProviderDraft<'_> {
     }
 }
 
+/// The provider setting naming a store (`{backend, namespace}`) a vector store keeps its
+/// metadata in.
+const PERSISTENCE: &str = "persistence";
+/// The kv backend every config of both lines has by default.
+const KV_DEFAULT: &str = "kv_default";
+
+/// Whether `config` has the kv backend [`KV_DEFAULT`]: named in `storage.backends`, or the
+/// server's own default storage when the config names no backends (llama-stack 0.7.3 and OGX 1.x
+/// both default to a sqlite `kv_default`).
+fn has_kv_default(config: &Map<String, Value>) -> bool {
+    match config.get("storage").and_then(|s| s.get("backends")) {
+        Some(backends) => backends.get(KV_DEFAULT).is_some(),
+        None => true,
+    }
+}
+
 /// One user provider to a config entry, starting from the base config's entry of its type.
+/// `kv_default`: whether the config has the default kv backend a vector store's persistence can
+/// use.
 pub(super) fn build_provider(
     ctx: &mut Ctx<'_>,
     api: &str,
     p: &ProviderConfig,
     path: &str,
     base: &[Value],
+    kv_default: bool,
 ) -> Option<(String, Value)> {
     let (provider_type, info) = resolve_type(ctx, api, &p.provider, path)?;
     let id = p.config_id();
@@ -230,6 +266,7 @@ pub(super) fn build_provider(
     if let Some(settings) = &p.settings {
         draft.settings(ctx, &id, settings);
     }
+    draft.default_persistence(api, &id, kv_default);
     draft.check_required(ctx);
     let ProviderDraft {
         provider_type,
@@ -292,6 +329,7 @@ pub(super) fn providers(
             continue;
         }
         let base: Vec<Value> = providers_of(config, api).cloned().collect();
+        let kv_default = has_kv_default(config);
         let mut entries = Vec::new();
         let many = field.items().len() > 1;
         for (i, p) in field.items().iter().enumerate() {
@@ -306,7 +344,7 @@ pub(super) fn providers(
                     format!("id is required when {spec_api} lists more than one provider"),
                 );
             }
-            if let Some((id, entry)) = build_provider(ctx, api, p, &path, &base) {
+            if let Some((id, entry)) = build_provider(ctx, api, p, &path, &base, kv_default) {
                 if let Some(first) = seen.insert(id.clone(), path.clone()) {
                     ctx.error(format!("{path}.id"), format!("provider id {id:?} is already used by {first}; provider ids must be unique across all APIs"));
                 }
