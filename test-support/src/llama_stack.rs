@@ -183,6 +183,10 @@ impl Server {
         let log = dir.join("server.log");
         let state = dir.join("state");
         fs::create_dir_all(&state)?;
+        // `ogx run` writes its resolved config to a temporary file it never removes: into the
+        // test's own directory, not the machine's /tmp.
+        let tmp = dir.join("tmp");
+        fs::create_dir_all(&tmp)?;
         let line = line_of_venv(venv);
         let mut cmd = Command::new(venv.join("bin").join(cli(line)));
         cmd.args(["stack", "run"])
@@ -193,6 +197,7 @@ impl Server {
             .env("FILES_STORAGE_DIR", state.join("files"))
             .env("TIKTOKEN_CACHE_DIR", tiktoken_cache(venv, dir)?)
             .env("HF_HUB_OFFLINE", "1")
+            .env("TMPDIR", &tmp)
             .env("NO_PROXY", "127.0.0.1,localhost")
             .envs(env.iter().map(|(k, v)| (k, v)));
         let mut server = Server {
