@@ -18,7 +18,6 @@ use std::time::Duration as StdDuration;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use llama_stack_operator::webhook::certs::{CertManager, Plan};
 use llama_stack_operator::webhook::live_catalog::LiveCatalog;
 use llama_stack_operator::webhook::{WebhookState, serve};
@@ -28,12 +27,7 @@ use support::control_plane::{ControlPlane, committed_crd, install_crd};
 use time::{Duration, OffsetDateTime};
 
 fn v1alpha1(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("llamastack.io", "v1alpha1", "LlamaStackDistribution");
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions"),
-    )
+    support::kube_objects::llsd_api(client, ns, "llamastack.io/v1alpha1")
 }
 
 async fn create_v1alpha1(client: &kube::Client, name: &str) -> Result<(), kube::Error> {

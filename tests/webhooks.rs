@@ -23,7 +23,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition,
 };
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use libtest_mimic::Failed;
 use llama_stack_operator::webhook::live_catalog::LiveCatalog;
 use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
@@ -32,7 +31,7 @@ use serde_json::{Value, json};
 use support::admission::{self, Outcome};
 use support::control_plane::{ControlPlane, committed_crd, committed_ogx_crd, install_crd};
 use support::harness::{run_suite, table};
-use support::kube_objects::create_namespace;
+use support::kube_objects::{create_namespace, llsd_api, ogx_server_api as ogx_api};
 use support::test_ca::TestCa;
 
 struct Env {
@@ -47,21 +46,7 @@ struct Env {
 type Test = fn(&Env) -> Result<(), Failed>;
 
 fn api(env: &Env, ns: &str, version: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("llamastack.io", version, "LlamaStackDistribution");
-    Api::namespaced_with(
-        env.client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions"),
-    )
-}
-
-fn ogx_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("ogx.io", "v1beta1", "OGXServer");
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&gvk, "ogxservers"),
-    )
+    llsd_api(&env.client, ns, &format!("llamastack.io/{version}"))
 }
 
 fn namespace(env: &Env, name: &str) -> Result<String, Failed> {
@@ -576,12 +561,7 @@ fn start() -> Result<Env, Failed> {
         "metadata": {"name": "early", "namespace": "default"},
         "spec": {"distribution": {"name": "starter"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}, "workload": {"replicas": 3}}}),
     )?;
-    let gvk = GroupVersionKind::gvk("llamastack.io", "v1alpha2", "LlamaStackDistribution");
-    let v2api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions"),
-    );
+    let v2api = llsd_api(&client, "default", "llamastack.io/v1alpha2");
     rt.block_on(v2api.create(&PostParams::default(), &early))?;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut installed = rt.block_on(crds.get("llamastackdistributions.llamastack.io"))?;

@@ -175,6 +175,17 @@ pub fn check(object: &Value, catalog: &Catalog) -> Findings {
     }
 }
 
+/// A distribution name the catalog has no image for: refused at `field`; one no published image
+/// carries any more is only a warning (a stack pinned to it keeps running, and GitOps re-applies
+/// its manifest).
+fn check_name_known(catalog: &Catalog, name: &str, field: &str, verdict: &mut Findings) {
+    match catalog.image(name) {
+        Err(e @ LookupError::Removed { .. }) => verdict.warnings.push(e.to_string()),
+        Err(e) => err(&mut verdict.errors, field, e.to_string()),
+        Ok(_) => {}
+    }
+}
+
 /// Validates an `OGXServer` (as JSON) as the OGX operator's webhook does where it refuses (a
 /// distribution name outside the catalog) and where this operator would hold it
 /// (`FieldNotServed`: a value the model cannot carry), so that both are refused at
@@ -189,11 +200,8 @@ pub fn check_ogx_server(object: &Value, catalog: &Catalog) -> Findings {
         }
     };
     if let Some(name) = server.spec.distribution.name.as_deref() {
-        match catalog.image(llama_stack_resolver::ogx_server_name(name)) {
-            Err(e @ LookupError::Removed { .. }) => verdict.warnings.push(e.to_string()),
-            Err(e) => err(&mut verdict.errors, "spec.distribution.name", e.to_string()),
-            Ok(_) => {}
-        }
+        let name = llama_stack_resolver::ogx_server_name(name);
+        check_name_known(catalog, name, "spec.distribution.name", &mut verdict);
     }
     if let Err(untranslatable) = crate::ogx_server::to_model(&server) {
         err(
@@ -306,17 +314,11 @@ fn spec_only_generation(
 pub fn check_v1alpha1(object: &Value, catalog: &Catalog) -> Findings {
     let mut verdict = Findings::default();
     check_name(object, &mut verdict.errors);
-    let name = object
+    if let Some(name) = object
         .pointer("/spec/server/distribution/name")
-        .and_then(Value::as_str);
-    match name.map(|name| catalog.image(name)) {
-        Some(Err(e @ LookupError::Removed { .. })) => verdict.warnings.push(e.to_string()),
-        Some(Err(e)) => err(
-            &mut verdict.errors,
-            "spec.server.distribution.name",
-            e.to_string(),
-        ),
-        _ => {}
+        .and_then(Value::as_str)
+    {
+        check_name_known(catalog, name, "spec.server.distribution.name", &mut verdict);
     }
     let converted = crate::convert::convert(object, "llamastack.io/v1alpha2").ok();
     let spec = converted

@@ -62,9 +62,6 @@ fn every_sample_is_admitted() {
     }
 }
 
-/// The real manifests of `tests/fixtures/real-world` (written outside this project): those the
-/// API server admits are admitted offline (a distribution name no published image carries, such
-/// as 25-yagohar-ollama's, with a warning); those it refuses are refused at the same field.
 /// The Open Data Hub documentation names a userConfig in the operator's namespace: admitted,
 /// with a warning that says where the ConfigMap is read from; in its own namespace, none.
 #[test]
@@ -89,6 +86,9 @@ fn a_user_config_in_another_namespace_is_admitted_with_where_it_is_read_from() {
     assert_eq!(warnings(&object), Vec::<String>::new());
 }
 
+/// The real manifests of `tests/fixtures/real-world` (written outside this project): those the
+/// API server admits are admitted offline (a distribution name no published image carries, such
+/// as 25-yagohar-ollama's, with a warning); those it refuses are refused at the same field.
 #[test]
 fn real_manifests_get_the_api_servers_verdict() {
     let validator = validator();

@@ -4,9 +4,41 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_resolver::{Catalog, ResolverOptions};
+
+/// The LlamaStackDistributions of `ns`, untyped, in `api_version` (`llamastack.io/v1alpha1`,
+/// `llamastack.io/v1alpha2`).
+pub fn llsd_api(client: &kube::Client, ns: &str, api_version: &str) -> Api<DynamicObject> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    untyped(
+        client,
+        ns,
+        (group, version, "LlamaStackDistribution"),
+        "llamastackdistributions",
+    )
+}
+
+/// The `OGXServer`s of `ns`, untyped (the operator's own type needs no CRD in the crate).
+pub fn ogx_server_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    untyped(client, ns, ("ogx.io", "v1beta1", "OGXServer"), "ogxservers")
+}
+
+fn untyped(
+    client: &kube::Client,
+    ns: &str,
+    (group, version, kind): (&str, &str, &str),
+    plural: &str,
+) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
 
 /// Creates the namespace `name`; one that exists already is fine.
 pub async fn create_namespace(client: &kube::Client, name: &str) -> Result<(), kube::Error> {

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
 
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
@@ -80,13 +79,7 @@ pub async fn namespace(client: &kube::Client, prefix: &str) -> Result<String, Fa
     Ok(name)
 }
 
-/// The API of LlamaStackDistributions for an `apiVersion`.
-pub fn llsd_api(client: &kube::Client, ns: &str, api_version: &str) -> Api<DynamicObject> {
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, "LlamaStackDistribution");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "llamastackdistributions");
-    Api::namespaced_with(client.clone(), ns, &ar)
-}
+pub use crate::support::kube_objects::llsd_api;
 
 /// Creates an object given as JSON (apiVersion, kind, metadata.name, spec) in `ns`.
 pub async fn create(client: &kube::Client, ns: &str, object: &Value) -> Result<Value, kube::Error> {

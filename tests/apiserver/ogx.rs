@@ -3,24 +3,14 @@
 //! (`api/v1beta1/ogxserver_cel_test.go` of ogx-ai/ogx-k8s-operator at 1784464, rewritten here as
 //! JSON) are refused as it refuses them.
 
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{DynamicObject, PostParams};
 use libtest_mimic::Failed;
 use llama_stack_test_support::admission::{self, Outcome};
+use llama_stack_test_support::kube_objects::ogx_server_api as api;
 use serde_json::{Value, json};
 
 use crate::Ctx;
 use crate::fixtures::{namespace, repo_path};
-
-/// The API of OGXServers in `ns`.
-fn api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("ogx.io", "v1beta1", "OGXServer");
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&gvk, "ogxservers"),
-    )
-}
 
 async fn create(client: &kube::Client, ns: &str, object: &Value) -> Result<Value, kube::Error> {
     let object: DynamicObject =

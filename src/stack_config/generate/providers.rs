@@ -311,6 +311,8 @@ pub(super) fn providers(
     let Some(user) = &spec.providers else {
         return configured;
     };
+    // Only `providers` changes below: whether the config has a default kv store holds throughout.
+    let kv_default = has_kv_default(config);
     let fields = [
         &user.inference,
         &user.safety,
@@ -329,7 +331,6 @@ pub(super) fn providers(
             continue;
         }
         let base: Vec<Value> = providers_of(config, api).cloned().collect();
-        let kv_default = has_kv_default(config);
         let mut entries = Vec::new();
         let many = field.items().len() > 1;
         for (i, p) in field.items().iter().enumerate() {
