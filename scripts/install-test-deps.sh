@@ -2,7 +2,8 @@
 # Installs what the integration suites need besides Rust and Go: Debian's docker-registry,
 # skopeo and htpasswd (registry tests), Python's `cryptography` (the test token server), and for
 # the real node: containerd (with ctr), runc, the CNI plugins, iptables, iproute2 and conntrack,
-# and mmdebstrap, umoci and buildah to build its images.
+# and mmdebstrap, umoci and buildah to build its images; PostgreSQL (named storage backends run
+# against a real one).
 # Idempotent; does nothing when everything is present.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ command -v conntrack >/dev/null || need_apt+=(conntrack)
 command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)
 command -v umoci >/dev/null || need_apt+=(umoci)
 command -v buildah >/dev/null || need_apt+=(buildah)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
 if ((${#need_apt[@]})); then
   sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
   # The docker-registry package starts a system service on :5000 where an init system runs;

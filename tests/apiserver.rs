@@ -105,6 +105,11 @@ fn main() -> ExitCode {
         "ogx_offline_validation_agrees_with_the_api_server".to_owned(),
         |ctx| Box::pin(ogx::offline_validation_agrees_with_the_api_server(ctx)),
     ));
+    trials.push(trial(
+        &shared,
+        "ogx_the_ogx_operators_crd_is_refused_for_its_rule_cost".to_owned(),
+        |ctx| Box::pin(ogx::the_ogx_operators_crd_is_refused_for_its_rule_cost(ctx)),
+    ));
     for case in ogx::refused() {
         let name = format!("ogx_rejects::{}", case.name);
         trials.push(case_trial(&shared, name, case, |ctx, case| {

@@ -431,6 +431,135 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
     Ok(())
 }
 
+/// Named PostgreSQL backends (the OGX operator's `storage.backends`, no `stores`) replace the
+/// starter's storage, and each line's own validation takes the config: the server's stores and
+/// every provider store on one of the two backends (the starter's and a vector store's
+/// `persistence` moved off `kv_default`, which no longer exists), the password a variable.
+fn named_postgres_backends_pass_each_lines_own_validation(env: &Env) -> Result<(), Failed> {
+    let scratch = tempfile::tempdir()?;
+    let spec: llama_stack_operator::api::v1alpha2::LlamaStackDistributionSpec =
+        serde_json::from_value(json!({"distribution": {"name": "starter"},
+            "providers": {"vectorIo": [{"id": "docs", "provider": "remote::milvus",
+                "settings": {"uri": "http://milvus:19530", "token": "t"}}]},
+            "storage": {"backends": {
+                "pg_kv": {"type": "kv_postgres", "host": "pg.db", "user": "ogx",
+                    "password": {"name": "pg", "key": "password"}},
+                "pg_sql": {"type": "sql_postgres", "host": "pg.db", "user": "ogx",
+                    "password": {"name": "pg", "key": "password"}, "poolSize": 4}}}}))?;
+    let mut refused = Vec::new();
+    for line in [ServerLine::LlamaStack, ServerLine::Ogx] {
+        let generated = llama_stack::generate_over_starter(line, &spec)
+            .map_err(|e| format!("on {line:?}: {e}"))?;
+        if generated.yaml.contains("kv_default") || generated.yaml.contains("sql_default") {
+            refused.push(format!("{line:?}: a default backend is still named"));
+        }
+        let path = scratch.path().join(format!("{line:?}.yaml"));
+        std::fs::write(&path, &generated.yaml)?;
+        let variables = generated.env.iter().map(|e| e.name.clone());
+        if let Some(said) = servers_verdict(env, line, &path, variables, scratch.path())? {
+            refused.push(format!("{line:?}: {said}"));
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(refused.join("\n").into())
+    }
+}
+
+/// The OGX operator's own example of named PostgreSQL backends
+/// (`tests/fixtures/ogx-operator/newer/runtime-config-storage-backends.yaml`, its docs at 2580c37)
+/// starts the real OGX 1.3.0 server on a real PostgreSQL: the config generated from it over the
+/// starter, the password given only as the backends' variable, the host, port, database and user
+/// through the example's own `${env.POSTGRES_*}` substitutions. The server's registry is then in
+/// the example's key-value table, and its SQL stores in that database.
+fn the_ogx_operators_named_backends_example_runs_on_a_real_postgres(
+    env: &Env,
+) -> Result<(), Failed> {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::ogx_server::to_model;
+    use llama_stack_operator::stack_config::{
+        ModelMerge, ProviderTable, generate_merging, parse_base,
+    };
+
+    let text = std::fs::read_to_string(
+        support::workspace_root()
+            .join("tests/fixtures/ogx-operator/newer/runtime-config-storage-backends.yaml"),
+    )?;
+    let server: OGXServer = text
+        .split("\n---\n")
+        .find(|doc| doc.contains("kind: OGXServer"))
+        .ok_or("no OGXServer in the example")
+        .map(serde_saphyr::from_str)??;
+    let model = to_model(&server).map_err(|e| e.to_string())?;
+    let base = parse_base(llama_stack::starter_config(ServerLine::Ogx))?;
+    let generated = generate_merging(
+        &model.spec,
+        &base,
+        ProviderTable::ogx(),
+        ModelMerge::Replace,
+    )?;
+    let dir = tempfile::Builder::new().prefix("llso-pg-").tempdir()?;
+    let postgres = support::postgres::Postgres::start(dir.path())?;
+    postgres.sql(
+        "postgres",
+        "CREATE ROLE ogx LOGIN PASSWORD 'example-password'",
+    )?;
+    postgres.sql("postgres", "CREATE DATABASE ogx OWNER ogx")?;
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, without_local_embeddings(&generated.yaml)?)?;
+    let mut vars: Vec<(String, String)> = vec![
+        ("POSTGRES_HOST".into(), "127.0.0.1".into()),
+        ("POSTGRES_PORT".into(), postgres.port.to_string()),
+    ];
+    for variable in &generated.env {
+        match &variable.source {
+            EnvSource::SecretKeyRef(r) if r.name == "ogx-db" && r.key == "password" => {
+                vars.push((variable.name.clone(), "example-password".into()));
+            }
+            other => return Err(format!("{}: unexpected variable {other:?}", variable.name).into()),
+        }
+    }
+    if vars.len() != 4 {
+        return Err(format!("one password variable per backend expected: {vars:?}").into());
+    }
+    let running =
+        llama_stack::Server::start(&env.venvs[&ServerLine::Ogx], &config, &vars, dir.path())?;
+    running.get_json("/v1/models")?;
+    let tables = postgres.sql(
+        "ogx",
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+    )?;
+    let registry = postgres.sql(
+        "ogx",
+        "SELECT count(*) FROM ogx_kvstore WHERE key LIKE 'registry%'",
+    )?;
+    drop(running);
+    if registry.trim().parse::<u32>().unwrap_or(0) == 0 {
+        return Err(format!("no registry entry in ogx_kvstore; tables: {tables}").into());
+    }
+    for table in ["inference_store", "openai_conversations"] {
+        if !tables.lines().any(|t| t == table) {
+            return Err(format!("no {table} table in the database: {tables}").into());
+        }
+    }
+    Ok(())
+}
+
+/// `config` without the starter's `inline::sentence-transformers` provider and the vector store
+/// defaults that name it: the image has torch, the suite's venv does not (nothing of it is under
+/// test where this is used).
+fn without_local_embeddings(config: &str) -> Result<String, Failed> {
+    let mut config: Value = serde_saphyr::from_str(config)?;
+    if let Some(list) = config["providers"]["inference"].as_array_mut() {
+        list.retain(|p| p["provider_type"] != "inline::sentence-transformers");
+    }
+    if let Some(defaults) = config["vector_stores"].as_object_mut() {
+        defaults.retain(|_, v| v["provider_id"] != "sentence-transformers");
+    }
+    Ok(serde_saphyr::to_string(&config)?)
+}
+
 /// A vector store named with only its address gets the default kv store as its `persistence`,
 /// and each line's own validation takes the config (without it, both refuse: `persistence`
 /// "Field required").
@@ -805,6 +934,14 @@ fn main() -> ExitCode {
     tests.push((
         "a_vector_store_without_persistence_passes_each_lines_own_validation".to_owned(),
         Box::new(a_vector_store_without_persistence_passes_each_lines_own_validation),
+    ));
+    tests.push((
+        "the_ogx_operators_named_backends_example_runs_on_a_real_postgres".to_owned(),
+        Box::new(the_ogx_operators_named_backends_example_runs_on_a_real_postgres),
+    ));
+    tests.push((
+        "named_postgres_backends_pass_each_lines_own_validation".to_owned(),
+        Box::new(named_postgres_backends_pass_each_lines_own_validation),
     ));
     tests.push((
         "a_client_identity_is_presented_to_an_upstream_that_requires_one".to_owned(),

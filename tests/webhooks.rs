@@ -367,6 +367,10 @@ const TESTS: &[(&str, Test)] = &[
         ogx_servers_are_checked_at_admission,
     ),
     (
+        "the_ogx_operators_newer_examples_get_their_verdicts_at_admission",
+        the_ogx_operators_newer_examples_get_their_verdicts_at_admission,
+    ),
+    (
         "offline_validation_agrees_with_the_api_server",
         offline_validation_agrees_with_the_api_server,
     ),
@@ -466,6 +470,114 @@ fn offline_validation_agrees_with_the_api_server(env: &Env) -> Result<(), Failed
 /// `spec.distribution.name` (as the OGX operator's webhook refuses it), Open Data Hub's names are
 /// admitted; an object stored before the webhook existed takes metadata edits (finalizers,
 /// labels) and is refused only when its spec changes.
+/// The `OGXServer`s of the OGX operator's newer docs and samples
+/// (`tests/fixtures/ogx-operator/newer`, each with its source) through the API server and the
+/// webhook: the ones that run as they serve today admitted, named storage backends included; the
+/// ones in Praxis mode refused at `spec.praxisMode` (not served yet), with the webhook's words.
+fn the_ogx_operators_newer_examples_get_their_verdicts_at_admission(
+    env: &Env,
+) -> Result<(), Failed> {
+    // (file, object, admitted)
+    let expected: &[(&str, &str, bool)] = &[
+        (
+            "network-config-praxis.yaml",
+            "ogxserver-network-example",
+            false,
+        ),
+        (
+            "network-config-praxis.yaml",
+            "ogxserver-external-access-ignored",
+            false,
+        ),
+        (
+            "network-config-praxis.yaml",
+            "ogxserver-no-networkpolicy",
+            true,
+        ),
+        ("praxis-migration-job.yaml", "demo", false),
+        ("readme-monitoring.yaml", "my-ogxserver", true),
+        (
+            "readme-network-policy-additive-ingress.yaml",
+            "my-ogxserver",
+            true,
+        ),
+        ("readme-praxis-selector.yaml", "my-ogxserver", false),
+        (
+            "readme-runtime-config-sample.yaml",
+            "runtime-config-sample",
+            true,
+        ),
+        (
+            "runtime-config-minimal-declarative.yaml",
+            "generated-config-sample",
+            true,
+        ),
+        (
+            "runtime-config-storage-backends.yaml",
+            "generated-config-with-storage",
+            true,
+        ),
+    ];
+    let root = support::workspace_root().join("tests/fixtures/ogx-operator/newer");
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for (i, file) in [
+        "network-config-praxis.yaml",
+        "praxis-migration-job.yaml",
+        "readme-monitoring.yaml",
+        "readme-network-policy-additive-ingress.yaml",
+        "readme-praxis-selector.yaml",
+        "readme-runtime-config-sample.yaml",
+        "runtime-config-minimal-declarative.yaml",
+        "runtime-config-storage-backends.yaml",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let ns = namespace(env, &format!("ogx-newer-{i}"))?;
+        let api = ogx_api(&env.client, &ns);
+        let text = std::fs::read_to_string(root.join(file))?;
+        for document in serde_saphyr::from_multiple::<Value>(&text)? {
+            if document["kind"] != "OGXServer" {
+                continue;
+            }
+            seen += 1;
+            let name = document["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let admitted = expected
+                .iter()
+                .find(|(f, n, _)| f == file && *n == name)
+                .map(|(_, _, a)| *a)
+                .ok_or_else(|| format!("{file}: {name} has no expected verdict"))?;
+            let object: DynamicObject = serde_json::from_value(document)?;
+            match (
+                env.rt.block_on(api.create(&PostParams::default(), &object)),
+                admitted,
+            ) {
+                (Ok(_), true) => {}
+                (Err(kube::Error::Api(status)), false)
+                    if status.message.contains("denied the request")
+                        && status.message.contains("spec.praxisMode") => {}
+                (outcome, _) => wrong.push(format!("{file} {name}: {outcome:?}")),
+            }
+        }
+    }
+    if seen != expected.len() {
+        return Err(format!(
+            "{seen} OGXServers in the files, {} expected",
+            expected.len()
+        )
+        .into());
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("\n").into())
+    }
+}
+
 fn ogx_servers_are_checked_at_admission(env: &Env) -> Result<(), Failed> {
     let ns = namespace(env, "ogx-admission")?;
     let api = ogx_api(&env.client, &ns);
@@ -493,6 +605,51 @@ fn ogx_servers_are_checked_at_admission(env: &Env) -> Result<(), Failed> {
     for (name, distribution) in [("odh", "rh"), ("odh-dev", "rh-dev"), ("plain", "starter")] {
         env.rt
             .block_on(api.create(&PostParams::default(), &server(name, distribution)?))?;
+    }
+    // The OGX operator's API after v0.14: named backends, conversations, an Ingress certificate.
+    let newer: DynamicObject = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1",
+        "kind": "OGXServer", "metadata": {"name": "newer"},
+        "spec": {"distribution": {"name": "starter"}, "disabledAPIs": ["conversations"],
+            "storage": {"backends": {
+                "pg-kv": {"type": "kv_postgres", "host": "pg", "user": "ogx", "tableName": "kv"},
+                "pg-sql": {"type": "sql_postgres", "host": "pg", "user": "ogx",
+                    "password": {"name": "pg", "key": "password"}, "sslMode": "require"}}},
+            "network": {"externalAccess": {"enabled": true, "hostname": "ogx.example.com",
+                "tls": {"secretName": "ogx-cert"}}}}}))?;
+    env.rt
+        .block_on(api.create(&PostParams::default(), &newer))?;
+    let refusal = |name: &str, spec: Value| -> Result<String, Failed> {
+        let object: DynamicObject = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1",
+            "kind": "OGXServer", "metadata": {"name": name}, "spec": spec}))?;
+        match env.rt.block_on(api.create(&PostParams::default(), &object)) {
+            Err(kube::Error::Api(status)) => Ok(status.message),
+            other => Err(format!("{name} admitted: {other:?}").into()),
+        }
+    };
+    // The OGX operator's CEL, in its words.
+    let mixed = refusal(
+        "mixed",
+        json!({"distribution": {"name": "starter"}, "storage": {
+            "backends": {"pg": {"type": "kv_postgres", "user": "u"}}, "kv": {"type": "sqlite"}}}),
+    )?;
+    if !mixed.contains("named and deprecated storage fields cannot be mixed") {
+        return Err(format!("not the OGX operator's words: {mixed}").into());
+    }
+    let misplaced = refusal(
+        "misplaced",
+        json!({"distribution": {"name": "starter"}, "storage": {
+            "backends": {"pg": {"type": "sql_postgres", "user": "u", "tableName": "t"}}}}),
+    )?;
+    if !misplaced.contains("tableName is only valid for kv_postgres backends") {
+        return Err(format!("not the OGX operator's words: {misplaced}").into());
+    }
+    // Praxis mode is in the schema, and refused while it is not served, naming the field.
+    let praxis = refusal(
+        "praxis",
+        json!({"distribution": {"name": "starter"}, "praxisMode": {}}),
+    )?;
+    if !(praxis.contains("denied the request") && praxis.contains("spec.praxisMode")) {
+        return Err(format!("not the refusal expected: {praxis}").into());
     }
     let early = ogx_api(&env.client, "default");
     let patch = |body: Value| {

@@ -1,6 +1,8 @@
 //! `llamastack.io/v1alpha2`, the storage version: the operator generates the server's
 //! `config.yaml` from providers, resources, storage and disabled APIs.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
     EnvVar, PodResourceClaim, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
 };
@@ -331,8 +333,12 @@ pub struct SqlStorageSpec {
     pub connection_string: Option<SecretValue>,
 }
 
-/// State storage; an absent subsection keeps the distribution's default.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+/// State storage; an absent subsection keeps the distribution's default. Either `kv`/`sql`
+/// (each replaces one default backend) or named `backends` with their `stores` (which replace
+/// the whole storage section), not both.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[x_kube(validation = Rule::new("!(has(self.backends) || has(self.stores)) || !(has(self.kv) || has(self.sql))").message("backends/stores replace the whole storage section: they cannot be combined with kv or sql").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.stores) || has(self.backends)").message("stores name backends: set backends too").reason(Reason::FieldValueRequired).field_path(".backends"))]
 pub struct StateStorageSpec {
     /// Key-value store (registry, prompts, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,6 +346,15 @@ pub struct StateStorageSpec {
     /// SQL store (inference records, conversations, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sql: Option<SqlStorageSpec>,
+    /// Named PostgreSQL backends (`kv_postgres`, `sql_postgres`) in the OGX operator's form:
+    /// host, port, database and user in the config, the password read from its Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = crate::api::ogx::storage::MAX_BACKENDS))]
+    pub backends: Option<BTreeMap<String, crate::api::ogx::StorageBackendSpec>>,
+    /// Which backend each store uses; without it, the one `kv_postgres` backend holds the
+    /// registry and the one `sql_postgres` backend every SQL store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stores: Option<crate::api::ogx::StorageStoresSpec>,
 }
 
 /// TLS of the server endpoint.

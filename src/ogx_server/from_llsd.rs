@@ -108,6 +108,7 @@ fn spec(
     }
     let networking = spec.networking.clone().unwrap_or_default();
     Ok(OGXServerSpec {
+        praxis_mode: None,
         distribution: ogx::DistributionSpec {
             name: spec.distribution.name.clone(),
             image: spec.distribution.image.clone(),
@@ -130,6 +131,8 @@ fn spec(
                 },
                 connection_string: sql.connection_string.as_ref().map(secret),
             }),
+            backends: s.backends.clone(),
+            stores: s.stores.clone(),
         }),
         disabled_apis: disabled(spec, notes)?,
         registry_refresh_interval_seconds: None,
@@ -351,6 +354,7 @@ fn network(
         Some(BoolOrObject::Bool(true)) => Some(ogx::ExternalAccessConfig {
             enabled: Some(true),
             hostname: None,
+            tls: None,
         }),
         Some(BoolOrObject::Object(o)) => {
             if o.ingress_class_name.as_ref().is_some_and(|c| !c.is_empty()) {
@@ -359,15 +363,14 @@ fn network(
                     "OGXServer has no ingress class",
                 );
             }
-            if o.tls_secret_name.as_ref().is_some_and(|c| !c.is_empty()) {
-                return refuse(
-                    "spec.networking.expose.tlsSecretName",
-                    "OGXServer has no certificate for its Ingress",
-                );
-            }
             (o.enabled != Some(false)).then(|| ogx::ExternalAccessConfig {
                 enabled: Some(true),
                 hostname: o.hostname.clone().filter(|h| !h.is_empty()),
+                tls: o
+                    .tls_secret_name
+                    .clone()
+                    .filter(|c| !c.is_empty())
+                    .map(|secret_name| ogx::TlsSpec { secret_name }),
             })
         }
     };

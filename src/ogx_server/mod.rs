@@ -84,6 +84,16 @@ pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
 
 /// The spec in the model.
 pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untranslatable> {
+    if spec
+        .praxis_mode
+        .as_ref()
+        .is_some_and(ogx::PraxisModeSpec::is_on)
+    {
+        return Err(Untranslatable::new(
+            "spec.praxisMode",
+            "Praxis mode (OGX behind Praxis, with its migration Job) is not served by this operator yet; remove praxisMode or set praxisMode.enabled: false to run the server as it serves today",
+        ));
+    }
     let providers = match &spec.providers {
         Some(p) => {
             let json = serde_json::to_value(p)
@@ -179,6 +189,8 @@ fn storage(storage: &ogx::StateStorageSpec) -> StateStorageSpec {
             },
             connection_string: sql.connection_string.as_ref().map(secret),
         }),
+        backends: storage.backends.clone(),
+        stores: storage.stores.clone(),
     }
 }
 
@@ -230,6 +242,7 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
             BoolOrObject::Object(ExposeOptions {
                 enabled: Some(true),
                 hostname: e.hostname.clone(),
+                tls_secret_name: e.tls.as_ref().map(|t| t.secret_name.clone()),
                 ..ExposeOptions::default()
             })
         });

@@ -209,6 +209,9 @@ fn network_maps_port_tls_exposure_policy_and_trust() {
     network.external_access = Some(ogx::ExternalAccessConfig {
         enabled: Some(true),
         hostname: Some("ogx.example.com".to_owned()),
+        tls: Some(ogx::TlsSpec {
+            secret_name: "ogx-example-com".to_owned(),
+        }),
     });
     let networking = spec(&exposed).unwrap().networking.unwrap();
     assert_eq!(networking.port, 9000);
@@ -219,6 +222,7 @@ fn network_maps_port_tls_exposure_policy_and_trust() {
         panic!("exposed");
     };
     assert_eq!(expose.hostname.as_deref(), Some("ogx.example.com"));
+    assert_eq!(expose.tls_secret_name.as_deref(), Some("ogx-example-com"));
 }
 
 #[test]
@@ -239,6 +243,20 @@ fn what_is_not_served_is_refused_with_its_field() {
         (model.config_map_name.as_str(), model.key.as_deref()),
         ("b", Some("base.yaml"))
     );
+    // Praxis mode is refused while on, and served as today when written turned off.
+    let praxis = |enabled: Option<bool>| {
+        move |s: &mut OGXServerSpec| {
+            s.praxis_mode = Some(ogx::PraxisModeSpec {
+                enabled,
+                ..Default::default()
+            })
+        }
+    };
+    assert_eq!(refused(&praxis(None)), "spec.praxisMode");
+    assert_eq!(refused(&praxis(Some(true))), "spec.praxisMode");
+    let mut legacy = base.clone();
+    praxis(Some(false))(&mut legacy);
+    assert!(spec(&legacy).is_ok());
     // A client identity is served: the certificate's ConfigMap and the key's Secret.
     let mut identified = base.clone();
     identified.tls = Some(ogx::TlsClientConfig {
@@ -534,6 +552,28 @@ fn conversion_refuses_what_ogx_server_cannot_say_naming_the_field() {
     assert_eq!(
         field(json!({"distribution": d, "resources": {"shields": ["s"]}})),
         "spec.resources.shields"
+    );
+    // An exposure's certificate and named PostgreSQL backends move as they are, and come back.
+    let exposed = llsd(json!({"distribution": d,
+        "networking": {"expose": {"enabled": true, "hostname": "ogx.example.com", "tlsSecretName": "ogx-cert"}},
+        "storage": {"backends": {"pg": {"type": "kv_postgres", "user": "u"},
+            "pgs": {"type": "sql_postgres", "user": "u", "password": {"name": "pg", "key": "pw"}}},
+            "stores": {"metadata": {"backend": "pg", "namespace": "reg"}}}}));
+    let server = from_llsd::to_ogx_server(&exposed).unwrap().server;
+    let access = server
+        .spec
+        .network
+        .as_ref()
+        .unwrap()
+        .external_access
+        .clone()
+        .unwrap();
+    assert_eq!(access.tls.unwrap().secret_name, "ogx-cert");
+    let back = to_model(&server).unwrap().spec;
+    assert_eq!(back.storage, exposed.spec.storage);
+    assert_eq!(
+        back.networking.unwrap().expose,
+        exposed.spec.networking.clone().unwrap().expose
     );
     // External providers travel in this operator's annotation, and come back whole.
     let with_providers = llsd(

@@ -761,3 +761,155 @@ fn a_vector_store_keeps_its_metadata_in_the_default_kv_store() {
         other => panic!("{other:?}"),
     }
 }
+
+const OGX_STARTER: &str = include_str!("../../configs-ogx/starter/config.yaml");
+
+fn run_ogx(v: Value) -> Result<GeneratedConfig, GenerateError> {
+    generate_from_yaml(&spec(v), OGX_STARTER, ProviderTable::ogx())
+}
+
+/// Named backends (the OGX operator's `storage.backends`) replace the whole storage section: each
+/// backend as written, defaults filled in, its password a variable read from the Secret (the OGX
+/// operator's name for it), and without `stores` the one kv backend holding the registry and the
+/// one sql backend every SQL store. A provider store the starter kept on `kv_default` or
+/// `sql_default` moves to the backend of its kind, with a warning.
+#[test]
+fn named_backends_replace_the_storage_section() {
+    let g = run_ogx(json!({"storage": {"backends": {
+        "pg-kv": {"type": "kv_postgres", "host": "pg.db", "user": "ogx", "tableName": "kv",
+            "password": {"name": "pg", "key": "password"}, "commandTimeout": "2.5"},
+        "pg_sql": {"type": "sql_postgres", "host": "pg.db", "port": "${env.PG_PORT:=5432}",
+            "user": "ogx", "sslMode": "verify-full", "poolRecycle": -1, "poolPrePingEnv": "${env.PING:=true}"}}}}))
+    .unwrap();
+    let c = config(&g);
+    assert_eq!(
+        c["storage"]["backends"]["pg-kv"],
+        json!({"type": "kv_postgres", "host": "pg.db", "port": 5432, "db": "ogx", "user": "ogx",
+            "password": "${env.OGX_STORAGE_BACKEND_PG_KV_PASSWORD}", "table_name": "kv",
+            "command_timeout": 2.5})
+    );
+    assert_eq!(
+        c["storage"]["backends"]["pg_sql"],
+        json!({"type": "sql_postgres", "host": "pg.db", "port": "${env.PG_PORT:=5432}", "db": "ogx",
+            "user": "ogx", "ssl_mode": "verify-full", "pool_recycle": -1,
+            "pool_pre_ping": "${env.PING:=true}"})
+    );
+    assert_eq!(
+        c["storage"]["backends"].as_object().unwrap().len(),
+        2,
+        "the base config's backends are gone"
+    );
+    assert_eq!(
+        c["storage"]["stores"],
+        json!({"metadata": {"backend": "pg-kv", "namespace": "registry"},
+            "inference": {"backend": "pg_sql", "table_name": "inference_store"},
+            "conversations": {"backend": "pg_sql", "table_name": "openai_conversations"},
+            "prompts": {"backend": "pg_sql", "table_name": "prompts"},
+            "connectors": {"backend": "pg_sql", "table_name": "connectors"}})
+    );
+    let password: Vec<_> = g
+        .env
+        .iter()
+        .filter(|e| e.name == "OGX_STORAGE_BACKEND_PG_KV_PASSWORD")
+        .map(|e| e.source.clone())
+        .collect();
+    assert_eq!(
+        password,
+        [EnvSource::SecretKeyRef(
+            crate::api::v1alpha2::SecretKeyRef {
+                name: "pg".into(),
+                key: "password".into()
+            }
+        )]
+    );
+    // Every provider store now names one of the two backends.
+    let text = serde_json::to_string(&c["providers"]).unwrap();
+    assert!(
+        !text.contains("kv_default") && !text.contains("sql_default"),
+        "{text}"
+    );
+    assert!(text.contains("\"backend\":\"pg-kv\"") && text.contains("\"backend\":\"pg_sql\""));
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.contains("named backend \"sql_default\"")
+                && w.ends_with("it uses \"pg_sql\"")),
+        "{:?}",
+        g.warnings
+    );
+}
+
+/// `stores` given is the whole map: the stores left out are `null` (the server keeps none), and a
+/// store on a backend that does not exist or is of the other kind is named.
+#[test]
+fn named_stores_are_the_whole_map_and_checked() {
+    let backends = json!({"kv": {"type": "kv_postgres", "user": "u"},
+        "sql": {"type": "sql_postgres", "user": "u"}, "sql2": {"type": "sql_postgres", "user": "u"}});
+    let g = run_ogx(json!({"storage": {"backends": backends.clone(), "stores": {
+        "metadata": {"backend": "kv", "namespace": "reg"},
+        "responses": {"backend": "sql2", "numWriters": 4},
+        "vectorStores": {"backend": "sql", "tableName": "vs"}}}}))
+    .unwrap();
+    let stores = &config(&g)["storage"]["stores"];
+    assert_eq!(
+        stores["responses"],
+        json!({"backend": "sql2", "num_writers": 4})
+    );
+    assert_eq!(
+        stores["vector_stores"],
+        json!({"backend": "sql", "table_name": "vs"})
+    );
+    for absent in ["inference", "conversations", "prompts", "connectors"] {
+        assert_eq!(stores[absent], Value::Null, "{absent}");
+    }
+    let bad = json!({"storage": {"backends": backends.clone(), "stores": {
+        "metadata": {"backend": "sql", "namespace": "reg"},
+        "prompts": {"backend": "nowhere", "tableName": "p"}}}});
+    let Err(GenerateError::Invalid(errors)) = run_ogx(bad) else {
+        panic!("refused")
+    };
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [
+            "spec.storage.stores.metadata.backend: backend \"sql\" must reference a kv_postgres backend",
+            "spec.storage.stores.prompts.backend: references unknown backend \"nowhere\""
+        ]
+    );
+    // Two SQL backends and no stores: which one holds what is not guessed.
+    let Err(GenerateError::Invalid(errors)) = run_ogx(json!({"storage": {"backends": backends}}))
+    else {
+        panic!("refused")
+    };
+    assert_eq!(
+        errors[0].to_string(),
+        "spec.storage.stores: expected exactly one sql_postgres backend, found 2; set spec.storage.stores or configure one backend of that type"
+    );
+}
+
+/// `conversations` (the OGX operator's newer `disabledAPIs` item) leaves the config's `apis`.
+#[test]
+fn conversations_can_be_disabled() {
+    let base = OGX_STARTER.replacen("apis:\n", "apis:\n- conversations\n", 1);
+    let g = generate_from_yaml(
+        &spec(json!({"disabled": ["conversations"]})),
+        &base,
+        ProviderTable::ogx(),
+    )
+    .unwrap();
+    let apis = config(&g)["apis"].clone();
+    assert!(
+        !apis.as_array().unwrap().contains(&json!("conversations")),
+        "{apis}"
+    );
+    assert!(apis.as_array().unwrap().contains(&json!("responses")));
+}
+
+#[test]
+fn the_password_variable_is_the_ogx_operators() {
+    use super::generate::password_variable_for_tests as variable;
+    assert_eq!(variable("pg_kv"), "OGX_STORAGE_BACKEND_PG_KV_PASSWORD");
+    assert_eq!(variable("--a..b--"), "OGX_STORAGE_BACKEND_A_B_PASSWORD");
+    assert_eq!(variable("1st"), "OGX_STORAGE_BACKEND__1ST_PASSWORD");
+    assert_eq!(variable("--"), "OGX_STORAGE_BACKEND___PASSWORD");
+}

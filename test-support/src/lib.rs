@@ -16,6 +16,7 @@ pub mod cosign;
 pub mod credential_plugin;
 pub mod harness;
 pub mod oci;
+pub mod postgres;
 pub mod process;
 pub mod registries;
 pub mod sealed;

@@ -86,6 +86,20 @@ pub fn run_script(script: &Path, args: &[String], env: &[(&str, &Path)]) -> Resu
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
+/// Stops `child`: `signal`, then SIGKILL if it has not exited within `grace`; reaped either way.
+pub fn stop(child: &mut Child, signal: libc::c_int, grace: std::time::Duration) {
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, signal);
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[cfg(test)]
 mod tests {
     /// The kernel's ephemeral range, where it picks ports for `bind(":0")` and outgoing connections.

@@ -1,7 +1,9 @@
 """Checks a config.yaml the way the server itself reads it at start-up, without starting it:
 the environment substituted (`replace_env_vars`), the whole file parsed by the server's own
-`StackConfig`, every name in `apis` one of the server's APIs, and each provider's `config`
-parsed by the config class its provider spec names (what `instantiate_provider` does). Works for
+`StackConfig`, every name in `apis` one of the server's APIs, each provider's `config`
+parsed by the config class its provider spec names (what `instantiate_provider` does), and
+every store a provider config names on a backend of `storage.backends` (what the store
+factories check when the provider starts). Works for
 both lines: the package is `llama_stack` (0.x) or `ogx` (1.x).
 
 Usage: python3 validate_config.py <llama_stack|ogx> <config.yaml>
@@ -12,6 +14,25 @@ import importlib
 import sys
 
 import yaml
+from pydantic import BaseModel
+
+
+def store_references(value, core):
+    """The store references (`{backend, namespace}`, `{backend, table_name}`) in a parsed provider
+    config, at any depth: each names a storage backend the provider opens at start-up."""
+    storage = core("storage.datatypes")
+    kinds = (storage.KVStoreReference, storage.SqlStoreReference)
+    if isinstance(value, kinds):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from store_references(getattr(value, name, None), core)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from store_references(item, core)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from store_references(item, core)
 
 
 def main():
@@ -49,9 +70,17 @@ def main():
                 problems.append(f"providers.{api}.{provider.provider_id}: no provider type {provider.provider_type}")
                 continue
             try:
-                instantiate(spec.config_class)(**(provider.config or {}))
+                parsed = instantiate(spec.config_class)(**(provider.config or {}))
             except Exception as e:
                 problems.append(f"providers.{api}.{provider.provider_id} ({provider.provider_type}): {type(e).__name__}: {e}")
+                continue
+            for reference in store_references(parsed, core):
+                if reference.backend not in config.storage.backends:
+                    # What kvstore_impl/sqlstore_impl raise when the provider starts.
+                    problems.append(
+                        f"providers.{api}.{provider.provider_id}: unknown backend '{reference.backend}'. "
+                        f"Registered backends: {sorted(config.storage.backends)}"
+                    )
     for problem in problems:
         print(f"{path}: {problem}")
     sys.exit(1 if problems else 0)

@@ -1,12 +1,14 @@
 //! `ogx.io/v1beta1` `OGXServer`: the API of the OGX operator (ogx-ai/ogx-k8s-operator), served by
 //! this operator beside `LlamaStackDistribution` so its users can move here without rewriting
-//! their manifests. The schema follows the OGX operator's at its latest snapshot (field names,
-//! types, defaults, limits and CEL rules); the facts are in `shared/research/ogx.md` §2.
+//! their manifests. The schema follows the OGX operator's main branch after v0.14 (field names,
+//! types, defaults, limits, CEL rules and messages; `tests/fixtures/ogx-operator/README.md`); the
+//! facts are in `shared/research/ogx.md` §2 and `ogx-after-v0.14.md`.
 //!
 //! The reconciler does not read these types: `crate::ogx_server` maps an `OGXServer` into the
 //! operator's own model of a stack, and its status back.
 
 pub mod providers;
+pub mod storage;
 
 use std::collections::BTreeMap;
 
@@ -23,6 +25,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use providers::ProvidersSpec;
+pub use storage::{
+    KvStorageSpec, KvStorageType, SqlStorageSpec, SqlStorageType, StateStorageSpec,
+    StorageBackendSpec, StorageBackendType, StorageStoresSpec,
+};
 
 /// API group of `OGXServer`.
 pub const GROUP: &str = "ogx.io";
@@ -85,18 +91,18 @@ pub const API_VERSION: &str = "ogx.io/v1beta1";
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.providers)").message("overrideConfig replaces the whole config: it cannot be combined with providers").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.resources)").message("overrideConfig replaces the whole config: it cannot be combined with resources").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.storage)").message("overrideConfig replaces the whole config: it cannot be combined with storage").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.disabledAPIs)").message("overrideConfig replaces the whole config: it cannot be combined with disabledAPIs").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.baseConfig)").message("overrideConfig replaces the whole config: it cannot be combined with baseConfig").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'inference') || !has(self.providers.inference)").message("inference is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'vector_io') || !has(self.providers.vectorIo)").message("vector_io is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'tool_runtime') || !has(self.providers.toolRuntime)").message("tool_runtime is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'files') || !has(self.providers.files)").message("files is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'batches') || !has(self.providers.batches)").message("batches is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'responses') || !has(self.providers.responses)").message("responses is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
-#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'file_processors') || !has(self.providers.fileProcessors)").message("file_processors is configured in providers and listed in disabledAPIs: keep one").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.providers)").message("overrideConfig and providers are mutually exclusive").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.resources)").message("overrideConfig and resources are mutually exclusive").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.storage)").message("overrideConfig and storage are mutually exclusive").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.disabledAPIs)").message("overrideConfig and disabledAPIs are mutually exclusive").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.overrideConfig) || !has(self.baseConfig)").message("overrideConfig and baseConfig are mutually exclusive").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'inference') || !has(self.providers.inference)").message("inference cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'vector_io') || !has(self.providers.vectorIo)").message("vector_io cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'tool_runtime') || !has(self.providers.toolRuntime)").message("tool_runtime cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'files') || !has(self.providers.files)").message("files cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'batches') || !has(self.providers.batches)").message("batches cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'responses') || !has(self.providers.responses)").message("responses cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new("!has(self.providers) || !has(self.disabledAPIs) || !self.disabledAPIs.exists(d, d == 'file_processors') || !has(self.providers.fileProcessors)").message("file_processors cannot be both in providers and disabledAPIs").reason(Reason::FieldValueForbidden))]
 pub struct OGXServerSpec {
     /// The distribution to run: a name from the catalog, or an image.
     pub distribution: DistributionSpec,
@@ -115,7 +121,7 @@ pub struct OGXServerSpec {
         rename = "disabledAPIs",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schemars(length(min = 1, max = 7))]
+    #[schemars(length(min = 1, max = 8))]
     pub disabled_apis: Option<Vec<DisabledApi>>,
     /// How often the server refreshes its model registry, in seconds (the server's default
     /// when unset).
@@ -140,12 +146,72 @@ pub struct OGXServerSpec {
     /// A ConfigMap key holding the whole config, used as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub override_config: Option<ConfigMapKeyRef>,
+    /// Serving behind Praxis, which then answers `/v1/responses` and `/v1/conversations` (the
+    /// OGX operator's opt-in mode for RHOAI 3.6; absent, the server serves them itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub praxis_mode: Option<PraxisModeSpec>,
+}
+
+/// Praxis in front of the server.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PraxisModeSpec {
+    /// Whether the mode is on (true when `praxisMode` is written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub enabled: Option<bool>,
+    /// The Praxis Pods allowed to reach the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub praxis_selector: Option<PraxisSelector>,
+    /// The Job that moves responses and conversations into Praxis's database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_job: Option<MigrationJobSpec>,
+}
+
+impl PraxisModeSpec {
+    /// Whether the mode is on: written, and not turned off.
+    pub fn is_on(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+}
+
+/// The Praxis Pods, by namespace and labels.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("(has(self.podSelector.matchLabels) && size(self.podSelector.matchLabels) > 0) || (has(self.podSelector.matchExpressions) && size(self.podSelector.matchExpressions) > 0)").message("podSelector must not be empty"))]
+pub struct PraxisSelector {
+    /// Their namespace.
+    #[schemars(length(min = 1))]
+    pub namespace: String,
+    /// Their labels.
+    pub pod_selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+}
+
+/// The migration Job.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationJobSpec {
+    /// Whether the Job runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub enabled: Option<bool>,
+    /// Praxis's database connection string.
+    pub target_connection_string: SecretKeyRef,
+    /// The tenant of records that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128), regex(pattern = r"^[a-z0-9][a-z0-9_-]{0,127}$"))]
+    pub fallback_tenant: Option<String>,
+    /// The owner of records that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    #[x_kube(validation = kube::core::Rule::new("self.trim() != ''").message("must contain a non-whitespace character"))]
+    pub fallback_owner_subject: Option<String>,
 }
 
 /// Which distribution runs.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
-#[x_kube(validation = kube::core::Rule::new("!(has(self.name) && has(self.image))").message("set name or image, not both"))]
-#[x_kube(validation = kube::core::Rule::new("has(self.name) || has(self.image)").message("set name (a distribution of the catalog) or image (a container image reference)").reason(kube::core::Reason::FieldValueRequired))]
+#[x_kube(validation = kube::core::Rule::new("!(has(self.name) && has(self.image))").message("only one of name or image can be specified"))]
+#[x_kube(validation = kube::core::Rule::new("has(self.name) || has(self.image)").message("one of name or image must be specified").reason(kube::core::Reason::FieldValueRequired))]
 pub struct DistributionSpec {
     /// A distribution of the catalog, e.g. `starter`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,9 +252,9 @@ pub struct ConfigMapKeyRef {
 /// A model registered at start.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.provider) || self.provider.size() > 0").message("provider, when set, names a provider id"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.modelType) || self.modelType.size() > 0").message("modelType, when set, is not empty"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.quantization) || self.quantization.size() > 0").message("quantization, when set, is not empty"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.provider) || self.provider.size() > 0").message("provider must not be empty if specified"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.modelType) || self.modelType.size() > 0").message("modelType must not be empty if specified"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.quantization) || self.quantization.size() > 0").message("quantization must not be empty if specified"))]
 pub struct ModelConfig {
     /// The model's name at its provider.
     #[schemars(length(min = 1))]
@@ -216,72 +282,6 @@ pub struct ResourcesSpec {
     pub models: Option<Vec<ModelConfig>>,
 }
 
-/// Backend of the key-value store.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum KvStorageType {
-    /// A file on the data volume.
-    #[default]
-    Sqlite,
-    /// A Redis server.
-    Redis,
-}
-
-/// Backend of the SQL store.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SqlStorageType {
-    /// A file on the data volume.
-    #[default]
-    Sqlite,
-    /// A PostgreSQL server.
-    Postgres,
-}
-
-/// The key-value store.
-#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
-#[x_kube(validation = kube::core::Rule::new("self.type != 'redis' || has(self.endpoint)").message("a redis store needs an endpoint").reason(kube::core::Reason::FieldValueRequired))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.type == 'redis'").message("endpoint is for a redis store only"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.password) || self.type == 'redis'").message("password is for a redis store only"))]
-pub struct KvStorageSpec {
-    /// `sqlite` (default) or `redis`.
-    #[serde(rename = "type", default)]
-    #[schemars(extend("default" = "sqlite"))]
-    pub type_: KvStorageType,
-    /// The Redis URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-    /// The Redis password.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub password: Option<SecretKeyRef>,
-}
-
-/// The SQL store.
-#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("self.type != 'postgres' || has(self.connectionString)").message("a postgres store needs a connectionString").reason(kube::core::Reason::FieldValueRequired))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.connectionString) || self.type == 'postgres'").message("connectionString is for a postgres store only"))]
-pub struct SqlStorageSpec {
-    /// `sqlite` (default) or `postgres`.
-    #[serde(rename = "type", default)]
-    #[schemars(extend("default" = "sqlite"))]
-    pub type_: SqlStorageType,
-    /// The PostgreSQL connection string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connection_string: Option<SecretKeyRef>,
-}
-
-/// The server's stores.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
-pub struct StateStorageSpec {
-    /// Key-value store.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kv: Option<KvStorageSpec>,
-    /// SQL store.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sql: Option<SqlStorageSpec>,
-}
-
 /// An API that can be switched off.
 #[derive(
     Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord,
@@ -290,6 +290,8 @@ pub struct StateStorageSpec {
 pub enum DisabledApi {
     /// `batches`.
     Batches,
+    /// `conversations`.
+    Conversations,
     /// `file_processors`.
     FileProcessors,
     /// `inference`.
@@ -315,6 +317,7 @@ impl DisabledApi {
             DisabledApi::ToolRuntime => "tool_runtime",
             DisabledApi::VectorIo => "vector_io",
             DisabledApi::Files => "files",
+            DisabledApi::Conversations => "conversations",
         }
     }
 }
@@ -389,7 +392,7 @@ pub struct NetworkPolicySpec {
 
 /// Access from outside the cluster.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
-#[x_kube(validation = kube::core::Rule::new("!has(self.hostname) || self.hostname.size() > 0").message("hostname, when set, is not empty"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.hostname) || self.hostname.size() > 0").message("hostname must not be empty if specified"))]
 pub struct ExternalAccessConfig {
     /// Whether an Ingress (or Route) is made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -398,6 +401,9 @@ pub struct ExternalAccessConfig {
     /// The host name to serve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// The certificate the Ingress terminates TLS with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
 }
 
 /// How the server is reached.
@@ -436,8 +442,8 @@ pub struct MonitoringSpec {
 /// The data volume.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.mountPath) || self.mountPath.size() > 0").message("mountPath, when set, is a path"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.size) || quantity(self.size).isGreaterThan(quantity('0'))").message("size must be more than zero"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.mountPath) || self.mountPath.size() > 0").message("mountPath must not be empty if specified"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.size) || quantity(self.size).isGreaterThan(quantity('0'))").message("size must be a positive quantity"))]
 pub struct PvcStorageSpec {
     /// Requested size (default 10Gi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -451,8 +457,8 @@ pub struct PvcStorageSpec {
 /// The PodDisruptionBudget.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("has(self.minAvailable) || has(self.maxUnavailable)").message("set minAvailable or maxUnavailable").reason(kube::core::Reason::FieldValueRequired))]
-#[x_kube(validation = kube::core::Rule::new("!(has(self.minAvailable) && has(self.maxUnavailable))").message("set minAvailable or maxUnavailable, not both"))]
+#[x_kube(validation = kube::core::Rule::new("has(self.minAvailable) || has(self.maxUnavailable)").message("at least one of minAvailable or maxUnavailable must be specified").reason(kube::core::Reason::FieldValueRequired))]
+#[x_kube(validation = kube::core::Rule::new("!(has(self.minAvailable) && has(self.maxUnavailable))").message("minAvailable and maxUnavailable are mutually exclusive"))]
 pub struct PodDisruptionBudgetSpec {
     /// Pods that must stay available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -465,7 +471,7 @@ pub struct PodDisruptionBudgetSpec {
 /// The HorizontalPodAutoscaler.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.minReplicas) || self.maxReplicas >= self.minReplicas").message("maxReplicas must be at least minReplicas"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.minReplicas) || self.maxReplicas >= self.minReplicas").message("maxReplicas must be greater than or equal to minReplicas"))]
 pub struct AutoscalingSpec {
     /// Fewest replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -491,7 +497,7 @@ pub struct AutoscalingSpec {
 /// What the user adds to the server Pod.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.serviceAccountName) || self.serviceAccountName.size() > 0").message("serviceAccountName, when set, names a ServiceAccount"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.serviceAccountName) || self.serviceAccountName.size() > 0").message("serviceAccountName must not be empty if specified"))]
 pub struct WorkloadOverrides {
     /// Run as this ServiceAccount instead of the managed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -737,6 +743,33 @@ pub struct OGXServerStatus {
     /// The revision rollbacks return to, and the one rejected last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<crate::api::v1alpha2::RollbackStatus>,
+    /// The Praxis migration (the OGX operator's field; this operator runs no migration yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationStatus>,
+}
+
+/// Where the Praxis migration stands, as the OGX operator records it.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationStatus {
+    /// `Pending`, `PreflightFailed`, `Running`, `Failed` or `Validated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The spec generation it describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The inputs of the attempt, hashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_key: Option<String>,
+    /// The Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+    /// What happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// What a rollback would not undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_rollback_warning: Option<String>,
 }
 
 #[cfg(test)]

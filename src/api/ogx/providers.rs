@@ -103,8 +103,8 @@ fn one_id<P: DeriveId>(ids: &mut Vec<String>, provider: Option<&P>) {
 /// and `settings`.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("self.type.startsWith('remote::') || self.type.startsWith('inline::')").message("type needs its 'remote::' or 'inline::' prefix, e.g. remote::llama-guard or inline::my-provider").field_path(".type"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the ID derived from the type").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("self.type.startsWith('remote::') || self.type.startsWith('inline::')").message("type must have a 'remote::' or 'inline::' prefix (e.g., 'remote::llama-guard', 'inline::my-provider')").field_path(".type"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct CustomProvider {
     /// Provider ID, unique among all providers; derived from `type` when unset
     /// (`remote::foo` becomes `remote-foo`).
@@ -168,10 +168,10 @@ pub struct TlsConfig {
 /// HTTP proxy of a provider connection.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.url) || self.url.size() > 0").message("url cannot be empty: remove it or give the proxy URL").field_path(".url"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.http) || self.http.size() > 0").message("http cannot be empty: remove it or give the proxy URL for HTTP").field_path(".http"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.https) || self.https.size() > 0").message("https cannot be empty: remove it or give the proxy URL for HTTPS").field_path(".https"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.cacert) || self.cacert.size() > 0").message("cacert cannot be empty: remove it or give the path of the proxy's CA certificate").field_path(".cacert"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.url) || self.url.size() > 0").message("url must not be empty if specified").field_path(".url"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.http) || self.http.size() > 0").message("http must not be empty if specified").field_path(".http"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.https) || self.https.size() > 0").message("https must not be empty if specified").field_path(".https"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.cacert) || self.cacert.size() > 0").message("cacert must not be empty if specified").field_path(".cacert"))]
 pub struct ProxyConfig {
     /// Proxy URL for every connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,7 +231,7 @@ pub struct NetworkConfig {
 /// A `remote::vllm` inference provider.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-vllm").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct VllmProvider {
     /// Provider ID, unique among all providers (default `remote-vllm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,8 +269,8 @@ impl DeriveId for VllmProvider {
 /// A `remote::openai` inference provider.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.endpoint.size() > 0").message("endpoint cannot be empty: remove it to use the OpenAI default").field_path(".endpoint"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-openai").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.endpoint.size() > 0").message("endpoint must not be empty if specified").field_path(".endpoint"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct OpenAiProvider {
     /// Provider ID, unique among all providers (default `remote-openai`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,9 +301,9 @@ impl DeriveId for OpenAiProvider {
 /// A `remote::azure` (Azure OpenAI) inference provider.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.apiVersion) || self.apiVersion.size() > 0").message("apiVersion cannot be empty: remove it or give a version such as 2024-12-01-preview").field_path(".apiVersion"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.apiType) || self.apiType.size() > 0").message("apiType cannot be empty: remove it or give a type such as azure").field_path(".apiType"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-azure").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.apiVersion) || self.apiVersion.size() > 0").message("apiVersion must not be empty if specified").field_path(".apiVersion"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.apiType) || self.apiType.size() > 0").message("apiType must not be empty if specified").field_path(".apiType"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct AzureProvider {
     /// Provider ID, unique among all providers (default `remote-azure`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,12 +340,12 @@ impl DeriveId for AzureProvider {
 /// A `remote::bedrock` (AWS Bedrock) inference provider.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.awsRoleArn) || self.awsRoleArn.size() > 0").message("awsRoleArn cannot be empty: remove it or give the ARN of the role to assume").field_path(".awsRoleArn"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.awsWebIdentityTokenFile) || self.awsWebIdentityTokenFile.size() > 0").message("awsWebIdentityTokenFile cannot be empty: remove it or give the token file's path").field_path(".awsWebIdentityTokenFile"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.awsRoleSessionName) || self.awsRoleSessionName.size() > 0").message("awsRoleSessionName cannot be empty: remove it or give a session name").field_path(".awsRoleSessionName"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.profileName) || self.profileName.size() > 0").message("profileName cannot be empty: remove it or give an AWS profile name").field_path(".profileName"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.retryMode) || self.retryMode.size() > 0").message("retryMode cannot be empty: remove it or give a mode such as standard or adaptive").field_path(".retryMode"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-bedrock").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.awsRoleArn) || self.awsRoleArn.size() > 0").message("awsRoleArn must not be empty if specified").field_path(".awsRoleArn"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.awsWebIdentityTokenFile) || self.awsWebIdentityTokenFile.size() > 0").message("awsWebIdentityTokenFile must not be empty if specified").field_path(".awsWebIdentityTokenFile"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.awsRoleSessionName) || self.awsRoleSessionName.size() > 0").message("awsRoleSessionName must not be empty if specified").field_path(".awsRoleSessionName"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.profileName) || self.profileName.size() > 0").message("profileName must not be empty if specified").field_path(".profileName"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.retryMode) || self.retryMode.size() > 0").message("retryMode must not be empty if specified").field_path(".retryMode"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct BedrockProvider {
     /// Provider ID, unique among all providers (default `remote-bedrock`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -420,8 +420,8 @@ impl DeriveId for BedrockProvider {
 /// A `remote::vertexai` (Google Vertex AI) inference provider.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.location) || self.location.size() > 0").message("location cannot be empty: remove it or give a Google Cloud location").field_path(".location"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-vertexai").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.location) || self.location.size() > 0").message("location must not be empty if specified").field_path(".location"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct VertexAiProvider {
     /// Provider ID, unique among all providers (default `remote-vertexai`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -453,9 +453,9 @@ impl DeriveId for VertexAiProvider {
 /// A `remote::watsonx` (IBM watsonx.ai) inference provider.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.endpoint.size() > 0").message("endpoint cannot be empty: remove it to use the watsonx default").field_path(".endpoint"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.projectId) || self.projectId.size() > 0").message("projectId cannot be empty: remove it or give the watsonx.ai project ID").field_path(".projectId"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-watsonx").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.endpoint.size() > 0").message("endpoint must not be empty if specified").field_path(".endpoint"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.projectId) || self.projectId.size() > 0").message("projectId must not be empty if specified").field_path(".projectId"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct WatsonxProvider {
     /// Provider ID, unique among all providers (default `remote-watsonx`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -619,8 +619,8 @@ pub struct IvfFlatConfig {
 /// The approximate nearest neighbour index of pgvector: exactly one of `hnsw` and `ivfFlat`.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("has(self.hnsw) || has(self.ivfFlat)").message("choose an index: set hnsw or ivfFlat"))]
-#[x_kube(validation = kube::core::Rule::new("!(has(self.hnsw) && has(self.ivfFlat))").message("hnsw and ivfFlat exclude each other: keep one"))]
+#[x_kube(validation = kube::core::Rule::new("has(self.hnsw) || has(self.ivfFlat)").message("one of hnsw or ivfFlat must be specified"))]
+#[x_kube(validation = kube::core::Rule::new("!(has(self.hnsw) && has(self.ivfFlat))").message("only one of hnsw or ivfFlat can be specified"))]
 pub struct VectorIndexConfig {
     /// HNSW index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -634,10 +634,10 @@ pub struct VectorIndexConfig {
 /// A `remote::pgvector` (PostgreSQL) vector store.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.host) || self.host.size() > 0").message("host cannot be empty: remove it or give the PostgreSQL host").field_path(".host"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.db) || self.db.size() > 0").message("db cannot be empty: remove it or give the database name").field_path(".db"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.user) || self.user.size() > 0").message("user cannot be empty: remove it or give the PostgreSQL user").field_path(".user"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-pgvector").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.host) || self.host.size() > 0").message("host must not be empty if specified").field_path(".host"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.db) || self.db.size() > 0").message("db must not be empty if specified").field_path(".db"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.user) || self.user.size() > 0").message("user must not be empty if specified").field_path(".user"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct PgvectorProvider {
     /// Provider ID, unique among all providers (default `remote-pgvector`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -675,8 +675,8 @@ impl DeriveId for PgvectorProvider {
 /// A `remote::milvus` vector store.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.consistencyLevel) || self.consistencyLevel.size() > 0").message("consistencyLevel cannot be empty: remove it or give a Milvus consistency level").field_path(".consistencyLevel"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-milvus").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.consistencyLevel) || self.consistencyLevel.size() > 0").message("consistencyLevel must not be empty if specified").field_path(".consistencyLevel"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct MilvusProvider {
     /// Provider ID, unique among all providers (default `remote-milvus`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -702,12 +702,12 @@ impl DeriveId for MilvusProvider {
 /// A `remote::qdrant` vector store, reached by `url` or `host`.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("has(self.url) || has(self.host)").message("say where Qdrant runs: set url or host"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.url) || self.url.size() > 0").message("url cannot be empty: remove it or give the Qdrant URL").field_path(".url"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.host) || self.host.size() > 0").message("host cannot be empty: remove it or give the Qdrant host").field_path(".host"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.location) || self.location.size() > 0").message("location cannot be empty: remove it or give the Qdrant location").field_path(".location"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.prefix) || self.prefix.size() > 0").message("prefix cannot be empty: remove it or give the URL path prefix").field_path(".prefix"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-qdrant").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("has(self.url) || has(self.host)").message("at least one of url or host must be specified"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.url) || self.url.size() > 0").message("url must not be empty if specified").field_path(".url"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.host) || self.host.size() > 0").message("host must not be empty if specified").field_path(".host"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.location) || self.location.size() > 0").message("location must not be empty if specified").field_path(".location"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.prefix) || self.prefix.size() > 0").message("prefix must not be empty if specified").field_path(".prefix"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct QdrantProvider {
     /// Provider ID, unique among all providers (default `remote-qdrant`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -818,7 +818,7 @@ impl VectorIoProvidersSpec {
 /// A `remote::brave-search` web search tool.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-brave-search").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct BraveSearchProvider {
     /// Provider ID, unique among all providers (default `remote-brave-search`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -841,7 +841,7 @@ impl DeriveId for BraveSearchProvider {
 /// A `remote::tavily-search` web search tool.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-tavily-search").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct TavilySearchProvider {
     /// Provider ID, unique among all providers (default `remote-tavily-search`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -864,7 +864,7 @@ impl DeriveId for TavilySearchProvider {
 /// A `remote::model-context-protocol` tool runtime (MCP servers).
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID remote-model-context-protocol").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct ModelContextProtocolProvider {
     /// Provider ID, unique among all providers (default `remote-model-context-protocol`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -880,7 +880,7 @@ impl DeriveId for ModelContextProtocolProvider {
 /// The `inline::file-search` tool.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id cannot be empty: remove it to use the default ID inline-file-search").field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.id) || self.id.size() > 0").message("id must not be empty if specified").field_path(".id"))]
 pub struct InlineFileSearchProvider {
     /// Provider ID, unique among all providers (default `inline-file-search`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -966,8 +966,8 @@ impl ToolRuntimeProvidersSpec {
 /// The `remote::s3` file store (AWS S3 or a compatible service).
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.region) || self.region.size() > 0").message("region cannot be empty: remove it or give the bucket's AWS region").field_path(".region"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.endpointUrl) || self.endpointUrl.size() > 0").message("endpointUrl cannot be empty: remove it to use AWS, or give the S3-compatible endpoint").field_path(".endpointUrl"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.region) || self.region.size() > 0").message("region must not be empty if specified").field_path(".region"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.endpointUrl) || self.endpointUrl.size() > 0").message("endpointUrl must not be empty if specified").field_path(".endpointUrl"))]
 pub struct S3Provider {
     /// Bucket holding the files.
     #[schemars(length(min = 1))]
@@ -1338,7 +1338,7 @@ pub struct ContextualRetrievalParams {
 /// How responses and file search use vector stores.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.defaultProviderId) || self.defaultProviderId.size() > 0").message("defaultProviderId cannot be empty: remove it or name a vectorIo provider").field_path(".defaultProviderId"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.defaultProviderId) || self.defaultProviderId.size() > 0").message("defaultProviderId must not be empty if specified").field_path(".defaultProviderId"))]
 pub struct VectorStoresConfig {
     /// Vector store provider used when several exist and a request names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1378,10 +1378,10 @@ pub struct VectorStoresConfig {
 /// Compaction: long conversations are replaced by a model-written summary.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.summarizationPrompt) || self.summarizationPrompt.size() > 0").message("summarizationPrompt cannot be empty: remove it to use the default prompt").field_path(".summarizationPrompt"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.summaryPrefix) || self.summaryPrefix.size() > 0").message("summaryPrefix cannot be empty: remove it to use the default prefix").field_path(".summaryPrefix"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.summarizationModel) || self.summarizationModel.size() > 0").message("summarizationModel cannot be empty: remove it to summarize with the conversation's model").field_path(".summarizationModel"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.tokenizerEncoding) || self.tokenizerEncoding.size() > 0").message("tokenizerEncoding cannot be empty: remove it or give a tiktoken encoding such as o200k_base").field_path(".tokenizerEncoding"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.summarizationPrompt) || self.summarizationPrompt.size() > 0").message("summarizationPrompt must not be empty if specified").field_path(".summarizationPrompt"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.summaryPrefix) || self.summaryPrefix.size() > 0").message("summaryPrefix must not be empty if specified").field_path(".summaryPrefix"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.summarizationModel) || self.summarizationModel.size() > 0").message("summarizationModel must not be empty if specified").field_path(".summarizationModel"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.tokenizerEncoding) || self.tokenizerEncoding.size() > 0").message("tokenizerEncoding must not be empty if specified").field_path(".tokenizerEncoding"))]
 pub struct CompactionConfig {
     /// Prompt asking the model to summarize the conversation so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1569,7 +1569,7 @@ impl DeriveId for InlineDoclingFileProcessorProvider {
 /// The `remote::docling-serve` file processor (a Docling Serve instance).
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("!has(self.baseUrl) || self.baseUrl.size() > 0").message("baseUrl cannot be empty: give the Docling Serve URL").field_path(".baseUrl"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.baseUrl) || self.baseUrl.size() > 0").message("baseUrl must not be empty if specified").field_path(".baseUrl"))]
 pub struct DoclingServeProvider {
     /// Base URL of the Docling Serve instance.
     #[serde(rename = "baseUrl")]

@@ -1,5 +1,6 @@
-//! The `OGXServer` schema against the OGX operator's own CRD (tests/fixtures/ogx-operator, its
-//! `config/crd/bases/ogx.io_ogxservers.yaml` at 1784464), path by path.
+//! The `OGXServer` schema against the OGX operator's own CRD (tests/fixtures/ogx-operator, the
+//! `ogxservers.ogx.io` document of its `release/operator.yaml` at 94f1828), path by path: the
+//! same fields, keywords, CEL rules and CEL messages, but for the differences on purpose below.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +18,31 @@ const CORE_TYPES: &[&str] = &[
     ".spec.workload.storage.size",
     ".spec.network.policy.ingress[]",
     ".spec.network.policy.egress[]",
+    ".spec.praxisMode.praxisSelector.podSelector",
     ".status.conditions[]",
+];
+
+/// Limits added on purpose, where theirs has none: without them the API server refuses the CRD
+/// (the cost of the backends' rules, over strings and maps as long as a request, is past its
+/// budget; their CRD at 94f1828 is refused so, `tests/apiserver.rs`).
+const LIMITS_ADDED: &[(&str, &str)] = &[
+    (".spec.storage.backends", "maxProperties"),
+    (".spec.storage.backends{}.tableName", "maxLength"),
+];
+
+/// CEL rules of theirs left out on purpose (`docs/ogx-server.md`, "Differences on purpose"): with
+/// external access on, the OGX operator requires a host name and a TLS Secret; here a Route (on
+/// OpenShift) gets its host from the router and terminates TLS there, an Ingress without them is
+/// warned about, and an LLSD moved with `expose: true` stays valid.
+const RULES_NOT_TAKEN: &[(&str, &str)] = &[
+    (
+        ".spec.network.externalAccess",
+        "!self.enabled || has(self.tls)",
+    ),
+    (
+        ".spec.network.externalAccess",
+        "!self.enabled || has(self.hostname)",
+    ),
 ];
 
 /// Schema keywords compared at every path.
@@ -33,6 +58,7 @@ const KEYWORDS: &[&str] = &[
     "minLength",
     "maxLength",
     "minProperties",
+    "maxProperties",
     "pattern",
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
@@ -77,13 +103,22 @@ fn keyword(schema: &Value, key: &str) -> Value {
     }
 }
 
-fn rules(schema: &Value) -> Vec<String> {
-    let mut rules: Vec<String> = schema
+/// Each CEL rule with its message, by rule.
+fn messages(schema: &Value) -> Vec<(String, String)> {
+    let mut rules: Vec<(String, String)> = schema
         .get("x-kubernetes-validations")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|r| r["rule"].as_str().map(str::to_owned))
+        .filter_map(|r| {
+            let rule = r["rule"].as_str()?.to_owned();
+            let message = r["message"]
+                .as_str()
+                .or_else(|| r["messageExpression"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            Some((rule, message))
+        })
         .collect();
     rules.sort();
     rules
@@ -119,15 +154,30 @@ fn the_schema_is_the_ogx_operators_field_for_field() {
             // A custom provider's settings: typed as an object here, untyped there (where
             // anything but an object fails later, in the reconcile).
             let settings = path.ends_with(".custom[].settings") && *key == "type";
-            if t != o && !settings {
+            let added = LIMITS_ADDED.contains(&(path.as_str(), *key));
+            if added {
+                assert_eq!(t, Value::Null, "{path} {key}: theirs has one now");
+            }
+            if t != o && !settings && !added {
                 differences.push(format!("{path} {key}: theirs {t}, ours {o}"));
             }
         }
-        if rules(theirs) != rules(ours) {
+        let mut their_rules = messages(theirs);
+        for (at, rule) in RULES_NOT_TAKEN {
+            if at == path {
+                let before = their_rules.len();
+                their_rules.retain(|(r, _)| r != rule);
+                assert_eq!(
+                    their_rules.len() + 1,
+                    before,
+                    "{path}: {rule} is not theirs"
+                );
+            }
+        }
+        let our_rules = messages(ours);
+        if their_rules != our_rules {
             differences.push(format!(
-                "{path} CEL: theirs {:?}, ours {:?}",
-                rules(theirs),
-                rules(ours)
+                "{path} CEL: theirs {their_rules:?}, ours {our_rules:?}"
             ));
         }
     }

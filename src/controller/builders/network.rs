@@ -167,10 +167,14 @@ fn dns_egress() -> NetworkPolicyEgressRule {
 /// the ingress controller terminates TLS by default, clients reach the server over plain HTTP
 /// (and `status.routeURL` says `http://`). A Route terminates TLS at the router: nothing to say.
 pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String> {
-    if routes_available {
-        return None;
-    }
     let options = stack.networking.expose.clone()?;
+    if routes_available {
+        return match (&options.hostname, &options.tls_secret_name) {
+            (_, Some(_)) if stack.networking.tls => Some("networking.expose.tlsSecretName is not used: the server serves TLS itself, so its Route passes connections through and clients see the server's own certificate".to_owned()),
+            (None, Some(_)) => Some("networking.expose: an Ingress with a TLS Secret but no host gets no Route on OpenShift; set networking.expose.hostname to the name the certificate is for".to_owned()),
+            _ => None,
+        };
+    }
     Some(match (options.hostname, options.tls_secret_name) {
         (None, None) => "networking.expose: the Ingress has no host and no TLS, so any host name the ingress controller serves reaches the server over plain HTTP; set networking.expose.hostname and networking.expose.tlsSecretName".to_owned(),
         (None, Some(_)) => "networking.expose: the Ingress has a TLS Secret but no host, so its certificate is served for any host name the ingress controller serves; set networking.expose.hostname to the name the certificate is for".to_owned(),
@@ -187,10 +191,18 @@ pub(super) fn exposure(
     let Some(options) = stack.networking.expose.clone() else {
         return Ok((None, None));
     };
-    if routes_available {
+    if routes_available && !ingress_for_certificate(stack, &options) {
         return Ok((None, Some(route(stack, &options)?)));
     }
     Ok((Some(ingress(stack, options)?), None))
+}
+
+/// Whether an exposure with its own certificate is made as an Ingress where Routes are served:
+/// OpenShift makes the Route from it, with that certificate (its ingress-to-route controller
+/// copies the Secret into the Route, which the operator may not read). Not when the server
+/// serves TLS itself: its Route passes connections through.
+fn ingress_for_certificate(stack: &Stack, options: &ExposeOptions) -> bool {
+    options.tls_secret_name.is_some() && !stack.networking.tls
 }
 
 /// The OpenShift Route. It has no typed form here: a dynamic object keeps the fields it is given.

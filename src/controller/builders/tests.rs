@@ -215,7 +215,10 @@ fn an_ingress_without_tls_is_named_in_a_warning_and_a_route_is_not() {
 }
 
 /// `expose.tlsSecretName` and `expose.ingressClassName` reach the Ingress: a TLS section for the
-/// host (HTTPS at the edge, no warning left) and the class; a Route ignores both.
+/// host (HTTPS at the edge, no warning left) and the class. Where Routes are served, a
+/// certificate of one's own is still an Ingress (OpenShift makes its Route with that
+/// certificate); a server serving TLS itself keeps its passthrough Route, and is told the
+/// Secret is not used.
 #[test]
 fn an_ingress_gets_its_tls_secret_and_class() {
     let spec = json!({"distribution": {"name": "starter"}, "networking": {"expose": {
@@ -228,10 +231,24 @@ fn an_ingress_gets_its_tls_secret_and_class() {
         json!([{"hosts": ["llama.example.com"], "secretName": "llama-cert"}])
     );
     assert_eq!(exposure_warning(&view(&cr(spec.clone())), false), None);
-    let route = build(spec, |i| i.routes_available = true)
+    let openshift = build(spec.clone(), |i| i.routes_available = true);
+    assert!(openshift.route.is_none(), "OpenShift makes the Route");
+    assert_eq!(
+        value(&openshift.ingress.expect("an Ingress").spec)["tls"][0]["secretName"],
+        "llama-cert"
+    );
+    assert_eq!(exposure_warning(&view(&cr(spec.clone())), true), None);
+    let mut serving = spec;
+    serving["networking"]["tls"] = json!({"enabled": true, "secretName": "server-cert"});
+    let route = build(serving.clone(), |i| i.routes_available = true)
         .route
-        .expect("a Route");
-    assert_eq!(route.data["spec"]["tls"]["termination"], "edge");
+        .expect("a passthrough Route");
+    assert_eq!(route.data["spec"]["tls"]["termination"], "passthrough");
+    assert!(
+        exposure_warning(&view(&cr(serving)), true)
+            .is_some_and(|w| w.contains("tlsSecretName is not used")),
+        "the unused certificate is named"
+    );
     let hostless = cr(
         json!({"distribution": {"name": "starter"}, "networking": {"expose": {"tlsSecretName": "c"}}}),
     );

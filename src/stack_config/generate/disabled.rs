@@ -18,6 +18,10 @@ pub(super) fn disabled(
             ));
             continue;
         }
+        if let Some(api) = apis::route_only(name) {
+            off.insert(api.to_owned());
+            continue;
+        }
         let Some(api) = apis::stack_name(name) else {
             ctx.error(path, format!("unknown API {name:?}"));
             continue;

@@ -36,6 +36,7 @@ use crate::api::v1alpha2::{
 
 mod client_identity;
 mod disabled;
+mod named_storage;
 mod providers;
 mod resources;
 mod server_section;
@@ -46,6 +47,8 @@ use providers::*;
 use resources::*;
 
 pub use client_identity::CLIENT_IDENTITY_DIR;
+#[cfg(test)]
+pub(crate) use named_storage::password_variable as password_variable_for_tests;
 pub use server_section::TLS_DIR;
 use storage::*;
 

@@ -8,6 +8,26 @@ pub(super) fn storage(
     config: &mut Map<String, Value>,
 ) {
     let Some(storage) = &spec.storage else { return };
+    match (&storage.backends, &storage.stores) {
+        (Some(backends), stores) => {
+            if storage.kv.is_some() || storage.sql.is_some() {
+                ctx.error(
+                    "spec.storage",
+                    "named and deprecated storage fields cannot be mixed: backends/stores replace the whole storage section, kv and sql one backend each",
+                );
+                return;
+            }
+            return super::named_storage::named_storage(ctx, backends, stores.as_ref(), config);
+        }
+        (None, Some(_)) => {
+            ctx.error(
+                "spec.storage.stores",
+                "spec.storage.backends is required when spec.storage.stores is provided",
+            );
+            return;
+        }
+        (None, None) => {}
+    }
     let distro = config
         .get("distro_name")
         .and_then(Value::as_str)
