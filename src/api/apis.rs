@@ -16,8 +16,10 @@ pub const APIS: &[(&str, &str)] = &[
     ("fileProcessors", "file_processors"),
 ];
 
-/// APIs without providers of their own that can still be switched off: their routes leave the
-/// config's `apis` list (spec name -> config name). OGX serves conversations beside responses.
+/// APIs without providers of their own that a spec may name to switch off (spec name -> config
+/// name): they leave the config's `apis` list, as the OGX operator writes it, but OGX 1.3.0 and
+/// llama-stack 0.7.3 serve conversations with every config (their servers add it themselves), so
+/// the generator says so in a warning.
 pub const ROUTE_ONLY: &[(&str, &str)] = &[("conversations", "conversations")];
 
 /// Config name of a spec name in [`ROUTE_ONLY`].

@@ -777,22 +777,21 @@ fn run_ogx(v: Value) -> Result<GeneratedConfig, GenerateError> {
 fn named_backends_replace_the_storage_section() {
     let g = run_ogx(json!({"storage": {"backends": {
         "pg-kv": {"type": "kv_postgres", "host": "pg.db", "user": "ogx", "tableName": "kv",
-            "password": {"name": "pg", "key": "password"}, "commandTimeout": "2.5"},
+            "password": {"name": "pg", "key": "password"}, "commandTimeout": "2.5", "sslMode": "require"},
         "pg_sql": {"type": "sql_postgres", "host": "pg.db", "port": "${env.PG_PORT:=5432}",
-            "user": "ogx", "sslMode": "verify-full", "poolRecycle": -1, "poolPrePingEnv": "${env.PING:=true}"}}}}))
+            "user": "ogx", "poolRecycle": -1, "poolPrePingEnv": "${env.PING:=true}"}}}}))
     .unwrap();
     let c = config(&g);
     assert_eq!(
         c["storage"]["backends"]["pg-kv"],
         json!({"type": "kv_postgres", "host": "pg.db", "port": 5432, "db": "ogx", "user": "ogx",
             "password": "${env.OGX_STORAGE_BACKEND_PG_KV_PASSWORD}", "table_name": "kv",
-            "command_timeout": 2.5})
+            "command_timeout": 2.5, "ssl_mode": "require"})
     );
     assert_eq!(
         c["storage"]["backends"]["pg_sql"],
         json!({"type": "sql_postgres", "host": "pg.db", "port": "${env.PG_PORT:=5432}", "db": "ogx",
-            "user": "ogx", "ssl_mode": "verify-full", "pool_recycle": -1,
-            "pool_pre_ping": "${env.PING:=true}"})
+            "user": "ogx", "pool_recycle": -1, "pool_pre_ping": "${env.PING:=true}"})
     );
     assert_eq!(
         c["storage"]["backends"].as_object().unwrap().len(),
@@ -887,9 +886,11 @@ fn named_stores_are_the_whole_map_and_checked() {
     );
 }
 
-/// `conversations` (the OGX operator's newer `disabledAPIs` item) leaves the config's `apis`.
+/// `conversations` (the OGX operator's newer `disabledAPIs` item) leaves the config's `apis`, as
+/// the OGX operator writes it, with a warning that the server serves it anyway (both servers add
+/// it to what they serve themselves).
 #[test]
-fn conversations_can_be_disabled() {
+fn disabled_conversations_leave_apis_and_are_said_to_stay_served() {
     let base = OGX_STARTER.replacen("apis:\n", "apis:\n- conversations\n", 1);
     let g = generate_from_yaml(
         &spec(json!({"disabled": ["conversations"]})),
@@ -903,6 +904,88 @@ fn conversations_can_be_disabled() {
         "{apis}"
     );
     assert!(apis.as_array().unwrap().contains(&json!("responses")));
+    assert!(
+        g.warnings.iter().any(|w| w.starts_with(
+            "spec.disabled[0]: \"conversations\" leaves the config's apis, but ogx 1.3.0 serves it"
+        )),
+        "{:?}",
+        g.warnings
+    );
+}
+
+/// What the server would refuse at start-up is refused here, at the field: numbers out of its
+/// bounds, blank names, and two backends whose passwords would share one variable.
+#[test]
+fn backend_values_the_server_refuses_are_refused() {
+    let Err(GenerateError::Invalid(errors)) = run_ogx(json!({"storage": {"backends": {
+        "kv": {"type": "kv_postgres", "user": " ", "port": 70000, "poolSize": 0,
+            "commandTimeout": "0", "password": {"name": "a", "key": "p"}},
+        "KV": {"type": "kv_postgres", "user": "u", "password": {"name": "b", "key": "p"}},
+        "sql": {"type": "sql_postgres", "user": "u", "maxOverflow": -1, "poolRecycle": "-2",
+            "port": "${env.PG_PORT:=5432}", "poolSize": "1.5"}}}}))
+    else {
+        panic!("refused")
+    };
+    let mut fields: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "spec.storage.backends.kv.commandTimeout",
+            "spec.storage.backends.kv.password",
+            "spec.storage.backends.kv.poolSize",
+            "spec.storage.backends.kv.port",
+            "spec.storage.backends.kv.user",
+            "spec.storage.backends.sql.maxOverflow",
+            "spec.storage.backends.sql.poolRecycle",
+            "spec.storage.backends.sql.poolSize",
+            // Two kv backends and no stores.
+            "spec.storage.stores",
+        ]
+    );
+    let shared = errors
+        .iter()
+        .find(|e| e.path.ends_with("kv.password"))
+        .unwrap();
+    assert!(
+        shared.message.contains(
+            "OGX_STORAGE_BACKEND_KV_PASSWORD, which spec.storage.backends.KV.password already uses"
+        ),
+        "{}",
+        shared.message
+    );
+}
+
+/// A provider store on a replaced default backend moves to the only backend of its kind when no
+/// store names one; `stores.inference.enabled` is named where the server does not read it.
+#[test]
+fn provider_stores_move_to_the_only_backend_of_their_kind() {
+    let g = run_ogx(json!({"storage": {"backends": {
+        "kv": {"type": "kv_postgres", "user": "u"}, "sql": {"type": "sql_postgres", "user": "u"}},
+        "stores": {"metadata": {"backend": "kv", "namespace": "r"},
+            "inference": {"backend": "sql", "tableName": "i", "enabled": false}}}}))
+    .unwrap();
+    let text = serde_json::to_string(&config(&g)["providers"]).unwrap();
+    assert!(
+        !text.contains("sql_default") && text.contains("\"backend\":\"sql\""),
+        "{text}"
+    );
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.starts_with("spec.storage.stores.inference.enabled: read by OGX 1.5.0")),
+        "{:?}",
+        g.warnings
+    );
+    let g = run_ogx(json!({"storage": {"backends": {
+        "kv": {"type": "kv_postgres", "user": "u"}, "sql": {"type": "sql_postgres", "user": "u"}},
+        "stores": {"metadata": {"backend": "kv", "namespace": "r"}}}}))
+    .unwrap();
+    let text = serde_json::to_string(&config(&g)["providers"]).unwrap();
+    assert!(
+        !text.contains("sql_default"),
+        "moved with no SQL store named: {text}"
+    );
 }
 
 #[test]
@@ -912,4 +995,62 @@ fn the_password_variable_is_the_ogx_operators() {
     assert_eq!(variable("--a..b--"), "OGX_STORAGE_BACKEND_A_B_PASSWORD");
     assert_eq!(variable("1st"), "OGX_STORAGE_BACKEND__1ST_PASSWORD");
     assert_eq!(variable("--"), "OGX_STORAGE_BACKEND___PASSWORD");
+}
+
+/// TLS settings of a `sql_postgres` backend reach only a server that reads them (OGX 1.4.1 and
+/// later; OGX 1.3.0 and llama-stack 0.7.3 drop them without a word, measured on both): elsewhere
+/// they are refused, so no connection runs without the TLS asked for; an image that does not say
+/// its version is warned about.
+#[test]
+fn sql_tls_settings_are_refused_where_the_server_drops_them() {
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
+    let asked = spec(json!({"storage": {"backends": {
+        "kv": {"type": "kv_postgres", "user": "u"},
+        "sql": {"type": "sql_postgres", "user": "u", "sslMode": "verify-full", "caCertPath": "/ca.pem"}}}}));
+    let on = |version: Option<ServerVersion>| {
+        let mut base = super::parse_base(OGX_STARTER).unwrap();
+        base.server = Some(ServerRelease {
+            line: ServerLine::Ogx,
+            version,
+            evidence: Evidence::OgxVersionLabel,
+        });
+        super::generate(&asked, &base, ProviderTable::ogx())
+    };
+    let Err(GenerateError::Invalid(errors)) = on(Some(ServerVersion::new(1, 3, 0))) else {
+        panic!("OGX 1.3.0 drops them")
+    };
+    let fields: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.storage.backends.sql.sslMode",
+            "spec.storage.backends.sql.caCertPath"
+        ]
+    );
+    assert!(
+        errors[0].message.starts_with("ogx 1.3.0 does not read it"),
+        "{}",
+        errors[0].message
+    );
+    let read = on(Some(ServerVersion::new(1, 5, 0))).unwrap();
+    let sql = &config(&read)["storage"]["backends"]["sql"];
+    assert_eq!(
+        (sql["ssl_mode"].as_str(), sql["ca_cert_path"].as_str()),
+        (Some("verify-full"), Some("/ca.pem"))
+    );
+    let unknown = on(None).unwrap();
+    assert_eq!(
+        unknown
+            .warnings
+            .iter()
+            .filter(|w| w.contains("server release is not known here"))
+            .count(),
+        2
+    );
+    // An image that says nothing (llama-stack assumed) is not judged either, nor the catalog's
+    // release at admission (before the image is read).
+    let mut assumed = super::parse_base(OGX_STARTER).unwrap();
+    assumed.server = Some(ServerRelease::ASSUMED);
+    assert!(super::generate(&asked, &assumed, ProviderTable::ogx()).is_ok());
+    assert!(generate_from_yaml(&asked, OGX_STARTER, ProviderTable::ogx()).is_ok());
 }

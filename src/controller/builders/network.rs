@@ -171,7 +171,7 @@ pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String>
     if routes_available {
         return match (&options.hostname, &options.tls_secret_name) {
             (_, Some(_)) if stack.networking.tls => Some("networking.expose.tlsSecretName is not used: the server serves TLS itself, so its Route passes connections through and clients see the server's own certificate".to_owned()),
-            (None, Some(_)) => Some("networking.expose: an Ingress with a TLS Secret but no host gets no Route on OpenShift; set networking.expose.hostname to the name the certificate is for".to_owned()),
+            (None, Some(_)) => Some("networking.expose.tlsSecretName is not used without networking.expose.hostname: the Route serves the router's certificate for the host it generates; set hostname to the name the certificate is for".to_owned()),
             _ => None,
         };
     }
@@ -200,9 +200,11 @@ pub(super) fn exposure(
 /// Whether an exposure with its own certificate is made as an Ingress where Routes are served:
 /// OpenShift makes the Route from it, with that certificate (its ingress-to-route controller
 /// copies the Secret into the Route, which the operator may not read). Not when the server
-/// serves TLS itself: its Route passes connections through.
+/// serves TLS itself (its Route passes connections through), nor without a host (OpenShift makes
+/// no Route from an Ingress without one: the operator's Route then serves, with the router's
+/// certificate, and a warning says the Secret is not used).
 fn ingress_for_certificate(stack: &Stack, options: &ExposeOptions) -> bool {
-    options.tls_secret_name.is_some() && !stack.networking.tls
+    options.tls_secret_name.is_some() && options.hostname.is_some() && !stack.networking.tls
 }
 
 /// The OpenShift Route. It has no typed form here: a dynamic object keeps the fields it is given.

@@ -257,6 +257,20 @@ fn an_ingress_gets_its_tls_secret_and_class() {
             .is_some_and(|w| w.contains("TLS Secret but no host")),
         "a certificate without a host is named"
     );
+    // On OpenShift, without a host there would be no Route from an Ingress: the Route serves,
+    // and the unused Secret is named.
+    let hostless_spec = json!({"distribution": {"name": "starter"}, "networking": {"expose": {"tlsSecretName": "c"}}});
+    assert!(
+        build(hostless_spec, |i| i.routes_available = true)
+            .route
+            .is_some()
+    );
+    assert!(
+        exposure_warning(&view(&hostless), true).is_some_and(
+            |w| w.contains("tlsSecretName is not used without networking.expose.hostname")
+        ),
+        "the unused Secret is named"
+    );
 }
 
 #[test]

@@ -19,6 +19,11 @@ pub(super) fn disabled(
             continue;
         }
         if let Some(api) = apis::route_only(name) {
+            // Taken out of `apis` as the OGX operator does, but both servers add it back.
+            ctx.warnings.push(format!(
+                "{path}: {name:?} leaves the config's apis, but {} serves it with every config (it adds it itself)",
+                ctx.release.describe()
+            ));
             off.insert(api.to_owned());
             continue;
         }

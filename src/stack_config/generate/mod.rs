@@ -97,6 +97,8 @@ pub struct GeneratedConfig {
 
 struct Ctx<'a> {
     table: &'a ProviderTable,
+    /// The server the config is for: the image's release, else the table's.
+    release: ServerRelease,
     errors: Vec<FieldError>,
     warnings: Vec<String>,
     env: BTreeMap<String, EnvVarSpec>,
@@ -122,7 +124,7 @@ impl Ctx<'_> {
             let owner = owner.clone();
             self.error(
                 path,
-                format!("its Secret would be passed as {name}, which {owner} already uses, so the server would read one Secret for both; give the providers ids that differ in more than case or punctuation"),
+                format!("its Secret would be passed as {name}, which {owner} already uses, so the server would read one Secret for both; give the two names (provider ids, backend names) that differ in more than case or punctuation"),
             );
             return reference;
         }
@@ -282,6 +284,7 @@ pub fn generate_merging(
     let before = base_provider_ids(&base.document);
     let mut ctx = Ctx {
         table,
+        release: base.server.unwrap_or_else(|| table.release()),
         errors: Vec::new(),
         warnings: Vec::new(),
         env: BTreeMap::new(),

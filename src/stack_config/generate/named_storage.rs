@@ -6,6 +6,8 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use llama_stack_resolver::server_line::{Evidence, ServerVersion};
+
 use super::*;
 use crate::api::ogx::{StorageBackendSpec, StorageBackendType, StorageStoresSpec};
 
@@ -72,7 +74,122 @@ pub(crate) fn password_variable(backend: &str) -> String {
     format!("OGX_STORAGE_BACKEND_{field}_PASSWORD")
 }
 
+/// The first OGX release whose `sql_postgres` backend reads `ssl_mode` and `ca_cert_path`;
+/// earlier ones, and llama-stack 0.x, drop them without a word.
+const SQL_TLS_SETTINGS: ServerVersion = ServerVersion::new(1, 4, 1);
+
+/// Settings of a backend the image's server would drop without a word. TLS settings it would
+/// drop are refused (the server would connect without the TLS asked for); pool settings are named
+/// in a warning.
+fn check_settings_read(ctx: &mut Ctx<'_>, name: &str, backend: &StorageBackendSpec) {
+    let release = ctx.release;
+    let server = release.describe();
+    let path = |field: &str| format!("spec.storage.backends.{name}.{field}");
+    if backend.type_ == StorageBackendType::SqlPostgres {
+        let tls = [
+            ("sslMode", backend.ssl_mode.is_some()),
+            ("caCertPath", backend.ca_cert_path.is_some()),
+        ];
+        // Only what the image says is judged: a release assumed (no labels) or taken from the
+        // catalog (admission, before the image is read) is not known.
+        let told = !matches!(release.evidence, Evidence::Assumed | Evidence::Catalog);
+        let reads = match release.line {
+            _ if !told => None,
+            ServerLine::LlamaStack => Some(false),
+            ServerLine::Ogx => release.version.map(|v| v >= SQL_TLS_SETTINGS),
+        };
+        for (field, _) in tls.iter().filter(|(_, set)| *set) {
+            match reads {
+                Some(true) => {}
+                Some(false) => ctx.error(
+                    path(field),
+                    format!("{server} does not read it on a sql_postgres backend (OGX {SQL_TLS_SETTINGS} and later do): the server would connect without it; use an image of OGX {SQL_TLS_SETTINGS} or later, or set libpq's PGSSLMODE and PGSSLROOTCERT in workload.overrides.env"),
+                ),
+                None => ctx.warnings.push(format!(
+                    "{}: the image's server release is not known here, and OGX before {SQL_TLS_SETTINGS} (and llama-stack 0.x) does not read it on a sql_postgres backend",
+                    path(field)
+                )),
+            }
+        }
+    }
+    if release.line == ServerLine::LlamaStack && backend.type_ == StorageBackendType::KvPostgres {
+        for (field, set) in [
+            ("poolSize", backend.pool_size.is_some()),
+            ("maxOverflow", backend.max_overflow.is_some()),
+            ("commandTimeout", backend.command_timeout.is_some()),
+        ] {
+            if set {
+                ctx.warnings.push(format!(
+                    "{}: {server} has no such setting on a kv_postgres backend; its own default applies",
+                    path(field)
+                ));
+            }
+        }
+    }
+}
+
+/// Refuses the numbers the server would refuse at start-up (its own bounds), naming the field:
+/// an `${env.…}` substitution is taken as it is, the server reads it.
+fn check_numbers(ctx: &mut Ctx<'_>, name: &str, backend: &StorageBackendSpec) {
+    let checks: [(&str, &Option<IntOrString>, f64, bool, &str); 5] = [
+        ("port", &backend.port, 1.0, true, "a port from 1 to 65535"),
+        ("poolSize", &backend.pool_size, 1.0, true, "at least 1"),
+        (
+            "maxOverflow",
+            &backend.max_overflow,
+            0.0,
+            true,
+            "at least 0",
+        ),
+        (
+            "poolRecycle",
+            &backend.pool_recycle,
+            -1.0,
+            true,
+            "-1 or more",
+        ),
+        (
+            "commandTimeout",
+            &backend.command_timeout,
+            0.0,
+            false,
+            "more than 0 seconds",
+        ),
+    ];
+    for (field, value, least, inclusive, wanted) in checks {
+        let Some(value) = value else { continue };
+        let number = match value {
+            IntOrString::Int(n) => Some(f64::from(*n)),
+            IntOrString::String(s) if s.trim().starts_with("${env.") => continue,
+            IntOrString::String(s) => s.trim().parse::<f64>().ok().filter(|n| n.is_finite()),
+        };
+        let whole = field != "commandTimeout";
+        let fits = number.is_some_and(|n| {
+            (if inclusive { n >= least } else { n > least })
+                && (!whole || n.fract() == 0.0)
+                && (field != "port" || n <= 65535.0)
+        });
+        if !fits {
+            ctx.error(
+                format!("spec.storage.backends.{name}.{field}"),
+                format!("{value:?} is not {wanted} (or an ${{env.…}} substitution)"),
+            );
+        }
+    }
+    for (field, value) in [
+        ("host", &backend.host),
+        ("db", &backend.db),
+        ("user", &Some(backend.user.clone())),
+    ] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            ctx.error(format!("spec.storage.backends.{name}.{field}"), "is blank");
+        }
+    }
+}
+
 fn backend_config(ctx: &mut Ctx<'_>, name: &str, backend: &StorageBackendSpec) -> Value {
+    check_settings_read(ctx, name, backend);
+    check_numbers(ctx, name, backend);
     let mut out = Map::new();
     out.insert("type".into(), json!(backend.type_.config_name()));
     out.insert(
@@ -87,18 +204,13 @@ fn backend_config(ctx: &mut Ctx<'_>, name: &str, backend: &StorageBackendSpec) -
     out.insert("user".into(), json!(backend.user));
     if let Some(password) = &backend.password {
         let variable = password_variable(name);
-        out.insert("password".into(), json!(env_ref(&variable)));
-        let source = EnvSource::SecretKeyRef(SecretKeyRef {
+        let path = format!("spec.storage.backends.{name}.password");
+        let secret = SecretKeyRef {
             name: password.name.clone(),
             key: password.key.clone(),
-        });
-        ctx.env.insert(
-            variable.clone(),
-            EnvVarSpec {
-                name: variable,
-                source,
-            },
-        );
+        };
+        let reference = ctx.secret_env(variable, &secret, &path);
+        out.insert("password".into(), json!(reference));
     }
     let strings = [
         ("ssl_mode", &backend.ssl_mode),
@@ -164,6 +276,22 @@ fn given_stores(
         ServerLine::Ogx => StorageBackendType::SqlPostgres,
         ServerLine::LlamaStack => StorageBackendType::KvPostgres,
     };
+    let release = ctx.release;
+    let reads_enabled = release.line == ServerLine::Ogx
+        && release
+            .version
+            .is_some_and(|v| v >= ServerVersion::new(1, 5, 0));
+    if stores
+        .inference
+        .as_ref()
+        .is_some_and(|i| i.enabled.is_some())
+        && !reads_enabled
+    {
+        ctx.warnings.push(format!(
+            "spec.storage.stores.inference.enabled: read by OGX 1.5.0 and later; {} records inference calls whatever it says",
+            release.describe()
+        ));
+    }
     let mut ok = true;
     let mut check = |store: &str, backend: &str, wanted: StorageBackendType| match kind_of(backend)
     {
@@ -342,7 +470,7 @@ fn default_stores(
 }
 
 /// The backend of each kind the server's own stores use: the first store's of that kind, in the
-/// order of [`STORES`] (the registry's for key-value stores).
+/// order of [`STORES`] (the registry's for key-value stores), else the only backend of that kind.
 struct DefaultBackends {
     kv: Option<String>,
     sql: Option<String>,
@@ -356,9 +484,19 @@ impl DefaultBackends {
                 (backends.get(name)?.type_ == kind).then(|| name.to_owned())
             })
         };
+        // No store names one: the only backend of that kind, if there is one.
+        let only = |kind: StorageBackendType| {
+            let mut of_kind = backends.iter().filter(|(_, b)| b.type_ == kind);
+            match (of_kind.next(), of_kind.next()) {
+                (Some((name, _)), None) => Some(name.clone()),
+                _ => None,
+            }
+        };
+        let kv = StorageBackendType::KvPostgres;
+        let sql = StorageBackendType::SqlPostgres;
         Self {
-            kv: first(StorageBackendType::KvPostgres),
-            sql: first(StorageBackendType::SqlPostgres),
+            kv: first(kv).or_else(|| only(kv)),
+            sql: first(sql).or_else(|| only(sql)),
         }
     }
 }
