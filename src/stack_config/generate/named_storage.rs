@@ -271,11 +271,7 @@ fn given_stores(
     kind_of: &dyn Fn(&str) -> Option<StorageBackendType>,
 ) -> Option<Map<String, Value>> {
     let mut out = Map::new();
-    // Where prompts and connectors live: SQL tables on OGX, the key-value store on llama-stack.
-    let keyed = match ctx.table.line() {
-        ServerLine::Ogx => StorageBackendType::SqlPostgres,
-        ServerLine::LlamaStack => StorageBackendType::KvPostgres,
-    };
+    let keyed = prompts_kind(ctx.table.line());
     let release = ctx.release;
     let reads_enabled = release.line == ServerLine::Ogx
         && release
@@ -407,6 +403,15 @@ fn for_line(
     Ok(stores)
 }
 
+/// The kind of backend prompts and connectors live on: SQL tables on OGX 1.x, the key-value store
+/// on llama-stack 0.x.
+fn prompts_kind(line: ServerLine) -> StorageBackendType {
+    match line {
+        ServerLine::Ogx => StorageBackendType::SqlPostgres,
+        ServerLine::LlamaStack => StorageBackendType::KvPostgres,
+    }
+}
+
 /// `vector_stores` → `vectorStores`: a store's name in the spec.
 fn spec_store_name(store: &str) -> &str {
     if store == "vector_stores" {
@@ -457,11 +462,10 @@ fn default_stores(
     ] {
         out.insert(store.into(), json!({"backend": sql, "table_name": table}));
     }
-    // Prompts and connectors: SQL tables (OGX), or on the key-value backend, where `for_line`
-    // makes the table a namespace (llama-stack).
-    let keyed = match ctx.table.line() {
-        ServerLine::Ogx => &sql,
-        ServerLine::LlamaStack => &kv,
+    // On the key-value backend, `for_line` makes the table a namespace (llama-stack).
+    let keyed = match prompts_kind(ctx.table.line()) {
+        StorageBackendType::SqlPostgres => &sql,
+        StorageBackendType::KvPostgres => &kv,
     };
     for store in ["prompts", "connectors"] {
         out.insert(store.into(), json!({"backend": keyed, "table_name": store}));
