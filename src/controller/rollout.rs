@@ -141,39 +141,16 @@ fn pod_trouble(pod: &Pod) -> Option<Trouble> {
 
 /// What stops `container` (an init container when `init`) of `pod`, if anything.
 fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Option<Trouble> {
-    let waiting = container.state.as_ref()?.waiting.as_ref()?;
+    let state = container.state.as_ref()?;
+    if state.running.is_some() && restarted_after_failing(container) {
+        return Some(crash_loop(pod, container, init));
+    }
+    let waiting = state.waiting.as_ref()?;
     let why = waiting.reason.as_deref()?;
     let said = bounded(waiting.message.as_deref().unwrap_or_default());
     let name = &container.name;
     match why {
-        "CrashLoopBackOff" => {
-            let last = container
-                .last_state
-                .as_ref()
-                .and_then(|s| s.terminated.as_ref());
-            let exit = last.map_or_else(|| "?".to_owned(), |t| t.exit_code.to_string());
-            let note = last
-                .and_then(|t| t.message.as_deref())
-                .map(|m| format!("; its last words: {}", bounded(m)))
-                .unwrap_or_default();
-            let (reason, what, consequence) = if init {
-                (
-                    Reason::InitContainerCrashLooping,
-                    "init container",
-                    " so the server never starts in it",
-                )
-            } else {
-                (Reason::ServerCrashLooping, "container", "")
-            };
-            Some(Trouble {
-                reason,
-                message: format!(
-                    "{what} {name} of Pod {pod} keeps exiting (exit code {exit}, {} restarts){consequence}{note}; \
-                     Pods of a previous revision, if any, keep serving. See `kubectl logs {pod} -c {name} --previous`",
-                    container.restart_count
-                ),
-            })
-        }
+        "CrashLoopBackOff" => Some(crash_loop(pod, container, init)),
         "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" => Some(Trouble {
             reason: Reason::ImagePullFailed,
             message: format!(
@@ -187,6 +164,51 @@ fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Opti
             message: format!("container {name} of Pod {pod} cannot be created: {why}: {said}"),
         }),
         _ => None,
+    }
+}
+
+/// Whether `container` failed and is running again without having become ready since: the
+/// crash loop between two back-offs. kubelet says `CrashLoopBackOff` only while it waits to
+/// restart (10 s after the first exit), and a look on the rollout's clock mostly falls
+/// between those windows while a slow server starts again; judged from the restart's history,
+/// the verdict does not depend on when the look comes.
+fn restarted_after_failing(container: &ContainerStatus) -> bool {
+    let failed = container
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .is_some_and(|t| t.exit_code != 0);
+    container.restart_count > 0 && failed && !container.ready
+}
+
+/// The crash loop of `container` (an init container when `init`) of `pod`.
+fn crash_loop(pod: &str, container: &ContainerStatus, init: bool) -> Trouble {
+    let name = &container.name;
+    let last = container
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref());
+    let exit = last.map_or_else(|| "?".to_owned(), |t| t.exit_code.to_string());
+    let note = last
+        .and_then(|t| t.message.as_deref())
+        .map(|m| format!("; its last words: {}", bounded(m)))
+        .unwrap_or_default();
+    let (reason, what, consequence) = if init {
+        (
+            Reason::InitContainerCrashLooping,
+            "init container",
+            " so the server never starts in it",
+        )
+    } else {
+        (Reason::ServerCrashLooping, "container", "")
+    };
+    Trouble {
+        reason,
+        message: format!(
+            "{what} {name} of Pod {pod} keeps exiting (exit code {exit}, {} restarts){consequence}{note}; \
+             Pods of a previous revision, if any, keep serving. See `kubectl logs {pod} -c {name} --previous`",
+            container.restart_count
+        ),
     }
 }
 
@@ -285,6 +307,45 @@ mod tests {
         ] {
             assert!(t.message.contains(part), "{part} in {}", t.message);
         }
+    }
+
+    #[test]
+    fn a_crash_loop_is_seen_between_back_offs_while_the_server_starts_again() {
+        // Between two back-offs kubelet reports the restarted container as running: a look then
+        // must still see the loop (the real node's rollback tests missed every window once).
+        let again = |exit: i32, ready: bool| {
+            pod(
+                "s-abc",
+                json!([{"name": "llama-stack", "image": "i", "imageID": "", "ready": ready, "restartCount": 1,
+                "state": {"running": {"startedAt": "2026-11-28T16:00:00Z"}},
+                "lastState": {"terminated": {"exitCode": exit, "message": "max_tokens: not a number"}}}]),
+            )
+        };
+        let t = trouble(&deployment(1, json!({})), &[again(1, false)]).unwrap();
+        assert_eq!(t.reason, Reason::ServerCrashLooping);
+        assert!(
+            t.message.contains("exit code 1") && t.message.contains("1 restarts"),
+            "{}",
+            t.message
+        );
+        assert_eq!(
+            trouble(&deployment(1, json!({})), &[again(1, true)]),
+            None,
+            "Ready again after one crash: it serves"
+        );
+        assert_eq!(
+            trouble(&deployment(1, json!({})), &[again(0, false)]),
+            None,
+            "a clean exit (a restart it asked for) is not a crash"
+        );
+        let init: Pod = serde_json::from_value(json!({"metadata": {"name": "s-abc"}, "status": {
+            "initContainerStatuses": [{"name": "install-provider-acme", "image": "i", "imageID": "", "ready": false,
+                "restartCount": 1, "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 2}}}]}}))
+        .unwrap();
+        assert_eq!(
+            trouble(&deployment(1, json!({})), &[init]).map(|t| t.reason),
+            Some(Reason::InitContainerCrashLooping)
+        );
     }
 
     #[test]
