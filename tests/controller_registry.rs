@@ -129,26 +129,57 @@ fn private_images_resolve_with_the_service_accounts_pull_secrets() {
     });
 }
 
+/// An image override rolls the new pinned image: one in the OGX operator's ConfigMap
+/// (`ogx-operator-config`, kept by an installation that replaces it), then one in the operator's
+/// own ConfigMap for the same name, which wins.
 #[test]
 fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
     let regs = Registries::start().expect("registries");
     let work = tempfile::tempdir().unwrap();
     let plain = regs.plain.host.clone();
-    let pinned = push_plain(&plain, work.path(), "mirror/starter", "v1", None);
+    let theirs = push_plain(&plain, work.path(), "mirror/starter", "v1", None);
+    let ours = push_plain(&plain, work.path(), "ours/starter", "v1", None);
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-system"}})).unwrap();
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        let operator_ns = "llama-stack-operator-system";
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": operator_ns}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
         let mut options = ResolverOptions::new(Catalog::embedded().unwrap());
         options.timeout = std::time::Duration::from_secs(2);
-        let ctx = Context::new(client.clone(), Arc::new(Resolver::new(options.clone()).unwrap())).with_operator_config("llama-stack-operator-system", options);
+        let ctx = Context::new(
+            client.clone(),
+            Arc::new(Resolver::new(options.clone()).unwrap()),
+        )
+        .with_operator_config(operator_ns, options);
         let controller = tokio::spawn(llama_stack_operator::controller::run(Arc::new(ctx)));
-        let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-            "metadata": {"name": "stack"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
-        Api::<LlamaStackDistribution>::namespaced(client.clone(), "default").create(&PostParams::default(), &cr).await.unwrap();
+        let cr: LlamaStackDistribution = serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "stack"}, "spec": {"distribution": {"name": "starter"}}}),
+        )
+        .unwrap();
+        Api::<LlamaStackDistribution>::namespaced(client.clone(), "default")
+            .create(&PostParams::default(), &cr)
+            .await
+            .unwrap();
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
-        let image_of = |d: &Deployment| d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0].image.clone().unwrap_or_default();
+        let image_of = |d: &Deployment| {
+            d.spec
+                .as_ref()
+                .unwrap()
+                .template
+                .spec
+                .as_ref()
+                .unwrap()
+                .containers[0]
+                .image
+                .clone()
+                .unwrap_or_default()
+        };
         let mut first = None;
         for _ in 0..100 {
             if let Some(d) = deployments.get_opt("stack").await.unwrap() {
@@ -158,23 +189,73 @@ fn an_image_override_in_the_operator_config_map_rolls_the_new_pinned_image() {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
         let first = first.expect("the Deployment is created");
-        assert_eq!(image_of(&first), "docker.io/ogxai/distribution-starter:1.3.0", "no registry reachable: the catalog tag, unpinned");
+        assert_eq!(
+            image_of(&first),
+            "docker.io/ogxai/distribution-starter:1.3.0",
+            "no registry reachable: the catalog tag, unpinned"
+        );
 
-        let operator_config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({"metadata": {"name": "llama-stack-operator-config"},
-            "data": {"image-overrides": format!("starter: {plain}/mirror/starter:v1\n"), "insecure-registries": format!("[\"{plain}\"]")}})).unwrap();
-        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "llama-stack-operator-system").create(&PostParams::default(), &operator_config).await.unwrap();
-        let wanted = pinned;
-        let mut rolled = None;
-        for _ in 0..100 {
-            let d = deployments.get("stack").await.unwrap();
-            if image_of(&d) == wanted {
-                rolled = Some(d);
-                break;
+        let config_maps =
+            Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), operator_ns);
+        let config_map =
+            |name: &str, data: serde_json::Value| -> k8s_openapi::api::core::v1::ConfigMap {
+                serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).unwrap()
+            };
+        let rolled_to = |wanted: String| {
+            let deployments = deployments.clone();
+            async move {
+                for _ in 0..100 {
+                    let d = deployments.get("stack").await.unwrap();
+                    if image_of(&d) == wanted {
+                        return d;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                panic!(
+                    "{wanted} not rolled out within 20 s; the Deployment runs {}",
+                    image_of(&deployments.get("stack").await.unwrap())
+                );
             }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-        let rolled = rolled.expect("the image override is rolled out within 20 s");
-        assert_eq!(rolled.metadata.generation, first.metadata.generation.map(|g| g + 1), "one Deployment update");
+        };
+        // The OGX operator's ConfigMap names the image; the operator's own says only how to reach it.
+        let own = config_map(
+            "llama-stack-operator-config",
+            json!({"insecure-registries": format!("[\"{plain}\"]")}),
+        );
+        config_maps
+            .create(&PostParams::default(), &own)
+            .await
+            .unwrap();
+        let ogx = config_map(
+            "ogx-operator-config",
+            json!({"image-overrides": format!("starter: {plain}/mirror/starter:v1\n")}),
+        );
+        config_maps
+            .create(&PostParams::default(), &ogx)
+            .await
+            .unwrap();
+        let rolled = rolled_to(theirs).await;
+        assert_eq!(
+            rolled.metadata.generation,
+            first.metadata.generation.map(|g| g + 1),
+            "one Deployment update"
+        );
+
+        let own = config_map(
+            "llama-stack-operator-config",
+            json!({"insecure-registries": format!("[\"{plain}\"]"),
+            "image-overrides": format!("starter: {plain}/ours/starter:v1\n")}),
+        );
+        config_maps
+            .replace("llama-stack-operator-config", &PostParams::default(), &own)
+            .await
+            .unwrap();
+        let again = rolled_to(ours).await;
+        assert_eq!(
+            again.metadata.generation,
+            rolled.metadata.generation.map(|g| g + 1),
+            "the operator's own override wins, in one update"
+        );
         controller.abort();
     });
 }

@@ -627,9 +627,9 @@ fn metrics_are_served_over_https_only(env: &Env, url: &str) -> Result<(), Failed
 }
 
 /// Runs last: it stops the leader.
-/// A distribution name added to the operator ConfigMap's `image-overrides` is accepted by
-/// admission on a replica that does not run the controller, without a restart; removed, it is
-/// refused again. (The controller follows the ConfigMap only while it
+/// A distribution name added to the operator ConfigMap's `image-overrides` (or to the OGX
+/// operator's `ogx-operator-config`) is accepted by admission on a replica that does not run the
+/// controller, without a restart; removed, it is refused again. (The controller follows the ConfigMap only while it
 /// leads, so a webhook that learnt names only from it, or only at start, refused them.)
 fn admission_follows_the_operator_config_map(env: &Env) -> Result<(), Failed> {
     let ns = "admission";
@@ -698,6 +698,22 @@ fn admission_follows_the_operator_config_map(env: &Env) -> Result<(), Failed> {
     ))?;
     env.eventually("the removed name is refused again", || async {
         let (created, _, err) = create("acme-again", "acme-internal");
+        (!created && err.contains("acme-internal")).then_some(())
+    })?;
+
+    // The OGX operator's ConfigMap, kept by an installation that replaces it, names images too.
+    let ogx = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "ogx-operator-config", "namespace": NS},
+        "data": {"image-overrides": "acme-internal: 127.0.0.1:1/acme/stack:1.0\n"}});
+    env.rt
+        .block_on(config_maps.patch("ogx-operator-config", &manager, &Patch::Apply(ogx)))?;
+    env.eventually("the name in ogx-operator-config is accepted", || async {
+        create("acme-ogx", "acme-internal").0.then_some(())
+    })?;
+    env.rt
+        .block_on(config_maps.delete("ogx-operator-config", &kube::api::DeleteParams::default()))?;
+    env.eventually("refused again once it is deleted", || async {
+        let (created, _, err) = create("acme-ogx-again", "acme-internal");
         (!created && err.contains("acme-internal")).then_some(())
     })?;
     Ok(())

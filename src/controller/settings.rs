@@ -55,7 +55,7 @@ impl Settings {
         let changes: Changes = Box::pin(operator_config_data(
             &ctx.client,
             &namespace,
-            "ConfigMap (operator)",
+            ["ConfigMap (operator)", "ConfigMap (OGX operator)"],
             ctx.metrics.watches(),
         ));
         let mut settings = Self {

@@ -8,6 +8,11 @@
 //! - `repin-interval`: `never` or a duration after which tags are looked up again;
 //! - `image-signatures`: the signature policy (`llama_stack_resolver::signature::policy`), whose
 //!   keys come from Secrets in the operator's namespace.
+//!
+//! The OGX operator's ConfigMap in the same namespace (`ogx-operator-config`) is read too, for
+//! its `image-overrides` only (the one key the OGX operator reads from it, in the same form): an
+//! installation that replaces the OGX operator keeps the images its administrators chose. This
+//! operator's own entries win where both name a distribution.
 
 pub(crate) mod stream;
 
@@ -22,6 +27,11 @@ use llama_stack_resolver::{Catalog, ResolverOptions};
 
 /// Name of the operator ConfigMap.
 pub const OPERATOR_CONFIG_MAP: &str = "llama-stack-operator-config";
+/// Name of the OGX operator's ConfigMap, read for its `image-overrides`.
+pub const OGX_OPERATOR_CONFIG_MAP: &str = "ogx-operator-config";
+/// Where the settings' data carries the OGX operator ConfigMap's `image-overrides`: a `/` cannot
+/// be in a ConfigMap key, so it never meets one of the operator ConfigMap's own.
+pub const OGX_IMAGE_OVERRIDES: &str = "ogx-operator-config/image-overrides";
 
 fn yaml_list(
     data: &BTreeMap<String, String>,
@@ -107,12 +117,29 @@ pub fn resolver_options(
     (options, problems)
 }
 
-/// The catalog from the ConfigMap's `image-overrides` on top of `embedded` (the operator's own
-/// catalog), and the problems found. Admission and the resolver both take names from it.
+/// The catalog from the ConfigMap's `image-overrides` on top of the OGX operator ConfigMap's
+/// ([`OGX_IMAGE_OVERRIDES`]) on top of `embedded` (the operator's own catalog), and the problems
+/// found. Admission and the resolver both take names from it.
 pub fn catalog(embedded: &Catalog, data: &BTreeMap<String, String>) -> (Catalog, Vec<String>) {
-    let (overrides, problems) =
-        parse_image_overrides(data.get("image-overrides").map_or("", String::as_str));
-    let problems = problems.iter().map(ToString::to_string).collect();
+    let text = |key: &str| data.get(key).map_or("", String::as_str);
+    let (ours, ours_problems) = parse_image_overrides(text("image-overrides"));
+    let (theirs, their_problems) = parse_image_overrides(text(OGX_IMAGE_OVERRIDES));
+    let mut problems: Vec<String> = ours_problems.iter().map(ToString::to_string).collect();
+    problems.extend(
+        their_problems
+            .iter()
+            .map(|p| format!("{OGX_OPERATOR_CONFIG_MAP} {p}")),
+    );
+    for (name, image) in &theirs {
+        if let Some(own) = ours.get(name).filter(|own| *own != image) {
+            problems.push(format!(
+                "{OGX_OPERATOR_CONFIG_MAP} image-overrides entry {name:?} ignored: \
+                 {OPERATOR_CONFIG_MAP} maps it to {own}, which wins"
+            ));
+        }
+    }
+    let mut overrides = theirs;
+    overrides.extend(ours);
     (embedded.with_overrides(&overrides), problems)
 }
 
@@ -224,6 +251,56 @@ mod tests {
             options.mirrors.is_empty() && problems[0].contains("must be a YAML list of strings"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn the_ogx_operators_overrides_serve_under_the_operators_own() {
+        let embedded = Catalog::embedded().unwrap();
+        let data = BTreeMap::from([
+            (
+                "image-overrides".to_owned(),
+                "starter: mirror.corp/ogx/starter:1.3.0\n".to_owned(),
+            ),
+            (
+                OGX_IMAGE_OVERRIDES.to_owned(),
+                "starter: quay.io/theirs/starter:1\nrh: mirror.corp/odh/ogx:1.2.2\nbad: Not/Valid Ref\n"
+                    .to_owned(),
+            ),
+        ]);
+        let (catalog, problems) = catalog(&embedded, &data);
+        assert_eq!(
+            catalog.image("rh").unwrap(),
+            "mirror.corp/odh/ogx:1.2.2",
+            "theirs where ours is silent"
+        );
+        assert_eq!(
+            catalog.image("starter").unwrap(),
+            "mirror.corp/ogx/starter:1.3.0",
+            "ours where both name it"
+        );
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("ogx-operator-config image-overrides entry \"bad\" ignored"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("\"starter\" ignored")
+                && problems[1].contains(
+                    "llama-stack-operator-config maps it to mirror.corp/ogx/starter:1.3.0"
+                ),
+            "{problems:?}"
+        );
+        let agreeing = BTreeMap::from([
+            (
+                "image-overrides".to_owned(),
+                "rh: mirror.corp/odh/ogx:1.2.2".to_owned(),
+            ),
+            (
+                OGX_IMAGE_OVERRIDES.to_owned(),
+                "rh: mirror.corp/odh/ogx:1.2.2".to_owned(),
+            ),
+        ]);
+        assert_eq!(super::catalog(&embedded, &agreeing).1, Vec::<String>::new());
     }
 
     #[test]

@@ -17,8 +17,12 @@ use crate::metrics::WatchHealth;
 use crate::operator_config;
 use crate::operator_config::stream::operator_config_data;
 
-/// The watch's name in `/healthz` and the watch metrics.
-const WATCH_KIND: &str = "ConfigMap (operator, admission)";
+/// The watches' names in `/healthz` and the watch metrics (the operator's ConfigMap, the OGX
+/// operator's).
+const WATCH_KINDS: [&str; 2] = [
+    "ConfigMap (operator, admission)",
+    "ConfigMap (OGX operator, admission)",
+];
 
 /// The catalog admission checks names against: the operator's own (embedded, with
 /// `--image-overrides`) under the operator ConfigMap's `image-overrides`.
@@ -79,7 +83,7 @@ impl LiveCatalog {
         health: Arc<WatchHealth>,
         report: bool,
     ) {
-        let changes = operator_config_data(&client, &namespace, WATCH_KIND, health);
+        let changes = operator_config_data(&client, &namespace, WATCH_KINDS, health);
         let mut changes = std::pin::pin!(changes);
         while let Some(data) = changes.next().await {
             let problems = self.apply(&data);
