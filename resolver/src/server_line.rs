@@ -217,6 +217,20 @@ impl ServerRelease {
         self.line == ServerLine::Ogx && self.version.is_some_and(|v| v >= STRICT_TLS)
     }
 
+    /// Whether the image's server is OGX `first` or later, as far as the image (or the user) told:
+    /// `None` when its release is assumed (the image says nothing), taken from the catalog (at
+    /// admission, before the image is read), or an OGX release without a version. For a change
+    /// that only some releases read, judged alike wherever it is asked.
+    pub fn told_ogx_since(&self, first: ServerVersion) -> Option<bool> {
+        if matches!(self.evidence, Evidence::Assumed | Evidence::Catalog) {
+            return None;
+        }
+        match self.line {
+            ServerLine::LlamaStack => Some(false),
+            ServerLine::Ogx => self.version.map(|v| v >= first),
+        }
+    }
+
     /// `ogx 1.3.0`, `llama-stack 0.7.3`, `ogx` (version unknown).
     pub fn describe(&self) -> String {
         match self.version {

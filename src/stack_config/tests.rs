@@ -1054,3 +1054,49 @@ fn sql_tls_settings_are_refused_where_the_server_drops_them() {
     assert!(super::generate(&asked, &assumed, ProviderTable::ogx()).is_ok());
     assert!(generate_from_yaml(&asked, OGX_STARTER, ProviderTable::ogx()).is_ok());
 }
+
+/// `stores.inference.enabled` is judged as the TLS settings are: by the release the image told
+/// (OGX 1.5.0 and later read it), and said to be unknown where the release is only the catalog's
+/// (admission) or assumed.
+#[test]
+fn the_inference_store_switch_is_judged_by_the_release_the_image_told() {
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
+    let asked = spec(json!({"storage": {"backends": {
+        "kv": {"type": "kv_postgres", "user": "u"}, "sql": {"type": "sql_postgres", "user": "u"}},
+        "stores": {"metadata": {"backend": "kv", "namespace": "r"},
+            "inference": {"backend": "sql", "tableName": "i", "enabled": false}}}}));
+    let warning = |release: Option<ServerRelease>| {
+        let mut base = super::parse_base(OGX_STARTER).unwrap();
+        if release.is_some() {
+            base.server = release;
+        }
+        let g = super::generate(&asked, &base, ProviderTable::ogx()).unwrap();
+        g.warnings
+            .into_iter()
+            .filter(|w| w.starts_with("spec.storage.stores.inference.enabled"))
+            .collect::<Vec<_>>()
+    };
+    let told = |version| {
+        Some(ServerRelease {
+            line: ServerLine::Ogx,
+            version: Some(version),
+            evidence: Evidence::OgxVersionLabel,
+        })
+    };
+    let on_130 = warning(told(ServerVersion::new(1, 3, 0)));
+    assert!(
+        on_130.len() == 1 && on_130[0].contains("ogx 1.3.0 records inference calls"),
+        "{on_130:?}"
+    );
+    assert_eq!(
+        warning(told(ServerVersion::new(1, 5, 0))),
+        Vec::<String>::new()
+    );
+    for unknown in [None, Some(ServerRelease::ASSUMED)] {
+        let said = warning(unknown);
+        assert!(
+            said.len() == 1 && said[0].contains("the image's server release is not known here"),
+            "{said:?}"
+        );
+    }
+}

@@ -6,7 +6,7 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use llama_stack_resolver::server_line::{Evidence, ServerVersion};
+use llama_stack_resolver::server_line::ServerVersion;
 
 use super::*;
 use crate::api::ogx::{StorageBackendSpec, StorageBackendType, StorageStoresSpec};
@@ -78,6 +78,9 @@ pub(crate) fn password_variable(backend: &str) -> String {
 /// earlier ones, and llama-stack 0.x, drop them without a word.
 const SQL_TLS_SETTINGS: ServerVersion = ServerVersion::new(1, 4, 1);
 
+/// The first OGX release that reads `stores.inference.enabled`; earlier ones record every call.
+const INFERENCE_STORE_SWITCH: ServerVersion = ServerVersion::new(1, 5, 0);
+
 /// Settings of a backend the image's server would drop without a word. TLS settings it would
 /// drop are refused (the server would connect without the TLS asked for); pool settings are named
 /// in a warning.
@@ -90,14 +93,7 @@ fn check_settings_read(ctx: &mut Ctx<'_>, name: &str, backend: &StorageBackendSp
             ("sslMode", backend.ssl_mode.is_some()),
             ("caCertPath", backend.ca_cert_path.is_some()),
         ];
-        // Only what the image says is judged: a release assumed (no labels) or taken from the
-        // catalog (admission, before the image is read) is not known.
-        let told = !matches!(release.evidence, Evidence::Assumed | Evidence::Catalog);
-        let reads = match release.line {
-            _ if !told => None,
-            ServerLine::LlamaStack => Some(false),
-            ServerLine::Ogx => release.version.map(|v| v >= SQL_TLS_SETTINGS),
-        };
+        let reads = release.told_ogx_since(SQL_TLS_SETTINGS);
         for (field, _) in tls.iter().filter(|(_, set)| *set) {
             match reads {
                 Some(true) => {}
@@ -272,21 +268,23 @@ fn given_stores(
 ) -> Option<Map<String, Value>> {
     let mut out = Map::new();
     let keyed = prompts_kind(ctx.table.line());
-    let release = ctx.release;
-    let reads_enabled = release.line == ServerLine::Ogx
-        && release
-            .version
-            .is_some_and(|v| v >= ServerVersion::new(1, 5, 0));
     if stores
         .inference
         .as_ref()
         .is_some_and(|i| i.enabled.is_some())
-        && !reads_enabled
     {
-        ctx.warnings.push(format!(
-            "spec.storage.stores.inference.enabled: read by OGX 1.5.0 and later; {} records inference calls whatever it says",
-            release.describe()
-        ));
+        let first = INFERENCE_STORE_SWITCH;
+        let field = "spec.storage.stores.inference.enabled";
+        match ctx.release.told_ogx_since(first) {
+            Some(true) => {}
+            Some(false) => ctx.warnings.push(format!(
+                "{field}: read by OGX {first} and later; {} records inference calls whatever it says",
+                ctx.release.describe()
+            )),
+            None => ctx.warnings.push(format!(
+                "{field}: read by OGX {first} and later; the image's server release is not known here, and earlier ones record inference calls whatever it says"
+            )),
+        }
     }
     let mut ok = true;
     let mut check = |store: &str, backend: &str, wanted: StorageBackendType| match kind_of(backend)
