@@ -324,8 +324,16 @@ fn workload(spec: &OGXServerSpec) -> Result<WorkloadSpec, Untranslatable> {
             .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?,
         None => Value::Object(Default::default()),
     };
-    let mut workload: WorkloadSpec = serde_json::from_value(json)
+    let mut workload: WorkloadSpec = serde_json::from_value(json.clone())
         .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?;
+    let carried = serde_json::to_value(&workload)
+        .map_err(|e| Untranslatable::new("spec.workload", e.to_string()))?;
+    if let Some(field) = first_dropped(&json, &carried) {
+        return Err(Untranslatable::new(
+            format!("spec.workload.{field}"),
+            "the operator's model of a stack has no place for this field yet, so it would be dropped; remove it to run without it",
+        ));
+    }
     let mut ours = Vec::new();
     if let Some(seconds) = spec.registry_refresh_interval_seconds {
         ours.push(literal(REGISTRY_REFRESH_VAR, seconds.to_string()));
@@ -343,6 +351,28 @@ fn workload(spec: &OGXServerSpec) -> Result<WorkloadSpec, Untranslatable> {
         overrides.env = Some(ours);
     }
     Ok(workload)
+}
+
+/// The first field of `given` (by its path below it) that `carried` lacks: a value set in the
+/// `OGXServer` that the model's type has no field for, and serde would drop without a word.
+fn first_dropped(given: &Value, carried: &Value) -> Option<String> {
+    match (given, carried) {
+        (Value::Object(given), Value::Object(carried)) => given
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .find_map(|(key, value)| match carried.get(key) {
+                None => Some(key.clone()),
+                Some(kept) => first_dropped(value, kept).map(|below| format!("{key}.{below}")),
+            }),
+        (Value::Array(given), Value::Array(carried)) => given
+            .iter()
+            .zip(carried)
+            .enumerate()
+            .find_map(|(i, (value, kept))| {
+                first_dropped(value, kept).map(|below| format!("{i}.{below}"))
+            }),
+        _ => None,
+    }
 }
 
 /// The port the server exports its metrics on: `monitoring.metricsPort` (default 9464) unless

@@ -675,3 +675,71 @@ fn rh_dev_on_an_ogx_server_is_odh_s_ogx_image() {
         from_llsd::to_ogx_server(&llsd(json!({"distribution": {"name": "starter"}}))).unwrap();
     assert!(starter.notes.is_empty(), "{:?}", starter.notes);
 }
+
+/// Every field of the `OGXServer`'s workload has a place in the model's (v1alpha2) workload, so
+/// that `to_model` carries it: a field added to the `OGXServer` API without one fails here, where
+/// it would otherwise be dropped on the way into the model (and refused at run time by
+/// `first_dropped`).
+#[test]
+fn every_ogx_workload_field_has_a_place_in_the_model() {
+    use std::collections::BTreeSet;
+
+    use kube::CustomResourceExt;
+    fn paths(schema: &Value, at: &str, out: &mut BTreeSet<String>) {
+        for (key, below) in [
+            ("properties", ""),
+            ("items", "[]"),
+            ("additionalProperties", "{}"),
+        ] {
+            match (key, schema.get(key)) {
+                ("properties", Some(Value::Object(fields))) => {
+                    for (name, child) in fields {
+                        let path = format!("{at}.{name}");
+                        out.insert(path.clone());
+                        paths(child, &path, out);
+                    }
+                }
+                (_, Some(child @ Value::Object(_))) => paths(child, &format!("{at}{below}"), out),
+                _ => {}
+            }
+        }
+    }
+    let workload_of = |crd: Value| {
+        let versions = crd["spec"]["versions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let served = versions
+            .into_iter()
+            .find(|v| v["storage"] == true)
+            .expect("a stored version");
+        let mut out = BTreeSet::new();
+        paths(
+            &served["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["workload"],
+            "workload",
+            &mut out,
+        );
+        out
+    };
+    let ogx = workload_of(serde_json::to_value(OGXServer::crd()).unwrap());
+    let model = workload_of(serde_json::to_value(LlamaStackDistribution::crd()).unwrap());
+    assert!(ogx.len() > 20, "the walk reaches the fields: {ogx:?}");
+    let missing: Vec<&String> = ogx.difference(&model).collect();
+    assert!(
+        missing.is_empty(),
+        "OGXServer workload fields the model lacks: {missing:?}"
+    );
+    // And at run time a value the model's type cannot hold is refused with its field.
+    assert_eq!(
+        first_dropped(
+            &json!({"overrides": {"env": [{"name": "A", "value": "1", "extra": true}]}, "replicas": 2}),
+            &json!({"overrides": {"env": [{"name": "A", "value": "1"}]}, "replicas": 2})
+        )
+        .as_deref(),
+        Some("overrides.env.0.extra")
+    );
+    assert_eq!(
+        first_dropped(&json!({"a": null, "b": 1}), &json!({"b": 1})),
+        None
+    );
+}
