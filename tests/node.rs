@@ -57,6 +57,10 @@ const REJECTED_CONFIG: &str = "version: 2\ndistro_name: broken\napis: [inference
 
 /// From creation to a Ready stack: an image pull and a Python server start on two cores.
 const READY: Duration = Duration::from_secs(240);
+/// Until a condition's verdict on a revision: a crash loop is one once the server has failed to
+/// start twice (kubelet restarts at once after the first exit), each start a Python server's
+/// imports, which took minutes on a slow CI machine.
+const VERDICT: Duration = Duration::from_secs(2 * 240);
 
 struct Images {
     /// `<registry>/e2e/distribution:base64` and `:layer`, as pushed (tags).
@@ -537,10 +541,16 @@ fn wait_for_reason(
     reason: &str,
 ) -> Result<Value, Failed> {
     let mut status = Value::Null;
-    eventually(&format!("{type_} with {reason}"), || {
-        status = env.json(&["get", "llsd", name, "-n", ns])?["status"].clone();
-        Ok(condition(&status, type_)["reason"] == reason)
-    })
+    support::wait::poll_until(
+        VERDICT,
+        Duration::from_secs(1),
+        &format!("{type_} with {reason}"),
+        || {
+            status = env.json(&["get", "llsd", name, "-n", ns])?["status"].clone();
+            Ok::<bool, Failed>(condition(&status, type_)["reason"] == reason)
+        },
+    )
+    .map_err(Failed::from)
     .map_err(|e| {
         let pods = env
             .kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None)

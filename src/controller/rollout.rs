@@ -142,7 +142,7 @@ fn pod_trouble(pod: &Pod) -> Option<Trouble> {
 /// What stops `container` (an init container when `init`) of `pod`, if anything.
 fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Option<Trouble> {
     let state = container.state.as_ref()?;
-    if state.running.is_some() && restarted_after_failing(container) {
+    if state.running.is_some() && restarted_after_failing(container, init) {
         return Some(crash_loop(pod, container, init));
     }
     let waiting = state.waiting.as_ref()?;
@@ -167,18 +167,22 @@ fn container_trouble(pod: &str, container: &ContainerStatus, init: bool) -> Opti
     }
 }
 
-/// Whether `container` failed and is running again without having become ready since: the
-/// crash loop between two back-offs. kubelet says `CrashLoopBackOff` only while it waits to
-/// restart (10 s after the first exit), and a look on the rollout's clock mostly falls
-/// between those windows while a slow server starts again; judged from the restart's history,
-/// the verdict does not depend on when the look comes.
-fn restarted_after_failing(container: &ContainerStatus) -> bool {
+/// Whether `container` has failed to start more than once and is starting again: the crash
+/// loop between two back-offs. kubelet restarts a container at once after its first exit and
+/// says `CrashLoopBackOff` only while it waits before a later restart (10 s, then 20 s, …);
+/// a look on the rollout's clock mostly falls between those waits while a slow server starts
+/// again, so the verdict is taken from the restarts instead. One failure is not a loop (a
+/// database not up yet); a server that started since (its startup probe passed) is not
+/// starting, whatever its readiness says. An init container (`init`) that runs again is still
+/// trying: it has no startup probe, and its work ends when it exits.
+fn restarted_after_failing(container: &ContainerStatus, init: bool) -> bool {
     let failed = container
         .last_state
         .as_ref()
         .and_then(|s| s.terminated.as_ref())
         .is_some_and(|t| t.exit_code != 0);
-    container.restart_count > 0 && failed && !container.ready
+    let starting = init || !container.started.unwrap_or(container.ready);
+    container.restart_count >= 2 && failed && starting
 }
 
 /// The crash loop of `container` (an init container when `init`) of `pod`.
@@ -312,35 +316,41 @@ mod tests {
     #[test]
     fn a_crash_loop_is_seen_between_back_offs_while_the_server_starts_again() {
         // Between two back-offs kubelet reports the restarted container as running: a look then
-        // must still see the loop (the real node's rollback tests missed every window once).
-        let again = |exit: i32, ready: bool| {
+        // must still see the loop (the real node's rollback tests missed every window once on a
+        // slow machine).
+        let again = |restarts: i32, exit: i32, started: bool| {
             pod(
                 "s-abc",
-                json!([{"name": "llama-stack", "image": "i", "imageID": "", "ready": ready, "restartCount": 1,
-                "state": {"running": {"startedAt": "2026-11-28T16:00:00Z"}},
+                json!([{"name": "llama-stack", "image": "i", "imageID": "", "ready": false, "started": started,
+                "restartCount": restarts, "state": {"running": {"startedAt": "2026-11-28T16:00:00Z"}},
                 "lastState": {"terminated": {"exitCode": exit, "message": "max_tokens: not a number"}}}]),
             )
         };
-        let t = trouble(&deployment(1, json!({})), &[again(1, false)]).unwrap();
+        let t = trouble(&deployment(1, json!({})), &[again(2, 1, false)]).unwrap();
         assert_eq!(t.reason, Reason::ServerCrashLooping);
         assert!(
-            t.message.contains("exit code 1") && t.message.contains("1 restarts"),
+            t.message.contains("exit code 1") && t.message.contains("2 restarts"),
             "{}",
             t.message
         );
         assert_eq!(
-            trouble(&deployment(1, json!({})), &[again(1, true)]),
+            trouble(&deployment(1, json!({})), &[again(1, 1, false)]),
             None,
-            "Ready again after one crash: it serves"
+            "one failure is not a loop (a database not up yet)"
         );
         assert_eq!(
-            trouble(&deployment(1, json!({})), &[again(0, false)]),
+            trouble(&deployment(1, json!({})), &[again(2, 1, true)]),
+            None,
+            "started since (not ready for a moment, or an old Pod stopping): not starting"
+        );
+        assert_eq!(
+            trouble(&deployment(1, json!({})), &[again(2, 0, false)]),
             None,
             "a clean exit (a restart it asked for) is not a crash"
         );
         let init: Pod = serde_json::from_value(json!({"metadata": {"name": "s-abc"}, "status": {
             "initContainerStatuses": [{"name": "install-provider-acme", "image": "i", "imageID": "", "ready": false,
-                "restartCount": 1, "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 2}}}]}}))
+                "started": true, "restartCount": 2, "state": {"running": {}}, "lastState": {"terminated": {"exitCode": 2}}}]}}))
         .unwrap();
         assert_eq!(
             trouble(&deployment(1, json!({})), &[init]).map(|t| t.reason),

@@ -1,9 +1,10 @@
-//! The operator's own settings (the operator ConfigMap and the Secrets holding the signature
-//! policy's keys): read before the first reconcile, then followed.
+//! The operator's own settings (the operator ConfigMap, the OGX operator ConfigMap's
+//! `image-overrides`, and the Secrets holding the signature policy's keys): read before the
+//! first reconcile, then followed.
 //!
 //! No stack is reconciled on settings the operator has not read. At every start and every
-//! leader change, [`Settings::read`] waits for the ConfigMap's first list (an absent ConfigMap is
-//! read as empty: the defaults) and for every key Secret the policy names, and builds the
+//! leader change, [`Settings::read`] waits for both ConfigMaps' first lists (an absent ConfigMap
+//! is read as empty: the defaults) and for every key Secret the policy names, and builds the
 //! resolver from them; only then do the controllers start. While it cannot read them it
 //! reconciles nothing and says so: a warning per failed attempt, `llso_settings_loaded` 0, and the
 //! failing read in `/healthz` and `/readyz` once it has failed for longer than the watch bound.

@@ -1,8 +1,9 @@
-//! The distribution names admission accepts, kept in step with the operator ConfigMap.
+//! The distribution names admission accepts, kept in step with the operator ConfigMap (and the
+//! OGX operator's `ogx-operator-config`, for its `image-overrides`).
 //!
 //! The controller follows `llama-stack-operator-config` only while it leads, and only in a
 //! process that runs it; every replica's webhook answers admission. So each webhook server
-//! follows the ConfigMap itself: a name added to its `image-overrides` is accepted within
+//! follows the ConfigMaps itself: a name added to its `image-overrides` is accepted within
 //! moments on every replica, leader or standby, and one removed is refused again.
 
 use std::collections::BTreeMap;
@@ -25,7 +26,8 @@ const WATCH_KINDS: [&str; 2] = [
 ];
 
 /// The catalog admission checks names against: the operator's own (embedded, with
-/// `--image-overrides`) under the operator ConfigMap's `image-overrides`.
+/// `--image-overrides`) under the OGX operator ConfigMap's `image-overrides`, under the operator
+/// ConfigMap's.
 #[derive(Debug)]
 pub struct LiveCatalog {
     own: Catalog,
