@@ -1820,3 +1820,62 @@ fn an_ogx_server_installs_external_providers_named_by_this_operators_annotation(
     };
     on_a_big_stack(body);
 }
+
+/// The OGX operator's Praxis sample with external access asked for
+/// (`tests/fixtures/ogx-operator/newer/network-config-praxis.yaml`, second document, the RHOAI fork
+/// at f74c8f0), reconciled on the API server: the config it runs trusts Praxis's headers, the
+/// NetworkPolicy the API server stores admits the Praxis Pods by the OGX operator's default
+/// selector, no Ingress is made, and the status says why.
+#[test]
+fn an_ogx_server_in_praxis_mode_is_reached_only_from_praxis() {
+    use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let f = Fixture::new(&client, "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let sample = std::fs::read_to_string(
+            support::workspace_root().join("tests/fixtures/ogx-operator/newer/network-config-praxis.yaml"),
+        )
+        .unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&sample).unwrap();
+        let server: OGXServer = serde_json::from_value(docs[1].clone()).unwrap();
+        let name = "ogxserver-external-access-ignored";
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), f.ctx.clone()).await.unwrap();
+
+        let configs = f.config_maps(name).await;
+        let config = configs
+            .iter()
+            .filter_map(|c| c.data.as_ref()?.get("config.yaml"))
+            .next()
+            .unwrap_or_else(|| panic!("no config ConfigMap: {configs:?}"));
+        let config: Value = serde_saphyr::from_str(config).unwrap();
+        assert_eq!(config["server"]["auth"]["provider_config"]["type"], "upstream_header");
+        assert_eq!(config["server"]["tenancy"]["mode"], "multi");
+
+        let policies = Api::<NetworkPolicy>::namespaced(client.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(policies.len(), 1, "{policies:?}");
+        let spec = serde_json::to_value(&policies[0].spec).unwrap();
+        assert_eq!(
+            spec["ingress"][0]["from"][0],
+            json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "openshift-ingress"}},
+                "podSelector": {"matchLabels": {"app": "payload-processing"}}}),
+            "{spec:#}"
+        );
+        let ingresses = Api::<Ingress>::namespaced(client.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        assert!(ingresses.is_empty(), "{ingresses:?}");
+        let status = serde_json::to_string(&servers.get(name).await.unwrap().status).unwrap();
+        assert!(status.contains("no Ingress or Route is made"), "{status}");
+    });
+}

@@ -546,6 +546,97 @@ fn the_ogx_operators_named_backends_example_runs_on_a_real_postgres(
     Ok(())
 }
 
+/// The OGX operator's own Praxis sample (`tests/fixtures/ogx-operator/newer/readme-praxis-selector.yaml`,
+/// the RHOAI fork's README at 10e3e32) runs the real OGX 1.3.0 server behind Praxis as the
+/// generated config says: a caller Praxis has not named (no `x-user-id`, or no `x-tenant-id`) is
+/// refused, a named one served; `responses` is not served (Praxis answers it); a conversation one
+/// caller creates is theirs alone, hidden from another tenant and from another user of the same
+/// tenant.
+fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
+    env: &Env,
+) -> Result<(), Failed> {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::ogx_server::to_model;
+    use llama_stack_operator::stack_config::{
+        ModelMerge, PRINCIPAL_HEADER, ProviderTable, TENANT_HEADER, generate_merging, parse_base,
+    };
+    use support::llama_stack::http_request;
+
+    let text = std::fs::read_to_string(
+        support::workspace_root()
+            .join("tests/fixtures/ogx-operator/newer/readme-praxis-selector.yaml"),
+    )?;
+    let server: OGXServer = serde_saphyr::from_str(&text)?;
+    let model = to_model(&server).map_err(|e| e.to_string())?;
+    let base = parse_base(llama_stack::starter_config(ServerLine::Ogx))?;
+    let generated = generate_merging(
+        &model.spec,
+        &base,
+        ProviderTable::ogx(),
+        ModelMerge::Replace,
+    )?;
+    let dir = tempfile::Builder::new().prefix("llso-praxis-").tempdir()?;
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, without_local_embeddings(&generated.yaml)?)?;
+    let running =
+        llama_stack::Server::start(&env.venvs[&ServerLine::Ogx], &config, &[], dir.path())?;
+    let call = |method: &str, path: &str, who: &[(&str, &str)], body: Option<&Value>| {
+        http_request(method, &format!("{}{path}", running.url), who, body)
+    };
+    let alice = [(PRINCIPAL_HEADER, "alice"), (TENANT_HEADER, "team-a")];
+    let carol = [(PRINCIPAL_HEADER, "carol"), (TENANT_HEADER, "team-a")];
+    let bob = [(PRINCIPAL_HEADER, "bob"), (TENANT_HEADER, "team-b")];
+    let mut wrong = Vec::new();
+    let mut expect = |what: &str, got: (u16, String), want: u16| {
+        if got.0 != want {
+            wrong.push(format!("{what}: {} (want {want}) {}", got.0, got.1));
+        }
+    };
+    expect(
+        "no caller named",
+        call("GET", "/v1/models", &[], None)?,
+        401,
+    );
+    expect(
+        "no tenant named",
+        call("GET", "/v1/models", &[(PRINCIPAL_HEADER, "alice")], None)?,
+        401,
+    );
+    expect(
+        "a named caller",
+        call("GET", "/v1/models", &alice, None)?,
+        200,
+    );
+    expect(
+        "responses, served by Praxis",
+        call("GET", "/v1/responses", &alice, None)?,
+        404,
+    );
+    let (code, body) = call("POST", "/v1/conversations", &alice, Some(&json!({})))?;
+    let id = match (code, serde_json::from_str::<Value>(&body)) {
+        (200, Ok(created)) => created["id"].as_str().unwrap_or_default().to_owned(),
+        _ => return Err(format!("alice's conversation not created: {code} {body}").into()),
+    };
+    let path = format!("/v1/conversations/{id}");
+    expect("the owner", call("GET", &path, &alice, None)?, 200);
+    let other_tenant = call("GET", &path, &bob, None)?;
+    let same_tenant = call("GET", &path, &carol, None)?;
+    drop(running);
+    for (who, (code, body)) in [
+        ("another tenant", other_tenant),
+        ("another user", same_tenant),
+    ] {
+        if code == 200 {
+            wrong.push(format!("{who} read alice's conversation: {body}"));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("\n").into())
+    }
+}
+
 /// `config` without the starter's `inline::sentence-transformers` provider and the vector store
 /// defaults that name it: the image has torch, the suite's venv does not (nothing of it is under
 /// test where this is used).
@@ -938,6 +1029,10 @@ fn main() -> ExitCode {
     tests.push((
         "the_ogx_operators_named_backends_example_runs_on_a_real_postgres".to_owned(),
         Box::new(the_ogx_operators_named_backends_example_runs_on_a_real_postgres),
+    ));
+    tests.push((
+        "the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server".to_owned(),
+        Box::new(the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server),
     ));
     tests.push((
         "named_postgres_backends_pass_each_lines_own_validation".to_owned(),

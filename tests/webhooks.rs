@@ -472,8 +472,9 @@ fn offline_validation_agrees_with_the_api_server(env: &Env) -> Result<(), Failed
 /// labels) and is refused only when its spec changes.
 /// The `OGXServer`s of the OGX operator's newer docs and samples
 /// (`tests/fixtures/ogx-operator/newer`, each with its source) through the API server and the
-/// webhook: the ones that run as they serve today admitted, named storage backends included; the
-/// ones in Praxis mode refused at `spec.praxisMode` (not served yet), with the webhook's words.
+/// webhook: every one admitted, named storage backends and Praxis mode included, but the one that
+/// asks for the Praxis migration Job, refused at `spec.praxisMode.migrationJob` (no OGX release on
+/// PyPI has `ogx migrate praxis`), with the webhook's words.
 fn the_ogx_operators_newer_examples_get_their_verdicts_at_admission(
     env: &Env,
 ) -> Result<(), Failed> {
@@ -482,12 +483,12 @@ fn the_ogx_operators_newer_examples_get_their_verdicts_at_admission(
         (
             "network-config-praxis.yaml",
             "ogxserver-network-example",
-            false,
+            true,
         ),
         (
             "network-config-praxis.yaml",
             "ogxserver-external-access-ignored",
-            false,
+            true,
         ),
         (
             "network-config-praxis.yaml",
@@ -501,7 +502,7 @@ fn the_ogx_operators_newer_examples_get_their_verdicts_at_admission(
             "my-ogxserver",
             true,
         ),
-        ("readme-praxis-selector.yaml", "my-ogxserver", false),
+        ("readme-praxis-selector.yaml", "my-ogxserver", true),
         (
             "readme-runtime-config-sample.yaml",
             "runtime-config-sample",
@@ -559,7 +560,7 @@ fn the_ogx_operators_newer_examples_get_their_verdicts_at_admission(
                 (Ok(_), true) => {}
                 (Err(kube::Error::Api(status)), false)
                     if status.message.contains("denied the request")
-                        && status.message.contains("spec.praxisMode") => {}
+                        && status.message.contains("spec.praxisMode.migrationJob") => {}
                 (outcome, _) => wrong.push(format!("{file} {name}: {outcome:?}")),
             }
         }
@@ -643,13 +644,31 @@ fn ogx_servers_are_checked_at_admission(env: &Env) -> Result<(), Failed> {
     if !misplaced.contains("tableName is only valid for kv_postgres backends") {
         return Err(format!("not the OGX operator's words: {misplaced}").into());
     }
-    // Praxis mode is in the schema, and refused while it is not served, naming the field.
-    let praxis = refusal(
-        "praxis",
-        json!({"distribution": {"name": "starter"}, "praxisMode": {}}),
-    )?;
-    if !(praxis.contains("denied the request") && praxis.contains("spec.praxisMode")) {
-        return Err(format!("not the refusal expected: {praxis}").into());
+    // Praxis mode is served; its migration Job, and turning off the NetworkPolicy that keeps
+    // every caller but Praxis away, are refused naming the field.
+    let behind: DynamicObject = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1",
+        "kind": "OGXServer", "metadata": {"name": "behind-praxis"},
+        "spec": {"distribution": {"name": "starter"}, "praxisMode": {}}}))?;
+    env.rt
+        .block_on(api.create(&PostParams::default(), &behind))?;
+    for (name, spec, field) in [
+        (
+            "migrating",
+            json!({"distribution": {"name": "starter"}, "praxisMode": {"migrationJob": {
+                "targetConnectionString": {"name": "praxis-pg", "key": "url"}}}}),
+            "spec.praxisMode.migrationJob",
+        ),
+        (
+            "unguarded",
+            json!({"distribution": {"name": "starter"}, "praxisMode": {},
+                "network": {"policy": {"enabled": false}}}),
+            "spec.network.policy.enabled",
+        ),
+    ] {
+        let said = refusal(name, spec)?;
+        if !(said.contains("denied the request") && said.contains(field)) {
+            return Err(format!("{name}: not the refusal expected: {said}").into());
+        }
     }
     let early = ogx_api(&env.client, "default");
     let patch = |body: Value| {

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
     EnvVar, PodResourceClaim, ResourceRequirements, TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicyEgressRule, NetworkPolicyIngressRule};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -109,6 +109,62 @@ pub struct LlamaStackDistributionSpec {
     /// (its labels) or the embedded one; the image is still resolved and pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_config: Option<BaseConfigSpec>,
+    /// A gateway in front of the server that authenticates every caller and serves some APIs
+    /// itself: the server trusts the identity headers the gateway sets, keeps each tenant's
+    /// resources apart, leaves those APIs to the gateway, and is reached only from it (no
+    /// Ingress or Route is made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewaySpec>,
+}
+
+/// The gateway in front of the server.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewaySpec {
+    /// Praxis (Open Data Hub's payload-processing gateway), as the OGX operator's Praxis mode
+    /// fronts OGX: the server trusts `x-user-id` and `x-tenant-id`, runs multi-tenant, and leaves
+    /// `responses` and `conversations` to Praxis. OGX servers only.
+    pub praxis: PraxisGateway,
+}
+
+/// Where the Praxis Pods that reach the server run.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.podSelector) || (has(self.podSelector.matchLabels) && size(self.podSelector.matchLabels) > 0) || (has(self.podSelector.matchExpressions) && size(self.podSelector.matchExpressions) > 0)").message("podSelector must not be empty: an empty selector admits every Pod of the namespace").reason(Reason::FieldValueInvalid).field_path(".podSelector"))]
+pub struct PraxisGateway {
+    /// The namespace of the Praxis Pods (default `openshift-ingress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: Option<String>,
+    /// The Praxis Pods (default `app: payload-processing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_selector: Option<LabelSelector>,
+}
+
+/// The Praxis Pods' namespace when `gateway.praxis.namespace` is not set (where Open Data Hub
+/// runs them, and the OGX operator's default).
+pub const DEFAULT_PRAXIS_NAMESPACE: &str = "openshift-ingress";
+/// The Praxis Pods' `app` label when `gateway.praxis.podSelector` is not set.
+pub const DEFAULT_PRAXIS_APP: &str = "payload-processing";
+
+impl PraxisGateway {
+    /// The namespace of the Praxis Pods, with its default.
+    pub fn namespace(&self) -> &str {
+        self.namespace
+            .as_deref()
+            .unwrap_or(DEFAULT_PRAXIS_NAMESPACE)
+    }
+
+    /// The Praxis Pods' selector, with its default.
+    pub fn pods(&self) -> LabelSelector {
+        self.pod_selector.clone().unwrap_or_else(|| LabelSelector {
+            match_labels: Some(BTreeMap::from([(
+                "app".to_owned(),
+                DEFAULT_PRAXIS_APP.to_owned(),
+            )])),
+            match_expressions: None,
+        })
+    }
 }
 
 /// A ConfigMap key holding the base config.

@@ -19,7 +19,8 @@ use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{
     ClientIdentity, ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, PolicyRules,
-    ResolvedDistributionStatus, RollbackStatus, TlsSpec, WorkloadOverrides, WorkloadSpec,
+    PraxisGateway, ResolvedDistributionStatus, RollbackStatus, TlsSpec, WorkloadOverrides,
+    WorkloadSpec,
 };
 use crate::naming::REPIN_ANNOTATION;
 
@@ -163,8 +164,14 @@ pub struct Networking<'a> {
     pub tls_secret: Option<&'a str>,
     /// Whether TLS is enabled (with or without a Secret named).
     pub tls: bool,
-    /// `expose`: `None` when not exposed, else its options (empty strings as unset).
+    /// `expose`: `None` when not exposed (or behind a gateway), else its options (empty strings
+    /// as unset).
     pub expose: Option<ExposeOptions>,
+    /// `expose` asked for, and not honoured: a server behind a gateway is reached only through it.
+    pub expose_ignored: bool,
+    /// The gateway the server is behind (Praxis), whose Pods alone reach it from outside the
+    /// operator's namespace.
+    pub gateway: Option<&'a PraxisGateway>,
     /// `allowedFrom`: `None` (and no `policy`) makes no NetworkPolicy.
     pub allowed_from: Option<&'a AllowedFromSpec>,
     /// `policy`: rules of the user's own, beside the default one.
@@ -319,6 +326,7 @@ fn declared_release(text: &str) -> Option<ServerRelease> {
 impl<'a> Networking<'a> {
     fn of(spec: &'a LlamaStackDistributionSpec) -> Self {
         let networking = spec.networking.as_ref();
+        let gateway = spec.gateway.as_ref().map(|g| &g.praxis);
         let tls = networking
             .and_then(|n| n.tls.as_ref())
             .filter(|t| t.enabled);
@@ -328,7 +336,14 @@ impl<'a> Networking<'a> {
             tls: tls.is_some(),
             expose: networking
                 .and_then(|n| n.expose.as_ref())
-                .and_then(expose_options),
+                .and_then(expose_options)
+                .filter(|_| gateway.is_none()),
+            expose_ignored: gateway.is_some()
+                && networking
+                    .and_then(|n| n.expose.as_ref())
+                    .and_then(expose_options)
+                    .is_some(),
+            gateway,
             allowed_from: networking.and_then(|n| n.allowed_from.as_ref()),
             policy: networking.and_then(|n| n.policy.as_ref()),
             ca_bundles: ca_bundles(networking.and_then(|n| n.tls.as_ref())),

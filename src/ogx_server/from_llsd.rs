@@ -18,8 +18,8 @@ use crate::api::network_peers;
 use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
-    KvStorageType, LlamaStackDistribution, LlamaStackDistributionSpec, ProviderConfig, SecretValue,
-    SqlStorageType,
+    GatewaySpec, KvStorageType, LlamaStackDistribution, LlamaStackDistributionSpec, ProviderConfig,
+    SecretValue, SqlStorageType,
 };
 use crate::stack_config::ProviderTable;
 
@@ -108,7 +108,7 @@ fn spec(
     }
     let networking = spec.networking.clone().unwrap_or_default();
     Ok(OGXServerSpec {
-        praxis_mode: None,
+        praxis_mode: spec.gateway.as_ref().map(praxis_mode),
         distribution: ogx::DistributionSpec {
             name: spec.distribution.name.clone(),
             image: spec.distribution.image.clone(),
@@ -317,6 +317,23 @@ fn resources(
         .map(|models| ogx::ResourcesSpec {
             models: Some(models),
         }))
+}
+
+/// `gateway.praxis` as the OGX operator's Praxis mode; its selector needs both halves, so a
+/// half left to its default is written out.
+fn praxis_mode(gateway: &GatewaySpec) -> ogx::PraxisModeSpec {
+    let praxis = &gateway.praxis;
+    let selector = (praxis.namespace.is_some() || praxis.pod_selector.is_some()).then(|| {
+        ogx::PraxisSelector {
+            namespace: praxis.namespace().to_owned(),
+            pod_selector: praxis.pods(),
+        }
+    });
+    ogx::PraxisModeSpec {
+        enabled: Some(true),
+        praxis_selector: selector,
+        migration_job: None,
+    }
 }
 
 fn disabled(

@@ -20,10 +20,10 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, DistributionType};
 use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
-    BaseConfigSpec, ClientIdentity, ConfigMapKey, ExposeOptions, KvStorageSpec, KvStorageType,
-    LlamaStackDistribution, LlamaStackDistributionSpec, ModelConfig, NetworkingSpec,
-    OverrideConfigSpec, PolicyRules, ResourcesSpec, SecretKeyRef, SecretValue, SqlStorageSpec,
-    SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
+    BaseConfigSpec, ClientIdentity, ConfigMapKey, ExposeOptions, GatewaySpec, KvStorageSpec,
+    KvStorageType, LlamaStackDistribution, LlamaStackDistributionSpec, ModelConfig, NetworkingSpec,
+    OverrideConfigSpec, PolicyRules, PraxisGateway, ResourcesSpec, SecretKeyRef, SecretValue,
+    SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
 };
 
 /// The metrics port when `monitoring.metricsPort` is not set (OpenTelemetry's Prometheus
@@ -84,14 +84,16 @@ pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
 
 /// The spec in the model.
 pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untranslatable> {
-    if spec
-        .praxis_mode
+    let gateway = gateway(spec.praxis_mode.as_ref())?;
+    let unguarded = spec
+        .network
         .as_ref()
-        .is_some_and(ogx::PraxisModeSpec::is_on)
-    {
+        .and_then(|n| n.policy.as_ref())
+        .is_some_and(|p| p.enabled == Some(false));
+    if gateway.is_some() && unguarded {
         return Err(Untranslatable::new(
-            "spec.praxisMode",
-            "Praxis mode (OGX behind Praxis, with its migration Job) is not served by this operator yet; remove praxisMode or set praxisMode.enabled: false to run the server as it serves today",
+            "spec.network.policy.enabled",
+            "behind Praxis the server trusts the identity headers of whoever reaches it, so the NetworkPolicy that admits only Praxis and the operator is not turned off here (the OGX operator does, with a warning); remove enabled: false, or turn praxisMode off",
         ));
     }
     let providers = match &spec.providers {
@@ -131,7 +133,37 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
             config_map_name: b.name.clone(),
             key: Some(b.key.clone()),
         }),
+        gateway,
     })
+}
+
+/// `praxisMode`, on: Praxis as the server's gateway, its Pods by `praxisSelector` (else the
+/// model's defaults, which are the OGX operator's). The migration Job is refused: it runs
+/// `ogx migrate praxis`, which no OGX release on PyPI has (1.0 to 1.5), so no server this operator
+/// proves could run it.
+fn gateway(praxis: Option<&ogx::PraxisModeSpec>) -> Result<Option<GatewaySpec>, Untranslatable> {
+    let Some(praxis) = praxis.filter(|p| p.is_on()) else {
+        return Ok(None);
+    };
+    if praxis
+        .migration_job
+        .as_ref()
+        .is_some_and(|job| job.enabled != Some(false))
+    {
+        return Err(Untranslatable::new(
+            "spec.praxisMode.migrationJob",
+            "the Praxis migration Job is not run by this operator yet: it runs `ogx migrate praxis`, which no OGX release on PyPI has (1.0 to 1.5); run the migration with the OGX build that has it, then remove migrationJob (or set migrationJob.enabled: false)",
+        ));
+    }
+    Ok(Some(GatewaySpec {
+        praxis: PraxisGateway {
+            namespace: praxis.praxis_selector.as_ref().map(|s| s.namespace.clone()),
+            pod_selector: praxis
+                .praxis_selector
+                .as_ref()
+                .map(|s| s.pod_selector.clone()),
+        },
+    }))
 }
 
 /// `vector_io` → `vectorIo`: the model's name of a config API.

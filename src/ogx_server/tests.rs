@@ -243,20 +243,39 @@ fn what_is_not_served_is_refused_with_its_field() {
         (model.config_map_name.as_str(), model.key.as_deref()),
         ("b", Some("base.yaml"))
     );
-    // Praxis mode is refused while on, and served as today when written turned off.
-    let praxis = |enabled: Option<bool>| {
+    // Praxis mode off is served as without it; its migration Job is refused (no OGX release on
+    // PyPI has `ogx migrate praxis`), and so is turning off the NetworkPolicy that keeps every
+    // caller but Praxis away from a server trusting its headers.
+    let praxis = |enabled: Option<bool>, job: bool| {
         move |s: &mut OGXServerSpec| {
             s.praxis_mode = Some(ogx::PraxisModeSpec {
                 enabled,
+                migration_job: job.then(|| ogx::MigrationJobSpec {
+                    target_connection_string: ogx::SecretKeyRef {
+                        name: "praxis-pg".into(),
+                        key: "url".into(),
+                    },
+                    ..Default::default()
+                }),
                 ..Default::default()
             })
         }
     };
-    assert_eq!(refused(&praxis(None)), "spec.praxisMode");
-    assert_eq!(refused(&praxis(Some(true))), "spec.praxisMode");
     let mut legacy = base.clone();
-    praxis(Some(false))(&mut legacy);
-    assert!(spec(&legacy).is_ok());
+    praxis(Some(false), true)(&mut legacy);
+    assert_eq!(spec(&legacy).unwrap().gateway, None);
+    assert_eq!(refused(&praxis(None, true)), "spec.praxisMode.migrationJob");
+    let unguarded = |s: &mut OGXServerSpec| {
+        praxis(Some(true), false)(s);
+        s.network = Some(ogx::NetworkSpec {
+            policy: Some(ogx::NetworkPolicySpec {
+                enabled: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    };
+    assert_eq!(refused(&unguarded), "spec.network.policy.enabled");
     // A client identity is served: the certificate's ConfigMap and the key's Secret.
     let mut identified = base.clone();
     identified.tls = Some(ogx::TlsClientConfig {
@@ -741,5 +760,69 @@ fn every_ogx_workload_field_has_a_place_in_the_model() {
     assert_eq!(
         first_dropped(&json!({"a": null, "b": 1}), &json!({"b": 1})),
         None
+    );
+}
+
+/// The OGX operator's Praxis-mode samples (`newer/network-config-praxis.yaml`, red-hat-data-services
+/// f74c8f0): the selector they name becomes the gateway, the one without a selector takes the
+/// OGX operator's default (`app: payload-processing` in `openshift-ingress`), and the config
+/// generated over OGX's starter trusts Praxis's headers, runs multi-tenant, leaves `responses`
+/// to Praxis and keeps vector store metadata in its own table, as the OGX operator writes it.
+#[test]
+fn praxis_mode_samples_put_the_server_behind_praxis() {
+    let samples = servers("newer/network-config-praxis.yaml");
+    let selected = to_model(&samples[0]).unwrap();
+    let gateway = selected.spec.gateway.clone().expect("behind Praxis");
+    assert_eq!(gateway.praxis.namespace(), "praxis");
+    assert_eq!(
+        serde_json::to_value(gateway.praxis.pods()).unwrap(),
+        json!({"matchLabels": {"app": "payload-processing"}})
+    );
+    let defaulted = to_model(&samples[1]).unwrap().spec.gateway.unwrap();
+    assert_eq!(defaulted.praxis.namespace(), "openshift-ingress");
+    assert_eq!(
+        serde_json::to_value(defaulted.praxis.pods()).unwrap(),
+        json!({"matchLabels": {"app": "payload-processing"}})
+    );
+    assert_eq!(to_model(&samples[2]).unwrap().spec.gateway, None);
+
+    let base = parse_base(OGX_STARTER).unwrap();
+    let generated = generate_merging(
+        &selected.spec,
+        &base,
+        ProviderTable::ogx(),
+        ModelMerge::Replace,
+    )
+    .unwrap();
+    let config: serde_json::Value = serde_saphyr::from_str(&generated.yaml).unwrap();
+    assert_eq!(
+        config["server"]["auth"]["provider_config"],
+        json!({"type": "upstream_header", "principal_header": "x-user-id", "tenant_header": "x-tenant-id"})
+    );
+    assert_eq!(
+        config["server"]["auth"]["access_policy"],
+        json!([
+            {"permit": {"actions": ["read"]}, "when": "resource is unowned",
+             "description": "All users can read system resources"},
+            {"permit": {"actions": ["create"]},
+             "description": "Authenticated users can create resources"},
+            {"permit": {"actions": ["read", "update", "delete"]}, "when": "user is owner",
+             "description": "Owners can manage their own resources"}])
+    );
+    assert_eq!(config["server"]["tenancy"], json!({"mode": "multi"}));
+    let apis: Vec<&str> = config["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        !apis.contains(&"responses") && !apis.contains(&"conversations"),
+        "{apis:?}"
+    );
+    assert!(config["providers"].get("responses").is_none());
+    assert_eq!(
+        config["storage"]["stores"]["vector_stores"],
+        json!({"backend": "sql_default", "table_name": "openai_vector_stores"})
     );
 }

@@ -1100,3 +1100,69 @@ fn the_inference_store_switch_is_judged_by_the_release_the_image_told() {
         );
     }
 }
+
+/// Behind Praxis: only OGX (llama-stack has no upstream-header authentication), a `responses`
+/// provider of one's own is an error (Praxis serves that API), the base config's own `server.auth`
+/// is replaced with a warning, and stores the spec names are left as written (no vector store
+/// table added).
+#[test]
+fn a_praxis_gateway_needs_ogx_and_takes_its_apis_and_the_auth() {
+    let praxis = json!({"praxis": {}});
+    let on_llama = errors(json!({"gateway": praxis}));
+    assert!(
+        on_llama
+            .iter()
+            .any(|e| e.starts_with("spec.gateway.praxis: Praxis fronts OGX servers")),
+        "{on_llama:?}"
+    );
+    match run_ogx(json!({"gateway": praxis,
+        "providers": {"responses": {"provider": "inline::builtin"}}}))
+    {
+        Err(GenerateError::Invalid(errors)) => assert!(
+            errors.iter().any(|e| e.path == "spec.providers.responses"),
+            "{errors:?}"
+        ),
+        other => panic!("a responses provider behind Praxis: {other:?}"),
+    }
+    let with_auth = OGX_STARTER.replacen(
+        "server:\n  port: 8321\n",
+        "server:\n  port: 8321\n  auth:\n    provider_config:\n      type: github_token\n",
+        1,
+    );
+    let g = generate_from_yaml(
+        &spec(json!({"gateway": praxis})),
+        &with_auth,
+        ProviderTable::ogx(),
+    )
+    .unwrap();
+    assert_eq!(
+        config(&g)["server"]["auth"]["provider_config"]["type"],
+        "upstream_header"
+    );
+    assert!(
+        g.warnings
+            .iter()
+            .any(|w| w.contains("server.auth is replaced")),
+        "{:?}",
+        g.warnings
+    );
+    let named = run_ogx(json!({"gateway": praxis, "storage": {
+        "backends": {
+            "kv": {"type": "kv_postgres", "user": "ogx"},
+            "sql": {"type": "sql_postgres", "user": "ogx"}},
+        "stores": {"metadata": {"backend": "kv", "namespace": "registry"}}}}))
+    .unwrap();
+    assert_eq!(
+        config(&named)["storage"]["stores"]["vector_stores"],
+        Value::Null
+    );
+    // Named backends without stores: the table goes to the SQL backend.
+    let defaulted = run_ogx(json!({"gateway": praxis, "storage": {"backends": {
+        "b-kv": {"type": "kv_postgres", "user": "ogx"},
+        "a-sql": {"type": "sql_postgres", "user": "ogx"}}}}))
+    .unwrap();
+    assert_eq!(
+        config(&defaulted)["storage"]["stores"]["vector_stores"],
+        json!({"backend": "a-sql", "table_name": "openai_vector_stores"})
+    );
+}

@@ -254,17 +254,20 @@ impl Drop for Server {
 
 /// Minimal blocking HTTP/1.1 GET on loopback (status, body).
 pub fn http_get(url: &str) -> Result<(u16, String), Error> {
-    http_request("GET", url, None)
+    http_request("GET", url, &[], None)
 }
 
 /// Minimal blocking HTTP/1.1 POST of a JSON body on loopback (status, body).
 pub fn http_post(url: &str, body: &serde_json::Value) -> Result<(u16, String), Error> {
-    http_request("POST", url, Some(body))
+    http_request("POST", url, &[], Some(body))
 }
 
-fn http_request(
+/// Minimal blocking HTTP/1.1 request on loopback with headers of one's own, and a JSON body when
+/// given (status, body).
+pub fn http_request(
     method: &str,
     url: &str,
+    headers: &[(&str, &str)],
     json: Option<&serde_json::Value>,
 ) -> Result<(u16, String), Error> {
     use std::io::{Read, Write};
@@ -285,9 +288,13 @@ fn http_request(
             )
         })
         .unwrap_or_default();
+    let own: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{content}Connection: close\r\n\r\n{}",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{own}{content}Connection: close\r\n\r\n{}",
         payload.unwrap_or_default()
     )?;
     let mut raw = Vec::new();

@@ -20,7 +20,7 @@ use super::object::{
 };
 use crate::api::common::AllowedFromSpec;
 use crate::api::network_peers;
-use crate::api::v1alpha2::ExposeOptions;
+use crate::api::v1alpha2::{ExposeOptions, PraxisGateway};
 use crate::controller::stack::Stack;
 use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
 
@@ -59,27 +59,34 @@ pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
 }
 
 /// Only the listed namespaces (plus the own namespace and the operator's) reach the server port;
-/// `*` opens it to every namespace. Rules of the user's own (`policy`) are added: ingress beside
+/// `*` opens it to every namespace. Behind a gateway the gateway's Pods take the own namespace's
+/// place (the OGX operator's Praxis lock-down), and the policy is always made: the server trusts
+/// the identity headers of whoever reaches it. Rules of the user's own (`policy`) are added: ingress beside
 /// that default rule, egress (with DNS to kube-dns) when given or listed in `policyTypes`.
-/// Without `allowedFrom` and `policy` no policy is made.
+/// Without `allowedFrom`, `policy` and a gateway no policy is made.
 pub(super) fn network_policy(
     stack: &Stack,
     operator_namespace: Option<&str>,
 ) -> Result<Option<NetworkPolicy>, BuildError> {
     let policy = stack.networking.policy;
+    let gateway = stack.networking.gateway;
     let allowed = match (stack.networking.allowed_from, policy) {
-        (None, None) => return Ok(None),
+        (None, None) if gateway.is_none() => return Ok(None),
         (Some(allowed), _) => allowed.clone(),
-        (None, Some(_)) => AllowedFromSpec::default(),
+        (None, _) => AllowedFromSpec::default(),
     };
     let from = match network_peers::listed_namespaces(&allowed) {
         None => vec![network_peers::every_namespace()],
         Some(listed) => {
-            // The server's own namespace and the operator's, then the listed ones.
-            let own = NetworkPolicyPeer {
-                pod_selector: Some(LabelSelector::default()),
-                ..NetworkPolicyPeer::default()
-            };
+            // The server's own namespace (behind a gateway: the gateway's Pods instead) and the
+            // operator's, then the listed ones.
+            let own = gateway.map_or_else(
+                || NetworkPolicyPeer {
+                    pod_selector: Some(LabelSelector::default()),
+                    ..NetworkPolicyPeer::default()
+                },
+                praxis_peer,
+            );
             let operator = operator_namespace.map(network_peers::namespace_named);
             std::iter::once(own).chain(operator).chain(listed).collect()
         }
@@ -116,6 +123,14 @@ pub(super) fn network_policy(
         }),
     })
     .map(Some)
+}
+
+/// The Praxis Pods, by their namespace's name and their labels.
+fn praxis_peer(praxis: &PraxisGateway) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        pod_selector: Some(praxis.pods()),
+        ..network_peers::namespace_named(praxis.namespace())
+    }
 }
 
 /// Prometheus scrapes the metrics port from OpenShift's monitoring namespaces (the namespaces
@@ -167,6 +182,9 @@ fn dns_egress() -> NetworkPolicyEgressRule {
 /// the ingress controller terminates TLS by default, clients reach the server over plain HTTP
 /// (and `status.routeURL` says `http://`). A Route terminates TLS at the router: nothing to say.
 pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String> {
+    if stack.networking.expose_ignored {
+        return Some("networking.expose is not used: behind its gateway (Praxis) the server is reached only through the gateway, so no Ingress or Route is made; remove expose".to_owned());
+    }
     let options = stack.networking.expose.clone()?;
     if routes_available {
         return match (&options.hostname, &options.tls_secret_name) {

@@ -1204,3 +1204,49 @@ fn server_pods_get_no_service_links() {
         );
     }
 }
+
+/// Behind Praxis the NetworkPolicy is made even without `allowedFrom` (the server trusts whoever
+/// reaches it): the Praxis Pods (the gateway's selector, else `app: payload-processing` in
+/// `openshift-ingress`) take the own namespace's place beside the operator's; rules of one's own
+/// are added; `expose` makes no Ingress or Route and says why.
+#[test]
+fn behind_praxis_only_praxis_and_the_operator_reach_the_server() {
+    let defaulted = build(
+        json!({"distribution": {"name": "starter"}, "gateway": {"praxis": {}},
+            "networking": {"expose": {"hostname": "ogx.example.com"}}}),
+        |i| i.operator_namespace = Some("op"),
+    );
+    let spec = value(&defaulted.network_policy.unwrap().spec);
+    assert_eq!(
+        spec["ingress"][0]["from"],
+        json!([
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "openshift-ingress"}},
+             "podSelector": {"matchLabels": {"app": "payload-processing"}}},
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "op"}}}])
+    );
+    assert!(defaulted.ingress.is_none() && defaulted.route.is_none());
+    let exposed = cr(
+        json!({"distribution": {"name": "starter"}, "gateway": {"praxis": {}},
+        "networking": {"expose": true}}),
+    );
+    assert!(
+        exposure_warning(&view(&exposed), true)
+            .is_some_and(|w| w.contains("no Ingress or Route is made")),
+        "expose behind Praxis is named"
+    );
+    let extra = json!({"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]});
+    let selected = build(
+        json!({"distribution": {"name": "starter"},
+            "gateway": {"praxis": {"namespace": "praxis",
+                "podSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}},
+            "networking": {"policy": {"ingress": [extra]}}}),
+        |i| i.operator_namespace = Some("op"),
+    );
+    let spec = value(&selected.network_policy.unwrap().spec);
+    assert_eq!(
+        spec["ingress"][0]["from"][0],
+        json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "praxis"}},
+            "podSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}})
+    );
+    assert_eq!(spec["ingress"][1], extra);
+}

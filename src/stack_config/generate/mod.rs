@@ -5,7 +5,8 @@
 //! Stages, in this order, one module each: the user's providers, replacing the base config's per
 //! API (`providers.rs`) -> disabled APIs (subtractive), then the references the changes left
 //! dangling repaired (`disabled.rs`) -> models, shields and tool groups (additive,
-//! `resources.rs`) -> storage, per subsection (`storage.rs`) -> the server section
+//! `resources.rs`) -> storage, per subsection (`storage.rs`) -> a gateway's trust (`gateway.rs`,
+//! which also takes the APIs it serves out after the disabled ones) -> the server section
 //! (`server_section.rs`) -> serialize -> sha256. Secrets never enter the config: they become
 //! `${env.LLSD_…}` references plus environment variables filled from Secrets.
 //!
@@ -36,6 +37,7 @@ use crate::api::v1alpha2::{
 
 mod client_identity;
 mod disabled;
+mod gateway;
 mod named_storage;
 mod providers;
 mod resources;
@@ -47,6 +49,7 @@ use providers::*;
 use resources::*;
 
 pub use client_identity::CLIENT_IDENTITY_DIR;
+pub use gateway::{PRINCIPAL_HEADER, TENANT_HEADER};
 #[cfg(test)]
 pub(crate) use named_storage::password_variable as password_variable_for_tests;
 pub use server_section::TLS_DIR;
@@ -296,6 +299,7 @@ pub fn generate_merging(
     telemetry(&mut ctx, spec, &mut ids);
     ensure_apis(&mut config, &configured);
     disabled(&mut ctx, spec, &configured, &mut config);
+    gateway::leave_praxis_apis(&mut ctx, spec, &configured, &mut config);
     prune_dependencies(&mut ctx, &mut config);
     repair_references(&mut ctx, &mut config, &before);
     if models == ModelMerge::Replace {
@@ -304,6 +308,7 @@ pub fn generate_merging(
     let resource_count = resources(&mut ctx, spec, &mut config);
     storage(&mut ctx, spec, &mut config);
     client_identity::client_identity(&mut ctx, spec, &mut config);
+    gateway::trust_praxis(&mut ctx, spec, &mut config);
     let serving = server_section::server(
         spec,
         base.server.unwrap_or_else(|| table.release()),
@@ -323,6 +328,7 @@ pub fn generate_merging(
         && spec.resources.is_none()
         && spec.storage.is_none()
         && spec.disabled.is_none()
+        && !gateway::behind_praxis(spec)
         && !serving;
     let yaml = if untouched {
         base.yaml.to_string()
