@@ -99,50 +99,8 @@ fn external_providers(text: &str) -> Result<ExternalProvidersSpec, Untranslatabl
         ));
     };
     for (section, providers) in sections {
-        match section.as_str() {
-            "agents" => {
-                return Err(refuse(
-                    section,
-                    crate::api::common::REMOVED_AGENTS.to_owned(),
-                ));
-            }
-            "postTraining" => {
-                return Err(refuse(
-                    section,
-                    crate::api::common::REMOVED_POST_TRAINING.to_owned(),
-                ));
-            }
-            _ => {}
-        }
-        let Some(list) = providers.as_array() else {
-            return Err(refuse(section, "expected a list of providers".to_owned()));
-        };
-        if list.len() > MAX_PER_SECTION {
-            return Err(refuse(
-                section,
-                format!("at most {MAX_PER_SECTION} providers"),
-            ));
-        }
-        let mut ids = std::collections::BTreeSet::new();
-        for (i, provider) in list.iter().enumerate() {
-            let id = provider
-                .get("providerId")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if !crate::naming::is_dns_label(id) {
-                return Err(refuse(
-                    &format!("{section}[{i}].providerId"),
-                    format!(
-                        "{id:?} is not a provider id: 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
-                    ),
-                ));
-            }
-            if !ids.insert(id) {
-                return Err(refuse(
-                    &format!("{section}[{i}].providerId"),
-                    format!("{id:?} is listed twice"),
-                ));
-            }
+        if let Some((path, why)) = section_problem(section, providers) {
+            return Err(refuse(&path, why));
         }
     }
     let spec: ExternalProvidersSpec =
@@ -161,6 +119,49 @@ fn external_providers(text: &str) -> Result<ExternalProvidersSpec, Untranslatabl
         ));
     }
     Ok(spec)
+}
+
+/// What is wrong with one API section of the annotation, as (path below it, why): an API
+/// llama-stack 0.7 removed, a section that is not a list, too many providers, an id that is not
+/// one or is listed twice.
+fn section_problem(section: &str, providers: &Value) -> Option<(String, String)> {
+    let removed = match section {
+        "agents" => Some(crate::api::common::REMOVED_AGENTS),
+        "postTraining" => Some(crate::api::common::REMOVED_POST_TRAINING),
+        _ => None,
+    };
+    if let Some(why) = removed {
+        return Some((section.to_owned(), why.to_owned()));
+    }
+    let Some(list) = providers.as_array() else {
+        return Some((
+            section.to_owned(),
+            "expected a list of providers".to_owned(),
+        ));
+    };
+    if list.len() > MAX_PER_SECTION {
+        return Some((
+            section.to_owned(),
+            format!("at most {MAX_PER_SECTION} providers"),
+        ));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    list.iter().enumerate().find_map(|(i, provider)| {
+        let id = provider
+            .get("providerId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let path = format!("{section}[{i}].providerId");
+        if !crate::naming::is_dns_label(id) {
+            Some((path, format!(
+                "{id:?} is not a provider id: 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
+            )))
+        } else if !ids.insert(id) {
+            Some((path, format!("{id:?} is listed twice")))
+        } else {
+            None
+        }
+    })
 }
 
 /// The first key of `given` that reading it dropped, as a path (a provider's `config` is kept
