@@ -549,7 +549,8 @@ fn the_ogx_operators_named_backends_example_runs_on_a_real_postgres(
 /// The OGX operator's own Praxis sample (`tests/fixtures/ogx-operator/newer/readme-praxis-selector.yaml`,
 /// the RHOAI fork's README at 10e3e32) runs the real OGX 1.3.0 server behind Praxis as the
 /// generated config says: a caller Praxis has not named (no `x-user-id`, or no `x-tenant-id`) is
-/// refused, a named one served; `responses` is not served (Praxis answers it); a conversation one
+/// refused, a named one served, and so is the operator's status read as it names itself;
+/// `responses` is not served (Praxis answers it); a conversation one
 /// caller creates is theirs alone, hidden from another tenant and from another user of the same
 /// tenant.
 fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
@@ -558,7 +559,8 @@ fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
     use llama_stack_operator::api::ogx::OGXServer;
     use llama_stack_operator::ogx_server::to_model;
     use llama_stack_operator::stack_config::{
-        ModelMerge, PRINCIPAL_HEADER, ProviderTable, TENANT_HEADER, generate_merging, parse_base,
+        ModelMerge, OPERATOR_CALLER, PRINCIPAL_HEADER, ProviderTable, TENANT_HEADER,
+        generate_merging, parse_base,
     };
     use support::llama_stack::http_request;
 
@@ -605,6 +607,14 @@ fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
     expect(
         "a named caller",
         call("GET", "/v1/models", &alice, None)?,
+        200,
+    );
+    // What the operator reads for the status: the version (public) and, named as the operator
+    // names itself, the providers.
+    expect("the version", call("GET", "/v1/version", &[], None)?, 200);
+    expect(
+        "the operator's read of the providers",
+        call("GET", "/v1/providers", OPERATOR_CALLER, None)?,
         200,
     );
     expect(

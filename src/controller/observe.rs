@@ -116,5 +116,12 @@ async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
     } else {
         ip
     };
-    ctx.servers.read(&format!("{scheme}://{host}:{port}")).await
+    // Behind a gateway the server answers only callers the gateway named (its headers).
+    let caller = stack
+        .networking
+        .gateway
+        .map(|_| crate::stack_config::OPERATOR_CALLER);
+    ctx.servers
+        .read(&format!("{scheme}://{host}:{port}"), caller)
+        .await
 }

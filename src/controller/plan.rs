@@ -227,6 +227,7 @@ fn spec_warnings(stack: &Stack<'_>, operator: &Operator<'_>) -> Result<Vec<Strin
     let mut warnings = check_external_providers(stack, operator)?;
     warnings.extend(builders::pdb_warning(stack));
     warnings.extend(builders::exposure_warning(stack, operator.routes_available));
+    warnings.extend(builders::gateway_warnings(stack));
     Ok(warnings)
 }
 

@@ -178,14 +178,19 @@ impl ServerProbe {
             .then(|| wait_after(failures))
     }
 
-    /// Reads `/v1/version` and `/v1/providers` from `base` (`http(s)://host:port`).
-    pub async fn read(&self, base: &str) -> ServerInfo {
+    /// Reads `/v1/version` and `/v1/providers` from `base` (`http(s)://host:port`), naming the
+    /// operator in `headers` when the server wants its callers named.
+    pub async fn read(&self, base: &str, headers: Option<&[(&str, &str)]>) -> ServerInfo {
         let Some(http) = &self.http else {
             return ServerInfo::NotResponding("the operator has no HTTP client".to_owned());
         };
         let (version_url, providers_url) =
             (format!("{base}/v1/version"), format!("{base}/v1/providers"));
-        let (version, providers) = tokio::join!(get(http, &version_url), get(http, &providers_url));
+        let headers = headers.unwrap_or_default();
+        let (version, providers) = tokio::join!(
+            get(http, &version_url, headers),
+            get(http, &providers_url, headers)
+        );
         let parsed = version
             .and_then(|body| parse_version(&body))
             .and_then(|version| Ok((version, parse_providers(&providers?)?)));
@@ -199,9 +204,17 @@ impl ServerProbe {
     }
 }
 
-async fn get(http: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
-    let mut response = http
-        .get(url)
+async fn get(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, &str)],
+) -> Result<Vec<u8>, String> {
+    let request = headers
+        .iter()
+        .fold(http.get(url), |request, (name, value)| {
+            request.header(*name, *value)
+        });
+    let mut response = request
         .send()
         .await
         .map_err(|e| format!("GET {url}: {}", with_causes(&e)))?;
@@ -422,5 +435,46 @@ mod tests {
             "the list as the cache keeps it, not the list"
         );
         assert_eq!(providers.count(), 1);
+    }
+
+    /// A server that answers only callers named in its headers (as OGX behind Praxis does) is
+    /// read when the operator names itself, and not without.
+    #[tokio::test]
+    async fn a_server_behind_a_gateway_is_read_with_the_callers_headers() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut request = vec![0; 4096];
+                let n = socket.read(&mut request).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&request[..n]).to_ascii_lowercase();
+                let named = request.contains("x-user-id: system:llama-stack-operator")
+                    && request.contains("x-tenant-id: llama-stack-operator");
+                let body = if request.starts_with("get /v1/version") {
+                    r#"{"version": "1.3.0"}"#
+                } else {
+                    r#"{"data": []}"#
+                };
+                let status = if named { "200 OK" } else { "401 Unauthorized" };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        let probe = ServerProbe::default();
+        match probe
+            .read(&base, Some(crate::stack_config::OPERATOR_CALLER))
+            .await
+        {
+            ServerInfo::Answered { version, .. } => assert_eq!(version, "1.3.0"),
+            other => panic!("named: {other:?}"),
+        }
+        match probe.read(&base, None).await {
+            ServerInfo::NotResponding(why) => assert!(why.contains("401"), "{why}"),
+            other => panic!("unnamed: {other:?}"),
+        }
     }
 }

@@ -136,7 +136,7 @@ fn spec(
         }),
         disabled_apis: disabled(spec, notes)?,
         registry_refresh_interval_seconds: None,
-        network: Some(network(&networking)?),
+        network: Some(network(&networking, spec.gateway.is_some())?),
         tls: trust(&networking)?,
         workload: workload(spec)?,
         monitoring: None,
@@ -363,8 +363,12 @@ fn disabled(
     Ok((!out.is_empty()).then_some(out))
 }
 
+/// `networking` as `network`. Behind a gateway (`guarded`) the policy stays on (the server
+/// trusts whoever reaches it) and `allowedFrom`'s `*`, which the gateway's policy does not honour,
+/// is not written as a rule that would.
 fn network(
     networking: &crate::api::v1alpha2::NetworkingSpec,
+    guarded: bool,
 ) -> Result<ogx::NetworkSpec, Untranslatable> {
     let expose = match &networking.expose {
         None | Some(BoolOrObject::Bool(false)) => None,
@@ -393,6 +397,7 @@ fn network(
     };
     let policy = match (&networking.allowed_from, &networking.policy) {
         // No policy: OGXServer makes one unless told not to.
+        (None, None) if guarded => None,
         (None, None) => Some(ogx::NetworkPolicySpec {
             enabled: Some(false),
             ..ogx::NetworkPolicySpec::default()
@@ -400,7 +405,14 @@ fn network(
         (allowed, own) => {
             // OGXServer's default rule is allowedFrom's without namespaces or labels; those
             // become an ingress rule of their own, which OGXServer adds to the default.
-            let mut ingress = allowed
+            let honoured = allowed.as_ref().map(|a| {
+                let mut a = a.clone();
+                if guarded && let Some(names) = a.namespaces.as_mut() {
+                    names.retain(|n| n != "*");
+                }
+                a
+            });
+            let mut ingress = honoured
                 .as_ref()
                 .and_then(|a| allowed_from_rule(a, networking.port))
                 .into_iter()

@@ -826,3 +826,50 @@ fn praxis_mode_samples_put_the_server_behind_praxis() {
         json!({"backend": "sql_default", "table_name": "openai_vector_stores"})
     );
 }
+
+/// A stack behind Praxis moves to an `OGXServer` that runs behind Praxis too: the gateway as
+/// `praxisMode` (a selector half left to its default written out), the NetworkPolicy left on
+/// even when the stack asked for none (`enabled: false` would be refused here and leave the
+/// server open under the OGX operator), `allowedFrom`'s `*` not written as a rule that would open
+/// it; and back into the model, the same gateway.
+#[test]
+fn a_stack_behind_praxis_moves_to_an_ogx_server_behind_praxis() {
+    let llsd = |spec: serde_json::Value| -> LlamaStackDistribution {
+        serde_json::from_value(
+            json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s", "namespace": "ns"}, "spec": spec}),
+        )
+        .unwrap()
+    };
+    let bare = llsd(json!({"distribution": {"name": "starter"},
+        "gateway": {"praxis": {"namespace": "praxis"}}}));
+    let server = from_llsd::to_ogx_server(&bare).unwrap().server;
+    let written = serde_json::to_value(&server.spec).unwrap();
+    assert_eq!(
+        written["praxisMode"],
+        json!({"enabled": true, "praxisSelector": {"namespace": "praxis",
+            "podSelector": {"matchLabels": {"app": "payload-processing"}}}})
+    );
+    assert_eq!(written["network"].get("policy"), None, "{written:#}");
+    let back = to_model(&server).expect("the moved server is served");
+    assert_eq!(
+        back.spec.gateway,
+        bare.spec.gateway.map(|g| {
+            let mut g = g;
+            g.praxis.pod_selector = Some(g.praxis.pods());
+            g
+        })
+    );
+    let starred = llsd(
+        json!({"distribution": {"name": "starter"}, "gateway": {"praxis": {}},
+        "networking": {"allowedFrom": {"namespaces": ["*", "team-a"]}}}),
+    );
+    let written =
+        serde_json::to_value(&from_llsd::to_ogx_server(&starred).unwrap().server.spec).unwrap();
+    assert_eq!(
+        written["network"]["policy"]["ingress"],
+        json!([{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}}],
+            "ports": [{"protocol": "TCP", "port": 8321}]}]),
+        "{written:#}"
+    );
+}

@@ -7,8 +7,8 @@ pub(crate) mod merge;
 pub(crate) mod table;
 
 pub use generate::{
-    CLIENT_IDENTITY_DIR, FieldError, GenerateError, GeneratedConfig, ModelMerge, PRINCIPAL_HEADER,
-    TENANT_HEADER, generate, generate_from_yaml, generate_merging, parse_base,
+    CLIENT_IDENTITY_DIR, FieldError, GenerateError, GeneratedConfig, ModelMerge, OPERATOR_CALLER,
+    PRINCIPAL_HEADER, TENANT_HEADER, generate, generate_from_yaml, generate_merging, parse_base,
 };
 pub use table::ProviderTable;
 

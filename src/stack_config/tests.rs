@@ -1146,15 +1146,28 @@ fn a_praxis_gateway_needs_ogx_and_takes_its_apis_and_the_auth() {
         "{:?}",
         g.warnings
     );
-    let named = run_ogx(json!({"gateway": praxis, "storage": {
+    // Stores named without the vector stores' table: OGX 1.3.0 would not start its vector store
+    // providers (tenancy multi); with the table, it is the one written.
+    let stores = |vector: Value| {
+        json!({"gateway": praxis, "storage": {
         "backends": {
             "kv": {"type": "kv_postgres", "user": "ogx"},
             "sql": {"type": "sql_postgres", "user": "ogx"}},
-        "stores": {"metadata": {"backend": "kv", "namespace": "registry"}}}}))
-    .unwrap();
+        "stores": {"metadata": {"backend": "kv", "namespace": "registry"}, "vectorStores": vector}}})
+    };
+    match run_ogx(stores(Value::Null)) {
+        Err(GenerateError::Invalid(errors)) => assert!(
+            errors
+                .iter()
+                .any(|e| e.path == "spec.storage.stores.vectorStores"),
+            "{errors:?}"
+        ),
+        other => panic!("stores without the vector stores' table behind Praxis: {other:?}"),
+    }
+    let named = run_ogx(stores(json!({"backend": "sql", "tableName": "mine"}))).unwrap();
     assert_eq!(
         config(&named)["storage"]["stores"]["vector_stores"],
-        Value::Null
+        json!({"backend": "sql", "table_name": "mine"})
     );
     // Named backends without stores: the table goes to the SQL backend.
     let defaulted = run_ogx(json!({"gateway": praxis, "storage": {"backends": {

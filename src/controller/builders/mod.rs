@@ -28,7 +28,7 @@ use crate::controller::stack::Stack;
 pub use ca_bundle::{CaBundleError, collect_certificates};
 pub use inputs::{Inputs, ServerConfig};
 pub use monitoring::{prometheus_rule_resource, service_monitor_resource};
-pub use network::{exposure_warning, route_resource};
+pub use network::{exposure_warning, gateway_warnings, route_resource};
 pub use object::BuildError;
 pub use pod::config_dir;
 pub use scaling::{minimum_replicas, pdb_warning};

@@ -75,7 +75,18 @@ pub(super) fn network_policy(
         (Some(allowed), _) => allowed.clone(),
         (None, _) => AllowedFromSpec::default(),
     };
-    let from = match network_peers::listed_namespaces(&allowed) {
+    // Behind a gateway `*` does not open the server (see `gateway_warnings`); the namespaces
+    // listed beside it still may reach it.
+    let listed = network_peers::listed_namespaces(&allowed).or_else(|| {
+        gateway.and_then(|_| {
+            let mut named = allowed.clone();
+            if let Some(names) = named.namespaces.as_mut() {
+                names.retain(|n| n != "*");
+            }
+            network_peers::listed_namespaces(&named)
+        })
+    });
+    let from = match listed {
         None => vec![network_peers::every_namespace()],
         Some(listed) => {
             // The server's own namespace (behind a gateway: the gateway's Pods instead) and the
@@ -98,7 +109,7 @@ pub(super) fn network_policy(
     ingress.extend(stack.door.metrics_port().map(monitoring_ingress));
     ingress.extend(policy.and_then(|p| p.ingress.clone()).unwrap_or_default());
     let own_egress = policy.and_then(|p| p.egress.clone()).unwrap_or_default();
-    let policy_types = policy
+    let mut policy_types = policy
         .and_then(|p| p.policy_types.clone())
         .unwrap_or_else(|| {
             let mut types = vec!["Ingress".to_owned()];
@@ -107,6 +118,10 @@ pub(super) fn network_policy(
             }
             types
         });
+    // Behind a gateway ingress is always governed, as the OGX operator's Praxis policy is.
+    if gateway.is_some() && !policy_types.iter().any(|t| t == "Ingress") {
+        policy_types.insert(0, "Ingress".to_owned());
+    }
     let governs = |t: &str| policy_types.iter().any(|p| p == t);
     let egress = governs("Egress").then(|| {
         let mut rules = own_egress.clone();
@@ -177,14 +192,36 @@ fn dns_egress() -> NetworkPolicyEgressRule {
     }
 }
 
+/// What a user should know about a server behind a gateway: what it does not honour there
+/// (`expose`, `allowedFrom: ["*"]`, `policyTypes` without `Ingress`), since the server trusts the
+/// identity headers of whoever reaches it.
+pub fn gateway_warnings(stack: &Stack) -> Vec<String> {
+    let networking = &stack.networking;
+    if networking.gateway.is_none() {
+        return Vec::new();
+    }
+    let mut warnings = Vec::new();
+    if networking.expose_ignored {
+        warnings.push("networking.expose (an OGXServer's network.externalAccess) is not used: behind its gateway (Praxis) the server is reached only through the gateway, so no Ingress or Route is made; remove it".to_owned());
+    }
+    if networking
+        .allowed_from
+        .is_some_and(|a| network_peers::listed_namespaces(a).is_none())
+    {
+        warnings.push("networking.allowedFrom.namespaces: \"*\" is not used behind a gateway: the server trusts the identity headers of whoever reaches it, so only the gateway's Pods, the operator's namespace and the namespaces listed by name or label may; remove \"*\"".to_owned());
+    }
+    let types = networking.policy.and_then(|p| p.policy_types.as_ref());
+    if types.is_some_and(|t| !t.iter().any(|t| t == "Ingress")) {
+        warnings.push("networking.policy.policyTypes (an OGXServer's network.policy.policyTypes): Ingress is governed anyway behind a gateway, so that only the gateway reaches the server; list Ingress".to_owned());
+    }
+    warnings
+}
+
 /// What a user should know about the exposure the operator makes: an Ingress without
 /// `expose.tlsSecretName` has no TLS section (and without `expose.hostname` no host), so unless
 /// the ingress controller terminates TLS by default, clients reach the server over plain HTTP
 /// (and `status.routeURL` says `http://`). A Route terminates TLS at the router: nothing to say.
 pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String> {
-    if stack.networking.expose_ignored {
-        return Some("networking.expose is not used: behind its gateway (Praxis) the server is reached only through the gateway, so no Ingress or Route is made; remove expose".to_owned());
-    }
     let options = stack.networking.expose.clone()?;
     if routes_available {
         return match (&options.hostname, &options.tls_secret_name) {

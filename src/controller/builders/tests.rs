@@ -1229,10 +1229,35 @@ fn behind_praxis_only_praxis_and_the_operator_reach_the_server() {
         json!({"distribution": {"name": "starter"}, "gateway": {"praxis": {}},
         "networking": {"expose": true}}),
     );
+    assert_eq!(exposure_warning(&view(&exposed), true), None);
+    let said = gateway_warnings(&view(&exposed));
     assert!(
-        exposure_warning(&view(&exposed), true)
-            .is_some_and(|w| w.contains("no Ingress or Route is made")),
-        "expose behind Praxis is named"
+        said.len() == 1 && said[0].contains("no Ingress or Route is made"),
+        "expose behind Praxis is named: {said:?}"
+    );
+    // Neither `*` nor a policy that leaves ingress alone opens the server behind Praxis.
+    let opened = json!({"distribution": {"name": "starter"}, "gateway": {"praxis": {}},
+        "networking": {"allowedFrom": {"namespaces": ["*", "team-a"]},
+            "policy": {"policyTypes": ["Egress"]}}});
+    let built = build(opened.clone(), |i| i.operator_namespace = Some("op"));
+    let spec = value(&built.network_policy.unwrap().spec);
+    assert_eq!(spec["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(
+        spec["ingress"][0]["from"],
+        json!([
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "openshift-ingress"}},
+             "podSelector": {"matchLabels": {"app": "payload-processing"}}},
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "op"}}},
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}}]),
+        "{spec:#}"
+    );
+    let said = gateway_warnings(&view(&cr(opened)));
+    assert!(
+        said.iter().any(|w| w.contains("\"*\" is not used"))
+            && said
+                .iter()
+                .any(|w| w.contains("Ingress is governed anyway")),
+        "{said:?}"
     );
     let extra = json!({"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]});
     let selected = build(

@@ -11,6 +11,13 @@ pub(super) const PRAXIS_SERVED: &[&str] = &["responses", "conversations"];
 pub const PRINCIPAL_HEADER: &str = "x-user-id";
 /// The header Praxis names the caller's tenant in.
 pub const TENANT_HEADER: &str = "x-tenant-id";
+/// Who the operator says it is to a server behind Praxis, as Praxis would name a caller: a
+/// principal and a tenant of its own (OGX's tenant ids are `[a-z0-9][a-z0-9-_]{0,127}`). It reads
+/// only the public `/v1/version` and the unowned `/v1/providers`.
+pub const OPERATOR_CALLER: &[(&str, &str)] = &[
+    (PRINCIPAL_HEADER, "system:llama-stack-operator"),
+    (TENANT_HEADER, "llama-stack-operator"),
+];
 /// The table vector store metadata goes to in Praxis mode (the OGX operator's name).
 const VECTOR_STORES_TABLE: &str = "openai_vector_stores";
 
@@ -94,9 +101,23 @@ pub(super) fn trust_praxis(
         ],
     });
     server["tenancy"] = json!({"mode": "multi"});
-    let stores_given = spec.storage.as_ref().is_some_and(|s| s.stores.is_some());
-    if !stores_given && hosts_vector_stores(config) {
-        vector_stores_table(config);
+    if !hosts_vector_stores(config) {
+        return;
+    }
+    // OGX refuses to start a vector store provider without a metadata table when tenancy is
+    // `multi` (`initialize_openai_vector_stores`, 1.3.0).
+    let stores = spec.storage.as_ref().and_then(|s| s.stores.as_ref());
+    match stores {
+        Some(stores) if stores.vector_stores.is_none() => ctx.error(
+            "spec.storage.stores.vectorStores",
+            "behind Praxis (tenancy multi) OGX starts a vector store provider only with a table for its metadata: name one (backend and tableName), or remove the vector store providers",
+        ),
+        Some(_) => {}
+        None if !vector_stores_table(config) => ctx.error(
+            "spec.gateway.praxis",
+            "behind Praxis (tenancy multi) OGX starts a vector store provider only with a table for its metadata, and the config has no SQL backend to put it in: add one under spec.storage, or remove the vector store providers",
+        ),
+        None => {}
     }
 }
 
@@ -105,43 +126,49 @@ fn hosts_vector_stores(config: &Map<String, Value>) -> bool {
 }
 
 /// `storage.stores.vector_stores` in `sql_default`, else the first SQL backend by name, unless
-/// the config already has one.
-fn vector_stores_table(config: &mut Map<String, Value>) {
+/// the config already has one; whether the config has one now.
+fn vector_stores_table(config: &mut Map<String, Value>) -> bool {
     let Some(storage) = config.get_mut("storage").and_then(Value::as_object_mut) else {
-        return;
+        return false;
     };
+    let has_table = |storage: &Map<String, Value>| {
+        storage
+            .get("stores")
+            .and_then(|s| s.get("vector_stores"))
+            .is_some_and(|t| !t.is_null())
+    };
+    if has_table(storage) {
+        return true;
+    }
     let backend = {
         let Some(backends) = storage.get("backends").and_then(Value::as_object) else {
-            return;
+            return false;
         };
-        let sql = |(name, backend): (&String, &Value)| {
-            backend
-                .get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| t.starts_with("sql_"))
-                .then(|| name.clone())
-        };
-        if backends.get("sql_default").is_some() {
-            Some("sql_default".to_owned())
-        } else {
-            let mut names: Vec<String> = backends.iter().filter_map(sql).collect();
-            names.sort();
-            names.into_iter().next()
+        let mut sql: Vec<&String> = backends
+            .iter()
+            .filter(|(_, backend)| {
+                backend
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.starts_with("sql_"))
+            })
+            .map(|(name, _)| name)
+            .collect();
+        sql.sort_by_key(|name| (name.as_str() != "sql_default", name.as_str()));
+        match sql.first() {
+            Some(name) => (*name).clone(),
+            None => return false,
         }
-    };
-    let Some(backend) = backend else {
-        return;
     };
     let stores = storage
         .entry("stores")
         .or_insert_with(|| Value::Object(Map::new()));
     let Some(stores) = stores.as_object_mut() else {
-        return;
+        return false;
     };
-    if stores.get("vector_stores").is_none_or(Value::is_null) {
-        stores.insert(
-            "vector_stores".to_owned(),
-            json!({"backend": backend, "table_name": VECTOR_STORES_TABLE}),
-        );
-    }
+    stores.insert(
+        "vector_stores".to_owned(),
+        json!({"backend": backend, "table_name": VECTOR_STORES_TABLE}),
+    );
+    true
 }

@@ -49,7 +49,7 @@ use providers::*;
 use resources::*;
 
 pub use client_identity::CLIENT_IDENTITY_DIR;
-pub use gateway::{PRINCIPAL_HEADER, TENANT_HEADER};
+pub use gateway::{OPERATOR_CALLER, PRINCIPAL_HEADER, TENANT_HEADER};
 #[cfg(test)]
 pub(crate) use named_storage::password_variable as password_variable_for_tests;
 pub use server_section::TLS_DIR;
