@@ -477,10 +477,6 @@ fn the_ogx_operators_named_backends_example_runs_on_a_real_postgres(
     env: &Env,
 ) -> Result<(), Failed> {
     use llama_stack_operator::api::ogx::OGXServer;
-    use llama_stack_operator::ogx_server::to_model;
-    use llama_stack_operator::stack_config::{
-        ModelMerge, ProviderTable, generate_merging, parse_base,
-    };
 
     let text = std::fs::read_to_string(
         support::workspace_root()
@@ -491,14 +487,7 @@ fn the_ogx_operators_named_backends_example_runs_on_a_real_postgres(
         .find(|doc| doc.contains("kind: OGXServer"))
         .ok_or("no OGXServer in the example")
         .map(serde_saphyr::from_str)??;
-    let model = to_model(&server).map_err(|e| e.to_string())?;
-    let base = parse_base(llama_stack::starter_config(ServerLine::Ogx))?;
-    let generated = generate_merging(
-        &model.spec,
-        &base,
-        ProviderTable::ogx(),
-        ModelMerge::Replace,
-    )?;
+    let generated = over_ogx_starter(&server)?;
     let dir = tempfile::Builder::new().prefix("llso-pg-").tempdir()?;
     let postgres = support::postgres::Postgres::start(dir.path())?;
     postgres.sql(
@@ -557,11 +546,7 @@ fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
     env: &Env,
 ) -> Result<(), Failed> {
     use llama_stack_operator::api::ogx::OGXServer;
-    use llama_stack_operator::ogx_server::to_model;
-    use llama_stack_operator::stack_config::{
-        ModelMerge, OPERATOR_CALLER, PRINCIPAL_HEADER, ProviderTable, TENANT_HEADER,
-        generate_merging, parse_base,
-    };
+    use llama_stack_operator::stack_config::{OPERATOR_CALLER, PRINCIPAL_HEADER, TENANT_HEADER};
     use support::llama_stack::http_request;
 
     let text = std::fs::read_to_string(
@@ -569,14 +554,7 @@ fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
             .join("tests/fixtures/ogx-operator/newer/readme-praxis-selector.yaml"),
     )?;
     let server: OGXServer = serde_saphyr::from_str(&text)?;
-    let model = to_model(&server).map_err(|e| e.to_string())?;
-    let base = parse_base(llama_stack::starter_config(ServerLine::Ogx))?;
-    let generated = generate_merging(
-        &model.spec,
-        &base,
-        ProviderTable::ogx(),
-        ModelMerge::Replace,
-    )?;
+    let generated = over_ogx_starter(&server)?;
     let dir = tempfile::Builder::new().prefix("llso-praxis-").tempdir()?;
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, without_local_embeddings(&generated.yaml)?)?;
@@ -645,6 +623,25 @@ fn the_ogx_operators_praxis_sample_trusts_praxis_headers_on_the_real_server(
     } else {
         Err(wrong.join("\n").into())
     }
+}
+
+/// The config the operator generates for an `OGXServer` over OGX's starter (its models replacing
+/// the starter's, as for every `OGXServer`).
+fn over_ogx_starter(
+    server: &llama_stack_operator::api::ogx::OGXServer,
+) -> Result<GeneratedConfig, Failed> {
+    use llama_stack_operator::ogx_server::to_model;
+    use llama_stack_operator::stack_config::{
+        ModelMerge, ProviderTable, generate_merging, parse_base,
+    };
+    let model = to_model(server).map_err(|e| e.to_string())?;
+    let base = parse_base(llama_stack::starter_config(ServerLine::Ogx))?;
+    Ok(generate_merging(
+        &model.spec,
+        &base,
+        ProviderTable::ogx(),
+        ModelMerge::Replace,
+    )?)
 }
 
 /// `config` without the starter's `inline::sentence-transformers` provider and the vector store
