@@ -1179,3 +1179,33 @@ fn a_praxis_gateway_needs_ogx_and_takes_its_apis_and_the_auth() {
         json!({"backend": "a-sql", "table_name": "openai_vector_stores"})
     );
 }
+
+/// OGX 1.0 and 1.1 ignore `server.tenancy` (checked in their wheels): behind Praxis every tenant
+/// would share one partition, so an image that says it runs one is refused; 1.2 is served, and
+/// so is a release the image does not tell (the catalog's).
+#[test]
+fn praxis_needs_an_ogx_that_reads_tenancy() {
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
+    let asked = spec(json!({"gateway": {"praxis": {}}}));
+    let on = |version: ServerVersion| {
+        let mut base = super::parse_base(OGX_STARTER).unwrap();
+        base.server = Some(ServerRelease {
+            line: ServerLine::Ogx,
+            version: Some(version),
+            evidence: Evidence::OgxVersionLabel,
+        });
+        super::generate(&asked, &base, ProviderTable::ogx())
+    };
+    match on(ServerVersion::new(1, 1, 3)) {
+        Err(GenerateError::Invalid(errors)) => {
+            assert!(
+                errors.iter().any(|e| e.path == "spec.gateway.praxis"
+                    && e.message.contains("ogx 1.1.3 ignores it")),
+                "{errors:?}"
+            )
+        }
+        other => panic!("OGX 1.1.3 behind Praxis: {other:?}"),
+    }
+    assert!(on(ServerVersion::new(1, 2, 0)).is_ok());
+    assert!(run_ogx(json!({"gateway": {"praxis": {}}})).is_ok());
+}

@@ -3,6 +3,8 @@
 //! resources apart, and leaves the APIs Praxis serves itself; vector stores get a table of their
 //! own when the spec leaves the stores to the base config.
 
+use llama_stack_resolver::server_line::ServerVersion;
+
 use super::*;
 
 /// The APIs Praxis serves itself: they leave the server's config.
@@ -18,6 +20,9 @@ pub const OPERATOR_CALLER: &[(&str, &str)] = &[
     (PRINCIPAL_HEADER, "system:llama-stack-operator"),
     (TENANT_HEADER, "llama-stack-operator"),
 ];
+/// The first OGX release that reads `server.tenancy` (1.0 and 1.1 ignore the key: checked in
+/// their wheels).
+const TENANCY: ServerVersion = ServerVersion::new(1, 2, 0);
 /// The table vector store metadata goes to in Praxis mode (the OGX operator's name).
 const VECTOR_STORES_TABLE: &str = "openai_vector_stores";
 
@@ -42,6 +47,16 @@ pub(super) fn leave_praxis_apis(
             "spec.gateway.praxis",
             format!(
                 "Praxis fronts OGX servers; {} has no upstream-header authentication or tenancy: run an OGX image, or remove gateway",
+                ctx.release.describe()
+            ),
+        );
+        return;
+    }
+    if ctx.release.told_ogx_since(TENANCY) == Some(false) {
+        ctx.error(
+            "spec.gateway.praxis",
+            format!(
+                "Praxis needs tenancy (server.tenancy, read by OGX {TENANCY} and later); {} ignores it, so every tenant's resources would share one partition: run OGX {TENANCY} or later, or remove gateway",
                 ctx.release.describe()
             ),
         );
