@@ -33,6 +33,16 @@ pub fn namespace_named(name: &str) -> NetworkPolicyPeer {
     })
 }
 
+/// `allowed` without `*`: the namespaces it names, by name and label, and no others (what a
+/// server behind a gateway honours).
+pub fn named_only(allowed: &AllowedFromSpec) -> AllowedFromSpec {
+    let mut named = allowed.clone();
+    if let Some(names) = named.namespaces.as_mut() {
+        names.retain(|n| n != "*");
+    }
+    named
+}
+
 /// The namespaces `allowed` lists, by name and by label (a namespace carrying the label key);
 /// `None` when it lists `*`, every namespace.
 pub fn listed_namespaces(allowed: &AllowedFromSpec) -> Option<Vec<NetworkPolicyPeer>> {

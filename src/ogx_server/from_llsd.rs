@@ -406,11 +406,11 @@ fn network(
             // OGXServer's default rule is allowedFrom's without namespaces or labels; those
             // become an ingress rule of their own, which OGXServer adds to the default.
             let honoured = allowed.as_ref().map(|a| {
-                let mut a = a.clone();
-                if guarded && let Some(names) = a.namespaces.as_mut() {
-                    names.retain(|n| n != "*");
+                if guarded {
+                    network_peers::named_only(a)
+                } else {
+                    a.clone()
                 }
-                a
             });
             let mut ingress = honoured
                 .as_ref()

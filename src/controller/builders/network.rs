@@ -78,13 +78,7 @@ pub(super) fn network_policy(
     // Behind a gateway `*` does not open the server (see `gateway_warnings`); the namespaces
     // listed beside it still may reach it.
     let listed = network_peers::listed_namespaces(&allowed).or_else(|| {
-        gateway.and_then(|_| {
-            let mut named = allowed.clone();
-            if let Some(names) = named.namespaces.as_mut() {
-                names.retain(|n| n != "*");
-            }
-            network_peers::listed_namespaces(&named)
-        })
+        gateway.and_then(|_| network_peers::listed_namespaces(&network_peers::named_only(&allowed)))
     });
     let from = match listed {
         None => vec![network_peers::every_namespace()],
