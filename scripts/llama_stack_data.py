@@ -5,8 +5,14 @@
       writes OUT_DIR/configs/<distribution>/config.yaml and OUT_DIR/providers.json
   python llama_stack_data.py export-ogx OUT_DIR # inside a venv with ogx (llama-stack's new name)
       writes OUT_DIR/configs-ogx/<distribution>/config.yaml for the distributions OGX publishes
-      images of (OGX_DISTRIBUTIONS) and OUT_DIR/providers-ogx.json: the same format, with
-      "server": "ogx" next to the version (still under the key llamaStackVersion)
+      images of (OGX_DISTRIBUTIONS)
+  python llama_stack_data.py table-ogx OUT_FILE   # inside a venv running one OGX release
+      writes that release's provider table: the format of providers.json, with "server": "ogx"
+      next to the version (still under the key llamaStackVersion)
+  python llama_stack_data.py group-ogx-tables OUT_DIR TABLE.json ...  # any Python
+      writes OUT_DIR/<first>.json for each run of consecutive releases (oldest first) whose tables
+      are the same but for the version: the table of the run's first release, with "releases"
+      naming every release of the run; removes the other files of OUT_DIR
   python llama_stack_data.py table REGISTRY.json VERSION
       prints providers.json derived from a registry dump (the format `export` dumps too)
 
@@ -142,10 +148,31 @@ def export_ogx(out_dir):
         target = out / "configs-ogx" / name / "config.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(config, target)
-    registry = dump_registry("ogx")
-    (out / "providers-ogx.json").write_text(
-        json.dumps(table(registry, version, server="ogx"), indent=1, sort_keys=True) + "\n"
+
+
+def table_ogx(out_file):
+    from importlib.metadata import version as dist_version
+
+    Path(out_file).write_text(
+        json.dumps(table(dump_registry("ogx"), dist_version("ogx"), server="ogx"), indent=1, sort_keys=True) + "\n"
     )
+
+
+def group_ogx_tables(out_dir, files):
+    tables = [json.loads(Path(f).read_text()) for f in files]
+    runs = []
+    for t in tables:
+        providers = t["providers"]
+        if runs and runs[-1]["providers"] == providers:
+            runs[-1]["releases"].append(t["llamaStackVersion"])
+        else:
+            runs.append(dict(t, releases=[t["llamaStackVersion"]]))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.json"):
+        old.unlink()
+    for run in runs:
+        (out / f"{run['llamaStackVersion']}.json").write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
@@ -153,6 +180,10 @@ if __name__ == "__main__":
         export(sys.argv[2])
     elif sys.argv[1:2] == ["export-ogx"]:
         export_ogx(sys.argv[2])
+    elif sys.argv[1:2] == ["table-ogx"]:
+        table_ogx(sys.argv[2])
+    elif sys.argv[1:2] == ["group-ogx-tables"]:
+        group_ogx_tables(sys.argv[2], sys.argv[3:])
     elif sys.argv[1:2] == ["table"]:
         registry = json.loads(Path(sys.argv[2]).read_text())
         print(json.dumps(table(registry, sys.argv[3]), indent=1, sort_keys=True))

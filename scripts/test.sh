@@ -59,17 +59,33 @@ begin go control_plane_then_tools
 # suites' generated configs ask for, so their own calls find it installed instead of spending
 # minutes of pip in a suite's critical path. Less the local embedding provider: it pulls torch
 # (its own line names an index this machine cannot reach), and the suites replace it.
-with_starter_deps() { # <venv script> <cli> <starter config>
-  local venv deps=(); venv=$("$1") || return 1
+# <starter config> is a file, or else a path inside the server's package.
+with_starter_deps() { # <cli> <starter config> <venv command ...>
+  local cli=$1 starter=$2 venv deps=(); shift 2
+  venv=$("$@") || return 1
+  [[ -f "$starter" ]] || starter=$("$venv/bin/python3" -c "import $cli, pathlib; print(pathlib.Path($cli.__file__).parent / '$starter')")
   # The first line only, read to the end (`head` would close the pipe early and the CLI print
   # a BrokenPipeError traceback into the log, which reads like a failure).
-  mapfile -t deps < <("$venv/bin/$2" stack list-deps "$3" | sed -n 1p | tr ' ' '\n' \
+  mapfile -t deps < <("$venv/bin/$cli" stack list-deps "$starter" | sed -n 1p | tr ' ' '\n' \
     | grep -v -e '^$' -e '^sentence-transformers' -e '^torch')
-  ((${#deps[@]})) || { echo "$2 stack list-deps $3 named nothing" >&2; return 1; }
-  "$1" "${deps[@]}"
+  ((${#deps[@]})) || { echo "$cli stack list-deps $starter named nothing" >&2; return 1; }
+  "$@" "${deps[@]}"
 }
-begin venv step llama-stack-venv with_starter_deps scripts/llama-stack-venv.sh llama configs/starter/config.yaml
-begin ogxvenv step ogx-venv with_starter_deps scripts/ogx-venv.sh ogx configs-ogx/starter/config.yaml
+# The other OGX releases the real-server suite starts (tests/llama_stack_server/ogx-releases.txt),
+# each with what its own starter config needs: most are thin venvs over the pinned one.
+ogx_release_venvs() {
+  local version
+  while read -r version; do
+    [[ -n "$version" ]] || continue
+    with_starter_deps ogx distributions/starter/config.yaml scripts/ogx-release-venv.sh "$version" >/dev/null || return 1
+  done <tests/llama_stack_server/ogx-releases.txt
+}
+ogx_venvs() {
+  step ogx-venv with_starter_deps ogx configs-ogx/starter/config.yaml scripts/ogx-venv.sh
+  step ogx-release-venvs ogx_release_venvs
+}
+begin venv step llama-stack-venv with_starter_deps llama configs/starter/config.yaml scripts/llama-stack-venv.sh
+begin ogxvenv ogx_venvs
 
 # The operator's image from the Dockerfile, which the real node runs (the static binary, in a
 # target directory of its own, so it builds beside the suites' build), with the `test-image`

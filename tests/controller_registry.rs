@@ -993,7 +993,8 @@ fn stacks_existing_before_the_operator_starts_are_deployed_once_on_its_settings(
 /// as ODH's build labels it (OGX `v1.2.1+rhaiv.0`, distribution `rh`), whose config is generated
 /// on; `rh-dev` to its llama-stack image, which carries no labels and runs its own config. A
 /// llama-stack 0.x run.yaml given to the OGX image stops with `ConfigServerMismatch` and nothing
-/// is deployed for it.
+/// is deployed for it. The config is generated with the provider table of the release the label
+/// tells: a provider that came in OGX 1.3.0 is refused on ODH's 1.2.1, naming the releases.
 #[test]
 fn odh_names_run_odh_images_on_a_mirror_pinned() {
     use llama_stack_resolver::MirrorRule;
@@ -1028,6 +1029,7 @@ fn odh_names_run_odh_images_on_a_mirror_pinned() {
             ("ogx", json!({"distribution": {"name": "rh"}, "providers": {"inference": {"provider": "vllm", "endpoint": "http://v"}}})),
             ("legacy", json!({"distribution": {"name": "rh-dev"}})),
             ("mismatch", json!({"distribution": {"name": "rh"}, "overrideConfig": {"configMapName": "old-run"}})),
+            ("newer-provider", json!({"distribution": {"name": "rh"}, "providers": {"inference": {"provider": "deepseek", "endpoint": "http://d"}}})),
         ];
         create_and_reconcile(&llsds, &ctx, cases).await;
         let condition = config_generated;
@@ -1066,6 +1068,16 @@ fn odh_names_run_odh_images_on_a_mirror_pinned() {
             c.message
         );
         assert!(deployments.get_opt("mismatch").await.unwrap().is_none(), "nothing deployed");
+
+        let status = llsds.get("newer-provider").await.unwrap().status.unwrap();
+        let c = condition(&status);
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "ConfigGenerationFailed"), "{}", c.message);
+        assert!(
+            c.message.contains("\"deepseek\"") && c.message.contains("OGX 1.2.0 to 1.2.4"),
+            "{}",
+            c.message
+        );
+        assert!(deployments.get_opt("newer-provider").await.unwrap().is_none(), "nothing deployed");
     });
 }
 

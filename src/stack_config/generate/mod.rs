@@ -336,6 +336,10 @@ pub fn generate_merging(
         serde_saphyr::to_string(&Value::Object(config))
             .map_err(|e| GenerateError::BaseConfig(e.to_string()))?
     };
+    if !untouched {
+        ctx.warnings
+            .extend(table.stand_in_warning(base.server.as_ref()));
+    }
     let hash = llama_stack_resolver::sha256_hex(yaml.as_bytes());
     Ok(GeneratedConfig {
         yaml,

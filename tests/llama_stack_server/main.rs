@@ -30,6 +30,8 @@ use llama_stack_operator::stack_config::env::EnvSource;
 use serde_json::{Value, json};
 use support::harness::{TestFn, run_suite};
 
+mod releases;
+
 /// An OpenAI-compatible upstream on loopback that records (path, Authorization) per request.
 struct FakeUpstream {
     url: String,
@@ -252,12 +254,20 @@ fn cases() -> Vec<Case> {
 }
 
 fn render(case: &Case, a: &str, b: &str) -> Result<GeneratedConfig, Failed> {
+    Ok(llama_stack::generate_over_starter(
+        case.line,
+        &case_spec(case, a, b)?,
+    )?)
+}
+
+/// The case's spec with its upstreams' URLs, on the `starter` distribution.
+fn case_spec(case: &Case, a: &str, b: &str) -> Result<LlamaStackDistributionSpec, Failed> {
     let text = case.spec.to_string().replace("{A}", a).replace("{B}", b);
     let mut spec: Value = serde_json::from_str(&text)?;
     spec["distribution"] = json!({"name": "starter"});
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution", "metadata": {"name": case.name}, "spec": spec}))?;
-    Ok(llama_stack::generate_over_starter(case.line, &cr.spec)?)
+    Ok(cr.spec)
 }
 
 /// Providers the config declares that the server must list: literal ids, and conditional
@@ -289,10 +299,24 @@ struct Env {
     /// The venv of each line, with what its cases' configs need.
     venvs: BTreeMap<ServerLine, PathBuf>,
     configs: Vec<(Case, GeneratedConfig, FakeUpstream, FakeUpstream)>,
+    /// The other OGX releases, each with its venv.
+    releases: Vec<releases::Release>,
 }
 
 fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
     let (case, generated, a, b) = &env.configs[index];
+    start_and_check(&env.venvs[&case.line], case, generated, a, b)
+}
+
+/// Starts the server of `venv` on `generated` and checks what it serves against `case`, and
+/// what its upstreams saw.
+fn start_and_check(
+    venv: &std::path::Path,
+    case: &Case,
+    generated: &GeneratedConfig,
+    a: &FakeUpstream,
+    b: &FakeUpstream,
+) -> Result<(), Failed> {
     let dir = tempfile::Builder::new().prefix("llso-lls-").tempdir()?;
     let config_path = dir.path().join("config.yaml");
     std::fs::write(&config_path, &generated.yaml)?;
@@ -309,7 +333,7 @@ fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
         })
         .collect();
     let server = llama_stack::Server::start(
-        &env.venvs[&case.line],
+        venv,
         &config_path,
         &vars.clone().into_iter().collect::<Vec<_>>(),
         dir.path(),
@@ -384,29 +408,10 @@ fn run_case(env: &Env, index: usize) -> Result<(), Failed> {
 /// (`test-support/src/validate_config.py`: the server's `StackConfig`, its API names, each
 /// provider's config class), with its Secrets' variables set.
 fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result<(), Failed> {
-    let samples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/samples");
     let scratch = tempfile::tempdir()?;
     let mut checked = 0;
     let mut refused = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&samples)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("v1alpha2_") && n.ends_with(".yaml"))
-        })
-        .collect();
-    files.sort();
-    for file in files {
-        let cr: LlamaStackDistribution = serde_saphyr::from_str(&std::fs::read_to_string(&file)?)?;
-        if cr.spec.override_config.is_some() {
-            continue;
-        }
-        let name = file
-            .file_stem()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+    for (name, cr) in generating_samples()? {
         for line in [ServerLine::LlamaStack, ServerLine::Ogx] {
             let generated = llama_stack::generate_over_starter(line, &cr.spec)
                 .map_err(|e| format!("{name} on {line:?}: {e}"))?;
@@ -429,6 +434,35 @@ fn every_generating_sample_passes_each_lines_own_validation(env: &Env) -> Result
         return Err(format!("only {checked} configs checked").into());
     }
     Ok(())
+}
+
+/// The v1alpha2 samples (`deploy/samples`) that generate a config (all but `overrideConfig`),
+/// by file stem.
+fn generating_samples() -> Result<Vec<(String, LlamaStackDistribution)>, Failed> {
+    let samples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/samples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&samples)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("v1alpha2_") && n.ends_with(".yaml"))
+        })
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let cr: LlamaStackDistribution = serde_saphyr::from_str(&std::fs::read_to_string(&file)?)?;
+        if cr.spec.override_config.is_some() {
+            continue;
+        }
+        let name = file
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        out.push((name.to_owned(), cr));
+    }
+    Ok(out)
 }
 
 /// Named PostgreSQL backends (the OGX operator's `storage.backends`, no `stores`) replace the
@@ -877,14 +911,30 @@ fn servers_verdict(
     variables: impl Iterator<Item = String>,
     home: &std::path::Path,
 ) -> Result<Option<String>, Failed> {
+    verdict_of(
+        &env.venvs[&line],
+        llama_stack::python_package(line),
+        &[path],
+        variables,
+        home,
+    )
+}
+
+/// What the server of `venv` (its Python package `package`) says of the configs at `paths` when
+/// it starts, in one run of `test-support/src/validate_config.py`, with `variables` set: `None`
+/// when it accepts every one, else its words, naming the files.
+fn verdict_of(
+    venv: &std::path::Path,
+    package: &str,
+    paths: &[&std::path::Path],
+    variables: impl Iterator<Item = String>,
+    home: &std::path::Path,
+) -> Result<Option<String>, Failed> {
     let script = support::workspace_root().join("test-support/src/validate_config.py");
-    let package = match line {
-        ServerLine::LlamaStack => "llama_stack",
-        ServerLine::Ogx => "ogx",
-    };
-    let out = std::process::Command::new(env.venvs[&line].join("bin/python3"))
+    let out = std::process::Command::new(venv.join("bin/python3"))
         .arg(&script)
-        .args([package, &path.display().to_string()])
+        .arg(package)
+        .args(paths)
         .envs(variables.map(|name| (name, "x".to_owned())))
         .env("HOME", home)
         .output()?;
@@ -1011,7 +1061,12 @@ fn prepare() -> Result<Env, llama_stack::Error> {
         let extra: Vec<String> = deps.remove(&line).unwrap_or_default().into_iter().collect();
         venvs.insert(line, llama_stack::venv_of(line, &extra)?);
     }
-    Ok(Env { venvs, configs })
+    let releases = releases::prepare().map_err(|e| e.message().unwrap_or_default().to_owned())?;
+    Ok(Env {
+        venvs,
+        configs,
+        releases,
+    })
 }
 
 fn main() -> ExitCode {
@@ -1025,6 +1080,12 @@ fn main() -> ExitCode {
             )
         })
         .collect();
+    for (index, name) in releases::names().into_iter().enumerate() {
+        tests.push((
+            name,
+            Box::new(move |env: &Env| releases::takes_what_is_generated_for_it(env, index)),
+        ));
+    }
     tests.push((
         "every_generating_sample_passes_each_lines_own_validation".to_owned(),
         Box::new(every_generating_sample_passes_each_lines_own_validation),
