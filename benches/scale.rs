@@ -63,6 +63,10 @@ struct Sample {
     resync: Duration,
     resync_reconciles: f64,
     resync_writes: usize,
+    /// The operator's reads (get, list; its watches not counted) until quiet, and during the
+    /// resync.
+    reads: usize,
+    resync_reads: usize,
     rss_resync_kib: u64,
     peak_kib: u64,
     node_ready: bool,
@@ -248,6 +252,28 @@ fn namespace_writes(plane: &ControlPlane) -> Vec<serde_json::Value> {
     all
 }
 
+/// The operator's reads (get and list; not its watches) so far, in every namespace.
+fn reads(plane: &ControlPlane) -> Vec<serde_json::Value> {
+    plane.audit_reads().expect("audit log")
+}
+
+/// `reads` by verb and resource, most first: `get deployments 6000, ...`.
+fn reads_by_resource(reads: &[serde_json::Value]) -> String {
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for read in reads {
+        let verb = read["verb"].as_str().unwrap_or_default();
+        let resource = read["objectRef"]["resource"].as_str().unwrap_or_default();
+        *counts.entry(format!("{verb} {resource}")).or_default() += 1;
+    }
+    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+        .iter()
+        .map(|(what, n)| format!("{what} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The operator's writes in the stacks' namespace so far: (all, Events, status patches).
 fn writes(plane: &ControlPlane) -> (usize, usize, usize) {
     let mine = namespace_writes(plane);
@@ -391,6 +417,13 @@ async fn measure(
     let converged = started.elapsed();
     wait_quiet(plane, quiet_window, Duration::from_secs(300)).await;
     let (writes_total, events, status_writes) = writes(plane);
+    let reads_until_quiet = reads(plane);
+    println!(
+        "{n}: reads until quiet: {} ({:.1}/stack): {}",
+        reads_until_quiet.len(),
+        reads_until_quiet.len() as f64 / n as f64,
+        reads_by_resource(&reads_until_quiet)
+    );
     if debug::enabled() {
         debug::print_writes(plane, 0);
     }
@@ -408,6 +441,14 @@ async fn measure(
     let (resync, resync_reconciles) = full_resync(client, &operator.metrics, n).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let resync_writes = writes(plane).0.saturating_sub(writes_total);
+    let all_reads = reads(plane);
+    let resync_reads = &all_reads[reads_until_quiet.len().min(all_reads.len())..];
+    println!(
+        "{n}: reads during the resync: {} ({:.1}/stack): {}",
+        resync_reads.len(),
+        resync_reads.len() as f64 / n as f64,
+        reads_by_resource(resync_reads)
+    );
     if resync_writes > 0 && debug::enabled() {
         debug::print_writes(plane, writes_total);
     }
@@ -431,6 +472,8 @@ async fn measure(
         resync,
         resync_reconciles,
         resync_writes,
+        reads: reads_until_quiet.len(),
+        resync_reads: resync_reads.len(),
         rss_resync_kib: after.resident,
         peak_kib: after.peak,
         node_ready: !kwok || node_ready(client).await,
@@ -527,7 +570,7 @@ fn row(s: &Sample) -> String {
         (true, false) => "NOT Ready",
     };
     format!(
-        "| {} | {kwok} | {:.1} s | {:.1} s | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
+        "| {} | {kwok} | {:.1} s | {:.1} s | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {} ({:.1}/stack) | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1}/stack | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
         s.stacks,
         s.created.as_secs_f64(),
         s.deployments.as_secs_f64(),
@@ -536,11 +579,14 @@ fn row(s: &Sample) -> String {
         s.events,
         s.events as f64 / n,
         s.status_writes as f64 / n,
+        s.reads,
+        s.reads as f64 / n,
         mib(s.rss_idle_kib),
         mib(s.rss_quiet_kib),
         s.resync_reconciles,
         s.resync.as_secs_f64(),
         s.resync_writes,
+        s.resync_reads as f64 / n,
         mib(s.rss_resync_kib),
         mib(s.anon_kib),
         mib(s.file_kib),
@@ -553,7 +599,7 @@ fn row(s: &Sample) -> String {
 
 fn table(samples: &[Sample]) -> String {
     let mut out = String::from(
-        "| stacks | kwok node | created in | every Deployment after | all Ready after | operator writes until quiet | of which Events | status patches | RSS idle | RSS quiet | full resync: reconciles | resync writes | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| stacks | kwok node | created in | every Deployment after | all Ready after | operator writes until quiet | of which Events | status patches | operator reads until quiet | RSS idle | RSS quiet | full resync: reconciles | resync writes | resync reads | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for s in samples {
         let _ = writeln!(out, "{}", row(s));

@@ -601,6 +601,94 @@ fn the_steady_state_makes_no_writes(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// A reconcile of a Ready stack reads only what the watches cannot answer for: no owned object
+/// but the Deployment (whose rollout state the status reports) is read, whether it exists (the
+/// Service, ServiceAccount, NetworkPolicy, generated ConfigMap) or not (Ingress, HPA, PDB). A
+/// deleted Service is made again, and a field of it changed by someone else is put back (both
+/// seen through the watch, then read).
+fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
+    env: &Env,
+) -> Result<(), Failed> {
+    let ns = "reads";
+    env.namespace(ns)?;
+    env.create_llsd(
+        ns,
+        "quiet",
+        json!({"distribution": {"name": "starter"},
+        "networking": {"allowedFrom": {"namespaces": ["team-b"]}}}),
+    )?;
+    env.wait_ready(ns, "quiet")?;
+    std::thread::sleep(Duration::from_secs(3));
+    let reads_in = |from: usize| -> Result<Vec<String>, Failed> {
+        let reads = env.plane.audit_reads().map_err(|e| e.to_string())?;
+        Ok(reads[from..]
+            .iter()
+            .filter(|r| r["objectRef"]["namespace"] == ns && r["verb"] == "get")
+            .map(|r| {
+                let part = |key: &str| r["objectRef"][key].as_str().unwrap_or_default().to_owned();
+                format!("{}/{}", part("resource"), part("name"))
+            })
+            .collect())
+    };
+    let before = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
+    let llsds = env.api::<LlamaStackDistribution>(ns);
+    env.rt.block_on(llsds.patch(
+        "quiet",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+    ))?;
+    let reconciled = env.eventually("a reconcile after the label", || async {
+        let reads = reads_in(before).ok()?;
+        reads
+            .iter()
+            .any(|r| r == "deployments/quiet")
+            .then_some(reads)
+    })?;
+    std::thread::sleep(Duration::from_secs(2));
+    let reads = reads_in(before)?;
+    let owned = [
+        "serviceaccounts/quiet-sa",
+        "services/quiet-service",
+        "networkpolicies/quiet-network-policy",
+        "ingresses/quiet-ingress",
+        "horizontalpodautoscalers/quiet-hpa",
+        "poddisruptionbudgets/quiet-pdb",
+    ];
+    let needless: Vec<&String> = reads
+        .iter()
+        .filter(|r| owned.contains(&r.as_str()) || r.starts_with("configmaps/quiet-config"))
+        .collect();
+    assert!(
+        needless.is_empty(),
+        "read what the watches know: {needless:?} (all reads: {reads:?}, first look: {reconciled:?})"
+    );
+
+    // Deleted by someone: made again.
+    let services = env.api::<Service>(ns);
+    env.rt
+        .block_on(services.delete("quiet-service", &DeleteParams::default()))?;
+    env.eventually("the Service made again", || async {
+        services.get_opt("quiet-service").await.ok().flatten()
+    })?;
+    // A field the operator sets, changed by someone else: put back.
+    let made = env.rt.block_on(services.get("quiet-service"))?;
+    let port = made.spec.unwrap().ports.unwrap()[0].port;
+    env.rt.block_on(services.patch(
+        "quiet-service",
+        &PatchParams::apply("someone-else").force(),
+        &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service",
+            "spec": {"ports": [{"port": port, "protocol": "TCP", "targetPort": 9999}]}})),
+    ))?;
+    env.eventually("the Service's target port put back", || async {
+        let service = services.get("quiet-service").await.ok()?;
+        let port = service.spec?.ports?.into_iter().next()?;
+        (port.target_port
+            != Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(9999)))
+        .then_some(())
+    })?;
+    Ok(())
+}
+
 fn deleting_the_resource_collects_everything(env: &Env) -> Result<(), Failed> {
     let ns = "gone";
     env.namespace(ns)?;
@@ -999,6 +1087,10 @@ fn main() -> ExitCode {
             (
                 "every_object_of_a_ready_distribution",
                 every_object_of_a_ready_distribution,
+            ),
+            (
+                "a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know",
+                a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know,
             ),
             (
                 "kstatus_and_kubectl_wait_agree_with_the_operator",

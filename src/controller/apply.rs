@@ -86,7 +86,7 @@ pub(super) async fn apply(
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
     let kept = current.filter(|_| keep_deployment);
     if let Some(cm) = config_map
-        && create_config_map_once(&Api::namespaced(client.clone(), ns), cm).await?
+        && create_config_map_once(&Api::namespaced(client.clone(), ns), &ctx.owned, cm).await?
     {
         ctx.metrics.config_generated();
     }
@@ -94,12 +94,13 @@ pub(super) async fn apply(
         sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
     let sa_name = naming::managed_service_account_name(stack.name);
-    sync_in::<ServiceAccount>(client, ns, &sa_name, service_account.as_ref(), uid).await?;
+    let index = Some(&ctx.owned);
+    sync_in::<ServiceAccount>(client, index, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.
     if let Some(bundle) = ca_bundle {
         let name = bundle.name_any();
-        sync_in::<ConfigMap>(client, ns, &name, Some(bundle), uid).await?;
+        sync_in::<ConfigMap>(client, index, ns, &name, Some(bundle), uid).await?;
     }
     // A volume taken over from another stack keeps its size: it was sized (and its class
     // chosen) for that stack, and a refused resize must not hold the server back.
@@ -116,14 +117,22 @@ pub(super) async fn apply(
         None => apply_deployment(stack, ctx, deployment, current).await?,
     };
     let service_name = naming::service_name(stack.name);
-    sync_in::<Service>(client, ns, &service_name, Some(service), uid).await?;
+    sync_in::<Service>(client, index, ns, &service_name, Some(service), uid).await?;
     let policy_name = naming::network_policy_name(stack.name);
-    sync_in::<NetworkPolicy>(client, ns, &policy_name, network_policy.as_ref(), uid).await?;
+    sync_in::<NetworkPolicy>(
+        client,
+        index,
+        ns,
+        &policy_name,
+        network_policy.as_ref(),
+        uid,
+    )
+    .await?;
     let route_url = expose(stack, ctx, ingress.as_ref(), route.as_ref()).await?;
     let hpa_name = naming::hpa_name(stack.name);
-    sync_in::<HorizontalPodAutoscaler>(client, ns, &hpa_name, hpa.as_ref(), uid).await?;
+    sync_in::<HorizontalPodAutoscaler>(client, index, ns, &hpa_name, hpa.as_ref(), uid).await?;
     let pdb_name = naming::pdb_name(stack.name);
-    sync_in::<PodDisruptionBudget>(client, ns, &pdb_name, pdb.as_ref(), uid).await?;
+    sync_in::<PodDisruptionBudget>(client, index, ns, &pdb_name, pdb.as_ref(), uid).await?;
     // Only the OGX door has `monitoring`: LLSD stacks pay no reads for it.
     if matches!(stack.door, Door::OgxServer { .. }) {
         monitor(
@@ -240,7 +249,10 @@ async fn expose(
     let ns = stack.namespace;
     let uid = stack.uid();
     let name = naming::ingress_name(stack.name);
-    let (_, ingress) = sync_in::<Ingress>(&ctx.client, ns, &name, ingress, uid).await?;
+    // A wanted Ingress is read (its address is the URL); one not wanted only where the watches
+    // cannot say it is absent.
+    let index = ingress.is_none().then_some(&ctx.owned);
+    let (_, ingress) = sync_in::<Ingress>(&ctx.client, index, ns, &name, ingress, uid).await?;
     let mut url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {
         let routes: Api<DynamicObject> =

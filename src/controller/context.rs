@@ -40,6 +40,9 @@ pub struct Context {
     pub(super) servers: super::server_info::ServerProbe,
     /// How often what the cluster serves is read again.
     pub(super) rediscovery: std::time::Duration,
+    /// What the watches of owned objects say of each, so the apply reads only what they
+    /// cannot answer for.
+    pub(super) owned: super::owned_index::OwnedIndex,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -69,6 +72,7 @@ impl Context {
             concurrency: DEFAULT_CONCURRENCY,
             servers: super::server_info::ServerProbe::default(),
             rediscovery: super::discovery::REDISCOVERY_PERIOD,
+            owned: super::owned_index::OwnedIndex::default(),
         }
     }
 

@@ -29,6 +29,7 @@ pub(crate) mod gather;
 mod hand_over;
 mod next_look;
 mod observe;
+mod owned_index;
 mod pin;
 pub(crate) mod plan;
 mod prune;

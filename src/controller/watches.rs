@@ -290,7 +290,7 @@ async fn run_stacks(
                 .collect::<Vec<_>>()
         });
     }
-    let controller = owned_objects(controller, &client, scope, &health, FIELD_MANAGER);
+    let controller = owned_objects(controller, &ctx, scope, FIELD_MANAGER);
     let controller = server_pods(controller, &client, scope, &health);
     referenced_objects(controller, &client, scope, &health, referrers, |r| r)
         .shutdown_on_signal()
@@ -337,7 +337,7 @@ async fn run_ogx_servers(
     let controller = Controller::for_stream(servers, reader)
         .with_config(config)
         .reconcile_all_on(on_trigger(triggered));
-    let controller = owned_objects(controller, &client, scope, &health, OGX_MANAGED_BY);
+    let controller = owned_objects(controller, &ctx, scope, OGX_MANAGED_BY);
     let controller = server_pods(controller, &client, scope, &health);
     referenced_objects(controller, &client, scope, &health, referrers, |r| {
         let ns = r.namespace.clone().unwrap_or_default();
@@ -373,18 +373,17 @@ fn as_model_event(event: &watcher::Event<OGXServer>) -> watcher::Event<LlamaStac
 /// cached.
 fn owned_objects<K: Watched>(
     controller: Controller<K>,
-    client: &kube::Client,
+    ctx: &Arc<Context>,
     scope: Option<&str>,
-    health: &Arc<WatchHealth>,
     managed_by: &str,
 ) -> Controller<K> {
     let managed =
         watcher::Config::default().labels(&format!("{}={managed_by}", labels::MANAGED_BY));
     let owned = Owned {
-        client,
+        ctx,
         scope,
         config: &managed,
-        health,
+        managed_by,
     };
     let controller = owned.kind::<K, Deployment>(controller);
     let controller = owned.kind::<K, ConfigMap>(controller);
@@ -421,17 +420,35 @@ impl<K> Watched for K where
 
 /// How the owned kinds are watched.
 struct Owned<'a> {
-    client: &'a kube::Client,
+    ctx: &'a Arc<Context>,
     scope: Option<&'a str>,
     config: &'a watcher::Config,
-    health: &'a Arc<WatchHealth>,
+    /// The door's `managed-by` label value.
+    managed_by: &'a str,
 }
 
 impl Owned<'_> {
-    /// Adds the watch of one owned kind.
+    /// Adds the watch of one owned kind; what it sees also feeds the owned index
+    /// ([`super::owned_index`]), before the controller's queue.
     fn kind<K: Watched, O: Watched>(&self, controller: Controller<K>) -> Controller<K> {
-        let api = scoped::<PartialObjectMeta<O>>(self.client, self.scope);
-        controller.owns_stream(metadata_objects(api, self.config.clone(), self.health))
+        let api = scoped::<PartialObjectMeta<O>>(&self.ctx.client, self.scope);
+        let kind = match O::kind(&()) {
+            std::borrow::Cow::Borrowed(kind) => kind,
+            std::borrow::Cow::Owned(_) => "object",
+        };
+        let ctx = self.ctx.clone();
+        let scope = self.scope.map(str::to_owned);
+        let managed_by = self.managed_by.to_owned();
+        let health = self.ctx.metrics.watches();
+        let objects = resilient(watcher(api, self.config.clone()), kind, health)
+            .inspect(move |event| {
+                if let Ok(event) = event {
+                    ctx.owned
+                        .observe(kind, scope.as_deref(), &managed_by, event);
+                }
+            })
+            .touched_objects();
+        controller.owns_stream(objects)
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::drift::foreign_field;
 use super::error::{ApiError, api_err};
+use super::owned_index::{Known, OwnedIndex};
 use crate::naming::{DESIRED_HASH, FIELD_MANAGER};
 
 /// The parameters of a (non-apply) patch made by the field manager `manager`.
@@ -53,16 +54,67 @@ impl<K> NamespacedKind for K where
 {
 }
 
-/// [`sync_from`] for a namespaced built-in kind, after reading the object.
+/// What the apply does about one owned object, from what the watches know of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Read it, then decide as [`sync_from`] does.
+    Read,
+    /// Apply the desired object without reading: there is none.
+    Apply,
+    /// Nothing to do, without reading: it carries the desired hash and nobody changed it since
+    /// the operator checked it; or it is not wanted and is absent or not the stack's.
+    Keep,
+}
+
+/// The step for an object: `wanted` with its desired hash `want_hash`, or not wanted; `known`
+/// what the watches say; `owner_uid` the stack's.
+pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_uid: &str) -> Step {
+    match (wanted, known) {
+        (_, Known::Unknown) => Step::Read,
+        (true, Known::Absent) => Step::Apply,
+        (true, Known::Present(seen)) => {
+            if want_hash.is_some_and(|h| seen.carries(h)) && seen.checked() {
+                Step::Keep
+            } else {
+                Step::Read
+            }
+        }
+        (false, Known::Absent) => Step::Keep,
+        // Read before a delete: rare, and the read confirms what is deleted.
+        (false, Known::Present(seen)) if seen.controlled_by(owner_uid) => Step::Read,
+        (false, Known::Present(_)) => Step::Keep,
+    }
+}
+
+/// [`sync_from`] for a namespaced built-in kind, reading the object only where `index` (the
+/// watches of the owned kinds) cannot answer for it ([`step`]); `None` always reads (the caller
+/// needs the object itself).
 pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
     client: &kube::Client,
+    index: Option<&OwnedIndex>,
     namespace: &str,
     name: &str,
     desired: Option<&K>,
     owner_uid: &str,
 ) -> Result<(Change, Option<K>), ApiError> {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
-    sync(&api, &K::kind(&()), name, desired, owner_uid).await
+    let kind = K::kind(&());
+    let Some(index) = index else {
+        return sync(&api, &kind, name, desired, owner_uid).await;
+    };
+    let want_hash = desired.and_then(|d| d.annotations().get(DESIRED_HASH).map(String::as_str));
+    let known = index.lookup(&kind, namespace, name);
+    let (change, object) = match step(desired.is_some(), want_hash, known, owner_uid) {
+        Step::Keep => return Ok((Change::Unchanged, None)),
+        Step::Apply => sync_from(&api, &kind, name, desired, None, owner_uid).await?,
+        Step::Read => sync(&api, &kind, name, desired, owner_uid).await?,
+    };
+    // What was written, or read and found as wanted, is checked at its version.
+    if let (Some(object), true) = (&object, desired.is_some() && change != Change::Deleted) {
+        let version = object.meta().resource_version.as_deref();
+        index.checked(&kind, namespace, name, version);
+    }
+    Ok((change, object))
 }
 
 /// [`sync_from`] after reading the object.
@@ -166,24 +218,35 @@ pub(super) fn strategy_switch(
         .then(|| json!({"spec": {"strategy": {"type": wanted, "rollingUpdate": null}}}))
 }
 
-/// Creates the immutable generated ConfigMap unless it exists (same name = same content).
+/// Creates the immutable generated ConfigMap unless it exists (same name = same content); the
+/// watches of the owned ConfigMaps (`index`) say so without a read when they can.
 pub(super) async fn create_config_map_once(
     api: &Api<ConfigMap>,
+    index: &OwnedIndex,
     cm: &ConfigMap,
 ) -> Result<bool, ApiError> {
     let name = cm.name_any();
-    if api
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read ConfigMap {name}")))?
-        .is_some()
-    {
-        return Ok(false);
+    let namespace = cm.namespace().unwrap_or_default();
+    match index.lookup("ConfigMap", &namespace, &name) {
+        Known::Present(_) => return Ok(false),
+        Known::Absent => {}
+        Known::Unknown => {
+            let found = api
+                .get_opt(&name)
+                .await
+                .map_err(api_err(format!("read ConfigMap {name}")))?;
+            if found.is_some() {
+                return Ok(false);
+            }
+        }
     }
-    api.create(&PostParams::default(), cm)
-        .await
-        .map_err(api_err(format!("create ConfigMap {name}")))?;
-    Ok(true)
+    match api.create(&PostParams::default(), cm).await {
+        Ok(_) => Ok(true),
+        // Created since the watch last said (or by a reconcile on another cache): the same
+        // content under the same name.
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Err(source) => Err(api_err(format!("create ConfigMap {name}"))(source)),
+    }
 }
 
 /// Applies the derived Secret when its data differs from what is stored (it carries no desired
@@ -337,5 +400,52 @@ mod tests {
             None,
             "RollingUpdate is the default"
         );
+    }
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::{Step, step};
+    use crate::controller::owned_index::{Known, Seen};
+
+    /// What the apply does about an object, by what the watches know of it: a read only where
+    /// they cannot answer, or before a delete.
+    #[test]
+    fn an_object_is_read_only_where_the_watches_cannot_answer() {
+        let ours = |hash, checked| Known::Present(Seen::new(Some(hash), Some("uid"), checked));
+        let cases = [
+            // (wanted, its hash, known, step)
+            (true, Some("h"), Known::Unknown, Step::Read),
+            (false, None, Known::Unknown, Step::Read),
+            (true, Some("h"), Known::Absent, Step::Apply),
+            (true, Some("h"), ours("h", true), Step::Keep),
+            // Changed since the operator checked it: read, for a drift check.
+            (true, Some("h"), ours("h", false), Step::Read),
+            // Another hash: read (and applied after it).
+            (true, Some("h2"), ours("h", true), Step::Read),
+            // A desired object without a hash is never taken as unchanged.
+            (true, None, ours("h", true), Step::Read),
+            (false, None, Known::Absent, Step::Keep),
+            (false, None, ours("h", true), Step::Read),
+            (
+                false,
+                None,
+                Known::Present(Seen::new(None, Some("someone-else"), false)),
+                Step::Keep,
+            ),
+            (
+                false,
+                None,
+                Known::Present(Seen::new(None, None, false)),
+                Step::Keep,
+            ),
+        ];
+        for (wanted, hash, known, expected) in cases {
+            assert_eq!(
+                step(wanted, hash, known, "uid"),
+                expected,
+                "{wanted} {hash:?} {known:?}"
+            );
+        }
     }
 }

@@ -192,11 +192,14 @@ impl ControlPlane {
                 "{token},admin,admin-uid,system:masters\n{token}-operator,{OPERATOR_USER},operator-uid,system:masters\n"
             ),
         )?;
-        // Every write is recorded (reads are not): tests and benchmarks count the operator's.
-        // Status writes keep their body, so a test can show what an unexpected one changed.
+        // Every write is recorded, and the reads of the operator's user (not its watches): tests
+        // and benchmarks count the operator's. Status writes keep their body, so a test can show
+        // what an unexpected one changed.
         fs::write(
             d.join("audit-policy.yaml"),
-            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: None\n  verbs: [get, list, watch]\n- level: Request\n  resources: [{group: llamastack.io, resources: [llamastackdistributions/status]}]\n- level: Metadata\n",
+            format!(
+                "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: None\n  verbs: [watch]\n- level: Metadata\n  users: [{OPERATOR_USER}]\n  verbs: [get, list]\n- level: None\n  verbs: [get, list]\n- level: Request\n  resources: [{{group: llamastack.io, resources: [llamastackdistributions/status]}}]\n- level: Metadata\n"
+            ),
         )?;
 
         let started = Instant::now();
@@ -638,6 +641,25 @@ impl ControlPlane {
 
     /// Writes (create, update, patch, delete) `user` made so far, as audit events.
     pub fn audit_writes(&self, user: &str) -> Result<Vec<serde_json::Value>, Error> {
+        Ok(self
+            .audit_events(user)?
+            .into_iter()
+            .filter(|e| !matches!(e["verb"].as_str(), Some("get" | "list" | "watch")))
+            .collect())
+    }
+
+    /// Reads (get, list) [`OPERATOR_USER`] made so far, as audit events (the audit policy logs
+    /// the reads of that user alone).
+    pub fn audit_reads(&self) -> Result<Vec<serde_json::Value>, Error> {
+        Ok(self
+            .audit_events(OPERATOR_USER)?
+            .into_iter()
+            .filter(|e| matches!(e["verb"].as_str(), Some("get" | "list")))
+            .collect())
+    }
+
+    /// Every request of `user` the audit log has, as audit events.
+    fn audit_events(&self, user: &str) -> Result<Vec<serde_json::Value>, Error> {
         let text = fs::read_to_string(self.dir.path().join("audit.log")).unwrap_or_default();
         let mut writes = Vec::new();
         // Most lines are other users' (at 10,000 stacks the log holds 100,000 writes): skip

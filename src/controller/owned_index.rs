@@ -1,0 +1,471 @@
+//! What the metadata watches of the owned objects last said about each object, so that the apply
+//! step reads an object only when the watches cannot answer for it: that it does not exist, that
+//! it carries the desired hash and has not changed since the operator last checked it, or that
+//! another resource controls it.
+//!
+//! Each watched kind, scope and door (`managed-by` label) is a shard that answers only once its
+//! watch has listed everything (and again after every re-list); before that, and in a reconcile
+//! run without watches (the tests' direct reconciles), every answer is [`Known::Unknown`] and the
+//! apply reads as it always did. An object is kept as digests (about 70 bytes): the watch caches
+//! of 10,000 stacks would otherwise cost more than the stacks themselves.
+//!
+//! A watch event reaches this index before it reaches the controller's queue (the same stream),
+//! so a reconcile that an edit triggers already sees the edit's resource version.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use kube::runtime::watcher::Event;
+use sha2::{Digest as _, Sha256};
+
+use crate::naming::DESIRED_HASH;
+
+/// What the index knows of one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Known {
+    /// A watch that would see it has not listed yet (or the object's resource version is not a
+    /// number): read it.
+    Unknown,
+    /// No watched object of that kind and name.
+    Absent,
+    /// It exists, as last seen.
+    Present(Seen),
+}
+
+/// An object as its watch last saw it, and whether the operator has checked that version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Seen {
+    /// Digest of its desired-hash annotation, if any.
+    desired_hash: Option<u64>,
+    /// Digest of the uid of the resource that controls it, if any.
+    controller: Option<u64>,
+    /// Whether the operator checked this very version (applied it, or read it and found no
+    /// field of its own changed by anyone else).
+    checked: bool,
+}
+
+impl Seen {
+    /// An object seen with `hash` as its desired hash, controlled by `controller`, `checked` or
+    /// not (for the tests of what is made of it).
+    #[cfg(test)]
+    pub(super) fn new(hash: Option<&str>, controller: Option<&str>, checked: bool) -> Self {
+        Self {
+            desired_hash: hash.map(digest64),
+            controller: controller.map(digest64),
+            checked,
+        }
+    }
+
+    /// Whether it carries `hash` as its desired hash.
+    pub(super) fn carries(&self, hash: &str) -> bool {
+        self.desired_hash == Some(digest64(hash))
+    }
+
+    /// Whether the resource of uid `owner` controls it.
+    pub(super) fn controlled_by(&self, owner: &str) -> bool {
+        self.controller == Some(digest64(owner))
+    }
+
+    /// Whether the operator checked this version.
+    pub(super) fn checked(&self) -> bool {
+        self.checked
+    }
+}
+
+/// One object, as kept.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// `None` when not a number: the object is then never answered for.
+    resource_version: Option<u64>,
+    desired_hash: Option<u64>,
+    controller: Option<u64>,
+}
+
+/// The objects of one watch.
+#[derive(Default)]
+struct Shard {
+    /// Whether the watch has listed everything since it (re)started.
+    synced: bool,
+    entries: HashMap<u128, Entry>,
+    /// What a re-list has delivered so far (it replaces `entries` when it is done).
+    relisting: Option<HashMap<u128, Entry>>,
+}
+
+/// Which watch: the kind, the namespace it watches (`None`: all), the door's `managed-by` value.
+type ShardId = (&'static str, Option<String>, String);
+
+/// The index (see the module documentation).
+#[derive(Default)]
+pub struct OwnedIndex {
+    shards: Mutex<HashMap<ShardId, Shard>>,
+    /// Per object: the resource version the operator last checked.
+    checked: Mutex<HashMap<u128, u64>>,
+}
+
+/// The key of an object.
+fn key(kind: &str, namespace: &str, name: &str) -> u128 {
+    let mut hasher = Sha256::new();
+    for part in [kind, namespace, name] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    let bytes = hasher.finalize();
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&bytes[..16]);
+    u128::from_le_bytes(first)
+}
+
+fn digest64(text: &str) -> u64 {
+    let bytes = Sha256::digest(text.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&bytes[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// What is kept of an object's metadata.
+fn entry(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Entry {
+    let resource_version = meta
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok());
+    let desired_hash = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DESIRED_HASH))
+        .map(|h| digest64(h));
+    let controller = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| digest64(&r.uid));
+    Entry {
+        resource_version,
+        desired_hash,
+        controller,
+    }
+}
+
+fn object_key(
+    kind: &str,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> u128 {
+    key(
+        kind,
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
+}
+
+impl OwnedIndex {
+    /// Takes in one event of the watch of `kind` over `scope` for the door `managed_by`.
+    pub(super) fn observe<K>(
+        &self,
+        kind: &'static str,
+        scope: Option<&str>,
+        managed_by: &str,
+        event: &Event<kube::core::PartialObjectMeta<K>>,
+    ) {
+        let id = (kind, scope.map(str::to_owned), managed_by.to_owned());
+        let Ok(mut shards) = self.shards.lock() else {
+            return;
+        };
+        let shard = shards.entry(id).or_default();
+        let mut gone = None;
+        match event {
+            Event::Init => shard.relisting = Some(HashMap::new()),
+            Event::InitApply(object) => {
+                let key = object_key(kind, &object.metadata);
+                if let Some(relisting) = shard.relisting.as_mut() {
+                    relisting.insert(key, entry(&object.metadata));
+                }
+            }
+            Event::InitDone => {
+                if let Some(relisted) = shard.relisting.take() {
+                    shard.entries = relisted;
+                }
+                shard.synced = true;
+            }
+            Event::Apply(object) => {
+                let key = object_key(kind, &object.metadata);
+                shard.entries.insert(key, entry(&object.metadata));
+            }
+            Event::Delete(object) => {
+                let key = object_key(kind, &object.metadata);
+                shard.entries.remove(&key);
+                gone = Some(key);
+            }
+        }
+        drop(shards);
+        if let (Some(key), Ok(mut checked)) = (gone, self.checked.lock()) {
+            checked.remove(&key);
+        }
+    }
+
+    /// What the watches of `kind` say of `namespace/name`, across the doors.
+    pub(super) fn lookup(&self, kind: &str, namespace: &str, name: &str) -> Known {
+        let key = key(kind, namespace, name);
+        let Ok(shards) = self.shards.lock() else {
+            return Known::Unknown;
+        };
+        let mut covered = false;
+        let mut found = None;
+        for ((shard_kind, scope, _), shard) in shards.iter() {
+            if *shard_kind != kind || scope.as_deref().is_some_and(|s| s != namespace) {
+                continue;
+            }
+            if !shard.synced || shard.relisting.is_some() {
+                return Known::Unknown;
+            }
+            covered = true;
+            if let Some(entry) = shard.entries.get(&key) {
+                found = Some(*entry);
+            }
+        }
+        drop(shards);
+        match (covered, found) {
+            (false, _) => Known::Unknown,
+            (true, None) => Known::Absent,
+            (
+                true,
+                Some(Entry {
+                    resource_version: None,
+                    ..
+                }),
+            ) => Known::Unknown,
+            (true, Some(entry)) => {
+                let checked = self.checked.lock().is_ok_and(|c| {
+                    entry
+                        .resource_version
+                        .is_some_and(|version| c.get(&key) == Some(&version))
+                });
+                Known::Present(Seen {
+                    desired_hash: entry.desired_hash,
+                    controller: entry.controller,
+                    checked,
+                })
+            }
+        }
+    }
+
+    /// Records that the operator checked `namespace/name` at `resource_version` (it wrote that
+    /// version, or read it and found nothing to change).
+    pub(super) fn checked(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<&str>,
+    ) {
+        let Some(version) = resource_version.and_then(|v| v.parse::<u64>().ok()) else {
+            return;
+        };
+        if let Ok(mut checked) = self.checked.lock() {
+            checked.insert(key(kind, namespace, name), version);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Service;
+    use kube::core::PartialObjectMeta;
+    use serde_json::json;
+
+    fn object(
+        name: &str,
+        version: &str,
+        hash: Option<&str>,
+        owner: Option<&str>,
+    ) -> PartialObjectMeta<Service> {
+        let mut meta = json!({"name": name, "namespace": "ns", "resourceVersion": version});
+        if let Some(hash) = hash {
+            meta["annotations"] = json!({DESIRED_HASH: hash});
+        }
+        if let Some(owner) = owner {
+            meta["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "X", "name": "x", "uid": owner, "controller": true}]);
+        }
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service", "metadata": meta}))
+            .unwrap()
+    }
+
+    fn listed(index: &OwnedIndex, scope: Option<&str>, objects: Vec<PartialObjectMeta<Service>>) {
+        index.observe(
+            "Service",
+            scope,
+            "door",
+            &Event::<PartialObjectMeta<Service>>::Init,
+        );
+        for o in objects {
+            index.observe("Service", scope, "door", &Event::InitApply(o));
+        }
+        index.observe(
+            "Service",
+            scope,
+            "door",
+            &Event::<PartialObjectMeta<Service>>::InitDone,
+        );
+    }
+
+    #[test]
+    fn nothing_is_answered_before_the_watch_has_listed() {
+        let index = OwnedIndex::default();
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::<PartialObjectMeta<Service>>::Init,
+        );
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::InitApply(object("a", "5", None, None)),
+        );
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::<PartialObjectMeta<Service>>::InitDone,
+        );
+        assert!(matches!(
+            index.lookup("Service", "ns", "a"),
+            Known::Present(_)
+        ));
+        assert_eq!(index.lookup("Service", "ns", "b"), Known::Absent);
+        // Another kind has no watch here.
+        assert_eq!(index.lookup("Ingress", "ns", "a"), Known::Unknown);
+        // A re-list in progress answers nothing until it is done.
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::<PartialObjectMeta<Service>>::Init,
+        );
+        assert_eq!(index.lookup("Service", "ns", "b"), Known::Unknown);
+    }
+
+    #[test]
+    fn a_namespaced_watch_answers_only_for_its_namespace() {
+        let index = OwnedIndex::default();
+        listed(&index, Some("ns"), vec![]);
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Absent);
+        assert_eq!(index.lookup("Service", "other", "a"), Known::Unknown);
+    }
+
+    #[test]
+    fn a_version_is_checked_until_anyone_changes_the_object() {
+        let index = OwnedIndex::default();
+        listed(
+            &index,
+            None,
+            vec![object("a", "5", Some("h1"), Some("uid-1"))],
+        );
+        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+            panic!()
+        };
+        assert!(seen.carries("h1") && !seen.carries("h2"));
+        assert!(seen.controlled_by("uid-1") && !seen.controlled_by("uid-2"));
+        assert!(!seen.checked(), "never checked");
+        index.checked("Service", "ns", "a", Some("5"));
+        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+            panic!()
+        };
+        assert!(seen.checked());
+        // Someone else's edit: a new version, not checked.
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::Apply(object("a", "7", Some("h1"), Some("uid-1"))),
+        );
+        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+            panic!()
+        };
+        assert!(!seen.checked());
+        // The operator's own write, recorded before its event arrives, is checked once it does.
+        index.checked("Service", "ns", "a", Some("9"));
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::Apply(object("a", "9", Some("h1"), Some("uid-1"))),
+        );
+        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+            panic!()
+        };
+        assert!(seen.checked());
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::Delete(object("a", "9", None, None)),
+        );
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Absent);
+        // A new object of the same name is not the one checked.
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::Apply(object("a", "9", Some("h1"), None)),
+        );
+        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+            panic!()
+        };
+        assert!(!seen.checked());
+    }
+
+    #[test]
+    fn a_relist_replaces_what_was_known() {
+        let index = OwnedIndex::default();
+        listed(&index, None, vec![object("a", "5", None, None)]);
+        listed(&index, None, vec![object("b", "6", None, None)]);
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Absent);
+        assert!(matches!(
+            index.lookup("Service", "ns", "b"),
+            Known::Present(_)
+        ));
+    }
+
+    #[test]
+    fn either_door_answers_and_an_unsynced_one_answers_nothing() {
+        let index = OwnedIndex::default();
+        listed(&index, None, vec![object("a", "5", None, None)]);
+        index.observe(
+            "Service",
+            None,
+            "other-door",
+            &Event::<PartialObjectMeta<Service>>::Init,
+        );
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        index.observe(
+            "Service",
+            None,
+            "other-door",
+            &Event::<PartialObjectMeta<Service>>::InitDone,
+        );
+        assert!(matches!(
+            index.lookup("Service", "ns", "a"),
+            Known::Present(_)
+        ));
+        assert_eq!(index.lookup("Service", "ns", "b"), Known::Absent);
+    }
+
+    #[test]
+    fn an_object_without_a_numeric_version_is_never_answered_for() {
+        let index = OwnedIndex::default();
+        listed(&index, None, vec![]);
+        index.observe(
+            "Service",
+            None,
+            "door",
+            &Event::Apply(object("a", "x1", None, None)),
+        );
+        // Resource versions are numbers on every etcd-backed server; another server's object
+        // is read, never taken as absent.
+        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+    }
+}
