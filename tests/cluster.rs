@@ -686,6 +686,29 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
             != Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(9999)))
         .then_some(())
     })?;
+
+    // An HPA the stack controls without the door's label (as another operator leaves one): the
+    // watches never see it, so a new generation reads each object it does not want once, finds
+    // it and deletes it. The NetworkPolicy it no longer asks for goes too.
+    let uid = env.rt.block_on(llsds.get("quiet"))?.metadata.uid.unwrap();
+    let hpas = env.api::<HorizontalPodAutoscaler>(ns);
+    let stray: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "metadata": {"name": "quiet-hpa", "ownerReferences": [{"apiVersion": "llamastack.io/v1alpha2",
+            "kind": "LlamaStackDistribution", "name": "quiet", "uid": uid, "controller": true}]},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "quiet"},
+            "minReplicas": 1, "maxReplicas": 2}}))?;
+    env.rt.block_on(hpas.create(&PostParams::default(), &stray))?;
+    env.rt.block_on(llsds.patch(
+        "quiet",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"networking": null}})),
+    ))?;
+    let policies = env.api::<NetworkPolicy>(ns);
+    env.eventually("the stray HPA and the policy no longer wanted deleted", || async {
+        let hpa = hpas.get_opt("quiet-hpa").await.ok()?;
+        let policy = policies.get_opt("quiet-network-policy").await.ok()?;
+        (hpa.is_none() && policy.is_none()).then_some(())
+    })?;
     Ok(())
 }
 

@@ -69,11 +69,8 @@ pub(super) async fn apply(
     let client = &ctx.client;
     // A stack moved in place: what the LlamaStackDistribution controlled is the OGXServer's
     // before anything else is written.
-    if let Some(owner) = stack
-        .owner
-        .as_ref()
-        .filter(|_| hand_over::moving(stack, observed))
-    {
+    let handing_over = hand_over::moving(stack, observed);
+    if let Some(owner) = stack.owner.as_ref().filter(|_| handing_over) {
         let handed = hand_over::hand_over(stack, ctx, owner).await?;
         let note = format!(
             "{handed} objects of LlamaStackDistribution {} are this OGXServer's now; deleting the LlamaStackDistribution deletes none of them",
@@ -94,7 +91,9 @@ pub(super) async fn apply(
         sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
     let sa_name = naming::managed_service_account_name(stack.name);
-    let index = Some(&ctx.owned);
+    // Objects just handed over are still in the old door's watches as the old stack's: this
+    // reconcile reads them all.
+    let index = (!handing_over).then_some((&ctx.owned, stack.generation));
     sync_in::<ServiceAccount>(client, index, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.
@@ -128,7 +127,7 @@ pub(super) async fn apply(
         uid,
     )
     .await?;
-    let route_url = expose(stack, ctx, ingress.as_ref(), route.as_ref()).await?;
+    let route_url = expose(stack, ctx, ingress.as_ref(), route.as_ref(), index).await?;
     let hpa_name = naming::hpa_name(stack.name);
     sync_in::<HorizontalPodAutoscaler>(client, index, ns, &hpa_name, hpa.as_ref(), uid).await?;
     let pdb_name = naming::pdb_name(stack.name);
@@ -245,13 +244,14 @@ async fn expose(
     ctx: &Context,
     ingress: Option<&Ingress>,
     route: Option<&DynamicObject>,
+    index: Option<(&super::owned_index::OwnedIndex, Option<i64>)>,
 ) -> Result<Option<String>, ApiError> {
     let ns = stack.namespace;
     let uid = stack.uid();
     let name = naming::ingress_name(stack.name);
     // A wanted Ingress is read (its address is the URL); one not wanted only where the watches
     // cannot say it is absent.
-    let index = ingress.is_none().then_some(&ctx.owned);
+    let index = index.filter(|_| ingress.is_none());
     let (_, ingress) = sync_in::<Ingress>(&ctx.client, index, ns, &name, ingress, uid).await?;
     let mut url = ingress.as_ref().and_then(ingress_url);
     if ctx.routes_available() {

@@ -26,8 +26,14 @@ pub(super) enum Known {
     /// A watch that would see it has not listed yet (or the object's resource version is not a
     /// number): read it.
     Unknown,
-    /// No watched object of that kind and name.
-    Absent,
+    /// No watched object of that kind and name; `confirmed` when a read at the stack's current
+    /// generation found none the stack controls (the watches see only objects with the door's
+    /// `managed-by` label: one left by another operator, or stripped of it, is found by that
+    /// read).
+    Absent {
+        /// A read at this generation found nothing of the stack's.
+        confirmed: bool,
+    },
     /// It exists, as last seen.
     Present(Seen),
 }
@@ -100,7 +106,14 @@ pub struct OwnedIndex {
     shards: Mutex<HashMap<ShardId, Shard>>,
     /// Per object: the resource version the operator last checked.
     checked: Mutex<HashMap<u128, u64>>,
+    /// Per object not wanted: the stack generation at which a read found none of the stack's.
+    confirmed_absent: Mutex<HashMap<u128, i64>>,
 }
+
+/// At most this many confirmed absences are kept (four a stack at 100,000 stacks); beyond it they
+/// are forgotten at once, which costs one read per object not wanted, not a wrong answer.
+/// Entries of deleted stacks are never looked up again; this bounds them.
+const MAX_CONFIRMED_ABSENT: usize = 400_000;
 
 /// The key of an object.
 fn key(kind: &str, namespace: &str, name: &str) -> u128 {
@@ -181,10 +194,22 @@ impl OwnedIndex {
                 }
             }
             Event::InitDone => {
-                if let Some(relisted) = shard.relisting.take() {
-                    shard.entries = relisted;
-                }
                 shard.synced = true;
+                if let Some(relisted) = shard.relisting.take() {
+                    let old = std::mem::replace(&mut shard.entries, relisted);
+                    // Deleted while the watch was away: forget what was checked of them.
+                    let vanished: Vec<u128> = old
+                        .into_keys()
+                        .filter(|k| !shard.entries.contains_key(k))
+                        .collect();
+                    drop(shards);
+                    if let Ok(mut checked) = self.checked.lock() {
+                        for key in vanished {
+                            checked.remove(&key);
+                        }
+                    }
+                    return;
+                }
             }
             Event::Apply(object) => {
                 let key = object_key(kind, &object.metadata);
@@ -202,8 +227,30 @@ impl OwnedIndex {
         }
     }
 
-    /// What the watches of `kind` say of `namespace/name`, across the doors.
-    pub(super) fn lookup(&self, kind: &str, namespace: &str, name: &str) -> Known {
+    /// Forgets everything: the controllers start again (a new leadership term, the OGXServer
+    /// API installed or removed), and their watches list again; a shard of a watch that no
+    /// longer runs must not answer.
+    pub(super) fn clear(&self) {
+        if let Ok(mut shards) = self.shards.lock() {
+            shards.clear();
+        }
+        if let Ok(mut checked) = self.checked.lock() {
+            checked.clear();
+        }
+        if let Ok(mut absent) = self.confirmed_absent.lock() {
+            absent.clear();
+        }
+    }
+
+    /// What the watches of `kind` say of `namespace/name`, across the doors, for a stack at
+    /// `generation`.
+    pub(super) fn lookup(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        generation: Option<i64>,
+    ) -> Known {
         let key = key(kind, namespace, name);
         let Ok(shards) = self.shards.lock() else {
             return Known::Unknown;
@@ -219,13 +266,24 @@ impl OwnedIndex {
             }
             covered = true;
             if let Some(entry) = shard.entries.get(&key) {
+                // In two doors' watches at once (a hand-over under way): read it.
+                if found.is_some() {
+                    return Known::Unknown;
+                }
                 found = Some(*entry);
             }
         }
         drop(shards);
         match (covered, found) {
             (false, _) => Known::Unknown,
-            (true, None) => Known::Absent,
+            (true, None) => {
+                let confirmed = generation.is_some_and(|generation| {
+                    self.confirmed_absent
+                        .lock()
+                        .is_ok_and(|a| a.get(&key) == Some(&generation))
+                });
+                Known::Absent { confirmed }
+            }
             (
                 true,
                 Some(Entry {
@@ -245,6 +303,26 @@ impl OwnedIndex {
                     checked,
                 })
             }
+        }
+    }
+
+    /// Records that a read, for a stack at `generation`, found no `namespace/name` the stack
+    /// controls.
+    pub(super) fn confirmed_absent(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        generation: Option<i64>,
+    ) {
+        let Some(generation) = generation else {
+            return;
+        };
+        if let Ok(mut absent) = self.confirmed_absent.lock() {
+            if absent.len() >= MAX_CONFIRMED_ABSENT {
+                absent.clear();
+            }
+            absent.insert(key(kind, namespace, name), generation);
         }
     }
 
@@ -311,7 +389,7 @@ mod tests {
     #[test]
     fn nothing_is_answered_before_the_watch_has_listed() {
         let index = OwnedIndex::default();
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
         index.observe(
             "Service",
             None,
@@ -324,7 +402,7 @@ mod tests {
             "door",
             &Event::InitApply(object("a", "5", None, None)),
         );
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
         index.observe(
             "Service",
             None,
@@ -332,12 +410,15 @@ mod tests {
             &Event::<PartialObjectMeta<Service>>::InitDone,
         );
         assert!(matches!(
-            index.lookup("Service", "ns", "a"),
+            index.lookup("Service", "ns", "a", Some(1)),
             Known::Present(_)
         ));
-        assert_eq!(index.lookup("Service", "ns", "b"), Known::Absent);
+        assert_eq!(
+            index.lookup("Service", "ns", "b", Some(1)),
+            Known::Absent { confirmed: false }
+        );
         // Another kind has no watch here.
-        assert_eq!(index.lookup("Ingress", "ns", "a"), Known::Unknown);
+        assert_eq!(index.lookup("Ingress", "ns", "a", Some(1)), Known::Unknown);
         // A re-list in progress answers nothing until it is done.
         index.observe(
             "Service",
@@ -345,15 +426,21 @@ mod tests {
             "door",
             &Event::<PartialObjectMeta<Service>>::Init,
         );
-        assert_eq!(index.lookup("Service", "ns", "b"), Known::Unknown);
+        assert_eq!(index.lookup("Service", "ns", "b", Some(1)), Known::Unknown);
     }
 
     #[test]
     fn a_namespaced_watch_answers_only_for_its_namespace() {
         let index = OwnedIndex::default();
         listed(&index, Some("ns"), vec![]);
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Absent);
-        assert_eq!(index.lookup("Service", "other", "a"), Known::Unknown);
+        assert_eq!(
+            index.lookup("Service", "ns", "a", Some(1)),
+            Known::Absent { confirmed: false }
+        );
+        assert_eq!(
+            index.lookup("Service", "other", "a", Some(1)),
+            Known::Unknown
+        );
     }
 
     #[test]
@@ -364,14 +451,14 @@ mod tests {
             None,
             vec![object("a", "5", Some("h1"), Some("uid-1"))],
         );
-        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+        let Known::Present(seen) = index.lookup("Service", "ns", "a", Some(1)) else {
             panic!()
         };
         assert!(seen.carries("h1") && !seen.carries("h2"));
         assert!(seen.controlled_by("uid-1") && !seen.controlled_by("uid-2"));
         assert!(!seen.checked(), "never checked");
         index.checked("Service", "ns", "a", Some("5"));
-        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+        let Known::Present(seen) = index.lookup("Service", "ns", "a", Some(1)) else {
             panic!()
         };
         assert!(seen.checked());
@@ -382,7 +469,7 @@ mod tests {
             "door",
             &Event::Apply(object("a", "7", Some("h1"), Some("uid-1"))),
         );
-        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+        let Known::Present(seen) = index.lookup("Service", "ns", "a", Some(1)) else {
             panic!()
         };
         assert!(!seen.checked());
@@ -394,7 +481,7 @@ mod tests {
             "door",
             &Event::Apply(object("a", "9", Some("h1"), Some("uid-1"))),
         );
-        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+        let Known::Present(seen) = index.lookup("Service", "ns", "a", Some(1)) else {
             panic!()
         };
         assert!(seen.checked());
@@ -404,7 +491,10 @@ mod tests {
             "door",
             &Event::Delete(object("a", "9", None, None)),
         );
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Absent);
+        assert_eq!(
+            index.lookup("Service", "ns", "a", Some(1)),
+            Known::Absent { confirmed: false }
+        );
         // A new object of the same name is not the one checked.
         index.observe(
             "Service",
@@ -412,10 +502,52 @@ mod tests {
             "door",
             &Event::Apply(object("a", "9", Some("h1"), None)),
         );
-        let Known::Present(seen) = index.lookup("Service", "ns", "a") else {
+        let Known::Present(seen) = index.lookup("Service", "ns", "a", Some(1)) else {
             panic!()
         };
         assert!(!seen.checked());
+    }
+
+    #[test]
+    fn an_absence_is_confirmed_for_one_generation() {
+        let index = OwnedIndex::default();
+        listed(&index, None, vec![]);
+        index.confirmed_absent("Service", "ns", "a", Some(3));
+        assert_eq!(
+            index.lookup("Service", "ns", "a", Some(3)),
+            Known::Absent { confirmed: true }
+        );
+        assert_eq!(
+            index.lookup("Service", "ns", "a", Some(4)),
+            Known::Absent { confirmed: false }
+        );
+        index.clear();
+        assert_eq!(index.lookup("Service", "ns", "a", Some(3)), Known::Unknown);
+    }
+
+    #[test]
+    fn an_object_in_two_doors_watches_is_read() {
+        let index = OwnedIndex::default();
+        listed(&index, None, vec![object("a", "5", None, None)]);
+        index.observe(
+            "Service",
+            None,
+            "other-door",
+            &Event::<PartialObjectMeta<Service>>::Init,
+        );
+        index.observe(
+            "Service",
+            None,
+            "other-door",
+            &Event::InitApply(object("a", "6", None, None)),
+        );
+        index.observe(
+            "Service",
+            None,
+            "other-door",
+            &Event::<PartialObjectMeta<Service>>::InitDone,
+        );
+        assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
     }
 
     #[test]
@@ -423,9 +555,12 @@ mod tests {
         let index = OwnedIndex::default();
         listed(&index, None, vec![object("a", "5", None, None)]);
         listed(&index, None, vec![object("b", "6", None, None)]);
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Absent);
+        assert_eq!(
+            index.lookup("Service", "ns", "a", Some(1)),
+            Known::Absent { confirmed: false }
+        );
         assert!(matches!(
-            index.lookup("Service", "ns", "b"),
+            index.lookup("Service", "ns", "b", Some(1)),
             Known::Present(_)
         ));
     }
@@ -440,7 +575,7 @@ mod tests {
             "other-door",
             &Event::<PartialObjectMeta<Service>>::Init,
         );
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
         index.observe(
             "Service",
             None,
@@ -448,10 +583,13 @@ mod tests {
             &Event::<PartialObjectMeta<Service>>::InitDone,
         );
         assert!(matches!(
-            index.lookup("Service", "ns", "a"),
+            index.lookup("Service", "ns", "a", Some(1)),
             Known::Present(_)
         ));
-        assert_eq!(index.lookup("Service", "ns", "b"), Known::Absent);
+        assert_eq!(
+            index.lookup("Service", "ns", "b", Some(1)),
+            Known::Absent { confirmed: false }
+        );
     }
 
     #[test]
@@ -466,6 +604,6 @@ mod tests {
         );
         // Resource versions are numbers on every etcd-backed server; another server's object
         // is read, never taken as absent.
-        assert_eq!(index.lookup("Service", "ns", "a"), Known::Unknown);
+        assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
     }
 }

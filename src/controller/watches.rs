@@ -73,6 +73,8 @@ async fn run_serving(
     served: super::discovery::ServedApis,
 ) -> Option<super::discovery::ServedApis> {
     ctx.learn(&served);
+    // The watches start again: what the previous ones said must not answer.
+    ctx.owned.clear();
     let ogx = served.ogx_servers;
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]

@@ -67,11 +67,11 @@ pub(super) enum Step {
 }
 
 /// The step for an object: `wanted` with its desired hash `want_hash`, or not wanted; `known`
-/// what the watches say; `owner_uid` the stack's.
+/// what the watches say (for the stack's generation); `owner_uid` the stack's.
 pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_uid: &str) -> Step {
     match (wanted, known) {
         (_, Known::Unknown) => Step::Read,
-        (true, Known::Absent) => Step::Apply,
+        (true, Known::Absent { .. }) => Step::Apply,
         (true, Known::Present(seen)) => {
             if want_hash.is_some_and(|h| seen.carries(h)) && seen.checked() {
                 Step::Keep
@@ -79,7 +79,10 @@ pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_ui
                 Step::Read
             }
         }
-        (false, Known::Absent) => Step::Keep,
+        // Not in the watches: read once a generation, for an object of the stack's that lacks the
+        // door's label (left by another operator, or stripped of it).
+        (false, Known::Absent { confirmed: true }) => Step::Keep,
+        (false, Known::Absent { confirmed: false }) => Step::Read,
         // Read before a delete: rare, and the read confirms what is deleted.
         (false, Known::Present(seen)) if seen.controlled_by(owner_uid) => Step::Read,
         (false, Known::Present(_)) => Step::Keep,
@@ -87,11 +90,11 @@ pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_ui
 }
 
 /// [`sync_from`] for a namespaced built-in kind, reading the object only where `index` (the
-/// watches of the owned kinds) cannot answer for it ([`step`]); `None` always reads (the caller
-/// needs the object itself).
+/// watches of the owned kinds, and the stack's generation) cannot answer for it ([`step`]);
+/// `None` always reads (the caller needs the object itself).
 pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
     client: &kube::Client,
-    index: Option<&OwnedIndex>,
+    index: Option<(&OwnedIndex, Option<i64>)>,
     namespace: &str,
     name: &str,
     desired: Option<&K>,
@@ -99,20 +102,25 @@ pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
 ) -> Result<(Change, Option<K>), ApiError> {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     let kind = K::kind(&());
-    let Some(index) = index else {
+    let Some((index, generation)) = index else {
         return sync(&api, &kind, name, desired, owner_uid).await;
     };
     let want_hash = desired.and_then(|d| d.annotations().get(DESIRED_HASH).map(String::as_str));
-    let known = index.lookup(&kind, namespace, name);
+    let known = index.lookup(&kind, namespace, name, generation);
     let (change, object) = match step(desired.is_some(), want_hash, known, owner_uid) {
         Step::Keep => return Ok((Change::Unchanged, None)),
         Step::Apply => sync_from(&api, &kind, name, desired, None, owner_uid).await?,
         Step::Read => sync(&api, &kind, name, desired, owner_uid).await?,
     };
-    // What was written, or read and found as wanted, is checked at its version.
-    if let (Some(object), true) = (&object, desired.is_some() && change != Change::Deleted) {
-        let version = object.meta().resource_version.as_deref();
-        index.checked(&kind, namespace, name, version);
+    // What was written, or read and found as wanted, is checked at its version; an object not
+    // wanted is, once read (and deleted if it was the stack's), confirmed absent.
+    match (&object, desired.is_some()) {
+        (Some(object), true) if change != Change::Deleted => {
+            let version = object.meta().resource_version.as_deref();
+            index.checked(&kind, namespace, name, version);
+        }
+        (_, false) => index.confirmed_absent(&kind, namespace, name, generation),
+        _ => {}
     }
     Ok((change, object))
 }
@@ -227,9 +235,9 @@ pub(super) async fn create_config_map_once(
 ) -> Result<bool, ApiError> {
     let name = cm.name_any();
     let namespace = cm.namespace().unwrap_or_default();
-    match index.lookup("ConfigMap", &namespace, &name) {
+    match index.lookup("ConfigMap", &namespace, &name, None) {
         Known::Present(_) => return Ok(false),
-        Known::Absent => {}
+        Known::Absent { .. } => {}
         Known::Unknown => {
             let found = api
                 .get_opt(&name)
@@ -244,7 +252,9 @@ pub(super) async fn create_config_map_once(
         Ok(_) => Ok(true),
         // Created since the watch last said (or by a reconcile on another cache): the same
         // content under the same name.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
+            Ok(false)
+        }
         Err(source) => Err(api_err(format!("create ConfigMap {name}"))(source)),
     }
 }
@@ -417,7 +427,12 @@ mod step_tests {
             // (wanted, its hash, known, step)
             (true, Some("h"), Known::Unknown, Step::Read),
             (false, None, Known::Unknown, Step::Read),
-            (true, Some("h"), Known::Absent, Step::Apply),
+            (
+                true,
+                Some("h"),
+                Known::Absent { confirmed: false },
+                Step::Apply,
+            ),
             (true, Some("h"), ours("h", true), Step::Keep),
             // Changed since the operator checked it: read, for a drift check.
             (true, Some("h"), ours("h", false), Step::Read),
@@ -425,7 +440,9 @@ mod step_tests {
             (true, Some("h2"), ours("h", true), Step::Read),
             // A desired object without a hash is never taken as unchanged.
             (true, None, ours("h", true), Step::Read),
-            (false, None, Known::Absent, Step::Keep),
+            (false, None, Known::Absent { confirmed: true }, Step::Keep),
+            // Not confirmed at this generation: read once (an unlabelled object of the stack's).
+            (false, None, Known::Absent { confirmed: false }, Step::Read),
             (false, None, ours("h", true), Step::Read),
             (
                 false,
