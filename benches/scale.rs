@@ -69,7 +69,7 @@ struct Sample {
     resync: Duration,
     resync_reconciles: f64,
     resync_writes: usize,
-    /// The operator's reads (get, list; its watches not counted) until quiet, and during the
+    /// The operator's reads (get, list, its watches' lists among them) until quiet, and during the
     /// resync.
     reads: usize,
     resync_reads: usize,
@@ -258,7 +258,8 @@ fn namespace_writes(plane: &ControlPlane) -> Vec<serde_json::Value> {
     all
 }
 
-/// The operator's reads (get and list; not its watches) so far, in every namespace.
+/// The operator's reads (get and list, its watches' lists among them; not the watches) so far, in
+/// every namespace.
 fn reads(plane: &ControlPlane) -> Vec<serde_json::Value> {
     plane.audit_reads().expect("audit log")
 }
