@@ -697,18 +697,22 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
             "kind": "LlamaStackDistribution", "name": "quiet", "uid": uid, "controller": true}]},
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "quiet"},
             "minReplicas": 1, "maxReplicas": 2}}))?;
-    env.rt.block_on(hpas.create(&PostParams::default(), &stray))?;
+    env.rt
+        .block_on(hpas.create(&PostParams::default(), &stray))?;
     env.rt.block_on(llsds.patch(
         "quiet",
         &PatchParams::default(),
         &Patch::Merge(json!({"spec": {"networking": null}})),
     ))?;
     let policies = env.api::<NetworkPolicy>(ns);
-    env.eventually("the stray HPA and the policy no longer wanted deleted", || async {
-        let hpa = hpas.get_opt("quiet-hpa").await.ok()?;
-        let policy = policies.get_opt("quiet-network-policy").await.ok()?;
-        (hpa.is_none() && policy.is_none()).then_some(())
-    })?;
+    env.eventually(
+        "the stray HPA and the policy no longer wanted deleted",
+        || async {
+            let hpa = hpas.get_opt("quiet-hpa").await.ok()?;
+            let policy = policies.get_opt("quiet-network-policy").await.ok()?;
+            (hpa.is_none() && policy.is_none()).then_some(())
+        },
+    )?;
     Ok(())
 }
 

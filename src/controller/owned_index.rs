@@ -368,6 +368,11 @@ mod tests {
             .unwrap()
     }
 
+    /// `event` of the watch of Services in every namespace for `door`.
+    fn event(index: &OwnedIndex, door: &str, event: Event<PartialObjectMeta<Service>>) {
+        index.observe("Service", None, door, &event);
+    }
+
     fn listed(index: &OwnedIndex, scope: Option<&str>, objects: Vec<PartialObjectMeta<Service>>) {
         index.observe(
             "Service",
@@ -390,25 +395,14 @@ mod tests {
     fn nothing_is_answered_before_the_watch_has_listed() {
         let index = OwnedIndex::default();
         assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
-        index.observe(
-            "Service",
-            None,
+        event(&index, "door", Event::Init);
+        event(
+            &index,
             "door",
-            &Event::<PartialObjectMeta<Service>>::Init,
-        );
-        index.observe(
-            "Service",
-            None,
-            "door",
-            &Event::InitApply(object("a", "5", None, None)),
+            Event::InitApply(object("a", "5", None, None)),
         );
         assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
-        index.observe(
-            "Service",
-            None,
-            "door",
-            &Event::<PartialObjectMeta<Service>>::InitDone,
-        );
+        event(&index, "door", Event::InitDone);
         assert!(matches!(
             index.lookup("Service", "ns", "a", Some(1)),
             Known::Present(_)
@@ -420,12 +414,7 @@ mod tests {
         // Another kind has no watch here.
         assert_eq!(index.lookup("Ingress", "ns", "a", Some(1)), Known::Unknown);
         // A re-list in progress answers nothing until it is done.
-        index.observe(
-            "Service",
-            None,
-            "door",
-            &Event::<PartialObjectMeta<Service>>::Init,
-        );
+        event(&index, "door", Event::Init);
         assert_eq!(index.lookup("Service", "ns", "b", Some(1)), Known::Unknown);
     }
 
@@ -485,12 +474,7 @@ mod tests {
             panic!()
         };
         assert!(seen.checked());
-        index.observe(
-            "Service",
-            None,
-            "door",
-            &Event::Delete(object("a", "9", None, None)),
-        );
+        event(&index, "door", Event::Delete(object("a", "9", None, None)));
         assert_eq!(
             index.lookup("Service", "ns", "a", Some(1)),
             Known::Absent { confirmed: false }
@@ -529,24 +513,13 @@ mod tests {
     fn an_object_in_two_doors_watches_is_read() {
         let index = OwnedIndex::default();
         listed(&index, None, vec![object("a", "5", None, None)]);
-        index.observe(
-            "Service",
-            None,
+        event(&index, "other-door", Event::Init);
+        event(
+            &index,
             "other-door",
-            &Event::<PartialObjectMeta<Service>>::Init,
+            Event::InitApply(object("a", "6", None, None)),
         );
-        index.observe(
-            "Service",
-            None,
-            "other-door",
-            &Event::InitApply(object("a", "6", None, None)),
-        );
-        index.observe(
-            "Service",
-            None,
-            "other-door",
-            &Event::<PartialObjectMeta<Service>>::InitDone,
-        );
+        event(&index, "other-door", Event::InitDone);
         assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
     }
 
@@ -569,19 +542,9 @@ mod tests {
     fn either_door_answers_and_an_unsynced_one_answers_nothing() {
         let index = OwnedIndex::default();
         listed(&index, None, vec![object("a", "5", None, None)]);
-        index.observe(
-            "Service",
-            None,
-            "other-door",
-            &Event::<PartialObjectMeta<Service>>::Init,
-        );
+        event(&index, "other-door", Event::Init);
         assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
-        index.observe(
-            "Service",
-            None,
-            "other-door",
-            &Event::<PartialObjectMeta<Service>>::InitDone,
-        );
+        event(&index, "other-door", Event::InitDone);
         assert!(matches!(
             index.lookup("Service", "ns", "a", Some(1)),
             Known::Present(_)
@@ -596,12 +559,7 @@ mod tests {
     fn an_object_without_a_numeric_version_is_never_answered_for() {
         let index = OwnedIndex::default();
         listed(&index, None, vec![]);
-        index.observe(
-            "Service",
-            None,
-            "door",
-            &Event::Apply(object("a", "x1", None, None)),
-        );
+        event(&index, "door", Event::Apply(object("a", "x1", None, None)));
         // Resource versions are numbers on every etcd-backed server; another server's object
         // is read, never taken as absent.
         assert_eq!(index.lookup("Service", "ns", "a", Some(1)), Known::Unknown);
