@@ -96,14 +96,20 @@ pub fn venv(extra: &[String]) -> Result<PathBuf, Error> {
 
 /// The venv of `line` with `extra` packages; built or reused by its script.
 pub fn venv_of(line: ServerLine, extra: &[String]) -> Result<PathBuf, Error> {
-    let script_name = venv_script(line);
+    venv_from(venv_script(line), extra)
+}
+
+/// Runs the venv script `script_name` with `args` (on the host's network: pip) and returns the
+/// venv directory it prints.
+fn venv_from(script_name: &str, args: &[String]) -> Result<PathBuf, Error> {
     let out = sealed::with_host_network(&mut Command::new(script(script_name)))
-        .args(extra)
+        .args(args)
         .stderr(Stdio::inherit())
         .output()?;
     if !out.status.success() {
         return Err(format!(
-            "scripts/{script_name} failed ({}); see its output above",
+            "scripts/{script_name} {} failed ({}); see its output above",
+            args.join(" "),
             out.status
         )
         .into());
@@ -115,19 +121,10 @@ pub fn venv_of(line: ServerLine, extra: &[String]) -> Result<PathBuf, Error> {
 /// packages; built or reused by `scripts/ogx-release-venv.sh` (the pinned release's venv, or a
 /// thin one over it where its dependencies meet the release's).
 pub fn ogx_release_venv(version: &str, extra: &[String]) -> Result<PathBuf, Error> {
-    let out = sealed::with_host_network(&mut Command::new(script("ogx-release-venv.sh")))
-        .arg(version)
-        .args(extra)
-        .stderr(Stdio::inherit())
-        .output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "scripts/ogx-release-venv.sh {version} failed ({}); see its output above",
-            out.status
-        )
-        .into());
-    }
-    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+    let args: Vec<String> = std::iter::once(version.to_owned())
+        .chain(extra.iter().cloned())
+        .collect();
+    venv_from("ogx-release-venv.sh", &args)
 }
 
 /// The starter config the OGX release in `venv` ships (`ogx/distributions/starter`), read from

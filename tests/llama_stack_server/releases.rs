@@ -19,6 +19,11 @@ use super::{Case, Env, FakeUpstream};
 /// The releases checked here, one a line.
 pub(crate) const RELEASES: &str = include_str!("ogx-releases.txt");
 
+/// The releases of [`RELEASES`].
+fn versions() -> impl Iterator<Item = &'static str> {
+    RELEASES.lines().map(str::trim).filter(|l| !l.is_empty())
+}
+
 /// The case each release starts its server on.
 const STARTED_CASE: &str = "ogx_us2_multiple_providers_and_key_mapping";
 
@@ -52,7 +57,7 @@ fn generate_for(
 pub(crate) fn prepare() -> Result<Vec<Release>, Failed> {
     let scratch = tempfile::tempdir()?;
     let mut out = Vec::new();
-    for version in RELEASES.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    for version in versions() {
         let bare = llama_stack::ogx_release_venv(version, &[])?;
         let starter = llama_stack::ogx_release_starter(&bare)?;
         let case = super::cases()
@@ -157,10 +162,7 @@ fn table_is_the_releases_own(release: &Release, scratch: &Path) -> Result<(), Fa
 
 /// The test names, one a release.
 pub(crate) fn names() -> Vec<String> {
-    RELEASES
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
+    versions()
         .map(|version| {
             format!(
                 "ogx_{}_takes_what_is_generated_for_it",
