@@ -603,7 +603,9 @@ fn the_steady_state_makes_no_writes(env: &Env) -> Result<(), Failed> {
 
 /// A reconcile of a Ready stack reads only what the watches cannot answer for: no owned object
 /// but the Deployment (whose rollout state the status reports) is read, whether it exists (the
-/// Service, ServiceAccount, NetworkPolicy, generated ConfigMap) or not (Ingress, HPA, PDB). A
+/// Service, ServiceAccount, NetworkPolicy, generated ConfigMap) or not (Ingress, HPA, PDB), nor
+/// the namespace's `default` ServiceAccount (its watch has its pull secrets, and follows a
+/// change to them); a new stack does not read what it does not want either. A
 /// deleted Service is made again, and a field of it changed by someone else is put back (both
 /// seen through the watch, then read).
 fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
@@ -611,14 +613,6 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
 ) -> Result<(), Failed> {
     let ns = "reads";
     env.namespace(ns)?;
-    env.create_llsd(
-        ns,
-        "quiet",
-        json!({"distribution": {"name": "starter"},
-        "networking": {"allowedFrom": {"namespaces": ["team-b"]}}}),
-    )?;
-    env.wait_ready(ns, "quiet")?;
-    std::thread::sleep(Duration::from_secs(3));
     let reads_in = |from: usize| -> Result<Vec<String>, Failed> {
         let reads = env.plane.audit_reads().map_err(|e| e.to_string())?;
         Ok(reads[from..]
@@ -630,6 +624,35 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
             })
             .collect())
     };
+    // The operator starts with the suite: a first stack Ready means its watches have listed
+    // (before that, every object is read, as it must be).
+    env.create_llsd(ns, "warm", json!({"distribution": {"name": "starter"}}))?;
+    env.wait_ready(ns, "warm")?;
+    let created = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
+    env.create_llsd(
+        ns,
+        "quiet",
+        json!({"distribution": {"name": "starter"},
+        "networking": {"allowedFrom": {"namespaces": ["team-b"]}}}),
+    )?;
+    env.wait_ready(ns, "quiet")?;
+    std::thread::sleep(Duration::from_secs(3));
+    // A new stack: no operator has written its status, so nothing of its own can exist that the
+    // watches miss, and what it does not want is not read.
+    let first = reads_in(created)?;
+    let not_wanted = [
+        "ingresses/quiet-ingress",
+        "horizontalpodautoscalers/quiet-hpa",
+        "poddisruptionbudgets/quiet-pdb",
+    ];
+    let needless: Vec<&String> = first
+        .iter()
+        .filter(|r| not_wanted.contains(&r.as_str()))
+        .collect();
+    assert!(
+        needless.is_empty(),
+        "a new stack read what it does not want: {needless:?} (all reads: {first:?})"
+    );
     let before = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
     let llsds = env.api::<LlamaStackDistribution>(ns);
     env.rt.block_on(llsds.patch(
@@ -653,6 +676,8 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         "ingresses/quiet-ingress",
         "horizontalpodautoscalers/quiet-hpa",
         "poddisruptionbudgets/quiet-pdb",
+        // Not owned: the namespace's account, whose pull secrets the server Pod uses.
+        "serviceaccounts/default",
     ];
     let needless: Vec<&String> = reads
         .iter()
@@ -662,6 +687,23 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         needless.is_empty(),
         "read what the watches know: {needless:?} (all reads: {reads:?}, first look: {reconciled:?})"
     );
+
+    // A pull secret added to the namespace's `default` ServiceAccount: the stack's own account
+    // copies the list the watch of those accounts now holds (the watch follows the change; that
+    // the change also starts the reconcile is not shown here: the server's answers are due
+    // within seconds of Ready and start one anyway).
+    let accounts = env.api::<ServiceAccount>(ns);
+    env.rt.block_on(accounts.patch(
+        "default",
+        &PatchParams::apply("someone-else").force(),
+        &Patch::Apply(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "default"}, "imagePullSecrets": [{"name": "added-later"}]})),
+    ))?;
+    env.eventually("the stack's account copies the new pull secret", || async {
+        let account = accounts.get("quiet-sa").await.ok()?;
+        let names = account.image_pull_secrets?;
+        names.iter().any(|r| r.name == "added-later").then_some(())
+    })?;
 
     // Deleted by someone: made again.
     let services = env.api::<Service>(ns);

@@ -32,6 +32,16 @@ const STRICT_TLS: ServerVersion = ServerVersion {
     patch: 0,
 };
 
+/// `0.0`, which no release of either line is: Red Hat's Konflux builds of the ODH OGX image
+/// (`red-hat-data-services/ogx-distribution`, `Dockerfile.konflux` with `konflux/cpu-ubi9.conf`'s
+/// `OGX_VERSION=0.0`, on its main and rhoai-3.5 branches) write it into both version labels. Taken
+/// as a version it would make those OGX images llama-stack 0.0; it says nothing instead.
+const UNSET_VERSION: ServerVersion = ServerVersion {
+    major: 0,
+    minor: 0,
+    patch: 0,
+};
+
 /// The two lines of the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ServerLine {
@@ -250,8 +260,13 @@ impl ServerRelease {
 pub fn from_labels(labels: Option<&Map<String, Value>>) -> Option<ServerRelease> {
     let labels = labels?;
     let text = |key: &str| labels.get(key).and_then(Value::as_str);
-    let oci_version = text(LABEL_OCI_VERSION).and_then(ServerVersion::parse);
-    if let Some(version) = text(LABEL_OGX_VERSION).and_then(ServerVersion::parse) {
+    let version_of = |key: &str| {
+        text(key)
+            .and_then(ServerVersion::parse)
+            .filter(|v| *v != UNSET_VERSION)
+    };
+    let oci_version = version_of(LABEL_OCI_VERSION);
+    if let Some(version) = version_of(LABEL_OGX_VERSION) {
         return Some(ServerRelease {
             line: ServerLine::of_version(version),
             version: Some(version),
@@ -318,6 +333,39 @@ mod tests {
             assert_eq!(ServerVersion::parse(bad), None, "{bad:?}");
         }
         assert!(ServerVersion::new(1, 10, 0) > ServerVersion::new(1, 9, 9));
+    }
+
+    /// The labels of RHOAI's own OGX image (`red-hat-data-services/ogx-distribution` on branch
+    /// rhoai-3.5, `Dockerfile.konflux` built with `konflux/cpu-ubi9.conf`: both version labels are
+    /// the build argument `OGX_VERSION=0.0`): an OGX image of unknown release, not llama-stack 0.0.
+    #[test]
+    fn rhoai_images_labelled_0_0_are_ogx_of_an_unknown_release() {
+        let rhoai = told(json!({
+            "com.ogx.config.config.yaml": "dmVyc2lvbjogMgo=",
+            "com.ogx.distribution.name": "rh",
+            "com.ogx.distribution.version": "0.0",
+            "com.ogx.distribution.default-config": "config.yaml",
+            "com.ogx.distribution.configs": "config.yaml",
+            "org.opencontainers.image.version": "0.0",
+        }));
+        assert_eq!(
+            rhoai,
+            Some(ServerRelease {
+                line: ServerLine::Ogx,
+                version: None,
+                evidence: Evidence::OgxConfigLabels,
+            })
+        );
+        // ODH's own build of the same image says its release.
+        let odh = told(json!({
+            "com.ogx.config.config.yaml": "dmVyc2lvbjogMgo=",
+            "com.ogx.distribution.name": "rh",
+            "com.ogx.distribution.version": "v1.2.2+rhaiv.0",
+        }));
+        assert_eq!(
+            odh.map(|r| (r.line, r.version)),
+            Some((ServerLine::Ogx, Some(ServerVersion::new(1, 2, 2))))
+        );
     }
 
     /// The labels `scripts/generate-config-labels.sh` of ogx-ai/ogx puts on a 1.x image, and on

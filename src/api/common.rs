@@ -54,8 +54,9 @@ pub struct DistributionType {
     /// the server is started (OGX: the image's entrypoint with `OGX_*` variables; llama-stack:
     /// `llama stack run`), which provider table a generated config follows, and whether the
     /// server must be told it may serve plain HTTP (OGX from 1.2.0). Labels that name the release
-    /// (`com.ogx.distribution.version`, `com.ogx.config.*`, `io.llamastack.config.*`) win; with
-    /// neither, the image is taken for llama-stack 0.x.
+    /// (`com.ogx.distribution.version`) win; labels that name only the line (`com.ogx.config.*`,
+    /// `io.llamastack.config.*`, or RHOAI's version labels of `0.0`) take the release from here
+    /// when it is of that line; with neither, the image is taken for llama-stack 0.x.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 3, max = 32),

@@ -19,7 +19,7 @@ use super::error::{ApiError, api_err};
 use super::gather::Observed;
 use super::stack::Stack;
 use super::write::{
-    Change, create_config_map_once, patch_by, strategy_switch, sync, sync_derived_secret,
+    Change, Indexed, create_config_map_once, patch_by, strategy_switch, sync, sync_derived_secret,
     sync_from, sync_in, sync_pvc,
 };
 use super::{events, hand_over, prune, rollout};
@@ -93,7 +93,11 @@ pub(super) async fn apply(
     let sa_name = naming::managed_service_account_name(stack.name);
     // Objects just handed over are still in the old door's watches as the old stack's: this
     // reconcile reads them all.
-    let index = (!handing_over).then_some((&ctx.owned, stack.generation));
+    let index = (!handing_over).then_some(Indexed {
+        index: &ctx.owned,
+        generation: stack.generation,
+        untouched: !stack.recorded.written,
+    });
     sync_in::<ServiceAccount>(client, index, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.
@@ -244,7 +248,7 @@ async fn expose(
     ctx: &Context,
     ingress: Option<&Ingress>,
     route: Option<&DynamicObject>,
-    index: Option<(&super::owned_index::OwnedIndex, Option<i64>)>,
+    index: Option<Indexed<'_>>,
 ) -> Result<Option<String>, ApiError> {
     let ns = stack.namespace;
     let uid = stack.uid();

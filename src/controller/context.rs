@@ -43,6 +43,9 @@ pub struct Context {
     /// What the watches of owned objects say of each, so the apply reads only what they
     /// cannot answer for.
     pub(super) owned: super::owned_index::OwnedIndex,
+    /// The pull secrets of the namespaces' `default` ServiceAccounts, as their watches listed
+    /// them, so a reconcile reads the account only when they cannot say.
+    pub(super) default_accounts: super::default_accounts::DefaultAccounts,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -73,6 +76,7 @@ impl Context {
             servers: super::server_info::ServerProbe::default(),
             rediscovery: super::discovery::REDISCOVERY_PERIOD,
             owned: super::owned_index::OwnedIndex::default(),
+            default_accounts: super::default_accounts::DefaultAccounts::default(),
         }
     }
 

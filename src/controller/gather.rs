@@ -22,6 +22,7 @@ use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError};
 
 use super::context::Context;
+use super::default_accounts::DEFAULT_ACCOUNT;
 use super::error::{ApiError, Error, api_err};
 use super::stack::Stack;
 use super::take_over::Survey;
@@ -195,26 +196,37 @@ pub(super) async fn gather(
 /// The credentials kubelet would use for the server Pod, and their Secret names: the pod template
 /// has no pull secrets, so those of its ServiceAccount: the user's
 /// (`workload.overrides.serviceAccountName`), else the namespace's `default`, whose list the
-/// managed `<cr>-sa` copies. Missing Secrets are skipped, as kubelet does; a malformed one makes
+/// managed `<cr>-sa` copies (the `default` one's list as its watch has it, when it has listed).
+/// Missing Secrets are skipped, as kubelet does; a malformed one makes
 /// the keyring unusable (`Err`: why), as the pull would fail.
 async fn pull_keyring(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<(Result<Keyring, String>, Vec<String>), ApiError> {
     let ns = stack.namespace;
-    let sa_name = stack.user_service_account().unwrap_or("default");
-    let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), ns)
-        .get_opt(sa_name)
-        .await
-        .map_err(api_err(format!(
-            "read ServiceAccount {ns}/{sa_name} for its imagePullSecrets"
-        )))?;
-    let names: Vec<String> = sa
-        .and_then(|sa| sa.image_pull_secrets)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.name)
-        .collect();
+    let listed = match stack.user_service_account() {
+        None => ctx
+            .default_accounts
+            .pull_secrets(ns, stack.door.managed_by()),
+        Some(_) => None,
+    };
+    let names = match listed {
+        Some(names) => names,
+        None => {
+            let sa_name = stack.user_service_account().unwrap_or(DEFAULT_ACCOUNT);
+            let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), ns)
+                .get_opt(sa_name)
+                .await
+                .map_err(api_err(format!(
+                    "read ServiceAccount {ns}/{sa_name} for its imagePullSecrets"
+                )))?;
+            sa.and_then(|sa| sa.image_pull_secrets)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        }
+    };
     let mut keyring = Keyring::default();
     for name in &names {
         let secret = Api::<Secret>::namespaced(ctx.client.clone(), ns)

@@ -16,6 +16,7 @@ pub mod builders;
 pub(crate) mod conditions;
 mod context;
 pub(crate) mod decide;
+mod default_accounts;
 mod dereference;
 mod discovery;
 pub mod door;

@@ -105,6 +105,22 @@ pub struct Stack<'a> {
     pub adoption: Adopted,
 }
 
+/// The server an image runs: what its labels told (`told`), unless they said nothing, or named
+/// the line without a release (RHOAI's images label `0.0`) and the spec declares a release of
+/// that line (`declared`); then the declared one. Labels that name a release win.
+pub fn completed(
+    told: Option<ServerRelease>,
+    declared: Option<ServerRelease>,
+) -> Option<ServerRelease> {
+    match (told, declared) {
+        (Some(told), Some(declared)) if told.version.is_none() && told.line == declared.line => {
+            Some(declared)
+        }
+        (Some(told), _) => Some(told),
+        (None, declared) => declared,
+    }
+}
+
 /// What earlier reconciles recorded in a stack's status, which later decisions build on: the
 /// image applied (the pin policy keeps it) and the rollback memory. The rest of the status is
 /// only ever written.
@@ -116,6 +132,9 @@ pub struct Recorded<'a> {
     pub rollback: Option<&'a RollbackStatus>,
     /// The conditions last reported.
     pub conditions: &'a [Condition],
+    /// Whether the status has been written at all (by this operator or any other: a stored
+    /// object has none until a controller writes it).
+    pub written: bool,
 }
 
 /// The user's ConfigMap a stack's config comes from (the schema allows one).
@@ -247,6 +266,7 @@ impl<'a> Stack<'a> {
                     .as_ref()
                     .and_then(|s| s.conditions.as_deref())
                     .unwrap_or_default(),
+                written: resource.status.is_some(),
             },
             door,
             adoption: Adopted::default(),
@@ -261,24 +281,25 @@ impl<'a> Stack<'a> {
             .unwrap_or_else(|| crate::naming::pvc_name(self.name))
     }
 
-    /// The server the stack's image runs: what its labels or the catalog told (`told`), else
-    /// what the spec declares, else the llama-stack line (how every image before OGX ran).
+    /// The server the stack's image runs: what its labels or the catalog told (`told`), completed
+    /// by what the spec declares ([`completed`]), else the llama-stack line (how every image before
+    /// OGX ran).
     pub fn server(&self, told: Option<ServerRelease>) -> ServerRelease {
-        told.or(self.declared_server)
-            .unwrap_or(ServerRelease::ASSUMED)
+        completed(told, self.declared_server).unwrap_or(ServerRelease::ASSUMED)
     }
 
-    /// `base` as the stack's server reads it: when its labels said nothing of the server and the
-    /// spec declares one, a copy that carries the declared release (the resolver's cached config
-    /// is shared and stays as the image said).
+    /// `base` as the stack's server reads it: when its labels said nothing of the server, or
+    /// named its line without a release, and the spec declares one, a copy that carries the
+    /// declared release (the resolver's cached config is shared and stays as the image said).
     pub fn base_for_server(&self, base: &std::sync::Arc<BaseConfig>) -> std::sync::Arc<BaseConfig> {
-        match (base.server, self.declared_server) {
-            (None, Some(declared)) => std::sync::Arc::new(BaseConfig {
-                server: Some(declared),
-                ..BaseConfig::clone(base)
-            }),
-            _ => base.clone(),
+        let server = completed(base.server, self.declared_server);
+        if server == base.server {
+            return base.clone();
         }
+        std::sync::Arc::new(BaseConfig {
+            server,
+            ..BaseConfig::clone(base)
+        })
     }
 
     /// The ServiceAccount the user names for the server Pods, if any.

@@ -75,6 +75,7 @@ async fn run_serving(
     ctx.learn(&served);
     // The watches start again: what the previous ones said must not answer.
     ctx.owned.clear();
+    ctx.default_accounts.clear();
     let ogx = served.ogx_servers;
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
@@ -249,6 +250,7 @@ async fn run_stacks(
         })
         .applied_objects();
     let cached = reader.clone();
+    let in_namespace = reader.clone();
     ctx.metrics.follow_stacks(Box::new(move || {
         cached
             .state()
@@ -293,6 +295,7 @@ async fn run_stacks(
         });
     }
     let controller = owned_objects(controller, &ctx, scope, FIELD_MANAGER);
+    let controller = default_accounts(controller, &ctx, scope, FIELD_MANAGER, in_namespace);
     let controller = server_pods(controller, &client, scope, &health);
     referenced_objects(controller, &client, scope, &health, referrers, |r| r)
         .shutdown_on_signal()
@@ -336,10 +339,12 @@ async fn run_ogx_servers(
     })
     .applied_objects();
     let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
+    let in_namespace = reader.clone();
     let controller = Controller::for_stream(servers, reader)
         .with_config(config)
         .reconcile_all_on(on_trigger(triggered));
     let controller = owned_objects(controller, &ctx, scope, OGX_MANAGED_BY);
+    let controller = default_accounts(controller, &ctx, scope, OGX_MANAGED_BY, in_namespace);
     let controller = server_pods(controller, &client, scope, &health);
     referenced_objects(controller, &client, scope, &health, referrers, |r| {
         let ns = r.namespace.clone().unwrap_or_default();
@@ -452,6 +457,54 @@ impl Owned<'_> {
             .touched_objects();
         controller.owns_stream(objects)
     }
+}
+
+/// The namespaces' `default` ServiceAccounts (a field selector: one object a namespace), whose
+/// pull secrets a server Pod without an account of its own pulls with: kept for the reconciles
+/// of `door` ([`super::default_accounts`]); a change of those pull secrets after the first list
+/// (an event, or a new list after the watch was away) reconciles the namespace's stacks
+/// (`stacks`), so a pull secret added to mend a refused pull is used at once.
+fn default_accounts<K: Watched>(
+    controller: Controller<K>,
+    ctx: &Arc<Context>,
+    scope: Option<&str>,
+    door: &'static str,
+    stacks: Store<K>,
+) -> Controller<K> {
+    use super::default_accounts::DEFAULT_ACCOUNT;
+    let config = watcher::Config::default().fields(&format!("metadata.name={DEFAULT_ACCOUNT}"));
+    let index = ctx.clone();
+    let scope_name = scope.map(str::to_owned);
+    let changed = resilient(
+        watcher(scoped::<ServiceAccount>(&ctx.client, scope), config),
+        "ServiceAccount default",
+        ctx.metrics.watches(),
+    )
+    .filter_map(move |event| {
+        let namespaces = match event {
+            Ok(event) => index
+                .default_accounts
+                .observe(scope_name.as_deref(), door, &event),
+            Err(_) => Vec::new(),
+        };
+        let stacks: Vec<ObjectRef<K>> = if namespaces.is_empty() {
+            Vec::new()
+        } else {
+            stacks
+                .state_filter(|s| {
+                    s.meta()
+                        .namespace
+                        .as_ref()
+                        .is_some_and(|ns| namespaces.contains(ns))
+                })
+                .iter()
+                .map(|s| ObjectRef::from_obj(&**s))
+                .collect()
+        };
+        std::future::ready((!stacks.is_empty()).then(|| futures_util::stream::iter(stacks)))
+    })
+    .flatten();
+    controller.reconcile_on(changed)
 }
 
 /// Server Pods that install external providers (labelled from the template): their init

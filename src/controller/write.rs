@@ -89,12 +89,38 @@ pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_ui
     }
 }
 
-/// [`sync_from`] for a namespaced built-in kind, reading the object only where `index` (the
-/// watches of the owned kinds, and the stack's generation) cannot answer for it ([`step`]);
-/// `None` always reads (the caller needs the object itself).
+/// What the watches of the owned kinds can answer for one stack's objects.
+#[derive(Clone, Copy)]
+pub(super) struct Indexed<'a> {
+    /// The watches' index.
+    pub index: &'a OwnedIndex,
+    /// The stack's generation.
+    pub generation: Option<i64>,
+    /// Nothing is recorded in the stack's status: no operator has reconciled it, so no object
+    /// of its own can exist that the watches do not see (one without the door's label is what
+    /// another operator, or an earlier owner, leaves). An object it does not want and the
+    /// watches do not see is then absent without a read.
+    pub untouched: bool,
+}
+
+/// What the watches' answer (`known`) comes to for a stack: an object it does not want
+/// (`wanted` false), that the watches do not see, is confirmed absent without a read when the
+/// stack is `untouched` (see [`Indexed::untouched`]).
+pub(super) fn for_stack(known: Known, wanted: bool, untouched: bool) -> Known {
+    match known {
+        Known::Absent { confirmed: false } if untouched && !wanted => {
+            Known::Absent { confirmed: true }
+        }
+        known => known,
+    }
+}
+
+/// [`sync_from`] for a namespaced built-in kind, reading the object only where `indexed` (the
+/// watches of the owned kinds) cannot answer for it ([`step`]); `None` always reads (the caller
+/// needs the object itself).
 pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
     client: &kube::Client,
-    index: Option<(&OwnedIndex, Option<i64>)>,
+    indexed: Option<Indexed<'_>>,
     namespace: &str,
     name: &str,
     desired: Option<&K>,
@@ -102,11 +128,20 @@ pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
 ) -> Result<(Change, Option<K>), ApiError> {
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     let kind = K::kind(&());
-    let Some((index, generation)) = index else {
+    let Some(Indexed {
+        index,
+        generation,
+        untouched,
+    }) = indexed
+    else {
         return sync(&api, &kind, name, desired, owner_uid).await;
     };
     let want_hash = desired.and_then(|d| d.annotations().get(DESIRED_HASH).map(String::as_str));
-    let known = index.lookup(&kind, namespace, name, generation);
+    let looked_up = index.lookup(&kind, namespace, name, generation);
+    let known = for_stack(looked_up, desired.is_some(), untouched);
+    if known != looked_up {
+        index.confirmed_absent(&kind, namespace, name, generation);
+    }
     let (change, object) = match step(desired.is_some(), want_hash, known, owner_uid) {
         Step::Keep => return Ok((Change::Unchanged, None)),
         Step::Apply => sync_from(&api, &kind, name, desired, None, owner_uid).await?,
@@ -415,8 +450,32 @@ mod tests {
 
 #[cfg(test)]
 mod step_tests {
-    use super::{Step, step};
+    use super::{Step, for_stack, step};
     use crate::controller::owned_index::{Known, Seen};
+
+    /// A stack no operator has reconciled yet has no object the watches miss; one whose status
+    /// was written may (left by another operator), and is read once a generation.
+    #[test]
+    fn only_an_untouched_stack_skips_the_read_of_what_it_does_not_want() {
+        let unconfirmed = Known::Absent { confirmed: false };
+        let confirmed = Known::Absent { confirmed: true };
+        let seen = Known::Present(Seen::new(Some("h"), Some("uid"), true));
+        let cases = [
+            // (known, wanted, untouched, comes to)
+            (unconfirmed, false, true, confirmed),
+            (unconfirmed, false, false, unconfirmed),
+            (unconfirmed, true, true, unconfirmed),
+            (Known::Unknown, false, true, Known::Unknown),
+            (seen, false, true, seen),
+        ];
+        for (known, wanted, untouched, expected) in cases {
+            assert_eq!(
+                for_stack(known, wanted, untouched),
+                expected,
+                "{known:?} wanted={wanted} untouched={untouched}"
+            );
+        }
+    }
 
     /// What the apply does about an object, by what the watches know of it: a read only where
     /// they cannot answer, or before a delete.

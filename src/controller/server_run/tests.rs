@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use llama_stack_resolver::embedded_base_config;
-use llama_stack_resolver::server_line::ServerRelease;
+use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 use serde_json::{Value, json};
 
 use super::*;
@@ -142,4 +142,25 @@ fn a_generated_config_is_named_by_its_hash_and_runs_on_the_base_configs_server()
     let stack = Stack::read(&cr).unwrap();
     let run = from_base(&stack, &Arc::new(unlabelled)).unwrap();
     assert_eq!(Some(run.server), stack.declared_server);
+
+    // RHOAI's image names the OGX line without a release (its version labels are `0.0`): the
+    // release the spec declares completes it; a release the labels name wins over the spec.
+    let mut rhoai = BaseConfig::clone(&base);
+    rhoai.server = Some(ServerRelease {
+        line: ServerLine::Ogx,
+        version: None,
+        evidence: Evidence::OgxConfigLabels,
+    });
+    let cr = resource(
+        json!({"distribution": {"image": "registry.redhat.io/rhoai/odh-ogx-core-rhel9:v3.5", "serverVersion": "1.2.4"}}),
+    );
+    let stack = Stack::read(&cr).unwrap();
+    let run = from_base(&stack, &Arc::new(rhoai)).unwrap();
+    assert_eq!(run.server.version, Some(ServerVersion::new(1, 2, 4)));
+    let cr = resource(
+        json!({"distribution": {"image": "docker.io/ogxai/distribution-starter:1.3.0", "serverVersion": "1.2.4"}}),
+    );
+    let stack = Stack::read(&cr).unwrap();
+    let run = from_base(&stack, &base).unwrap();
+    assert_eq!(run.server, base.server.unwrap(), "the labels' release wins");
 }
