@@ -314,6 +314,12 @@ async fn prune_when_rollout_settles(
     if !ctx.needs_prune(key, (generation, settled)) {
         return Ok(());
     }
+    // Nobody has written the stack's status: this is its first reconcile, and nothing of an
+    // earlier revision can exist yet. The prune once it settles still looks.
+    if !settled && !stack.recorded.written {
+        ctx.pruned(key, (generation, settled));
+        return Ok(());
+    }
     prune::prune(&ctx.client, stack, deployment, settled).await?;
     ctx.pruned(key, (generation, settled));
     Ok(())

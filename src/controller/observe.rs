@@ -25,17 +25,46 @@ pub(super) async fn deployment(
         .map_err(api_err(format!("read Deployment {ns}/{name}")))
 }
 
-/// The server Pods, when the status needs them (`None` otherwise: no read): when external
-/// providers are installed in them (their init containers are the steps the status reports), or
-/// while a rollout is not complete (a waiting container says why).
+/// Which server Pods a reconcile needs to see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PodsNeeded {
+    /// None: the status does not use them.
+    No,
+    /// They are needed, but none can exist yet: the Deployment was created by this very
+    /// reconcile, and its controller has made no ReplicaSet.
+    NoneYet,
+    /// They are needed: list them.
+    List,
+}
+
+/// Whether the status needs the server Pods: when external providers are installed in them
+/// (their init containers are the steps the status reports), or while a rollout is not complete
+/// (a waiting container says why); `created_now` when the Deployment did not exist before this
+/// reconcile's apply.
+pub(super) fn pods_needed(
+    external_providers: bool,
+    rolling: bool,
+    created_now: bool,
+) -> PodsNeeded {
+    match (external_providers || rolling, created_now) {
+        (false, _) => PodsNeeded::No,
+        (true, true) => PodsNeeded::NoneYet,
+        (true, false) => PodsNeeded::List,
+    }
+}
+
+/// The server Pods, when the status needs them ([`pods_needed`]; `None` otherwise: no read).
 pub(super) async fn server_pods(
     stack: &Stack<'_>,
     ctx: &Context,
     deployment: Option<&Deployment>,
+    created_now: bool,
 ) -> Result<Option<Vec<Pod>>, ApiError> {
     let rolling = deployment.is_some_and(|d| !rollout::complete(d));
-    if !stack.has_external_providers() && !rolling {
-        return Ok(None);
+    match pods_needed(stack.has_external_providers(), rolling, created_now) {
+        PodsNeeded::No => return Ok(None),
+        PodsNeeded::NoneYet => return Ok(Some(Vec::new())),
+        PodsNeeded::List => {}
     }
     let ns = stack.namespace;
     let name = stack.name;
@@ -124,4 +153,29 @@ async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
     ctx.servers
         .read(&format!("{scheme}://{host}:{port}"), caller)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PodsNeeded, pods_needed};
+
+    #[test]
+    fn pods_are_listed_only_when_the_status_needs_them_and_they_can_exist() {
+        let cases = [
+            // (external providers, rolling, Deployment created by this reconcile)
+            ((false, false, false), PodsNeeded::No),
+            ((false, false, true), PodsNeeded::No),
+            ((true, false, false), PodsNeeded::List),
+            ((false, true, false), PodsNeeded::List),
+            ((false, true, true), PodsNeeded::NoneYet),
+            ((true, true, true), PodsNeeded::NoneYet),
+        ];
+        for ((external, rolling, created), expected) in cases {
+            assert_eq!(
+                pods_needed(external, rolling, created),
+                expected,
+                "{external} {rolling} {created}"
+            );
+        }
+    }
 }

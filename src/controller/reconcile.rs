@@ -379,7 +379,8 @@ async fn look<'a>(
         Some(applied) => applied.deployment.as_ref(),
         None => observed.deployment.as_ref(),
     };
-    let pods = observe::server_pods(stack, ctx, deployment)
+    let created_now = observed.deployment.is_none() && deployment.is_some();
+    let pods = observe::server_pods(stack, ctx, deployment, created_now)
         .await
         .map_err(Error::Observe)?;
     let judged = deployment

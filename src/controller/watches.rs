@@ -22,6 +22,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::utils::PredicateConfig;
 use kube::runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
@@ -210,6 +211,26 @@ async fn run_scope(
     }
 }
 
+/// What a change of a stack must touch to start a reconcile (a hash of it, for kube-runtime's
+/// predicate filter): its spec (the generation), labels, annotations (the operator reads some),
+/// finalizers or deletion. Not the status alone: only the operator writes it, and the reconcile
+/// that wrote it had already acted; its watch event started one more reconcile of every stack,
+/// each reading the Deployment again (issue 62). A reconcile that needs another soon asks for it.
+fn worth_a_reconcile<K: kube::Resource>(stack: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = stack.meta();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.labels.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    meta.finalizers.hash(&mut hasher);
+    meta.deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 /// When the settings, or the APIs the cluster serves, change, every stack is reconciled again.
 fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 'static {
     futures_util::stream::unfold(triggered, |mut rx| async move {
@@ -248,7 +269,8 @@ async fn run_stacks(
                 index.observe(event);
             }
         })
-        .applied_objects();
+        .applied_objects()
+        .predicate_filter(worth_a_reconcile, PredicateConfig::default());
     let cached = reader.clone();
     let in_namespace = reader.clone();
     ctx.metrics.follow_stacks(Box::new(move || {
@@ -337,7 +359,8 @@ async fn run_ogx_servers(
             index.observe(&as_model_event(event));
         }
     })
-    .applied_objects();
+    .applied_objects()
+    .predicate_filter(worth_a_reconcile, PredicateConfig::default());
     let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
     let in_namespace = reader.clone();
     let controller = Controller::for_stream(servers, reader)
