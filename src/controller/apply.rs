@@ -147,7 +147,7 @@ pub(super) async fn apply(
         .await?;
     }
     if let Some(deployment) = &deployment {
-        prune_when_rollout_settles(stack, ctx, deployment).await?;
+        prune_when_rollout_settles(stack, ctx, deployment, current.is_none()).await?;
     }
     Ok(Applied {
         deployment,
@@ -300,11 +300,13 @@ fn ingress_url(ingress: &Ingress) -> Option<String> {
 }
 
 /// Prunes old revisions' objects once per rollout state (not on every resync: LISTs per object
-/// per resync would dominate a large cluster's load).
+/// per resync would dominate a large cluster's load); `created_now` when this reconcile made the
+/// Deployment.
 async fn prune_when_rollout_settles(
     stack: &Stack<'_>,
     ctx: &Context,
     deployment: &Deployment,
+    created_now: bool,
 ) -> Result<(), ApiError> {
     let generation = deployment.metadata.generation.unwrap_or_default();
     let settled = deployment.status.as_ref().is_some_and(|s| {
@@ -314,9 +316,10 @@ async fn prune_when_rollout_settles(
     if !ctx.needs_prune(key, (generation, settled)) {
         return Ok(());
     }
-    // Nobody has written the stack's status: this is its first reconcile, and nothing of an
-    // earlier revision can exist yet. The prune once it settles still looks.
-    if !settled && !stack.recorded.written {
+    // The Deployment was made by this very reconcile: no earlier revision runs, and what an
+    // earlier one left (a Deployment deleted and made again) waits for the prune once this
+    // rollout settles, which still looks.
+    if !settled && created_now {
         ctx.pruned(key, (generation, settled));
         return Ok(());
     }

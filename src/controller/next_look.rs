@@ -42,7 +42,8 @@ pub struct Outcome {
 pub fn after(outcome: Outcome) -> Duration {
     let requeue = if outcome.rolled_back {
         // The rejection is stored; the next reconcile returns the Deployment to the last Ready
-        // revision (the status write's watch event usually comes first).
+        // revision (the status write's watch event usually comes first: a recorded rejection
+        // passes the stacks' predicate filter, `watches::worth_a_reconcile`).
         ROLL_BACK
     } else if let Some(retry) = outcome.retry {
         retry

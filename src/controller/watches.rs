@@ -35,7 +35,7 @@ use super::referrers::Referrers;
 use super::settings::Settings;
 use crate::api::object_refs::RefKind;
 use crate::api::ogx::OGXServer;
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::v1alpha2::{LlamaStackDistribution, RejectedRevision};
 use crate::metrics::WatchHealth;
 use crate::naming::{FIELD_MANAGER, labels};
 use crate::watch_backoff::resilient;
@@ -213,10 +213,17 @@ async fn run_scope(
 
 /// What a change of a stack must touch to start a reconcile (a hash of it, for kube-runtime's
 /// predicate filter): its spec (the generation), labels, annotations (the operator reads some),
-/// finalizers or deletion. Not the status alone: only the operator writes it, and the reconcile
-/// that wrote it had already acted; its watch event started one more reconcile of every stack,
-/// each reading the Deployment again (issue 62). A reconcile that needs another soon asks for it.
-fn worth_a_reconcile<K: kube::Resource>(stack: &K) -> Option<u64> {
+/// finalizers, deletion, and the revision its status records as rejected (`rejected`). Not the
+/// rest of the status: the operator writes it, and the reconcile that wrote it had already acted;
+/// its watch event started one more reconcile of every stack, each reading the Deployment again
+/// (issue 62). A status edited by someone else is put back on the next timed look. The rejection
+/// is the exception: the reconcile that rolls back asks for another within a second, which must
+/// find the rejection recorded and hold the revision; its watch event starts it as soon as the
+/// cache has it.
+fn worth_a_reconcile<K: kube::Resource>(
+    stack: &K,
+    rejected: Option<&RejectedRevision>,
+) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let meta = stack.meta();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -228,7 +235,22 @@ fn worth_a_reconcile<K: kube::Resource>(stack: &K) -> Option<u64> {
         .as_ref()
         .map(|t| t.0.to_string())
         .hash(&mut hasher);
+    rejected
+        .and_then(|r| serde_json::to_string(r).ok())
+        .hash(&mut hasher);
     Some(hasher.finish())
+}
+
+/// [`worth_a_reconcile`] for a LlamaStackDistribution.
+fn stack_worth_a_reconcile(stack: &LlamaStackDistribution) -> Option<u64> {
+    let rollback = stack.status.as_ref().and_then(|s| s.rollback.as_ref());
+    worth_a_reconcile(stack, rollback.and_then(|r| r.rejected.as_ref()))
+}
+
+/// [`worth_a_reconcile`] for an OGXServer.
+fn server_worth_a_reconcile(server: &OGXServer) -> Option<u64> {
+    let rollback = server.status.as_ref().and_then(|s| s.rollback.as_ref());
+    worth_a_reconcile(server, rollback.and_then(|r| r.rejected.as_ref()))
 }
 
 /// When the settings, or the APIs the cluster serves, change, every stack is reconciled again.
@@ -270,7 +292,7 @@ async fn run_stacks(
             }
         })
         .applied_objects()
-        .predicate_filter(worth_a_reconcile, PredicateConfig::default());
+        .predicate_filter(stack_worth_a_reconcile, PredicateConfig::default());
     let cached = reader.clone();
     let in_namespace = reader.clone();
     ctx.metrics.follow_stacks(Box::new(move || {
@@ -360,7 +382,7 @@ async fn run_ogx_servers(
         }
     })
     .applied_objects()
-    .predicate_filter(worth_a_reconcile, PredicateConfig::default());
+    .predicate_filter(server_worth_a_reconcile, PredicateConfig::default());
     let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
     let in_namespace = reader.clone();
     let controller = Controller::for_stream(servers, reader)
@@ -598,4 +620,63 @@ fn referenced_objects<K: Watched>(
 fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {
     tracing::warn!(error = %crate::error_chain(error), "reconcile failed");
     Action::requeue(RETRY_AFTER_ERROR)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn stack(metadata: serde_json::Value, status: serde_json::Value) -> LlamaStackDistribution {
+        serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+            "kind": "LlamaStackDistribution", "metadata": metadata,
+            "spec": {"distribution": {"name": "starter"}}, "status": status}))
+        .unwrap()
+    }
+
+    /// The operator's own status writes start no reconcile; a change of the spec, labels or
+    /// annotations, or a rejection recorded by a rollback, does.
+    #[test]
+    fn only_what_a_reconcile_acts_on_starts_one() {
+        let meta = json!({"name": "s", "generation": 1, "labels": {"team": "a"}});
+        let base = stack_worth_a_reconcile(&stack(meta.clone(), json!({"phase": "Initializing"})));
+        let status_only = stack(
+            meta.clone(),
+            json!({"phase": "Ready", "conditions": [{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-11-29T00:00:00Z", "reason": "Ready", "message": ""}],
+                "rollback": {"lastReady": {"desiredHash": "h1", "image": "i"}}}),
+        );
+        assert_eq!(
+            stack_worth_a_reconcile(&status_only),
+            base,
+            "a status write"
+        );
+        let rejected = stack(
+            meta,
+            json!({"rollback": {"rejected": {"desiredHash": "h2", "image": "i", "generation": 1,
+                "reason": "ServerCrashLooping", "message": "exit 1"}}}),
+        );
+        assert_ne!(
+            stack_worth_a_reconcile(&rejected),
+            base,
+            "a rejection recorded"
+        );
+        for changed in [
+            json!({"name": "s", "generation": 2, "labels": {"team": "a"}}),
+            json!({"name": "s", "generation": 1, "labels": {"team": "b"}}),
+            json!({"name": "s", "generation": 1, "labels": {"team": "a"},
+                "annotations": {"llamastack.io/repin": "now"}}),
+            json!({"name": "s", "generation": 1, "labels": {"team": "a"},
+                "deletionTimestamp": "2026-11-29T00:00:00Z"}),
+        ] {
+            let changed = stack(changed.clone(), json!({"phase": "Initializing"}));
+            assert_ne!(
+                stack_worth_a_reconcile(&changed),
+                base,
+                "{:?}",
+                changed.metadata
+            );
+        }
+    }
 }
