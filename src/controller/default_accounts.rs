@@ -14,22 +14,14 @@ use std::sync::Mutex;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::runtime::watcher::Event;
 
+use super::listing::Listing;
+
 /// The account whose pull secrets a Pod without a ServiceAccount of its own uses.
 pub(super) const DEFAULT_ACCOUNT: &str = "default";
 
-/// What one watch has listed.
-#[derive(Default)]
-struct Listing {
-    /// Whether the watch has listed everything since it (re)started, and is not listing now.
-    synced: bool,
-    /// Whether it has listed once: changes are told only after that (the first list comes with
-    /// every stack's first reconcile).
-    listed_once: bool,
-    /// Per namespace with a `default` account: its pull secrets' names, in order.
-    by_namespace: HashMap<String, Vec<String>>,
-    /// What a list under way has delivered so far (it replaces `by_namespace` when done).
-    relisting: Option<HashMap<String, Vec<String>>>,
-}
+/// What one watch has listed: per namespace with a `default` account, its pull secrets' names,
+/// in order.
+type Accounts = Listing<String, Vec<String>>;
 
 /// Which watch: the namespace it watches (`None`: all) and the door it serves (its
 /// `managed-by` value): each door's reconciles read their own watch, whose events start them.
@@ -38,7 +30,7 @@ type WatchId = (Option<String>, &'static str);
 /// The accounts' pull secrets, per watch (see the module documentation).
 #[derive(Default)]
 pub struct DefaultAccounts {
-    watches: Mutex<HashMap<WatchId, Listing>>,
+    watches: Mutex<HashMap<WatchId, Accounts>>,
 }
 
 /// The namespace and pull secrets of an account, if it is a namespace's `default` one.
@@ -86,34 +78,25 @@ impl DefaultAccounts {
             return Vec::new();
         };
         let listing = watches.entry((scope.map(str::to_owned), door)).or_default();
-        let changed = match event {
+        match event {
             Event::Init => {
-                listing.synced = false;
-                listing.relisting = Some(HashMap::new());
+                listing.begin();
                 Vec::new()
             }
             Event::InitApply(account) => {
-                if let (Some(relisting), Some((ns, names))) =
-                    (listing.relisting.as_mut(), pull_secrets_of(account))
-                {
-                    relisting.insert(ns, names);
+                if let Some((ns, names)) = pull_secrets_of(account) {
+                    listing.listed(ns, names);
                 }
                 Vec::new()
             }
-            Event::InitDone => {
-                let listed = listing.relisting.take().unwrap_or_default();
-                let old = std::mem::replace(&mut listing.by_namespace, listed);
-                listing.synced = true;
-                let changed = differing(&old, &listing.by_namespace);
-                if listing.listed_once {
-                    changed
-                } else {
-                    Vec::new()
-                }
-            }
+            // The first list changes nothing: it comes with every stack's first reconcile.
+            Event::InitDone => match listing.done() {
+                Some(old) => differing(&old, listing.entries()),
+                None => Vec::new(),
+            },
             Event::Apply(account) => match pull_secrets_of(account) {
                 Some((ns, names)) => {
-                    let before = listing.by_namespace.insert(ns.clone(), names.clone());
+                    let before = listing.entries_mut().insert(ns.clone(), names.clone());
                     if before.unwrap_or_default() == names {
                         Vec::new()
                     } else {
@@ -123,17 +106,13 @@ impl DefaultAccounts {
                 None => Vec::new(),
             },
             Event::Delete(account) => match pull_secrets_of(account) {
-                Some((ns, _)) => match listing.by_namespace.remove(&ns) {
+                Some((ns, _)) => match listing.entries_mut().remove(&ns) {
                     Some(names) if !names.is_empty() => vec![ns],
                     _ => Vec::new(),
                 },
                 None => Vec::new(),
             },
-        };
-        if matches!(event, Event::InitDone) {
-            listing.listed_once = true;
         }
-        changed
     }
 
     /// The pull secrets of `namespace`'s `default` account (empty when it has none, or there is
@@ -145,12 +124,12 @@ impl DefaultAccounts {
             .iter()
             .find(|((scope, watch_door), listing)| {
                 *watch_door == door
-                    && listing.synced
+                    && listing.answers()
                     && scope.as_deref().is_none_or(|s| s == namespace)
             })
             .map(|(_, listing)| {
                 listing
-                    .by_namespace
+                    .entries()
                     .get(namespace)
                     .cloned()
                     .unwrap_or_default()

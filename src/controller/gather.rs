@@ -204,16 +204,17 @@ async fn pull_keyring(
     ctx: &Context,
 ) -> Result<(Result<Keyring, String>, Vec<String>), ApiError> {
     let ns = stack.namespace;
-    let listed = match stack.user_service_account() {
-        None => ctx
-            .default_accounts
-            .pull_secrets(ns, stack.door.managed_by()),
-        Some(_) => None,
+    let (sa_name, listed) = match stack.user_service_account() {
+        Some(name) => (name, None),
+        None => (
+            DEFAULT_ACCOUNT,
+            ctx.default_accounts
+                .pull_secrets(ns, stack.door.managed_by()),
+        ),
     };
     let names = match listed {
         Some(names) => names,
         None => {
-            let sa_name = stack.user_service_account().unwrap_or(DEFAULT_ACCOUNT);
             let sa = Api::<ServiceAccount>::namespaced(ctx.client.clone(), ns)
                 .get_opt(sa_name)
                 .await

@@ -28,6 +28,7 @@ pub mod external_status;
 mod field_digest;
 pub(crate) mod gather;
 mod hand_over;
+mod listing;
 mod next_look;
 mod observe;
 mod owned_index;

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use kube::runtime::watcher::Event;
 use sha2::{Digest as _, Sha256};
 
+use super::listing::Listing;
 use crate::naming::DESIRED_HASH;
 
 /// What the index knows of one object.
@@ -87,15 +88,8 @@ struct Entry {
     controller: Option<u64>,
 }
 
-/// The objects of one watch.
-#[derive(Default)]
-struct Shard {
-    /// Whether the watch has listed everything since it (re)started.
-    synced: bool,
-    entries: HashMap<u128, Entry>,
-    /// What a re-list has delivered so far (it replaces `entries` when it is done).
-    relisting: Option<HashMap<u128, Entry>>,
-}
+/// The objects of one watch, by key.
+type Shard = Listing<u128, Entry>;
 
 /// Which watch: the kind, the namespace it watches (`None`: all), the door's `managed-by` value.
 type ShardId = (&'static str, Option<String>, String);
@@ -186,21 +180,16 @@ impl OwnedIndex {
         let shard = shards.entry(id).or_default();
         let mut gone = None;
         match event {
-            Event::Init => shard.relisting = Some(HashMap::new()),
+            Event::Init => shard.begin(),
             Event::InitApply(object) => {
-                let key = object_key(kind, &object.metadata);
-                if let Some(relisting) = shard.relisting.as_mut() {
-                    relisting.insert(key, entry(&object.metadata));
-                }
+                shard.listed(object_key(kind, &object.metadata), entry(&object.metadata));
             }
             Event::InitDone => {
-                shard.synced = true;
-                if let Some(relisted) = shard.relisting.take() {
-                    let old = std::mem::replace(&mut shard.entries, relisted);
+                if let Some(old) = shard.done() {
                     // Deleted while the watch was away: forget what was checked of them.
                     let vanished: Vec<u128> = old
                         .into_keys()
-                        .filter(|k| !shard.entries.contains_key(k))
+                        .filter(|k| !shard.entries().contains_key(k))
                         .collect();
                     drop(shards);
                     if let Ok(mut checked) = self.checked.lock() {
@@ -213,11 +202,11 @@ impl OwnedIndex {
             }
             Event::Apply(object) => {
                 let key = object_key(kind, &object.metadata);
-                shard.entries.insert(key, entry(&object.metadata));
+                shard.entries_mut().insert(key, entry(&object.metadata));
             }
             Event::Delete(object) => {
                 let key = object_key(kind, &object.metadata);
-                shard.entries.remove(&key);
+                shard.entries_mut().remove(&key);
                 gone = Some(key);
             }
         }
@@ -261,11 +250,11 @@ impl OwnedIndex {
             if *shard_kind != kind || scope.as_deref().is_some_and(|s| s != namespace) {
                 continue;
             }
-            if !shard.synced || shard.relisting.is_some() {
+            if !shard.answers() {
                 return Known::Unknown;
             }
             covered = true;
-            if let Some(entry) = shard.entries.get(&key) {
+            if let Some(entry) = shard.entries().get(&key) {
                 // In two doors' watches at once (a hand-over under way): read it.
                 if found.is_some() {
                     return Known::Unknown;
