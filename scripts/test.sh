@@ -114,21 +114,28 @@ until [[ -e "$logs/control-plane.done" ]] || ! kill -0 "${jobs[go]}" 2>/dev/null
 LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.sh 2>/dev/null)}"
 export LLSO_CONTROL_PLANE_BIN
 
-# The suites start now, two at once (LLSO_TEST_LANES), those that need the machine alone by
-# themselves: those that need nothing more than what is ready (run-suites.py's EARLY: the unit,
-# API-server, CLI and webhook suites) at once, beside the rest of the preparation; the others once
-# the ready file says the venvs and images are prepared (and gives them what it found).
+# The suites start now, two at once (LLSO_TEST_LANES): those that need nothing more than what is
+# ready (run-suites.py's EARLY: the unit, API-server, CLI and webhook suites, the faults, the
+# scale bench) at once, beside the rest of the preparation; the real-server suite once every
+# server venv is (the stage "servers"); the others once the ready file says the venvs and images
+# are prepared (the stage "images", which gives them what it found).
 ready="$logs/prepared"
-scripts/lib/run-suites.py --ready-file "$ready" --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" &
+servers_ready="$logs/servers-prepared"
+scripts/lib/run-suites.py --ready images="$ready" --ready servers="$servers_ready" \
+  --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" &
 suites=$!
 finish venv
 finish ogxvenv
 # The other OGX releases (most of them thin venvs over the one just prepared; 1.5.0 a whole one)
 # only the real-server suite uses: prepared beside the real node's images and the first suites,
-# not awaited before them (about 500 s of pip on a fresh Python cache, 2026-11-29). The suite
-# asks scripts/ogx-release-venv.sh for each, which waits under the entry's lock for the build
-# under way.
-begin releases step ogx-release-venvs ogx_release_venvs
+# not awaited before them (about 500 s of pip on a fresh Python cache, 2026-11-29). Once they
+# are, the real-server suite may start (it need not wait for the images).
+release_venvs_then_ready() {
+  step ogx-release-venvs ogx_release_venvs || return 1
+  echo "# every server venv is prepared" >"$servers_ready.partial"
+  mv "$servers_ready.partial" "$servers_ready"
+}
+begin releases release_venvs_then_ready
 step node-images "${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
   || { log "FAILED to prepare: the real node's images (output above)"; exit 1; }
 log "prepared: the real node's images"

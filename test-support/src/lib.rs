@@ -55,6 +55,8 @@ mod build_cache_tests;
 #[cfg(test)]
 mod cargo_env_tests;
 #[cfg(test)]
+mod lowest_priority_tests;
+#[cfg(test)]
 mod run_suites_tests;
 
 // This crate's own tests start processes and take ports too.
