@@ -1,10 +1,12 @@
 //! External providers end to end: the Deployment the operator's builders make for a
 //! LlamaStackDistribution with `externalProviders` is run on this machine by a Pod stand-in
 //! (`support::pod_runner`): the init containers' real commands (this binary's `install-tools`
-//! and `stage-provider`, the install and preflight steps with the llama-stack 0.7.3 venv standing
-//! in for the distribution image, `merge-config`), then the real server. Provider images are
-//! directories built here following the provider image contract; their termination messages go
-//! through the operator's status mapping, as a Pod's would.
+//! and `stage-provider`, the install and preflight steps with the llama-stack 0.7.3 venv, or the
+//! OGX 1.3.0 one, standing in for the distribution image, `merge-config`), then the real server.
+//! Provider images are directories built here following the provider image contract (the two
+//! examples, `examples/provider` for llama-stack and `examples/ogx-provider` for OGX, by their own
+//! scripts); their termination messages go through the operator's status mapping, as a Pod's
+//! would.
 
 #![allow(
     clippy::unwrap_used,
@@ -28,23 +30,61 @@ use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use llama_stack_operator::controller::builders::{self, Inputs};
 use llama_stack_operator::controller::external_status::provider_statuses;
 use llama_stack_operator::controller::stack::Stack;
-use llama_stack_operator::stack_config::{ProviderTable, generate_from_yaml};
+use llama_stack_resolver::server_line::{Evidence, ServerRelease, ServerVersion};
 use serde_json::{Value, json};
 use support::harness::{run_suite, table};
-use support::llama_stack::{self, Server, http_post};
+use support::llama_stack::{self, Server, ServerLine, http_post};
 use support::pod_runner::{Image, PodRunner, Step};
 use support::sealed;
 
 const DISTRIBUTION: &str = "docker.io/llamastack/distribution-starter:0.7.3";
+/// The OGX starter the catalog pins (OGX 1.3.0).
+const OGX_DISTRIBUTION: &str = "docker.io/ogxai/distribution-starter:1.3.0";
 const OPERATOR: &str = "ghcr.io/llamastack/llama-stack-operator:test";
 const ACME: &str = "registry.example.com/acme/words:0.1.0";
 const FMS: &str = "registry.example.com/trustyai/fms-provider:0.4.0";
+const ECHO: &str = "registry.example.com/acme/echo:0.1.0";
 
 struct Env {
     venv: PathBuf,
+    ogx_venv: PathBuf,
     work: tempfile::TempDir,
     operator_image: PathBuf,
     acme: PathBuf,
+    /// The example OGX provider's image (`examples/ogx-provider`).
+    echo: PathBuf,
+}
+
+/// The distribution image a Pod runs: its reference, the venv standing in for it, and the server
+/// it runs.
+struct Distribution<'a> {
+    image: &'static str,
+    venv: &'a Path,
+    server: ServerRelease,
+}
+
+impl Env {
+    /// The llama-stack 0.7.3 starter.
+    fn llama_stack(&self) -> Distribution<'_> {
+        Distribution {
+            image: DISTRIBUTION,
+            venv: &self.venv,
+            server: ServerRelease {
+                line: ServerLine::LlamaStack,
+                version: Some(ServerVersion::new(0, 7, 3)),
+                evidence: Evidence::Catalog,
+            },
+        }
+    }
+
+    /// The OGX 1.3.0 starter, as the catalog pins it.
+    fn ogx(&self) -> Distribution<'_> {
+        Distribution {
+            image: OGX_DISTRIBUTION,
+            venv: &self.ogx_venv,
+            server: ServerRelease::CATALOG,
+        }
+    }
 }
 
 /// The base of every case: inference through a vLLM endpoint nobody serves (no model needed)
@@ -64,14 +104,23 @@ struct PodRun {
 }
 
 fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun, Failed> {
+    run_pod_on(env, &env.llama_stack(), spec, images)
+}
+
+fn run_pod_on(
+    env: &Env,
+    distribution: &Distribution<'_>,
+    spec: Value,
+    images: &[(&str, PathBuf)],
+) -> Result<PodRun, Failed> {
     let cr: LlamaStackDistribution = serde_json::from_value(json!({
         "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
         "metadata": {"name": "ext", "namespace": "default", "uid": "u-1"}, "spec": spec}))?;
-    let base = support::llama_stack::STARTER_CONFIG;
-    let generated = generate_from_yaml(&cr.spec, base, ProviderTable::embedded())?;
+    let generated = llama_stack::generate_over_starter(distribution.server.line, &cr.spec)?;
     let config_map = format!("ext-config-{}", &generated.hash[7..15]);
     let inputs = Inputs {
-        image: DISTRIBUTION,
+        image: distribution.image,
+        server: distribution.server,
         generated: Some(&generated),
         config: builders::ServerConfig::Generated(config_map.clone()),
         operator_image: OPERATOR,
@@ -87,7 +136,10 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
         .spec
         .ok_or("no pod")?;
     let mut image_map: HashMap<String, Image> = HashMap::from([
-        (DISTRIBUTION.to_owned(), Image::Python(env.venv.clone())),
+        (
+            distribution.image.to_owned(),
+            Image::Python(distribution.venv.to_owned()),
+        ),
         (
             OPERATOR.to_owned(),
             Image::Files(env.operator_image.clone()),
@@ -115,12 +167,25 @@ fn run_pod(env: &Env, spec: Value, images: &[(&str, PathBuf)]) -> Result<PodRun,
 }
 
 fn start_server(env: &Env, run: &PodRun, name: &str) -> Result<Server, Failed> {
+    start_server_of(env, &env.llama_stack(), run, name)
+}
+
+fn start_server_of(
+    env: &Env,
+    distribution: &Distribution<'_>,
+    run: &PodRun,
+    name: &str,
+) -> Result<Server, Failed> {
     let main = &run.pod.containers[0];
     let vars = run.runner.env(main);
+    let config_var = match distribution.server.line {
+        ServerLine::LlamaStack => "LLAMA_STACK_CONFIG",
+        ServerLine::Ogx => "OGX_CONFIG",
+    };
     let config = vars
         .iter()
-        .find(|(k, _)| k == "LLAMA_STACK_CONFIG")
-        .ok_or("no LLAMA_STACK_CONFIG")?
+        .find(|(k, _)| k == config_var)
+        .ok_or_else(|| format!("no {config_var}"))?
         .1
         .clone();
     let passed: Vec<(String, String)> = vars
@@ -129,7 +194,7 @@ fn start_server(env: &Env, run: &PodRun, name: &str) -> Result<Server, Failed> {
         .collect();
     let dir = env.work.path().join(name);
     std::fs::create_dir_all(&dir)?;
-    Server::start(&env.venv, Path::new(&config), &passed, &dir)
+    Server::start(distribution.venv, Path::new(&config), &passed, &dir)
         .map_err(|e| Failed::from(e.to_string()))
 }
 
@@ -208,6 +273,80 @@ fn the_example_provider_is_installed_and_called(env: &Env) -> Result<(), Failed>
     )?;
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("acme-words blocked: bomb"), "{body}");
+    Ok(())
+}
+
+/// Case 5: the example OGX provider (`examples/ogx-provider`, importing `ogx_api`) on the OGX
+/// 1.3.0 starter: staged, installed, merged, checked against the image's server line, served,
+/// and answering a chat completion through OGX's own router, with the config the spec gave it.
+fn the_example_ogx_provider_answers_a_chat_on_ogx(env: &Env) -> Result<(), Failed> {
+    let ogx = env.ogx();
+    let started = Instant::now();
+    let mut on_ogx = spec(json!({"inference": [{"providerId": "acme", "image": ECHO,
+        "config": {"models": ["parrot"], "prefix": "acme says: "}}]}));
+    on_ogx["disabled"] = json!([
+        "batches",
+        "fileProcessors",
+        "files",
+        "responses",
+        "toolRuntime",
+        "vectorIo"
+    ]);
+    let run = run_pod_on(env, &ogx, on_ogx, &[(ECHO, env.echo.clone())])?;
+    all_succeeded(&run)?;
+    eprintln!("acme-echo: init steps took {:?}", started.elapsed());
+    assert_eq!(
+        run.statuses[0].phase,
+        ExternalProviderPhase::Ready,
+        "{:?}",
+        run.statuses
+    );
+    let installed = std::fs::read_to_string(
+        run.runner
+            .volume("external-providers")
+            .join("installed-packages.txt"),
+    )?;
+    assert_eq!(
+        installed.trim(),
+        "acme: acme-echo==0.1.0",
+        "only what the image lacks is installed"
+    );
+    let server = start_server_of(env, &ogx, &run, "echo")?;
+    let entry = listed(&server, "acme")?;
+    assert_eq!(
+        (entry["api"].as_str(), entry["provider_type"].as_str()),
+        (Some("inference"), Some("remote::acme-echo"))
+    );
+    let models = server.get_json("/v1/models").map_err(|e| e.to_string())?;
+    let ids: Vec<&str> = (models["data"].as_array().into_iter().flatten())
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"acme/parrot"),
+        "the provider's models: {ids:?}"
+    );
+    let (code, body) = http_post(
+        &format!("{}/v1/chat/completions", server.url),
+        &json!({"model": "acme/parrot", "messages": [{"role": "user", "content": "hello from the operator"}]}),
+    )?;
+    assert_eq!(code, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body)?;
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "acme says: hello from the operator",
+        "{body}"
+    );
+    // The same image beside the llama-stack starter is refused before anything is installed.
+    let run = run_pod(
+        env,
+        spec(json!({"inference": [{"providerId": "acme", "image": ECHO}]})),
+        &[(ECHO, env.echo.clone())],
+    )?;
+    let text = failure(&run, "install-provider-acme")?;
+    assert!(
+        text.contains("Provider built for another server line")
+            && text.contains("declares spec.serverLine: ogx"),
+        "{text}"
+    );
     Ok(())
 }
 
@@ -615,6 +754,7 @@ fn fms_image(env: &Env) -> Result<PathBuf, Failed> {
 
 fn start() -> Result<Env, Failed> {
     let venv = llama_stack::venv(&[]).map_err(|e| e.to_string())?;
+    let ogx_venv = llama_stack::venv_of(ServerLine::Ogx, &[]).map_err(|e| e.to_string())?;
     let work = tempfile::Builder::new().prefix("llso-ext-").tempdir()?;
     // The operator image: this build's binary where the Dockerfile puts it.
     let operator_image = work.path().join("images/operator");
@@ -623,28 +763,40 @@ fn start() -> Result<Env, Failed> {
         env!("CARGO_BIN_EXE_llama-stack-operator"),
         operator_image.join("usr/local/bin/llama-stack-operator"),
     )?;
-    // The example provider's image, built by its own script.
+    // The example providers' images, each built by its own script with its server's Python.
     let acme = work.path().join("images/acme");
+    build_example("examples/provider", &acme, &venv)?;
+    let echo = work.path().join("images/echo");
+    build_example("examples/ogx-provider", &echo, &ogx_venv)?;
+    Ok(Env {
+        venv,
+        ogx_venv,
+        work,
+        operator_image,
+        acme,
+        echo,
+    })
+}
+
+/// Runs `<example>/build.sh` into `out` with the venv's Python.
+fn build_example(example: &str, out: &Path, venv: &Path) -> Result<(), Failed> {
     // pip fetches the wheel's build backend from PyPI.
     let build = sealed::with_host_network(&mut Command::new(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/provider/build.sh"),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(example)
+            .join("build.sh"),
     ))
-    .arg(&acme)
+    .arg(out)
     .arg(venv.join("bin/python3"))
     .output()?;
     if !build.status.success() {
         return Err(format!(
-            "examples/provider/build.sh failed: {}",
+            "{example}/build.sh failed: {}",
             String::from_utf8_lossy(&build.stderr)
         )
         .into());
     }
-    Ok(Env {
-        venv,
-        work,
-        operator_image,
-        acme,
-    })
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -653,6 +805,10 @@ fn main() -> ExitCode {
             (
                 "the_example_provider_is_installed_and_called",
                 the_example_provider_is_installed_and_called,
+            ),
+            (
+                "the_example_ogx_provider_answers_a_chat_on_ogx",
+                the_example_ogx_provider_answers_a_chat_on_ogx,
             ),
             (
                 "an_external_provider_replaces_a_base_provider_with_a_warning",
@@ -667,7 +823,7 @@ fn main() -> ExitCode {
                 trustyai_fms_installs_offline_and_is_listed,
             ),
         ]),
-        "the llama-stack venv and the example provider",
+        "the server venvs and the example providers",
         || start().map_err(|e| e.message().unwrap_or_default().to_owned()),
         None,
     )
