@@ -115,17 +115,21 @@ LLSO_CONTROL_PLANE_BIN="${LLSO_CONTROL_PLANE_BIN:-$(scripts/build-control-plane.
 export LLSO_CONTROL_PLANE_BIN
 
 # The suites start now, two at once (LLSO_TEST_LANES): those that need nothing more than what is
-# ready (run-suites.py's EARLY: the unit, API-server, CLI and webhook suites, the faults, the
-# scale bench) at once, beside the rest of the preparation; the real-server suite once every
-# server venv is (the stage "servers"); the others once the ready file says the venvs and images
-# are prepared (the stage "images", which gives them what it found).
+# ready (run-suites.py's EARLY: the unit, API-server, CLI and webhook suites, the faults) at
+# once, beside the rest of the preparation; the scale bench and the external providers once the
+# two server venvs are (the stage "venvs"); the real-server suite once every OGX release's is
+# too ("servers"); the others once the ready file says the images are prepared ("images", which
+# gives them what it found).
 ready="$logs/prepared"
 servers_ready="$logs/servers-prepared"
-scripts/lib/run-suites.py --ready images="$ready" --ready servers="$servers_ready" \
+scripts/lib/run-suites.py --ready images="$ready" --ready venvs="$logs/venvs-prepared" --ready servers="$servers_ready" \
   --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" &
 suites=$!
 finish venv
 finish ogxvenv
+venvs_ready="$logs/venvs-prepared"
+echo "# the llama-stack and OGX venvs are prepared" >"$venvs_ready.partial"
+mv "$venvs_ready.partial" "$venvs_ready"
 # The other OGX releases (most of them thin venvs over the one just prepared; 1.5.0 a whole one)
 # only the real-server suite uses: prepared beside the real node's images and the first suites,
 # not awaited before them (about 500 s of pip on a fresh Python cache, 2026-11-29). Once they

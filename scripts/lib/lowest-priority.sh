@@ -15,5 +15,14 @@ if [[ "${LLSO_LOWEST_PRIORITY_IN_SESSION:-}" != 1 ]]; then
   LLSO_LOWEST_PRIORITY_IN_SESSION=1 exec setsid --wait "$0" "$@"
 fi
 unset LLSO_LOWEST_PRIORITY_IN_SESSION
-[[ -w /proc/self/autogroup ]] && echo 19 >/proc/self/autogroup 2>/dev/null || true
+# Without CAP_SYS_ADMIN the kernel takes one such write every 100 ms machine-wide and refuses
+# the others (EAGAIN): try a few times, and say so if it never took.
+if [[ -e /proc/self/autogroup ]]; then
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    echo 19 2>/dev/null >/proc/self/autogroup && break
+    sleep 0.2
+  done
+  grep -q ' nice 19$' /proc/self/autogroup ||
+    echo "lowest-priority.sh: could not lower this session's scheduling group ($(cat /proc/self/autogroup)); it keeps an equal share of the CPU" >&2
+fi
 exec nice -n 19 "$@"

@@ -6,7 +6,7 @@ Usage: run-suites.py [--lanes N] [--log-dir DIR] [--ready STAGE=FILE ...] [CARGO
 `cargo test` runs one test binary after another. Most of our suites spend their time waiting
 (an API server starting, a rollout, a real server answering), so two of them at once take not
 much longer than one. This script asks cargo which test binaries ARGS select (they must be built
-already, as `scripts/test.sh` does), then runs each as `cargo test -p PKG --KIND NAME` in one of
+already, as `scripts/test.sh` does), then runs each as `cargo test --workspace --KIND NAME` in one of
 N lanes, longest first. Suites of one group (those that start real servers; those that restart
 their control plane and time the recovery) run one at a time.
 
@@ -63,17 +63,19 @@ EXPECTED_SECONDS = {
     "scale": 47,
     "webhooks": 42,
     "operator_process": 35,
+    "external_providers": 24,
 }
 # Suites that need no more than the control plane, Debian's packages and the compiled suites
 # (none of the Go tools, venvs or images): they may run while the rest is prepared. "" is the
 # unit tests of every package.
 EARLY = {"", "apiserver", "cli_convert", "cli_merge_config", "cli_render", "cli_validate",
          "webhooks", "webhook_certs", "operator_process", "real_world", "hostile_registry",
-         "faults", "scale"}
+         "faults"}
 # The stage of the preparation a later suite waits for, when it is not "images" (the real
-# node's images and the operator's: scripts/test.sh's last stage). "servers": the server venvs,
-# every OGX release's included, which the real-server suite starts its servers from.
-NEEDS = {"llama_stack_server": "servers"}
+# node's images and the operator's: scripts/test.sh's last stage). "venvs": the llama-stack and
+# OGX venvs (the scale bench's shared server, the external providers' stand-in images);
+# "servers": those and every other OGX release's, which the real-server suite starts.
+NEEDS = {"scale": "venvs", "external_providers": "venvs", "llama_stack_server": "servers"}
 # How often a suite waiting for the preparation looks for its ready file.
 READY_POLL_SECONDS = 2
 # `cargo test` options that choose targets: each suite is chosen by its own package and target.

@@ -28,14 +28,21 @@ fn session_of(pid: &str) -> String {
 
 #[test]
 fn the_command_runs_in_a_session_of_its_own_at_the_lowest_priority() {
-    let out = lowest_priority("echo $$; nice; cat /proc/self/autogroup 2>/dev/null || echo none");
+    let out = lowest_priority(
+        "echo $$ $(cut -d' ' -f6 /proc/$$/stat); nice; cat /proc/self/autogroup 2>/dev/null || echo none",
+    );
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{stdout}");
-    // The command's own pid is its session's id: it leads a session of its own.
-    let ours = session_of("self");
-    assert_ne!(lines[0], ours, "the command ran in the caller's session");
+    // The command leads a session of its own: its session's id is its own pid, not ours.
+    let (pid, session) = lines[0].split_once(' ').unwrap();
+    assert_eq!(pid, session, "the command does not lead its session");
+    assert_ne!(
+        session,
+        session_of("self"),
+        "the command ran in the caller's session"
+    );
     assert_eq!(lines[1], "19", "the command's niceness");
     let autogroups = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
         .map(|v| v.trim() == "1")

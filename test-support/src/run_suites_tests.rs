@@ -117,8 +117,10 @@ fn run_suites_preparing(lanes: &str, stages: &[(&str, std::time::Duration)]) -> 
                 format!("# what the preparation found\nLLSO_PREPARED_MARK={stage}\n"),
             )
             .unwrap();
+            // Taken before the rename: a suite may start the moment the file appears.
+            let at = now();
             std::fs::rename(&partial, dir.path().join(stage)).unwrap();
-            ((*stage).to_owned(), now())
+            ((*stage).to_owned(), at)
         })
         .collect();
     let output = child.wait_with_output().unwrap();
@@ -257,8 +259,9 @@ fn each_suite_starts_once_its_stage_is_prepared_with_what_it_found() {
     let run = run_suites_preparing(
         "2",
         &[
-            ("servers", std::time::Duration::from_millis(1500)),
-            ("images", std::time::Duration::from_secs(6)),
+            ("venvs", std::time::Duration::from_secs(3)),
+            ("servers", std::time::Duration::from_secs(3)),
+            ("images", std::time::Duration::from_secs(8)),
         ],
     );
     let at = |stage: &str| run.ready_at.iter().find(|r| r.0 == stage).unwrap().1;

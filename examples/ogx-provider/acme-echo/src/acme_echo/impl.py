@@ -2,6 +2,7 @@ import time
 import uuid
 
 from ogx_api import (
+    InferenceProvider,
     Model,
     ModelType,
     OpenAIChatCompletion,
@@ -20,8 +21,10 @@ def _text(message) -> str:
     return " ".join(p.get("text", "") if isinstance(p, dict) else getattr(p, "text", "") for p in parts)
 
 
-class AcmeEchoInference:
-    """Answers every chat completion with its prefix and the last user message."""
+class AcmeEchoInference(InferenceProvider):
+    """Answers every chat completion with its prefix and the last user message; what it does not
+    serve (completions, embeddings, reranking, reasoning, Anthropic messages) raises
+    NotImplementedError, from OGX's own defaults where it has them."""
 
     def __init__(self, config: AcmeEchoConfig):
         self.config = config
