@@ -1,6 +1,6 @@
 //! Builds (or finds cached) the images the real-node suites run, before any suite starts, so no
 //! test builds one in its critical path: the distribution images (llama-stack 0.7.3 and OGX)
-//! for the node suite's stacks, the example provider's image and the Pod sandbox. `scripts/test.sh` runs it after compiling the
+//! for the node suite's stacks, the example providers' images and the Pod sandbox. `scripts/test.sh` runs it after compiling the
 //! suites. Each build is `scripts/build-test-images.sh`, which is safe to run concurrently, so a
 //! suite asking for the same image later finds it in the cache.
 
@@ -20,12 +20,7 @@ fn prepare() -> Result<Vec<(&'static str, std::path::PathBuf)>, String> {
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let distribution = support::node_stack::distribution_image(work.path())?;
     let (ogx_distribution, _) = support::node_stack::ogx_distribution_image(work.path())?;
-    let python = support::llama_stack::venv(&[])
-        .map_err(|e| e.to_string())?
-        .join("bin/python3");
-    let provider =
-        support::node::build_image(&["provider".to_owned(), python.display().to_string()])
-            .map_err(|e| e.to_string())?;
+    let (provider, ogx_provider) = support::node_stack::provider_images()?;
     let plane_bin = support::control_plane::control_plane_bin().map_err(|e| e.to_string())?;
     let pause = support::node::build_image(&[
         "pause".to_owned(),
@@ -36,6 +31,7 @@ fn prepare() -> Result<Vec<(&'static str, std::path::PathBuf)>, String> {
         ("distribution", distribution),
         ("ogx-distribution", ogx_distribution),
         ("provider", provider),
+        ("ogx-provider", ogx_provider),
         ("pause", pause),
     ])
 }

@@ -24,9 +24,10 @@
 #       the contract of ogxai images runs `ogx stack run "$RUN_CONFIG_PATH"` when that names a
 #       file and the image's own config otherwise, appending the container's args; like the 1.2.1
 #       and 1.3.0 images it does not pass --insecure itself.
-#   scripts/build-test-images.sh provider <python>
-#       the example provider (examples/provider): its wheel built by its build.sh with <python>
-#       (pip fetches the build backend from PyPI), packed by buildah from its Containerfile.
+#   scripts/build-test-images.sh provider <python> [<example>]
+#       an example provider (examples/<example>: `provider`, the default, for llama-stack, or
+#       `ogx-provider` for OGX): its wheel built by its build.sh with <python> (pip fetches the
+#       build backend from PyPI), packed by buildah from its Containerfile.
 #
 # Env: LLSO_CACHE_DIR (default ~/.cache/llama-stack-operator), LLAMA_STACK_VERSION (default 0.7.3),
 #      OGX_VERSION (default 1.3.0), DEBIAN_MIRROR (default http://deb.debian.org/debian).
@@ -221,12 +222,15 @@ build_ogx_distribution() { # <config.yaml> <packages...>
   echo "$out/layout"
 }
 
-build_provider() { # <python>
-  local python=$1 source; source="$(cd "$(dirname "$0")/../examples/provider" && pwd)"
+build_provider() { # <python> [<example>]
+  local python=$1 example=${2:-provider} source
+  [[ "$example" =~ ^[a-z-]+$ && -f "$(dirname "$0")/../examples/$example/Containerfile" ]] \
+    || die "no example provider examples/$example"
+  source="$(cd "$(dirname "$0")/../examples/$example" && pwd)"
   command -v buildah >/dev/null || die "buildah is required (scripts/install-test-deps.sh installs it)"
   local key; key=$( (cat "$0"; "$python" --version; cd "$source" && git ls-files -z . | sort -z | xargs -0 cat) \
     | sha256sum | cut -c1-16)
-  local out="$CACHE_ROOT/images/provider-$key"
+  local out="$CACHE_ROOT/images/$example-$key"
   lock_unless_complete "$out" "$out/.complete"
   if [[ ! -f "$out/.complete" ]]; then
     rm -rf "$out"; mkdir -p "$out"
@@ -235,8 +239,8 @@ build_provider() { # <python>
     "$source/build.sh" "$work/out" "$python" >&2
     local store=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs)
     buildah "${store[@]}" build --pull-never --layers=false --timestamp 0 -f "$work/Containerfile" \
-      -t acme-words:build "$work" >&2
-    buildah "${store[@]}" push --quiet acme-words:build "oci:$out/layout:latest" >&2
+      -t "$example:build" "$work" >&2
+    buildah "${store[@]}" push --quiet "$example:build" "oci:$out/layout:latest" >&2
     rm -rf "$work"
     touch "$out/.complete"
   fi
@@ -248,5 +252,5 @@ case "${1:-}" in
   distribution) shift; build_distribution "$@" ;;
   ogx-distribution) shift; build_ogx_distribution "$@" ;;
   provider) shift; build_provider "$@" ;;
-  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | ogx-distribution <config.yaml> [packages...] | provider <python>" ;;
+  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | ogx-distribution <config.yaml> [packages...] | provider <python> [<example>]" ;;
 esac

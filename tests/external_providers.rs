@@ -217,6 +217,29 @@ fn all_succeeded(run: &PodRun) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Every step succeeded, the one provider is Ready, and `installed` (`<id>: <distribution>==<v>`)
+/// is all that was installed: only what the image lacks.
+fn installed_alone(run: &PodRun, installed: &str) -> Result<(), Failed> {
+    all_succeeded(run)?;
+    assert_eq!(
+        run.statuses[0].phase,
+        ExternalProviderPhase::Ready,
+        "{:?}",
+        run.statuses
+    );
+    let list = std::fs::read_to_string(
+        run.runner
+            .volume("external-providers")
+            .join("installed-packages.txt"),
+    )?;
+    assert_eq!(
+        list.trim(),
+        installed,
+        "only what the image lacks is installed"
+    );
+    Ok(())
+}
+
 fn listed(server: &Server, id: &str) -> Result<Value, Failed> {
     let providers = server
         .get_json("/v1/providers")
@@ -238,24 +261,8 @@ fn the_example_provider_is_installed_and_called(env: &Env) -> Result<(), Failed>
         ),
         &[(ACME, env.acme.clone())],
     )?;
-    all_succeeded(&run)?;
+    installed_alone(&run, "acme: acme-words==0.1.0")?;
     eprintln!("acme-words: init steps took {:?}", started.elapsed());
-    assert_eq!(
-        run.statuses[0].phase,
-        ExternalProviderPhase::Ready,
-        "{:?}",
-        run.statuses
-    );
-    let installed = std::fs::read_to_string(
-        run.runner
-            .volume("external-providers")
-            .join("installed-packages.txt"),
-    )?;
-    assert_eq!(
-        installed.trim(),
-        "acme: acme-words==0.1.0",
-        "only what the image lacks is installed"
-    );
     let server = start_server(env, &run, "acme")?;
     let entry = listed(&server, "acme")?;
     assert_eq!(
@@ -284,33 +291,10 @@ fn the_example_ogx_provider_answers_a_chat_on_ogx(env: &Env) -> Result<(), Faile
     let started = Instant::now();
     let mut on_ogx = spec(json!({"inference": [{"providerId": "acme", "image": ECHO,
         "config": {"models": ["parrot"], "prefix": "acme says: "}}]}));
-    on_ogx["disabled"] = json!([
-        "batches",
-        "fileProcessors",
-        "files",
-        "responses",
-        "toolRuntime",
-        "vectorIo"
-    ]);
+    on_ogx["disabled"] = json!(support::node_stack::OGX_SLIM_DISABLED);
     let run = run_pod_on(env, &ogx, on_ogx, &[(ECHO, env.echo.clone())])?;
-    all_succeeded(&run)?;
+    installed_alone(&run, "acme: acme-echo==0.1.0")?;
     eprintln!("acme-echo: init steps took {:?}", started.elapsed());
-    assert_eq!(
-        run.statuses[0].phase,
-        ExternalProviderPhase::Ready,
-        "{:?}",
-        run.statuses
-    );
-    let installed = std::fs::read_to_string(
-        run.runner
-            .volume("external-providers")
-            .join("installed-packages.txt"),
-    )?;
-    assert_eq!(
-        installed.trim(),
-        "acme: acme-echo==0.1.0",
-        "only what the image lacks is installed"
-    );
     let server = start_server_of(env, &ogx, &run, "echo")?;
     let entry = listed(&server, "acme")?;
     assert_eq!(

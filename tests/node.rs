@@ -6,8 +6,9 @@
 //! The distribution image is Debian trixie with llama-stack 0.7.3 and what its config needs,
 //! built by `scripts/build-test-images.sh` and labelled with its base config both ways
 //! (`io.llamastack.config.base64`, and a layer holding the file). The operator's image is built
-//! from the repository's `Dockerfile` (`scripts/build-operator-image.sh`) and the example
-//! provider's from its `Containerfile`; both are pulled by digest from the same registry.
+//! from the repository's `Dockerfile` (`scripts/build-operator-image.sh`) and the two example
+//! providers' (llama-stack's and OGX's) from their `Containerfile`s; all are pulled by digest from
+//! the same registry.
 //!
 //! Beside it, an OGX 1.3.0 image (the line llama-stack became), labelled as OGX's own build labels
 //! real images (`com.ogx.*`), which the operator ConfigMap's `image-overrides` names for
@@ -39,11 +40,11 @@ use libtest_mimic::Failed;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
 use support::harness::{run_suite, table};
-use support::llama_stack::{self, http_get, http_post};
-use support::node::{RealNode, TrustedRegistry, build_image, operator_image};
+use support::llama_stack::{http_get, http_post};
+use support::node::{RealNode, TrustedRegistry, operator_image};
 use support::node_stack::{
     BAKED_PROVIDER, copy_to_registry, distribution_image, external_spec, ogx_distribution_image,
-    ogx_slim_spec, pull_secret_namespace, push, push_pinned, push_to, slim_spec,
+    ogx_slim_spec, provider_images, pull_secret_namespace, push, push_pinned, push_to, slim_spec,
 };
 use support::operator::{
     OperatorProcess, convert_through, spawn_operator_with_webhooks, webhook_certificates,
@@ -71,9 +72,10 @@ struct Images {
     /// The `:base64` image in the token-auth registry, whose CA the operator trusts and the
     /// node's containerd does not.
     untrusted: String,
-    /// The operator's image and the example provider's, pinned by digest.
+    /// The operator's image and the example providers' (llama-stack's and OGX's), pinned by digest.
     operator: String,
     acme: String,
+    echo: String,
     /// The OGX image, pinned by digest; `image-overrides` names its tag for `starter`.
     ogx: String,
 }
@@ -111,11 +113,7 @@ fn prepare() -> Result<Env, String> {
     let (ogx_layout, _) = ogx_distribution_image(work.path())?;
 
     let operator_layout = operator_image().map_err(|e| e.to_string())?;
-    let python = llama_stack::venv(&[])
-        .map_err(|e| e.to_string())?
-        .join("bin/python3");
-    let acme_layout = build_image(&["provider".to_owned(), python.display().to_string()])
-        .map_err(|e| e.to_string())?;
+    let (acme_layout, echo_layout) = provider_images()?;
 
     let regs = Registries::start().map_err(|e| e.to_string())?;
     let images = Images {
@@ -125,6 +123,7 @@ fn prepare() -> Result<Env, String> {
         untrusted: push_to(&layout, "base64", &regs.token.host, &regs)?,
         operator: push_pinned(&operator_layout, "llama-stack-operator", &regs)?,
         acme: push_pinned(&acme_layout, "acme-words", &regs)?,
+        echo: push_pinned(&echo_layout, "acme-echo", &regs)?,
         ogx: push_pinned(&ogx_layout, "ogx-distribution", &regs)?,
     };
     let (plane, _rt, _client) = start_controllers_with_crd().map_err(|e| e.to_string())?;
@@ -1272,6 +1271,51 @@ fn an_external_provider_runs_in_real_init_containers(env: &Env) -> Result<(), Fa
     Ok(())
 }
 
+/// The example OGX provider (`examples/ogx-provider`) on the OGX 1.3.0 image: the real init
+/// containers install it, the server lists its model, and a chat completion through the
+/// Service is answered by it with the config the spec gave it.
+fn an_ogx_provider_runs_in_real_init_containers_on_ogx(env: &Env) -> Result<(), Failed> {
+    let ns = "e2e-ogx-external";
+    env.namespace(ns, registry_host(&env.images.ogx))?;
+    let mut spec = ogx_slim_spec(&env.images.ogx, "vllm-e2e");
+    spec["externalProviders"] = json!({"inference": [{"providerId": "acme", "image": env.images.echo,
+        "config": {"models": ["parrot"], "prefix": "acme says: "}}]});
+    env.create_v1alpha2(ns, "echo", spec)?;
+    let llsd = env.wait_ready(ns, "echo")?;
+    init_containers_ran(
+        env,
+        ns,
+        "echo",
+        &[
+            ("copy-tools", Some(&env.images.operator)),
+            ("install-provider-acme", Some(&env.images.echo)),
+            ("install-packages", None),
+            ("merge-config", None),
+            ("preflight", None),
+        ],
+    )?;
+    let provider = &llsd["status"]["externalProviders"][0];
+    assert_eq!(
+        (provider["providerId"].as_str(), provider["phase"].as_str()),
+        (Some("acme"), Some("Ready")),
+        "{}",
+        llsd["status"]
+    );
+    let address = service_address(env, ns, "echo")?;
+    let (code, body) = http_post(
+        &format!("http://{address}/v1/chat/completions"),
+        &json!({"model": "acme/parrot",
+                "messages": [{"role": "user", "content": "hello from the node"}]}),
+    )?;
+    assert_eq!(code, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body)?;
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "acme says: hello from the node",
+        "{body}"
+    );
+    Ok(())
+}
+
 fn registry_host(image: &str) -> &str {
     image.split('/').next().unwrap_or_default()
 }
@@ -1311,6 +1355,10 @@ fn main() -> ExitCode {
             (
                 "an_external_provider_runs_in_real_init_containers",
                 an_external_provider_runs_in_real_init_containers,
+            ),
+            (
+                "an_ogx_provider_runs_in_real_init_containers_on_ogx",
+                an_ogx_provider_runs_in_real_init_containers_on_ogx,
             ),
             (
                 "ogx_stacks_run_named_direct_and_generated",

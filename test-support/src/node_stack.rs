@@ -54,16 +54,19 @@ pub fn external_spec(image: &str, acme: &str) -> Value {
 /// (the builtin interactions and messages providers need nothing more).
 pub fn ogx_slim_spec(image: &str, provider_id: &str) -> Value {
     let mut spec = slim_spec(image, provider_id);
-    spec["disabled"] = json!([
-        "batches",
-        "fileProcessors",
-        "files",
-        "responses",
-        "toolRuntime",
-        "vectorIo"
-    ]);
+    spec["disabled"] = json!(OGX_SLIM_DISABLED);
     spec
 }
+
+/// The APIs an OGX 1.x stack that needs inference alone turns off (`spec.disabled`).
+pub const OGX_SLIM_DISABLED: [&str; 6] = [
+    "batches",
+    "fileProcessors",
+    "files",
+    "responses",
+    "toolRuntime",
+    "vectorIo",
+];
 
 /// Writes what the operator generates for `spec` over `line`'s starter config to `path`, and
 /// returns the packages the line's `stack list-deps` names for it.
@@ -195,6 +198,27 @@ pub fn ogx_distribution_image(dir: &Path) -> Result<(PathBuf, PathBuf), String> 
     args.extend(deps);
     let layout = crate::node::build_image(&args).map_err(|e| e.to_string())?;
     Ok((layout, config))
+}
+
+/// The two example providers' images (OCI layouts, tag `latest`), each built with its server's
+/// Python: `examples/provider` (llama-stack's `acme-words`) and `examples/ogx-provider` (OGX's
+/// `acme-echo`).
+pub fn provider_images() -> Result<(PathBuf, PathBuf), String> {
+    let build = |line: ServerLine, example: &str| -> Result<PathBuf, String> {
+        let python = llama_stack::venv_of(line, &[])
+            .map_err(|e| e.to_string())?
+            .join("bin/python3");
+        crate::node::build_image(&[
+            "provider".to_owned(),
+            python.display().to_string(),
+            example.to_owned(),
+        ])
+        .map_err(|e| e.to_string())
+    };
+    Ok((
+        build(ServerLine::LlamaStack, "provider")?,
+        build(ServerLine::Ogx, "ogx-provider")?,
+    ))
 }
 
 /// Builds (or reuses) the distribution image for [`image_config`]; returns its OCI layout
