@@ -120,24 +120,23 @@ export LLSO_CONTROL_PLANE_BIN
 # two server venvs are (the stage "venvs"); the real-server suite once every OGX release's is
 # too ("servers"); the others once the ready file says the images are prepared ("images", which
 # gives them what it found).
-ready="$logs/prepared"
-servers_ready="$logs/servers-prepared"
-scripts/lib/run-suites.py --ready images="$ready" --ready venvs="$logs/venvs-prepared" --ready servers="$servers_ready" \
+ready="$logs/prepared" venvs_ready="$logs/venvs-prepared" servers_ready="$logs/servers-prepared"
+# Publishes a stage's ready file in one rename, so the runner never reads half of it:
+# <file> <line...> (`KEY=VALUE` lines reach the stage's suites' environment).
+publish_ready() { local file=$1; shift; printf '%s\n' "$@" >"$file.partial" && mv "$file.partial" "$file"; }
+scripts/lib/run-suites.py --ready images="$ready" --ready venvs="$venvs_ready" --ready servers="$servers_ready" \
   --log-dir "$logs/suites" --workspace "${targets[@]}" "$@" &
 suites=$!
 finish venv
 finish ogxvenv
-venvs_ready="$logs/venvs-prepared"
-echo "# the llama-stack and OGX venvs are prepared" >"$venvs_ready.partial"
-mv "$venvs_ready.partial" "$venvs_ready"
+publish_ready "$venvs_ready" "# the llama-stack and OGX venvs are prepared"
 # The other OGX releases (most of them thin venvs over the one just prepared; 1.5.0 a whole one)
 # only the real-server suite uses: prepared beside the real node's images and the first suites,
 # not awaited before them (about 500 s of pip on a fresh Python cache, 2026-11-29). Once they
 # are, the real-server suite may start (it need not wait for the images).
 release_venvs_then_ready() {
   step ogx-release-venvs ogx_release_venvs || return 1
-  echo "# every server venv is prepared" >"$servers_ready.partial"
-  mv "$servers_ready.partial" "$servers_ready"
+  publish_ready "$servers_ready" "# every server venv is prepared"
 }
 begin releases release_venvs_then_ready
 step node-images "${CARGO_TARGET_DIR:-target}/debug/examples/prepare_test_images" >&2 \
@@ -152,8 +151,7 @@ export LLSO_OPERATOR_IMAGE_LAYOUT
 # validator, Prometheus) may still be building: a suite that needs one asks its build script,
 # which waits for the build under way (scripts/lib/cache-lock.sh). On a fresh machine this
 # starts the real node's suites about five minutes sooner; a warm machine has the tools cached.
-echo "LLSO_OPERATOR_IMAGE_LAYOUT=$LLSO_OPERATOR_IMAGE_LAYOUT" >"$ready.partial"
-mv "$ready.partial" "$ready"
+publish_ready "$ready" "LLSO_OPERATOR_IMAGE_LAYOUT=$LLSO_OPERATOR_IMAGE_LAYOUT"
 log "prepared what the suites wait for in $(( $(date +%s) - prepare_start ))s"
 finish releases
 finish go

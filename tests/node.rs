@@ -40,7 +40,7 @@ use libtest_mimic::Failed;
 use serde_json::{Value, json};
 use support::control_plane::{ControlPlane, start_controllers_with_crd};
 use support::harness::{run_suite, table};
-use support::llama_stack::{http_get, http_post};
+use support::llama_stack::{self, http_get, http_post};
 use support::node::{RealNode, TrustedRegistry, operator_image};
 use support::node_stack::{
     BAKED_PROVIDER, copy_to_registry, distribution_image, external_spec, ogx_distribution_image,
@@ -1295,16 +1295,13 @@ fn an_ogx_provider_runs_in_real_init_containers_on_ogx(env: &Env) -> Result<(), 
     env.create_v1alpha2(ns, "echo", spec)?;
     provider_installed_and_ready(env, ns, "echo", &env.images.echo)?;
     let address = service_address(env, ns, "echo")?;
-    let (code, body) = http_post(
-        &format!("http://{address}/v1/chat/completions"),
-        &json!({"model": "acme/parrot",
-                "messages": [{"role": "user", "content": "hello from the node"}]}),
-    )?;
-    assert_eq!(code, 200, "{body}");
-    let answer: Value = serde_json::from_str(&body)?;
     assert_eq!(
-        answer["choices"][0]["message"]["content"], "acme says: hello from the node",
-        "{body}"
+        llama_stack::chat(
+            &format!("http://{address}"),
+            "acme/parrot",
+            "hello from the node"
+        )?,
+        "acme says: hello from the node"
     );
     Ok(())
 }

@@ -14,7 +14,7 @@ With --ready STAGE=FILE (once per stage), it starts while the preparation still 
 that need nothing beyond the control plane and the compiled suites (EARLY) start at once, each
 other suite once the FILE of the stage it needs (NEEDS; "images" unless named there) exists; that
 file's `KEY=VALUE` lines are added to its environment (what the preparation found out, such as the
-operator image's layout). `--ready-file FILE` is `--ready images=FILE`.
+operator image's layout).
 
 Each suite's output is printed whole when it ends, so outputs never interleave, and kept in
 DIR/<suite>.log. The run ends with one line per suite (passed, failed, seconds) and exits non-zero
@@ -299,7 +299,6 @@ def main():
     parser.add_argument("--lanes", type=int, default=int(os.environ.get("LLSO_TEST_LANES", "2")))
     parser.add_argument("--log-dir", default=None)
     parser.add_argument("--ready", action="append", default=[], metavar="STAGE=FILE")
-    parser.add_argument("--ready-file", default=None)
     ours, args = parser.parse_known_args()
     if ours.lanes < 1:
         sys.exit("run-suites.py: --lanes must be at least 1")
@@ -312,7 +311,7 @@ def main():
         sys.exit(1)
     log(f"{len(suites)} suites in {ours.lanes} lanes; logs in {log_dir}")
     ready_files = {}
-    for given in ours.ready + ([f"images={ours.ready_file}"] if ours.ready_file else []):
+    for given in ours.ready:
         name, sep, path = given.partition("=")
         if not sep or not name or not path:
             sys.exit(f"run-suites.py: --ready {given}: expected STAGE=FILE")

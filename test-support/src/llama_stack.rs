@@ -306,6 +306,23 @@ pub fn http_post(url: &str, body: &serde_json::Value) -> Result<(u16, String), E
     http_request("POST", url, &[], Some(body))
 }
 
+/// Asks the server at `base` (`http://host:port`) to complete a chat of one user `message` with
+/// `model`; returns the answer's text. A status other than 200 is an error with the body.
+pub fn chat(base: &str, model: &str, message: &str) -> Result<String, Error> {
+    let (code, body) = http_post(
+        &format!("{base}/v1/chat/completions"),
+        &serde_json::json!({"model": model, "messages": [{"role": "user", "content": message}]}),
+    )?;
+    if code != 200 {
+        return Err(format!("chat completion: {code} {body}").into());
+    }
+    let answer: serde_json::Value = serde_json::from_str(&body)?;
+    match answer["choices"][0]["message"]["content"].as_str() {
+        Some(text) => Ok(text.to_owned()),
+        None => Err(format!("no answer's text in {body}").into()),
+    }
+}
+
 /// Minimal blocking HTTP/1.1 request on loopback with headers of one's own, and a JSON body when
 /// given (status, body).
 pub fn http_request(
