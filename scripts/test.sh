@@ -4,8 +4,9 @@
 #
 # 1. Prepares everything the suites use, once and up front, so no test builds in its critical
 #    path and a failed build is reported once, as such: the apt packages, the Go tools (control
-#    plane, helm, cosign, kstatus, the OLM validator, Prometheus), the llama-stack and
-#    OGX venvs, the operator's image, cargo-cyclonedx, the compiled suites, the real node's images. The Go
+#    plane, helm, cosign, kstatus, the OLM validator, Prometheus, the OGX operator's e2e suite),
+#    the llama-stack and OGX venvs, the operator's image, cargo-cyclonedx, the compiled suites,
+#    the real node's images. The Go
 #    builds and the venv run beside the Rust builds. Every build script is safe to run twice at
 #    once (scripts/lib/cache-lock.sh), so a suite asking again just finds the result.
 # 2. Runs every suite, even after one fails, two at a time (scripts/lib/run-suites.py), and ends
@@ -38,6 +39,7 @@ go_tools() {
   step kstatus scripts/build-kstatus.sh
   step olm-validator scripts/build-olm-validator.sh
   step prometheus scripts/build-prometheus.sh
+  step ogx-e2e scripts/build-ogx-e2e.sh
 }
 control_plane_then_tools() { control_plane; touch "$logs/control-plane.done"; go_tools; }
 # Runs "$@" in the background, its output in $logs/<name>.log; `finish <name>` waits for it.
@@ -148,7 +150,7 @@ if [[ -z "${LLSO_OPERATOR_IMAGE_LAYOUT:-}" ]]; then
 fi
 export LLSO_OPERATOR_IMAGE_LAYOUT
 # The other suites start now, while the remaining Go tools (helm, cosign, kstatus, the OLM
-# validator, Prometheus) may still be building: a suite that needs one asks its build script,
+# validator, Prometheus, the OGX operator's e2e suite) may still be building: a suite that needs one asks its build script,
 # which waits for the build under way (scripts/lib/cache-lock.sh). On a fresh machine this
 # starts the real node's suites about five minutes sooner; a warm machine has the tools cached.
 publish_ready "$ready" "LLSO_OPERATOR_IMAGE_LAYOUT=$LLSO_OPERATOR_IMAGE_LAYOUT"

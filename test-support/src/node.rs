@@ -29,8 +29,9 @@ const BRIDGE: &str = "llso0";
 pub const POD_SUBNET: &str = "10.88.0.0/24";
 /// The Service range of the test control plane (`--service-cluster-ip-range`).
 const SERVICE_RANGE: &str = "10.96.0.0/16";
-/// The sandbox image, imported into containerd (it is never pulled).
-const PAUSE_IMAGE: &str = "llso.test/pause:1";
+/// The Pod sandbox image, imported into the node's containerd (never pulled); a container of it
+/// does nothing until stopped.
+pub const PAUSE_IMAGE: &str = "llso.test/pause:1";
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A registry the node's containerd trusts: its host and the PEM file of its CA.

@@ -147,19 +147,25 @@ pub fn push_pinned(layout: &Path, repo: &str, regs: &Registries) -> Result<Strin
         &format!("{}/e2e/{repo}:latest", regs.basic.host),
         regs,
     )?;
+    let digest = layout_digest(layout, "latest")?;
+    let repository = tagged.trim_end_matches(":latest");
+    Ok(format!("{repository}@{digest}"))
+}
+
+/// The manifest digest of `layout:tag` (an OCI layout), as a registry serves it once copied.
+pub fn layout_digest(layout: &Path, tag: &str) -> Result<String, String> {
     let index: Value = serde_json::from_str(
         &std::fs::read_to_string(layout.join("index.json")).map_err(|e| e.to_string())?,
     )
     .map_err(|e| e.to_string())?;
-    let digest = index["manifests"]
+    index["manifests"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == "latest")
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == tag)
         .and_then(|m| m["digest"].as_str())
-        .ok_or_else(|| format!("no `latest` in {}", layout.display()))?;
-    let repository = tagged.trim_end_matches(":latest");
-    Ok(format!("{repository}@{digest}"))
+        .map(str::to_owned)
+        .ok_or_else(|| format!("no `{tag}` in {}", layout.display()))
 }
 
 /// A namespace `ns` with a pull secret for `host` on its default ServiceAccount.
@@ -198,6 +204,43 @@ pub fn ogx_distribution_image(dir: &Path) -> Result<(PathBuf, PathBuf), String> 
     args.extend(deps);
     let layout = crate::node::build_image(&args).map_err(|e| e.to_string())?;
     Ok((layout, config))
+}
+
+/// Builds (or reuses) OGX's starter image as OGX's own build makes it: OGX 1.3.0 with every
+/// package its starter distribution's `stack list-deps` names (the same line `scripts/test.sh`
+/// installs in the OGX venv), and that starter config as its base config. Less PyTorch and
+/// sentence-transformers: their own line names an index this machine cannot reach, and PyPI's
+/// torch pulls gigabytes of CUDA libraries. Returns its OCI layout (tag `latest`).
+pub fn ogx_starter_image() -> Result<PathBuf, String> {
+    let venv = llama_stack::venv_of(ServerLine::Ogx, &[]).map_err(|e| e.to_string())?;
+    let config = crate::workspace_root().join("configs-ogx/starter/config.yaml");
+    let out = std::process::Command::new(venv.join("bin/ogx"))
+        .args(["stack", "list-deps"])
+        .arg(&config)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "ogx stack list-deps {}: {}",
+            config.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let packages = text.lines().next().unwrap_or_default().split_whitespace();
+    let mut args = vec!["ogx-distribution".to_owned(), config.display().to_string()];
+    args.extend(
+        packages
+            .filter(|p| !p.starts_with("sentence-transformers") && !p.starts_with("torch"))
+            .map(str::to_owned),
+    );
+    if args.len() == 2 {
+        return Err(format!(
+            "ogx stack list-deps {} named no package",
+            config.display()
+        ));
+    }
+    crate::node::build_image(&args).map_err(|e| e.to_string())
 }
 
 /// The two example providers' images (OCI layouts, tag `latest`), each built with its server's

@@ -236,6 +236,24 @@ impl Registries {
         start_registry(self.dir.path(), name, "127.0.0.1", "", "")
     }
 
+    /// A further registry over TLS (the same certificate, so the same addresses) that anyone
+    /// may pull from without credentials, as from a public repository: `listen_everywhere` as
+    /// [`Registries::start_also_at`] was given an address.
+    pub fn start_public(&self, name: &str, listen_everywhere: bool) -> Result<Registry, Error> {
+        let d = self.dir.path();
+        let tls = format!(
+            "  tls: {{certificate: {}, key: {}}}\n",
+            d.join("server.crt").display(),
+            d.join("server.key").display()
+        );
+        let listen = if listen_everywhere {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
+        start_registry(d, name, listen, &tls, "")
+    }
+
     /// PEM of the CA that signed the registries' and token server's certificates.
     pub fn ca_pem(&self) -> Vec<u8> {
         fs::read(self.dir.path().join("ca.pem")).unwrap_or_default()
