@@ -34,7 +34,8 @@ export GOFLAGS="-trimpath -mod=mod" CGO_ENABLED=0 GOTOOLCHAIN=local
 log "downloading $MODULE@$VERSION"
 # `go mod download` checks the module against the checksum database; the pinned hash checks it
 # against what this script was written for.
-info=$(cd "$STAGE" && go mod download -json "$MODULE@$VERSION")
+# On failure the reason is in the JSON it prints.
+info=$(cd "$STAGE" && go mod download -json "$MODULE@$VERSION") || { log "go mod download failed: $info"; exit 1; }
 dir=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["Dir"]) if d.get("Sum") == sys.argv[1] else sys.exit("%s@%s has hash %s, not %s" % (sys.argv[2], sys.argv[3], d.get("Sum"), sys.argv[1]))' "$SUM" "$MODULE" "$VERSION" <<<"$info")
 cp -r "$dir" "$STAGE/module"
 chmod -R u+w "$STAGE/module"

@@ -3,7 +3,7 @@
 # skopeo and htpasswd (registry tests), Python's `cryptography` (the test token server), and for
 # the real node: containerd (with ctr), runc, the CNI plugins, iptables, iproute2 and conntrack,
 # and mmdebstrap, umoci and buildah to build its images; PostgreSQL (named storage backends run
-# against a real one).
+# against a real one); openssl (the OGX operator's e2e suite makes its test CA with it).
 # Idempotent; does nothing when everything is present.
 set -euo pipefail
 
@@ -21,6 +21,7 @@ command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)
 command -v umoci >/dev/null || need_apt+=(umoci)
 command -v buildah >/dev/null || need_apt+=(buildah)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
+command -v openssl >/dev/null || need_apt+=(openssl)
 if ((${#need_apt[@]})); then
   sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
   # The docker-registry package starts a system service on :5000 where an init system runs;

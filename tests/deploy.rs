@@ -135,6 +135,56 @@ fn overlays_render_and_pass_a_server_side_dry_run() {
     }
 }
 
+/// `deploy/overlays/ogx-operator`: everything in the OGX operator's namespace, its names where
+/// they are taken, and every reference following them (the e2e suite that runs on this install,
+/// `tests/ogx_operator_e2e.rs`, never converts a LlamaStackDistribution).
+#[test]
+fn the_ogx_operator_overlay_moves_every_reference_to_its_names() {
+    let plane = ControlPlane::start().expect("control plane");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (ok, _, err) = kubectl(
+        &plane,
+        &["create", "namespace", "ogx-k8s-operator-system"],
+        None,
+    );
+    assert!(ok, "{err}");
+    let dir = format!("{root}/deploy/overlays/ogx-operator");
+    let (ok, rendered, err) = kubectl(&plane, &["kustomize", &dir], None);
+    assert!(ok, "kustomize failed: {err}");
+    assert!(
+        !rendered.contains("llama-stack-operator-system"),
+        "nothing names the old namespace:\n{rendered}"
+    );
+    // The Service itself, the CRD's conversion webhook and the two admission webhooks.
+    assert_eq!(
+        rendered
+            .matches("name: ogx-k8s-operator-webhook-service\n")
+            .count(),
+        4,
+        "{rendered}"
+    );
+    assert!(rendered.contains("- --webhook-service=ogx-k8s-operator-webhook-service"));
+    assert_eq!(
+        rendered
+            .matches("app.kubernetes.io/name: ogx-k8s-operator\n")
+            .count(),
+        4,
+        "the Deployment's selector and Pods, and both Services' selectors: {rendered}"
+    );
+    let (ok, out, err) = server_dry_run(&plane, None, &rendered);
+    assert!(ok, "server-side dry run refused the manifests:\n{err}");
+    for object in [
+        "deployment.apps/ogx-k8s-operator-controller-manager",
+        "service/ogx-k8s-operator-webhook-service",
+        "service/llama-stack-operator-metrics",
+    ] {
+        assert!(
+            out.contains(&format!("{object} serverside-applied (server dry run)")),
+            "{object}: {out}"
+        );
+    }
+}
+
 #[test]
 fn the_samples_kustomization_holds_every_user_story() {
     let plane = ControlPlane::start().expect("control plane");

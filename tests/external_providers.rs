@@ -154,7 +154,12 @@ fn run_pod_on(
         .run_init_containers(&pod)
         .map_err(|e| e.to_string())?;
     let status: Pod = serde_json::from_value(PodRunner::pod_status(&steps))?;
-    let statuses = provider_statuses(&stack.external_providers, Some(&status), &[]);
+    let statuses = provider_statuses(
+        &stack.external_providers,
+        Some(&status),
+        &[],
+        jiff::Timestamp::now(),
+    );
     Ok(PodRun {
         runner,
         steps,

@@ -81,11 +81,13 @@ fn failure_text(name: &str, code: i32, message: Option<&str>, reason: Option<&st
     }
 }
 
-/// The phase and message of each provider, in CRD order; `previous` keeps transition times.
+/// The phase and message of each provider, in CRD order; `previous` keeps transition times, and
+/// a phase new since then changed at `now`.
 pub fn provider_statuses(
     providers: &[(&str, &ExternalProviderRef)],
     pod: Option<&Pod>,
     previous: &[ExternalProviderStatus],
+    now: jiff::Timestamp,
 ) -> Vec<ExternalProviderStatus> {
     let statuses: Vec<ContainerStatus> = pod
         .and_then(|p| p.status.as_ref())
@@ -117,7 +119,7 @@ pub fn provider_statuses(
                 .iter()
                 .find(|p| p.provider_id == provider.provider_id && p.phase == phase)
                 .and_then(|p| p.last_transition_time.clone())
-                .or_else(|| Some(Time(jiff::Timestamp::now())));
+                .or(Some(Time(now)));
             ExternalProviderStatus {
                 provider_id: provider.provider_id.clone(),
                 image: provider.image.clone(),
@@ -183,6 +185,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The instant every status here is made at.
+    const AT: jiff::Timestamp = jiff::Timestamp::constant(1_764_374_400, 0);
+
     fn refs() -> Vec<ExternalProviderRef> {
         vec![
             serde_json::from_value(json!({"providerId": "a", "image": "reg/a:1"})).unwrap(),
@@ -212,7 +217,7 @@ mod tests {
             r.iter().map(|p| ("safety", p)).collect();
         use ExternalProviderPhase::*;
         assert_eq!(
-            phases(&provider_statuses(&providers, None, &[])),
+            phases(&provider_statuses(&providers, None, &[], AT)),
             [Pending, Pending]
         );
         let done = json!({"terminated": {"exitCode": 0}});
@@ -222,7 +227,7 @@ mod tests {
             cs("install-provider-b", json!({"running": {}}))
         ]));
         assert_eq!(
-            phases(&provider_statuses(&providers, Some(&running), &[])),
+            phases(&provider_statuses(&providers, Some(&running), &[], AT)),
             [Installing, Installing]
         );
         let all = pod(json!([
@@ -232,10 +237,12 @@ mod tests {
             cs("merge-config", done.clone()),
             cs("preflight", done.clone())
         ]));
-        let ready = provider_statuses(&providers, Some(&all), &[]);
+        let ready = provider_statuses(&providers, Some(&all), &[], AT);
         assert_eq!(phases(&ready), [Ready, Ready]);
+        assert_eq!(ready[0].last_transition_time, Some(Time(AT)));
         // Unchanged phase: the transition time stays.
-        let again = provider_statuses(&providers, Some(&all), &ready);
+        let later = AT + jiff::SignedDuration::from_secs(60);
+        let again = provider_statuses(&providers, Some(&all), &ready, later);
         assert_eq!(again[0].last_transition_time, ready[0].last_transition_time);
     }
 
@@ -255,7 +262,7 @@ mod tests {
                 json!({"terminated": {"exitCode": 1, "message": message}})
             )
         ]));
-        let s = provider_statuses(&providers, Some(&p), &[]);
+        let s = provider_statuses(&providers, Some(&p), &[], AT);
         assert_eq!(phases(&s), [Installing, Failed]);
         assert_eq!(s[1].message.as_deref(), Some(message));
 
@@ -263,7 +270,7 @@ mod tests {
             "install-provider-a",
             json!({"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"reg/a:1\""}})
         )]));
-        let s = provider_statuses(&providers, Some(&pull), &[]);
+        let s = provider_statuses(&providers, Some(&pull), &[], AT);
         assert_eq!(s[0].phase, Failed);
         let text = s[0].message.clone().unwrap();
         assert!(
@@ -278,7 +285,7 @@ mod tests {
             json!([{"name": "install-provider-a", "image": "i", "imageID": "", "ready": false, "restartCount": 3,
             "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1, "message": "ERROR: Invalid provider metadata"}}}]),
         );
-        let s = provider_statuses(&providers, Some(&crash), &[]);
+        let s = provider_statuses(&providers, Some(&crash), &[], AT);
         assert_eq!(
             (s[0].phase, s[0].message.as_deref()),
             (Failed, Some("ERROR: Invalid provider metadata"))

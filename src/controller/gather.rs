@@ -96,7 +96,7 @@ pub(super) async fn gather(
         .map_err(Error::Observe)?;
     let (keyring, pull_secrets) = pull_keyring(stack, ctx).await.map_err(Error::Plan)?;
     let resolver = ctx.resolver();
-    let (reference, kept) = pin::choose(stack, &resolver);
+    let (reference, kept) = pin::choose(stack, &resolver, jiff::Timestamp::now());
     let (pull_secret_unusable, resolution) = match keyring {
         Err(why) => (Some(why), None),
         Ok(keyring) => {

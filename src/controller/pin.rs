@@ -65,12 +65,16 @@ pub(super) fn to_keep<'a>(
 }
 
 /// The reference a stack's distribution resolves from now (empty for one that cannot be
-/// resolved: the resolution says why), and the pin kept instead of looking it up.
-pub(super) fn choose<'a>(stack: &Stack<'a>, resolver: &Resolver) -> (String, Option<Kept<'a>>) {
+/// resolved: the resolution says why), and the pin kept instead of looking it up, as of `now`.
+pub(super) fn choose<'a>(
+    stack: &Stack<'a>,
+    resolver: &Resolver,
+    now: jiff::Timestamp,
+) -> (String, Option<Kept<'a>>) {
     let reference = resolver.reference(&stack.distribution).unwrap_or_default();
     let kept = Some(reference.as_str())
         .filter(|r| !r.is_empty())
-        .and_then(|r| to_keep(stack, resolver.repin_after(), r, jiff::Timestamp::now()));
+        .and_then(|r| to_keep(stack, resolver.repin_after(), r, now));
     (reference, kept)
 }
 

@@ -398,7 +398,7 @@ async fn look<'a>(
             }
             _ => Vec::new(),
         };
-        judgement = rollback::judge(stack, judged, &newest);
+        judgement = rollback::judge(stack, judged, &newest, jiff::Timestamp::now());
     }
     let serving = deployment.filter(|d| {
         status::is_ready(Some(d)) && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0

@@ -117,7 +117,12 @@ fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, 
 
 /// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a
 /// rollout is not complete).
-pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) -> Judgement {
+pub(super) fn judge(
+    stack: &Stack<'_>,
+    deployment: &Deployment,
+    pods: &[Pod],
+    now: jiff::Timestamp,
+) -> Judgement {
     let Some(revision) = revision_of(deployment) else {
         return Judgement::Steady;
     };
@@ -164,7 +169,7 @@ pub(super) fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) ->
                 generation: stack.generation.unwrap_or_default(),
                 reason: trouble.reason.as_str().to_owned(),
                 message: trouble.message,
-                rejected_at: Some(Time(jiff::Timestamp::now())),
+                rejected_at: Some(Time(now)),
             },
             last_ready,
         },

@@ -297,7 +297,7 @@ impl Report {
         };
         let providers = &stack.external_providers;
         let previous = self.status.external_providers.clone().unwrap_or_default();
-        let statuses = provider_statuses(providers, newest(pods), &previous);
+        let statuses = provider_statuses(providers, newest(pods), &previous, self.now);
         let ready = statuses
             .iter()
             .filter(|s| s.phase == ExternalProviderPhase::Ready)

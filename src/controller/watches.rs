@@ -235,8 +235,18 @@ fn worth_a_reconcile<K: kube::Resource>(
         .as_ref()
         .map(|t| t.0.to_string())
         .hash(&mut hasher);
+    // Which revision is held, not when or why: a rejection recorded again for the same revision
+    // (a later reconcile's message, its time) changes nothing a reconcile acts on.
     rejected
-        .and_then(|r| serde_json::to_string(r).ok())
+        .map(|r| {
+            let revision = &r.revision;
+            (
+                &revision.desired_hash,
+                &revision.image,
+                &revision.config_map,
+                r.generation,
+            )
+        })
         .hash(&mut hasher);
     Some(hasher.finish())
 }
@@ -662,6 +672,32 @@ mod tests {
             base,
             "a rejection recorded"
         );
+        let recorded_again = stack(
+            json!({"name": "s", "generation": 1, "labels": {"team": "a"}}),
+            json!({"rollback": {"rejected": {"desiredHash": "h2", "image": "i", "generation": 1,
+                "reason": "RolloutStalled", "message": "exit 1, then again",
+                "rejectedAt": "2026-11-29T00:05:00Z"}}}),
+        );
+        assert_eq!(
+            stack_worth_a_reconcile(&recorded_again),
+            stack_worth_a_reconcile(&rejected),
+            "the same revision's rejection written again, with another time and message"
+        );
+        for other in [
+            json!({"desiredHash": "h3", "image": "i", "generation": 1, "reason": "r", "message": "m"}),
+            json!({"desiredHash": "h2", "image": "j", "generation": 1, "reason": "r", "message": "m"}),
+            json!({"desiredHash": "h2", "image": "i", "generation": 2, "reason": "r", "message": "m"}),
+        ] {
+            let other = stack(
+                json!({"name": "s", "generation": 1, "labels": {"team": "a"}}),
+                json!({"rollback": {"rejected": other}}),
+            );
+            assert_ne!(
+                stack_worth_a_reconcile(&other),
+                stack_worth_a_reconcile(&rejected),
+                "another revision rejected"
+            );
+        }
         for changed in [
             json!({"name": "s", "generation": 2, "labels": {"team": "a"}}),
             json!({"name": "s", "generation": 1, "labels": {"team": "b"}}),

@@ -3,6 +3,14 @@ use serde_json::{Value, json};
 use super::*;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
+/// The instant every judgement here is made at.
+const AT: jiff::Timestamp = jiff::Timestamp::constant(1_764_374_400, 0);
+
+/// [`super::judge`] at [`AT`].
+fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) -> Judgement {
+    super::judge(stack, deployment, pods, AT)
+}
+
 /// The view the rollback judgement takes.
 fn view(cr: &LlamaStackDistribution) -> Stack<'_> {
     Stack::read(cr).unwrap()
@@ -118,6 +126,7 @@ fn a_crash_loop_with_nothing_serving_rolls_back_and_names_the_last_words() {
     assert_eq!(rejected.revision.image, format!("reg/img@sha256:{BAD}"));
     assert_eq!(rejected.generation, 3);
     assert_eq!(rejected.reason, "ServerCrashLooping");
+    assert_eq!(rejected.rejected_at, Some(Time(AT)), "rejected when judged");
     assert_eq!(last_ready.desired_hash, GOOD, "the revision to return to");
     assert!(
         rejected.message.contains("max_tokens: not a valid integer"),
