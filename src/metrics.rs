@@ -420,34 +420,41 @@ mod tests {
         let health = Health::default();
         health.set_ready();
         health.follow_watches(watches.clone());
+        // Instants, not sleeps: a loaded machine (a cold run's preparation beside the unit
+        // tests) once slept 60 ms for longer than the 100 ms quiet spell below.
+        let t0 = std::time::Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
         watches.set_stuck_after(Duration::from_millis(50));
-        watches.failed("Deployment", &"connection refused");
-        assert_eq!(health.problem(), None, "within the bound");
-        std::thread::sleep(Duration::from_millis(80));
-        let problem = health.problem().expect("stuck");
+        watches.failed_at("Deployment", &"connection refused", at(0));
+        assert_eq!(health.problem_at(at(10)), None, "within the bound");
+        let problem = health.problem_at(at(80)).expect("stuck");
         assert!(
             problem.contains("Deployment: connection refused"),
             "{problem}"
         );
         watches.succeeded("Deployment", true);
-        assert_eq!(health.problem(), None, "recovered");
-        watches.failed("Secret", &"410 Expired");
-        std::thread::sleep(Duration::from_millis(80));
-        assert!(health.problem().is_some());
+        assert_eq!(health.problem_at(at(80)), None, "recovered");
+        watches.failed_at("Secret", &"410 Expired", at(100));
+        assert!(health.problem_at(at(180)).is_some());
         watches.clear();
         assert_eq!(
-            health.problem(),
+            health.problem_at(at(180)),
             None,
             "a stopped controller has no watches"
         );
         // A watch that resumed without sending an event: no new error for a while means it works.
         watches.set_recovery_quiet(Duration::from_millis(100));
-        watches.failed("Pod", &"connection refused");
-        std::thread::sleep(Duration::from_millis(60));
-        watches.failed("Pod", &"connection refused");
-        assert!(health.problem().is_some(), "still failing");
-        std::thread::sleep(Duration::from_millis(120));
-        assert_eq!(health.problem(), None, "quiet: working again");
+        watches.failed_at("Pod", &"connection refused", at(200));
+        watches.failed_at("Pod", &"connection refused", at(260));
+        assert!(health.problem_at(at(260)).is_some(), "still failing");
+        assert_eq!(health.problem_at(at(380)), None, "quiet: working again");
+        // An error after a quiet spell starts a new failure, not yet stuck.
+        watches.failed_at("Pod", &"connection refused", at(400));
+        assert_eq!(
+            health.problem_at(at(420)),
+            None,
+            "a new failure, within the bound"
+        );
         let text = m.encode().unwrap();
         assert!(
             text.contains("llso_watch_errors_total{kind=\"Deployment\"} 1"),

@@ -81,15 +81,24 @@ impl WatchHealth {
 
     /// Records an error of `kind`'s watch (it is retried after its own backoff).
     pub fn failed(&self, kind: &'static str, error: &dyn std::fmt::Display) {
+        self.failed_at(kind, error, Instant::now());
+    }
+
+    /// [`WatchHealth::failed`] at `now`.
+    pub(super) fn failed_at(
+        &self,
+        kind: &'static str,
+        error: &dyn std::fmt::Display,
+        now: Instant,
+    ) {
         self.errors.get_or_create(&labels(kind)).inc();
-        let now = Instant::now();
         let reason = error.to_string();
         let quiet = *lock(&self.quiet);
         let mut kinds = lock(&self.kinds);
         match kinds.get_mut(kind) {
             Some(failing) if now.duration_since(failing.last) < quiet => {
                 if now.duration_since(failing.warned) >= WARN_EVERY {
-                    tracing::warn!(kind, %reason, failing_for = ?failing.since.elapsed(), "watch still failing; retrying");
+                    tracing::warn!(kind, %reason, failing_for = ?now.duration_since(failing.since), "watch still failing; retrying");
                     failing.warned = now;
                 }
                 failing.reason = reason;
@@ -122,12 +131,22 @@ impl WatchHealth {
     /// The watches failing for longer than the bound (and still failing), each as
     /// `kind: reason (for …)`.
     pub fn stuck(&self) -> Vec<String> {
+        self.stuck_at(Instant::now())
+    }
+
+    /// [`WatchHealth::stuck`] at `now`.
+    pub(super) fn stuck_at(&self, now: Instant) -> Vec<String> {
         let bound = *lock(&self.stuck_after);
         let quiet = *lock(&self.quiet);
         lock(&self.kinds)
             .iter()
-            .filter(|(_, f)| f.since.elapsed() > bound && f.last.elapsed() < quiet)
-            .map(|(kind, f)| format!("{kind}: {} (for {:?})", f.reason, f.since.elapsed()))
+            .filter(|(_, f)| {
+                now.duration_since(f.since) > bound && now.duration_since(f.last) < quiet
+            })
+            .map(|(kind, f)| {
+                let failing_for = now.duration_since(f.since);
+                format!("{kind}: {} (for {failing_for:?})", f.reason)
+            })
             .collect()
     }
 }
@@ -171,7 +190,16 @@ impl Health {
 
     /// Why the operator is not healthy, if it is not.
     pub(super) fn problem(&self) -> Option<String> {
-        let stuck = self.watches.get().map(|w| w.stuck()).unwrap_or_default();
+        self.problem_at(Instant::now())
+    }
+
+    /// [`Health::problem`] at `now`.
+    pub(super) fn problem_at(&self, now: Instant) -> Option<String> {
+        let stuck = self
+            .watches
+            .get()
+            .map(|w| w.stuck_at(now))
+            .unwrap_or_default();
         (!stuck.is_empty()).then(|| format!("watches failing: {}", stuck.join("; ")))
     }
 }
