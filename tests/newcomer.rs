@@ -21,14 +21,13 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
-use support::control_plane::{ApiAccess, ControlPlane, POD_REACHABLE_IP};
+use support::control_plane::{ApiAccess, ControlPlane, pod_reachable_addr};
 use support::harness::{run_suite, table};
 use support::helm::{CHART, helm, helm_bin};
 use support::kstatus::{kstatus_bin, verdict};
@@ -63,20 +62,17 @@ struct Env {
 fn at_node(reference: &str, registries: &Registries) -> String {
     reference.replacen(
         &registries.basic.host,
-        &registries.basic.host_at(node_ip()),
+        &registries.basic.host_at(pod_reachable_addr()),
         1,
     )
-}
-
-fn node_ip() -> IpAddr {
-    IpAddr::V4(Ipv4Addr::from(POD_REACHABLE_IP))
 }
 
 fn prepare() -> Result<Env, String> {
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let distribution_layout = distribution_image(work.path())?;
     let operator_layout = operator_image().map_err(|e| e.to_string())?;
-    let registries = Registries::start_also_at(Some(node_ip())).map_err(|e| e.to_string())?;
+    let registries =
+        Registries::start_also_at(Some(pod_reachable_addr())).map_err(|e| e.to_string())?;
     let distribution = at_node(
         &push(&distribution_layout, "base64", &registries)?,
         &registries,
@@ -85,7 +81,7 @@ fn prepare() -> Result<Env, String> {
         &push_pinned(&operator_layout, "llama-stack-operator", &registries)?,
         &registries,
     );
-    let mirror = registries.basic.host_at(node_ip());
+    let mirror = registries.basic.host_at(pod_reachable_addr());
     let plane =
         ControlPlane::start_with_controllers_for(ApiAccess::Pods).map_err(|e| e.to_string())?;
     let ca_file = registries.dir.path().join("ca.pem");

@@ -39,14 +39,13 @@ llama_stack_test_support::seal_network!();
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::Failed;
 use serde_json::{Value, json};
-use support::control_plane::{ApiAccess, ControlPlane, POD_REACHABLE_IP, run_build_script};
+use support::control_plane::{ApiAccess, ControlPlane, pod_reachable_addr, run_build_script};
 use support::harness::{run_suite, table};
 use support::node::{PAUSE_IMAGE, RealNode, TrustedRegistry, operator_image};
 use support::node_stack::{
@@ -128,10 +127,6 @@ struct Env {
     _work: tempfile::TempDir,
 }
 
-fn node_ip() -> IpAddr {
-    IpAddr::V4(Ipv4Addr::from(POD_REACHABLE_IP))
-}
-
 fn prepare() -> Result<Env, String> {
     let e = |e: support::control_plane::Error| e.to_string();
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -142,9 +137,9 @@ fn prepare() -> Result<Env, String> {
 
     let starter_layout = ogx_starter_image()?;
     let operator_layout = operator_image().map_err(e)?;
-    let registries = Registries::start_also_at(Some(node_ip())).map_err(e)?;
+    let registries = Registries::start_also_at(Some(pod_reachable_addr())).map_err(e)?;
     let public = registries.start_public("public", true).map_err(e)?;
-    let mirror = registries.basic.host_at(node_ip());
+    let mirror = registries.basic.host_at(pod_reachable_addr());
     let at_node = |reference: String| reference.replacen(&registries.basic.host, &mirror, 1);
     copy_to_registry(
         &starter_layout,
@@ -152,7 +147,7 @@ fn prepare() -> Result<Env, String> {
         &format!("{}/{PUBLIC_STARTER}", public.host),
         &registries,
     )?;
-    let starter = format!("{}/{PUBLIC_STARTER}", public.host_at(node_ip()));
+    let starter = format!("{}/{PUBLIC_STARTER}", public.host_at(pod_reachable_addr()));
     let starter_repository = starter
         .rsplit_once(':')
         .map(|(repository, _tag)| repository.to_owned())
@@ -175,7 +170,7 @@ fn prepare() -> Result<Env, String> {
                 ca_file: ca_file.clone(),
             },
             TrustedRegistry {
-                host: public.host_at(node_ip()),
+                host: public.host_at(pod_reachable_addr()),
                 ca_file: ca_file.clone(),
             },
         ],

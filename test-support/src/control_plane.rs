@@ -158,6 +158,11 @@ const KUBERNETES_SERVICE_IP: [u8; 4] = [10, 96, 0, 1];
 /// gateway (`support::node::NODE_IP`).
 pub const POD_REACHABLE_IP: [u8; 4] = [10, 88, 0, 1];
 
+/// [`POD_REACHABLE_IP`] as an address: where Pods reach the host's registries and API server.
+pub fn pod_reachable_addr() -> std::net::IpAddr {
+    std::net::IpAddr::from(POD_REACHABLE_IP)
+}
+
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until `/readyz` answers `ok`.
     ///
