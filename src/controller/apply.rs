@@ -120,7 +120,13 @@ pub(super) async fn apply(
         None => apply_deployment(stack, ctx, deployment, current).await?,
     };
     let service_name = naming::service_name(stack.name);
-    sync_in::<Service>(client, index, ns, &service_name, Some(service), uid).await?;
+    let (_, written) =
+        sync_in::<Service>(client, index, ns, &service_name, Some(service), uid).await?;
+    // What the server's next read connects to, without reading the Service again.
+    if let Some(ip) = written.as_ref().and_then(super::observe::cluster_ip) {
+        ctx.servers
+            .note_address(uid, &ip, std::time::Instant::now());
+    }
     let policy_name = naming::network_policy_name(stack.name);
     sync_in::<NetworkPolicy>(
         client,

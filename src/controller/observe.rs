@@ -7,6 +7,7 @@ use kube::api::{Api, ListParams};
 
 use super::context::Context;
 use super::error::{ApiError, api_err};
+use super::owned_index::Known;
 use super::rollout;
 use super::server_info::ServerInfo;
 use super::stack::Stack;
@@ -112,27 +113,49 @@ pub(super) async fn server_info(
     Some(info)
 }
 
-async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
+/// The cluster IP of the stack's Service: the one noted when the operator last wrote or read
+/// it, while the Service's watch shows the version it checked; else read.
+async fn service_address(stack: &Stack<'_>, ctx: &Context) -> Result<String, String> {
     let ns = stack.namespace;
     let name = service_name(stack.name);
+    let as_checked = matches!(
+        ctx.owned.lookup("Service", ns, &name, stack.generation),
+        Known::Present(seen) if seen.checked()
+    );
+    let now = std::time::Instant::now();
+    if let Some(ip) = as_checked
+        .then(|| ctx.servers.address(stack.uid(), now))
+        .flatten()
+    {
+        return Ok(ip);
+    }
     let service = match Api::<Service>::namespaced(ctx.client.clone(), ns)
         .get_opt(&name)
         .await
     {
         Ok(Some(service)) => service,
-        Ok(None) => {
-            return ServerInfo::NotResponding(format!("Service {ns}/{name} does not exist"));
-        }
-        Err(e) => {
-            return ServerInfo::NotResponding(format!("cannot read Service {ns}/{name}: {e}"));
-        }
+        Ok(None) => return Err(format!("Service {ns}/{name} does not exist")),
+        Err(e) => return Err(format!("cannot read Service {ns}/{name}: {e}")),
     };
-    let Some(ip) = service
+    let ip =
+        cluster_ip(&service).ok_or_else(|| format!("Service {ns}/{name} has no cluster IP"))?;
+    ctx.servers.note_address(stack.uid(), &ip, now);
+    Ok(ip)
+}
+
+/// A Service's cluster IP, unless it has none (headless, or not yet given one).
+pub(super) fn cluster_ip(service: &Service) -> Option<String> {
+    service
         .spec
-        .and_then(|s| s.cluster_ip)
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
         .filter(|ip| !ip.is_empty() && ip != "None")
-    else {
-        return ServerInfo::NotResponding(format!("Service {ns}/{name} has no cluster IP"));
+}
+
+async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
+    let ip = match service_address(stack, ctx).await {
+        Ok(ip) => ip,
+        Err(why) => return ServerInfo::NotResponding(why),
     };
     let port = stack.networking.port;
     let scheme = if stack.networking.tls {

@@ -73,6 +73,11 @@ impl Providers {
 pub struct ServerProbe {
     http: Option<reqwest::Client>,
     last: Mutex<HashMap<String, LastRead>>,
+    /// Each stack's Service's cluster IP, as last written or read, and when it was last used:
+    /// a read of the server needs no read of its Service while the Service's watch shows the
+    /// version the operator checked (a cluster IP never changes; a Service made again is a new
+    /// version).
+    addresses: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 /// The last read of one stack's server.
@@ -112,6 +117,7 @@ impl Default for ServerProbe {
         Self {
             http,
             last: Mutex::new(HashMap::new()),
+            addresses: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -158,6 +164,22 @@ impl ServerProbe {
                 info,
             },
         );
+    }
+
+    /// Notes `ip` as the cluster IP of stack `uid`'s Service, and forgets those not used for
+    /// [`FORGET_AFTER`] (the stack deleted, or its Service read again by then).
+    pub fn note_address(&self, uid: &str, ip: &str, now: Instant) {
+        let mut addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+        addresses.retain(|_, (_, used)| now.duration_since(*used) < FORGET_AFTER);
+        addresses.insert(uid.to_owned(), (ip.to_owned(), now));
+    }
+
+    /// The cluster IP noted for stack `uid`'s Service, if any (and notes its use at `now`).
+    pub fn address(&self, uid: &str, now: Instant) -> Option<String> {
+        let mut addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+        let (ip, used) = addresses.get_mut(uid)?;
+        *used = now;
+        Some(ip.clone())
     }
 
     /// What the last read of stack `uid`'s server at `revision` found.
@@ -390,6 +412,38 @@ mod tests {
         assert_eq!(waits, [Some(10), Some(20), Some(40), None, None]);
         probe.record("u", "1", t0, &answered());
         assert_eq!(probe.retry_in("u"), None);
+    }
+
+    #[test]
+    fn a_services_address_is_kept_while_used_and_forgotten_after_a_long_silence() {
+        let probe = ServerProbe::default();
+        let t0 = Instant::now();
+        assert_eq!(probe.address("u", t0), None);
+        probe.note_address("u", "10.96.0.7", t0);
+        probe.note_address("gone", "10.96.0.8", t0);
+        assert_eq!(
+            probe.address("u", t0 + FORGET_AFTER / 2).as_deref(),
+            Some("10.96.0.7")
+        );
+        // Used half-way: kept past the first note's age; the unused one is forgotten.
+        probe.note_address(
+            "new",
+            "10.96.0.9",
+            t0 + FORGET_AFTER + Duration::from_secs(1),
+        );
+        assert_eq!(
+            probe
+                .address("u", t0 + FORGET_AFTER + Duration::from_secs(1))
+                .as_deref(),
+            Some("10.96.0.7")
+        );
+        assert_eq!(probe.address("gone", t0 + FORGET_AFTER), None);
+        // Noted again (the Service made again): the new address.
+        probe.note_address("u", "10.96.0.10", t0 + FORGET_AFTER * 2);
+        assert_eq!(
+            probe.address("u", t0 + FORGET_AFTER * 2).as_deref(),
+            Some("10.96.0.10")
+        );
     }
 
     #[test]
