@@ -552,9 +552,40 @@ fn a_new_distribution_name_changes_image_and_config_at_once(env: &Env) -> Result
         .map(|rs| image_and_config(&rs.spec.clone().unwrap().template.unwrap()))
         .collect();
     pairs.sort();
-    let mut expected = vec![(old_image, old_config), (new_image, new_config)];
+    let mut expected = vec![(old_image, old_config), (new_image, new_config.clone())];
     expected.sort();
     assert_eq!(pairs, expected, "only the old and the new pair ever ran");
+
+    // A third config: once its rollout settles, the first one goes (the newest two generated
+    // ConfigMaps stay), though the prune now lists only when the watches show something
+    // unnamed.
+    env.rt
+        .block_on(env.api::<LlamaStackDistribution>(ns).patch(
+            "moving",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resources": {"models": ["third"]}}})),
+        ))?;
+    let third = env.eventually("the third config's rollout", || async {
+        let d = env.api::<Deployment>(ns).get("moving").await.ok()?;
+        let (_, config) = image_and_config(&pod_template(&d));
+        (config != new_config).then_some(config)
+    })?;
+    let mut kept = vec![new_config.clone(), third];
+    kept.sort();
+    env.eventually("the first config pruned", || async {
+        let mut generated: Vec<String> = env
+            .api::<ConfigMap>(ns)
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .filter(|n| n.starts_with("moving-config-"))
+            .collect();
+        generated.sort();
+        (generated == kept).then_some(())
+    })?;
     Ok(())
 }
 
@@ -655,6 +686,15 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         needless.is_empty(),
         "a new stack read what it does not want: {needless:?} (all reads: {first:?})"
     );
+    // Nor lists its ConfigMaps or Secrets to prune them: the watches show that the stack
+    // controls nothing its template does not name.
+    let lists: Vec<String> = env.plane.audit_reads().map_err(|e| e.to_string())?[created..]
+        .iter()
+        .filter(|r| r["objectRef"]["namespace"] == ns && r["verb"] == "list")
+        .filter_map(|r| r["objectRef"]["resource"].as_str().map(str::to_owned))
+        .filter(|resource| ["configmaps", "secrets"].contains(&resource.as_str()))
+        .collect();
+    assert!(lists.is_empty(), "a new stack listed {lists:?} to prune");
     let before = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
     let llsds = env.api::<LlamaStackDistribution>(ns);
     env.rt.block_on(llsds.patch(

@@ -329,7 +329,7 @@ async fn prune_when_rollout_settles(
         ctx.pruned(key, (generation, settled));
         return Ok(());
     }
-    prune::prune(&ctx.client, stack, deployment, settled).await?;
+    prune::prune(&ctx.client, &ctx.owned, stack, deployment, settled).await?;
     ctx.pruned(key, (generation, settled));
     Ok(())
 }

@@ -295,6 +295,40 @@ impl OwnedIndex {
         }
     }
 
+    /// Whether every object of `kind` in `namespace` that the resource of uid `owner` controls,
+    /// as the watches of every door show them, is one of `names`; `None` while a watch that would
+    /// see one has not listed (or lists again). Objects of `owner` not yet seen are `names` it
+    /// just wrote, or not its own yet.
+    pub(super) fn all_named<'a>(
+        &self,
+        kind: &str,
+        namespace: &str,
+        owner: &str,
+        names: impl IntoIterator<Item = &'a String>,
+    ) -> Option<bool> {
+        let owner = digest64(owner);
+        let named: std::collections::HashSet<u128> =
+            names.into_iter().map(|n| key(kind, namespace, n)).collect();
+        let shards = self.shards.lock().ok()?;
+        let mut covered = false;
+        let mut all = true;
+        for ((shard_kind, scope, _), shard) in shards.iter() {
+            if *shard_kind != kind || scope.as_deref().is_some_and(|s| s != namespace) {
+                continue;
+            }
+            if !shard.answers() {
+                return None;
+            }
+            covered = true;
+            all &= shard
+                .entries()
+                .iter()
+                .filter(|(_, entry)| entry.controller == Some(owner))
+                .all(|(key, _)| named.contains(key));
+        }
+        covered.then_some(all)
+    }
+
     /// Records that a read, for a stack at `generation`, found no `namespace/name` the stack
     /// controls.
     pub(super) fn confirmed_absent(
@@ -405,6 +439,67 @@ mod tests {
         // A re-list in progress answers nothing until it is done.
         event(&index, "door", Event::Init);
         assert_eq!(index.lookup("Service", "ns", "b", Some(1)), Known::Unknown);
+    }
+
+    #[test]
+    fn whether_all_an_owner_controls_is_named_is_answered_once_every_door_has_listed() {
+        let index = OwnedIndex::default();
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(index.all_named("Service", "ns", "u", &names(&["a"])), None);
+        listed(
+            &index,
+            None,
+            vec![
+                object("a", "1", None, Some("u")),
+                object("x", "1", None, Some("other")),
+            ],
+        );
+        assert_eq!(
+            index.all_named("Service", "ns", "u", &names(&["a"])),
+            Some(true)
+        );
+        assert_eq!(
+            index.all_named("Service", "ns", "u", &names(&[])),
+            Some(false)
+        );
+        // Another owner's object needs no name.
+        assert_eq!(
+            index.all_named("Service", "ns", "other", &names(&["x"])),
+            Some(true)
+        );
+        // An object of the owner's in another door's watch counts too.
+        event(&index, "other-door", Event::Init);
+        assert_eq!(
+            index.all_named("Service", "ns", "u", &names(&["a"])),
+            None,
+            "a door still listing"
+        );
+        event(
+            &index,
+            "other-door",
+            Event::InitApply(object("b", "2", None, Some("u"))),
+        );
+        event(&index, "other-door", Event::InitDone);
+        assert_eq!(
+            index.all_named("Service", "ns", "u", &names(&["a"])),
+            Some(false)
+        );
+        assert_eq!(
+            index.all_named("Service", "ns", "u", &names(&["a", "b"])),
+            Some(true)
+        );
+        // Deleted: no longer there to name.
+        event(
+            &index,
+            "other-door",
+            Event::Delete(object("b", "3", None, Some("u"))),
+        );
+        assert_eq!(
+            index.all_named("Service", "ns", "u", &names(&["a"])),
+            Some(true)
+        );
+        // Another kind has no watch.
+        assert_eq!(index.all_named("Secret", "ns", "u", &names(&[])), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 
 use super::dereference::controlled_by;
 use super::error::{ApiError, api_err};
+use super::owned_index::OwnedIndex;
 use super::rollback;
 use super::stack::Stack;
 use crate::naming::{
@@ -110,7 +111,14 @@ impl Doomed {
 /// newest [`KEEP_GENERATED`] stay too. Pure.
 pub(super) fn doomed(candidates: &Candidates, referenced: &Referenced) -> Doomed {
     let mut generated: Vec<&Owned> = candidates.generated.iter().collect();
-    generated.sort_by_key(|o| std::cmp::Reverse(o.created.as_ref().map(|t| t.0)));
+    // Creation times have whole seconds: of configs made within one, those a revision names
+    // (the current one, the way back) count as the newer.
+    generated.sort_by_key(|o| {
+        (
+            std::cmp::Reverse(o.created.as_ref().map(|t| t.0)),
+            !referenced.config_maps.contains(&o.name),
+        )
+    });
     let unreferenced_config = |o: &&Owned| !referenced.config_maps.contains(&o.name);
     let config_maps = generated
         .into_iter()
@@ -170,14 +178,31 @@ fn candidates(
 /// Deletes what no revision that runs, the current template (`deployment`) nor the last Ready
 /// revision names. CA bundles and derived Secrets only once the rollout has `settled` (every
 /// replica updated): until then the Deployment controller may not have made the new ReplicaSet,
-/// and the old Pods read them.
+/// and the old Pods read them. Lists nothing when the owned objects' watches (`index`) show
+/// that everything the stack controls is named by the current template or the last Ready
+/// revision: nothing could go.
 pub(super) async fn prune(
     client: &kube::Client,
+    index: &OwnedIndex,
     stack: &Stack<'_>,
     deployment: &Deployment,
     settled: bool,
 ) -> Result<(), ApiError> {
     let (ns, name) = (stack.namespace, stack.name);
+    let mut referenced = Referenced::default();
+    if let Some(template) = deployment.spec.as_ref().map(|s| &s.template) {
+        referenced.add(template);
+    }
+    let last_ready = rollback::memory(stack).last_ready;
+    referenced
+        .config_maps
+        .extend(last_ready.as_ref().and_then(|r| r.config_map.clone()));
+    let all_named = |kind, names| index.all_named(kind, ns, stack.uid(), names) == Some(true);
+    if all_named("ConfigMap", &referenced.config_maps)
+        && (!settled || all_named("Secret", &referenced.secrets))
+    {
+        return Ok(());
+    }
     let lp = ListParams::default().labels(&owned_by_selector(name));
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
@@ -203,14 +228,6 @@ pub(super) async fn prune(
     if !settled {
         found.ca_bundles.clear();
     }
-    let mut referenced = Referenced::default();
-    if let Some(template) = deployment.spec.as_ref().map(|s| &s.template) {
-        referenced.add(template);
-    }
-    let last_ready = rollback::memory(stack).last_ready;
-    referenced
-        .config_maps
-        .extend(last_ready.as_ref().and_then(|r| r.config_map.clone()));
     if doomed(&found, &referenced).is_empty() {
         return Ok(());
     }
@@ -293,6 +310,28 @@ mod tests {
                 owned("s-derived-1111", 1),
                 owned("s-derived-2222", 2),
             ],
+        }
+    }
+
+    #[test]
+    fn of_configs_made_within_one_second_the_named_ones_count_as_newest() {
+        let mut referenced = Referenced::default();
+        referenced.add(&template("s-config-c", "", ""));
+        referenced.config_maps.insert("s-config-b".to_owned());
+        let same_second = |order: [&str; 3]| Candidates {
+            generated: order.iter().map(|name| owned(name, 7)).collect(),
+            ..Candidates::default()
+        };
+        for order in [
+            ["s-config-a", "s-config-b", "s-config-c"],
+            ["s-config-c", "s-config-a", "s-config-b"],
+            ["s-config-b", "s-config-c", "s-config-a"],
+        ] {
+            assert_eq!(
+                doomed(&same_second(order), &referenced).config_maps,
+                vec!["s-config-a".to_owned()],
+                "listed as {order:?}"
+            );
         }
     }
 

@@ -451,6 +451,8 @@ fn owned_objects<K: Watched>(
     let controller = owned.kind::<K, ConfigMap>(controller);
     let controller = owned.kind::<K, Service>(controller);
     let controller = owned.kind::<K, ServiceAccount>(controller);
+    // Derived Secrets: only for the index, so that a prune lists none when none can go.
+    let controller = owned.kind::<K, Secret>(controller);
     let controller = owned.kind::<K, NetworkPolicy>(controller);
     let controller = owned.kind::<K, Ingress>(controller);
     let controller = owned.kind::<K, HorizontalPodAutoscaler>(controller);
