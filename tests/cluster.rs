@@ -686,15 +686,16 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         needless.is_empty(),
         "a new stack read what it does not want: {needless:?} (all reads: {first:?})"
     );
-    // Nor lists its ConfigMaps or Secrets to prune them: the watches show that the stack
-    // controls nothing its template does not name.
+    // Nor lists its ConfigMaps or Secrets to prune them (the watches show that the stack
+    // controls nothing its template does not name), nor its ReplicaSets to judge its rollout's
+    // Pods (with no revision Ready before, no rollback can be due).
     let lists: Vec<String> = env.plane.audit_reads().map_err(|e| e.to_string())?[created..]
         .iter()
         .filter(|r| r["objectRef"]["namespace"] == ns && r["verb"] == "list")
         .filter_map(|r| r["objectRef"]["resource"].as_str().map(str::to_owned))
-        .filter(|resource| ["configmaps", "secrets"].contains(&resource.as_str()))
+        .filter(|resource| ["configmaps", "secrets", "replicasets"].contains(&resource.as_str()))
         .collect();
-    assert!(lists.is_empty(), "a new stack listed {lists:?} to prune");
+    assert!(lists.is_empty(), "a new stack listed {lists:?}");
     let before = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
     let llsds = env.api::<LlamaStackDistribution>(ns);
     env.rt.block_on(llsds.patch(
@@ -1082,6 +1083,20 @@ fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> 
                 .then_some(())
         })?;
     }
+    // Their Pods were listed for the status; their ReplicaSets never, to judge a rollback:
+    // with no revision Ready before, none can be due.
+    let replica_set_lists = env
+        .plane
+        .audit_reads()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .filter(|r| {
+            r["objectRef"]["namespace"] == ns
+                && r["verb"] == "list"
+                && r["objectRef"]["resource"] == "replicasets"
+        })
+        .count();
+    assert_eq!(replica_set_lists, 0, "ReplicaSets listed");
     Ok(())
 }
 

@@ -388,9 +388,9 @@ async fn look<'a>(
     let mut judgement = Judgement::Steady;
     if let Some(judged) = judged {
         // Only the newest revision's Pods are judged (its ReplicaSet is read for that, and only
-        // while Pods were listed: a rollout under way).
+        // while Pods were listed, a rollout under way, and a rollback is due on what they show).
         let newest = match pods.as_deref() {
-            Some(pods) if !pods.is_empty() => {
+            Some(pods) if !pods.is_empty() && rollback::judges_pods(stack, judged) => {
                 let sets = observe::replica_sets(stack, ctx)
                     .await
                     .map_err(Error::Observe)?;

@@ -115,44 +115,20 @@ fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, 
     (Some(rejected.generation) == stack.generation).then_some((rejected, last_ready))
 }
 
-/// Judges the Deployment as observed after the apply step (`pods`: its Pods, listed while a
-/// rollout is not complete).
+/// Judges the Deployment as observed after the apply step (`pods`: its newest revision's Pods,
+/// listed while a rollout is not complete).
 pub(super) fn judge(
     stack: &Stack<'_>,
     deployment: &Deployment,
     pods: &[Pod],
     now: jiff::Timestamp,
 ) -> Judgement {
-    let Some(revision) = revision_of(deployment) else {
-        return Judgement::Steady;
-    };
-    let last_ready = memory(stack).last_ready;
-    let remembered = last_ready
-        .as_ref()
-        .is_some_and(|l| l.desired_hash == revision.desired_hash);
-    let desired = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
-    let status = deployment.status.clone().unwrap_or_default();
-    let available = status.available_replicas.unwrap_or(0);
-    if rollout::complete(deployment) {
-        return if desired > 0 && !remembered {
-            Judgement::Ready(revision)
-        } else {
-            Judgement::Steady
-        };
-    }
-    let observed =
-        status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
-    let due = policy(stack) == RollbackPolicy::Automatic
-        && !remembered
-        && desired > 0
-        && available == 0
-        && observed;
-    let Some(last_ready) = last_ready.filter(|_| due) else {
-        return Judgement::Steady;
+    let (revision, last_ready) = match before_the_pods(stack, deployment) {
+        WithoutPods::Decided(judgement) => return judgement,
+        WithoutPods::Due {
+            revision,
+            last_ready,
+        } => (revision, last_ready),
     };
     // Past its deadline while a Pod waits for a node is a cluster out of room, not a revision
     // that cannot start: nothing is rolled back (the status says PodUnschedulable).
@@ -174,6 +150,62 @@ pub(super) fn judge(
             last_ready,
         },
         None => Judgement::Steady,
+    }
+}
+
+/// Whether [`judge`] looks at the Pods of `deployment`: only a rollback that is due does (a
+/// revision not yet Ready, with none of its replicas available, and one to return to); no other
+/// judgement needs them listed, nor the ReplicaSets that say which revision each Pod runs.
+pub(super) fn judges_pods(stack: &Stack<'_>, deployment: &Deployment) -> bool {
+    matches!(before_the_pods(stack, deployment), WithoutPods::Due { .. })
+}
+
+/// What [`judge`] comes to before it looks at the Pods.
+enum WithoutPods {
+    /// The judgement: the Pods change nothing.
+    Decided(Judgement),
+    /// A rollback is due if the Pods show that `revision` cannot start.
+    Due {
+        revision: RevisionStatus,
+        last_ready: RevisionStatus,
+    },
+}
+
+fn before_the_pods(stack: &Stack<'_>, deployment: &Deployment) -> WithoutPods {
+    let Some(revision) = revision_of(deployment) else {
+        return WithoutPods::Decided(Judgement::Steady);
+    };
+    let last_ready = memory(stack).last_ready;
+    let remembered = last_ready
+        .as_ref()
+        .is_some_and(|l| l.desired_hash == revision.desired_hash);
+    let desired = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let status = deployment.status.clone().unwrap_or_default();
+    let available = status.available_replicas.unwrap_or(0);
+    if rollout::complete(deployment) {
+        return WithoutPods::Decided(if desired > 0 && !remembered {
+            Judgement::Ready(revision)
+        } else {
+            Judgement::Steady
+        });
+    }
+    let observed =
+        status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
+    let due = policy(stack) == RollbackPolicy::Automatic
+        && !remembered
+        && desired > 0
+        && available == 0
+        && observed;
+    match last_ready.filter(|_| due) {
+        Some(last_ready) => WithoutPods::Due {
+            revision,
+            last_ready,
+        },
+        None => WithoutPods::Decided(Judgement::Steady),
     }
 }
 

@@ -6,9 +6,18 @@ use crate::api::v1alpha2::LlamaStackDistribution;
 /// The instant every judgement here is made at.
 const AT: jiff::Timestamp = jiff::Timestamp::constant(1_764_374_400, 0);
 
-/// [`super::judge`] at [`AT`].
+/// [`super::judge`] at [`AT`]; and where [`judges_pods`] says the Pods are not looked at (so
+/// they are not listed), the same judgement without them.
 fn judge(stack: &Stack<'_>, deployment: &Deployment, pods: &[Pod]) -> Judgement {
-    super::judge(stack, deployment, pods, AT)
+    let verdict = super::judge(stack, deployment, pods, AT);
+    if !judges_pods(stack, deployment) {
+        assert_eq!(
+            super::judge(stack, deployment, &[], AT),
+            verdict,
+            "judged without its Pods, as when they are not listed"
+        );
+    }
+    verdict
 }
 
 /// The view the rollback judgement takes.
@@ -153,6 +162,47 @@ fn never_leaves_the_crash_loop_to_a_person() {
         &[crash_looping()],
     );
     assert_eq!(verdict, Judgement::Steady);
+}
+
+#[test]
+fn the_pods_are_looked_at_only_when_a_rollback_is_due() {
+    let crashing = deployment(BAD, 1, rolling(0));
+    assert!(judges_pods(&view(&remembering(json!({}))), &crashing));
+    let not_due = [
+        (
+            "the first revision",
+            stack(json!({}), json!({})),
+            crashing.clone(),
+        ),
+        (
+            "replicas serving",
+            remembering(json!({})),
+            deployment(BAD, 1, rolling(1)),
+        ),
+        (
+            "the rollout complete",
+            remembering(json!({})),
+            deployment(BAD, 1, complete()),
+        ),
+        (
+            "the last Ready revision",
+            remembering(json!({})),
+            deployment(GOOD, 1, rolling(0)),
+        ),
+        (
+            "rollback: Never",
+            remembering(json!({"workload": {"rollback": "Never"}})),
+            crashing.clone(),
+        ),
+        (
+            "scaled to zero",
+            remembering(json!({})),
+            deployment(BAD, 0, rolling(0)),
+        ),
+    ];
+    for (case, cr, deployment) in not_due {
+        assert!(!judges_pods(&view(&cr), &deployment), "{case}");
+    }
 }
 
 #[test]
