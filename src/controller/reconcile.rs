@@ -379,18 +379,24 @@ async fn look<'a>(
         Some(applied) => applied.deployment.as_ref(),
         None => observed.deployment.as_ref(),
     };
-    let created_now = observed.deployment.is_none() && deployment.is_some();
-    let pods = observe::server_pods(stack, ctx, deployment, created_now)
-        .await
-        .map_err(Error::Observe)?;
     let judged = deployment
         .filter(|_| applied.is_some() && decision.next.as_ref().is_ok_and(|i| i.hold.is_none()));
+    let rollback_due = judged.is_some_and(|d| rollback::judges_pods(stack, d));
+    let wanted = observe::PodsWanted {
+        external_providers: stack.has_external_providers(),
+        rollout_waiting: observe::rollout_waiting(deployment, jiff::Timestamp::now()),
+        rollback_due,
+        created_now: observed.deployment.is_none() && deployment.is_some(),
+    };
+    let pods = observe::server_pods(stack, ctx, wanted)
+        .await
+        .map_err(Error::Observe)?;
     let mut judgement = Judgement::Steady;
     if let Some(judged) = judged {
         // Only the newest revision's Pods are judged (its ReplicaSet is read for that, and only
-        // while Pods were listed, a rollout under way, and a rollback is due on what they show).
+        // while a rollback is due on what they show).
         let newest = match pods.as_deref() {
-            Some(pods) if !pods.is_empty() && rollback::judges_pods(stack, judged) => {
+            Some(pods) if !pods.is_empty() && rollback_due => {
                 let sets = observe::replica_sets(stack, ctx)
                     .await
                     .map_err(Error::Observe)?;
