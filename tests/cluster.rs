@@ -686,14 +686,27 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         needless.is_empty(),
         "a new stack read what it does not want: {needless:?} (all reads: {first:?})"
     );
+    // Nor reads anything of its own that does not exist yet.
+    let missing: Vec<String> = env.plane.audit_reads().map_err(|e| e.to_string())?[created..]
+        .iter()
+        .filter(|r| r["objectRef"]["namespace"] == ns && r["responseStatus"]["code"] == 404)
+        .map(|r| format!("{}/{}", r["objectRef"]["resource"], r["objectRef"]["name"]))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "a new stack read what it has not made: {missing:?}"
+    );
     // Nor lists its ConfigMaps or Secrets to prune them (the watches show that the stack
     // controls nothing its template does not name), nor its ReplicaSets to judge its rollout's
-    // Pods (with no revision Ready before, no rollback can be due).
+    // Pods (with no revision Ready before, no rollback can be due), nor the Pods of a rollout
+    // that never went 10 s without progress.
     let lists: Vec<String> = env.plane.audit_reads().map_err(|e| e.to_string())?[created..]
         .iter()
         .filter(|r| r["objectRef"]["namespace"] == ns && r["verb"] == "list")
         .filter_map(|r| r["objectRef"]["resource"].as_str().map(str::to_owned))
-        .filter(|resource| ["configmaps", "secrets", "replicasets"].contains(&resource.as_str()))
+        .filter(|resource| {
+            ["configmaps", "secrets", "replicasets", "pods"].contains(&resource.as_str())
+        })
         .collect();
     assert!(lists.is_empty(), "a new stack listed {lists:?}");
     let before = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
@@ -1083,20 +1096,61 @@ fn pod_failures_reach_the_status_and_a_warning(env: &Env) -> Result<(), Failed> 
                 .then_some(())
         })?;
     }
-    // Their Pods were listed for the status; their ReplicaSets never, to judge a rollback:
-    // with no revision Ready before, none can be due.
-    let replica_set_lists = env
+    // The Pods of those without external providers were listed for the status, but not before
+    // their rollout went 10 s without progress (the Deployments' creation times have whole
+    // seconds, hence 8); the ReplicaSets of none, to judge a rollback: with no revision Ready
+    // before, none can be due.
+    let at = |event: &Value| {
+        event["requestReceivedTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    };
+    let created = env
         .plane
-        .audit_reads()
+        .audit_writes(OPERATOR_USER)
         .map_err(|e| e.to_string())?
         .iter()
-        .filter(|r| {
-            r["objectRef"]["namespace"] == ns
-                && r["verb"] == "list"
-                && r["objectRef"]["resource"] == "replicasets"
+        .filter(|w| {
+            w["objectRef"]["namespace"] == ns && w["objectRef"]["resource"] == "deployments"
         })
-        .count();
-    assert_eq!(replica_set_lists, 0, "ReplicaSets listed");
+        .find_map(at)
+        .ok_or("the Deployments' creation in the audit log")?;
+    let lists = |resource: &str, of: &[&str]| -> Result<Vec<jiff::Timestamp>, Failed> {
+        let selects = |uri: &str| {
+            of.iter().any(|name| {
+                uri.contains(&format!("instance%3D{name}%2C"))
+                    || uri.contains(&format!("instance={name},"))
+            })
+        };
+        Ok(env
+            .plane
+            .audit_reads()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .filter(|r| {
+                r["objectRef"]["namespace"] == ns
+                    && r["verb"] == "list"
+                    && r["objectRef"]["resource"] == resource
+                    && selects(r["requestURI"].as_str().unwrap_or_default())
+            })
+            .filter_map(at)
+            .collect())
+    };
+    let first_pod_list = lists("pods", &[CRASH_LOOP, IMAGE_PULL])?
+        .into_iter()
+        .min()
+        .ok_or("the Pods were listed")?;
+    let after = first_pod_list.duration_since(created);
+    assert!(
+        after >= jiff::SignedDuration::from_secs(8),
+        "Pods listed {after:?} after the first Deployment was made"
+    );
+    let every = [CRASH_LOOP, IMAGE_PULL, INIT_CRASH_LOOP];
+    assert_eq!(
+        lists("replicasets", &every)?,
+        Vec::new(),
+        "ReplicaSets listed"
+    );
     Ok(())
 }
 

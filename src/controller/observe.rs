@@ -13,13 +13,23 @@ use super::server_info::ServerInfo;
 use super::stack::Stack;
 use crate::naming::{owned_by_selector, service_name};
 
-/// The Deployment of the same name, if any.
+/// The Deployment of the same name, if any. Not read for a stack no operator has written a
+/// status for while the Deployments' watches see none of that name: none of its own can exist
+/// (see `write::Indexed::untouched`), and a stranger's of that name is found by the apply's
+/// write, as after a read.
 pub(super) async fn deployment(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Option<Deployment>, ApiError> {
     let ns = stack.namespace;
     let name = stack.name;
+    let unseen = matches!(
+        ctx.owned.lookup("Deployment", ns, name, stack.generation),
+        Known::Absent { .. }
+    );
+    if unseen && !stack.recorded.written {
+        return Ok(None);
+    }
     Api::<Deployment>::namespaced(ctx.client.clone(), ns)
         .get_opt(name)
         .await
