@@ -47,26 +47,6 @@ pub(super) async fn apply(
     observed: &Observed,
     keep_deployment: bool,
 ) -> Result<Applied, ApiError> {
-    // Every field named: an object added to `Desired` must be placed in this order here.
-    let Desired {
-        config_map,
-        deployment,
-        service,
-        service_account,
-        pvc,
-        ca_bundle,
-        network_policy,
-        ingress,
-        route,
-        hpa,
-        pdb,
-        derived_secret,
-        service_monitor,
-        prometheus_rule,
-    } = desired;
-    let ns = stack.namespace;
-    let uid = stack.uid();
-    let client = &ctx.client;
     // A stack moved in place: what the LlamaStackDistribution controlled is the OGXServer's
     // before anything else is written.
     let handing_over = hand_over::moving(stack, observed);
@@ -79,9 +59,59 @@ pub(super) async fn apply(
         let on = (stack.resource, stack.door);
         events::publish(ctx, on, EventType::Normal, Reason::MovedToOGXServer, note).await;
     }
+    // Objects just handed over are still in the old door's watches as the old stack's: this
+    // reconcile reads them all.
+    let index = (!handing_over).then_some(Indexed {
+        index: &ctx.owned,
+        generation: stack.generation,
+        untouched: !stack.recorded.written,
+    });
+    let pvc_phase = what_the_pods_need(stack, ctx, desired, observed, index).await?;
     let current = observed.deployment.as_ref();
     // A held rollback keeps the running Deployment; otherwise the built one is applied.
-    let kept = current.filter(|_| keep_deployment);
+    let deployment = match current.filter(|_| keep_deployment) {
+        Some(kept) => Some(kept.clone()),
+        None => apply_deployment(stack, ctx, &desired.deployment, current).await?,
+    };
+    let route_url = around_the_server(stack, ctx, desired, index).await?;
+    if let Some(deployment) = &deployment {
+        prune_when_rollout_settles(stack, ctx, deployment, current.is_none()).await?;
+    }
+    Ok(Applied {
+        deployment,
+        pvc_phase,
+        route_url,
+    })
+}
+
+/// Writes what the server Pods need before they start: the config, the derived Secret, the
+/// ServiceAccount, the CA bundle and the data volume. Returns the volume's claim phase.
+async fn what_the_pods_need(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    desired: &Desired,
+    observed: &Observed,
+    index: Option<Indexed<'_>>,
+) -> Result<Option<String>, ApiError> {
+    // Every field named: an object added to `Desired` is written here or in
+    // `around_the_server`, or said to be written elsewhere.
+    let Desired {
+        config_map,
+        deployment: _,
+        service: _,
+        service_account,
+        pvc,
+        ca_bundle,
+        network_policy: _,
+        ingress: _,
+        route: _,
+        hpa: _,
+        pdb: _,
+        derived_secret,
+        service_monitor: _,
+        prometheus_rule: _,
+    } = desired;
+    let (ns, uid, client) = (stack.namespace, stack.uid(), &ctx.client);
     if let Some(cm) = config_map
         && create_config_map_once(&Api::namespaced(client.clone(), ns), &ctx.owned, cm).await?
     {
@@ -91,13 +121,6 @@ pub(super) async fn apply(
         sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
     let sa_name = naming::managed_service_account_name(stack.name);
-    // Objects just handed over are still in the old door's watches as the old stack's: this
-    // reconcile reads them all.
-    let index = (!handing_over).then_some(Indexed {
-        index: &ctx.owned,
-        generation: stack.generation,
-        untouched: !stack.recorded.written,
-    });
     sync_in::<ServiceAccount>(client, index, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.
@@ -108,35 +131,48 @@ pub(super) async fn apply(
     // A volume taken over from another stack keeps its size: it was sized (and its class
     // chosen) for that stack, and a refused resize must not hold the server back.
     let grow = stack.adoption.claim.is_none();
-    let pvc_phase = match pvc {
+    match pvc {
         Some(pvc) => {
             let api = Api::namespaced(client.clone(), ns);
-            Some(sync_pvc(&api, pvc, observed.claim.as_ref(), grow).await?)
+            Ok(Some(
+                sync_pvc(&api, pvc, observed.claim.as_ref(), grow).await?,
+            ))
         }
-        None => None,
-    };
-    let deployment = match kept {
-        Some(kept) => Some(kept.clone()),
-        None => apply_deployment(stack, ctx, deployment, current).await?,
-    };
+        None => Ok(None),
+    }
+}
+
+/// Writes the objects around the running server: its Service (noting the cluster IP the next
+/// server read connects to), NetworkPolicy, Ingress or Route, HPA, PDB and, for an `OGXServer`,
+/// its monitoring. Returns where the stack is exposed, once known.
+async fn around_the_server(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    desired: &Desired,
+    index: Option<Indexed<'_>>,
+) -> Result<Option<String>, ApiError> {
+    let Desired {
+        service,
+        network_policy,
+        ingress,
+        route,
+        hpa,
+        pdb,
+        service_monitor,
+        prometheus_rule,
+        ..
+    } = desired;
+    let (ns, uid, client) = (stack.namespace, stack.uid(), &ctx.client);
     let service_name = naming::service_name(stack.name);
     let (_, written) =
         sync_in::<Service>(client, index, ns, &service_name, Some(service), uid).await?;
-    // What the server's next read connects to, without reading the Service again.
     if let Some(ip) = written.as_ref().and_then(super::observe::cluster_ip) {
         ctx.servers
             .note_address(uid, &ip, std::time::Instant::now());
     }
     let policy_name = naming::network_policy_name(stack.name);
-    sync_in::<NetworkPolicy>(
-        client,
-        index,
-        ns,
-        &policy_name,
-        network_policy.as_ref(),
-        uid,
-    )
-    .await?;
+    let policy = network_policy.as_ref();
+    sync_in::<NetworkPolicy>(client, index, ns, &policy_name, policy, uid).await?;
     let route_url = expose(stack, ctx, ingress.as_ref(), route.as_ref(), index).await?;
     let hpa_name = naming::hpa_name(stack.name);
     sync_in::<HorizontalPodAutoscaler>(client, index, ns, &hpa_name, hpa.as_ref(), uid).await?;
@@ -144,22 +180,10 @@ pub(super) async fn apply(
     sync_in::<PodDisruptionBudget>(client, index, ns, &pdb_name, pdb.as_ref(), uid).await?;
     // Only the OGX door has `monitoring`: LLSD stacks pay no reads for it.
     if matches!(stack.door, Door::OgxServer { .. }) {
-        monitor(
-            ctx,
-            stack,
-            service_monitor.as_ref(),
-            prometheus_rule.as_ref(),
-        )
-        .await?;
+        let (monitor_, rule) = (service_monitor.as_ref(), prometheus_rule.as_ref());
+        monitor(ctx, stack, monitor_, rule).await?;
     }
-    if let Some(deployment) = &deployment {
-        prune_when_rollout_settles(stack, ctx, deployment, current.is_none()).await?;
-    }
-    Ok(Applied {
-        deployment,
-        pvc_phase,
-        route_url,
-    })
+    Ok(route_url)
 }
 
 /// Applies the Deployment when its desired hash changed, with an Event saying what rolls out.

@@ -19,6 +19,7 @@ use super::error::{ApiError, api_err};
 use super::owned_index::OwnedIndex;
 use super::rollback;
 use super::stack::Stack;
+use crate::api::v1alpha2::RevisionStatus;
 use crate::naming::{
     ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix, owned_by_selector,
 };
@@ -188,27 +189,43 @@ pub(super) async fn prune(
     deployment: &Deployment,
     settled: bool,
 ) -> Result<(), ApiError> {
-    let (ns, name) = (stack.namespace, stack.name);
+    let last_ready = rollback::memory(stack).last_ready;
     let mut referenced = Referenced::default();
     if let Some(template) = deployment.spec.as_ref().map(|s| &s.template) {
         referenced.add(template);
     }
-    let last_ready = rollback::memory(stack).last_ready;
     referenced
         .config_maps
         .extend(last_ready.as_ref().and_then(|r| r.config_map.clone()));
-    let all_named = |kind, names| index.all_named(kind, ns, stack.uid(), names) == Some(true);
-    if all_named("ConfigMap", &referenced.config_maps)
-        && (!settled || all_named("Secret", &referenced.secrets))
+    let all_named = |kind, names| index.all_named(kind, stack.namespace, stack.uid(), names);
+    if all_named("ConfigMap", &referenced.config_maps) == Some(true)
+        && (!settled || all_named("Secret", &referenced.secrets) == Some(true))
     {
         return Ok(());
     }
+    let found = listed_candidates(client, stack, settled).await?;
+    if doomed(&found, &referenced).is_empty() {
+        return Ok(());
+    }
+    // Something may go: what the live revisions and the last Ready one name stays.
+    for template in kept_revisions(client, stack, last_ready.as_ref()).await? {
+        referenced.add(&template);
+    }
+    delete(client, stack.namespace, &doomed(&found, &referenced)).await
+}
+
+/// The candidates, as listed (metadata only): CA bundles and derived Secrets only once the
+/// rollout has `settled`.
+async fn listed_candidates(
+    client: &kube::Client,
+    stack: &Stack<'_>,
+    settled: bool,
+) -> Result<Candidates, ApiError> {
+    let (ns, name) = (stack.namespace, stack.name);
     let lp = ListParams::default().labels(&owned_by_selector(name));
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let owned_secrets = match settled {
         true => {
-            secrets
+            Api::<Secret>::namespaced(client.clone(), ns)
                 .list_metadata(&lp)
                 .await
                 .map_err(api_err(format!("list Secrets of {ns}/{name}")))?
@@ -216,45 +233,52 @@ pub(super) async fn prune(
         }
         false => Vec::new(),
     };
-    let mut found = candidates(
-        stack,
-        config_maps
-            .list_metadata(&lp)
-            .await
-            .map_err(api_err(format!("list ConfigMaps of {ns}/{name}")))?
-            .items,
-        owned_secrets,
-    );
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .list_metadata(&lp)
+        .await
+        .map_err(api_err(format!("list ConfigMaps of {ns}/{name}")))?
+        .items;
+    let mut found = candidates(stack, config_maps, owned_secrets);
     if !settled {
         found.ca_bundles.clear();
     }
-    if doomed(&found, &referenced).is_empty() {
-        return Ok(());
-    }
-    // Something may go: what the live revisions and the last Ready one name stays.
+    Ok(found)
+}
+
+/// The Pod templates of the revisions that run (a ReplicaSet with replicas) and of the last
+/// Ready one (`last_ready`), which a rollback returns to.
+async fn kept_revisions(
+    client: &kube::Client,
+    stack: &Stack<'_>,
+    last_ready: Option<&RevisionStatus>,
+) -> Result<Vec<PodTemplateSpec>, ApiError> {
+    let (ns, name) = (stack.namespace, stack.name);
     let replica_sets = Api::<ReplicaSet>::namespaced(client.clone(), ns)
-        .list(&lp)
+        .list(&ListParams::default().labels(&owned_by_selector(name)))
         .await
         .map_err(api_err(format!("list ReplicaSets of {ns}/{name}")))?
         .items;
     let live = replica_sets
         .iter()
         .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) > 0);
-    let remembered = last_ready
-        .as_ref()
-        .and_then(|r| rollback::replica_set_of(&replica_sets, &r.desired_hash));
-    for rs in live.chain(remembered) {
-        if let Some(template) = rs.spec.as_ref().and_then(|s| s.template.as_ref()) {
-            referenced.add(template);
-        }
-    }
-    let doomed = doomed(&found, &referenced);
+    let remembered =
+        last_ready.and_then(|r| rollback::replica_set_of(&replica_sets, &r.desired_hash));
+    Ok(live
+        .chain(remembered)
+        .filter_map(|rs| rs.spec.as_ref()?.template.clone())
+        .collect())
+}
+
+/// Deletes `doomed` in `ns`.
+async fn delete(client: &kube::Client, ns: &str, doomed: &Doomed) -> Result<(), ApiError> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     for cm in &doomed.config_maps {
         config_maps
             .delete(cm, &DeleteParams::default())
             .await
             .map_err(api_err(format!("delete ConfigMap {ns}/{cm}")))?;
     }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     for secret in &doomed.secrets {
         secrets
             .delete(secret, &DeleteParams::default())
