@@ -103,69 +103,58 @@ impl Metrics {
             "The operator's version (always 1)",
             Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
         );
-        let reconciles = Family::<ReconcileLabels, Counter>::default();
-        registry.register(
+        let reconciles = registered(
+            registry,
             "reconciles",
             "Reconciles of LlamaStackDistributions by result and reason",
-            reconciles.clone(),
+            Family::<ReconcileLabels, Counter>::default(),
         );
-        let durations = Family::<ResultLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.001, 2.0, 16))
-        });
-        registry.register(
+        let durations = registered(
+            registry,
             "reconcile_duration_seconds",
             "Time one reconcile took",
-            durations.clone(),
+            Family::<ResultLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 16))
+            }),
         );
-        let generations = Counter::default();
-        registry.register(
+        let generations = registered(
+            registry,
             "config_generations",
             "Generated config.yaml ConfigMaps created",
-            generations.clone(),
+            Counter::default(),
         );
-        let rollouts = Counter::default();
-        registry.register(
+        let rollouts = registered(
+            registry,
             "rollouts",
             "Deployment writes (creations and rollouts)",
-            rollouts.clone(),
+            Counter::default(),
         );
-        let rollbacks = Family::<StuckLabels, Counter>::default();
-        registry.register(
+        let rollbacks = registered(
+            registry,
             "rollbacks",
             "Automatic rollbacks to the last Ready revision, by why the new one could not start",
-            rollbacks.clone(),
+            Family::<StuckLabels, Counter>::default(),
         );
         registry.register_collector(Box::new(ResolverCollector(resolver)));
-        let watch_errors = Family::<WatchLabels, Counter>::default();
-        registry.register(
-            "watch_errors",
-            "Errors of the controller's watches, by kind (each is retried after a backoff)",
-            watch_errors.clone(),
-        );
-        let watch_relists = Family::<WatchLabels, Counter>::default();
-        registry.register(
-            "watch_relists",
-            "Full lists of the controller's watches, by kind: one at start, then one after each expired or broken watch",
-            watch_relists.clone(),
-        );
-        let stacks = Family::<PhaseLabels, Gauge>::default();
-        registry.register(
+        let stacks = registered(
+            registry,
             "stacks",
             "LlamaStackDistributions by status.phase, from the controller's cache at scrape time",
-            stacks.clone(),
+            Family::<PhaseLabels, Gauge>::default(),
         );
-        let stuck = Family::<StuckLabels, Gauge>::default();
-        registry.register(
+        let stuck = registered(
+            registry,
             "rollouts_stuck",
             "LlamaStackDistributions whose rollout cannot finish until a person acts, by reason (the previous revision keeps serving)",
-            stuck.clone(),
+            Family::<StuckLabels, Gauge>::default(),
         );
-        let settings_loaded = Gauge::default();
-        registry.register(
+        let settings_loaded = registered(
+            registry,
             "settings_loaded",
             "1 once the leader has read its settings (the operator ConfigMap and the signature key Secrets) and reconciles; 0 while it waits for them and reconciles nothing",
-            settings_loaded.clone(),
+            Gauge::default(),
         );
+        let watches = watch_health(registry);
         Self {
             registry: root,
             reconciles,
@@ -177,7 +166,7 @@ impl Metrics {
             stuck,
             settings_loaded,
             stack_sources: StackSources::default(),
-            watches: Arc::new(WatchHealth::new(watch_errors, watch_relists)),
+            watches,
         }
     }
 
@@ -345,6 +334,34 @@ impl Collector for ResolverCollector {
             None,
         )
     }
+}
+
+/// The watches' health, with its two counters registered.
+fn watch_health(registry: &mut Registry) -> Arc<WatchHealth> {
+    let watch_errors = registered(
+        registry,
+        "watch_errors",
+        "Errors of the controller's watches, by kind (each is retried after a backoff)",
+        Family::<WatchLabels, Counter>::default(),
+    );
+    let watch_relists = registered(
+        registry,
+        "watch_relists",
+        "Full lists of the controller's watches, by kind: one at start, then one after each expired or broken watch",
+        Family::<WatchLabels, Counter>::default(),
+    );
+    Arc::new(WatchHealth::new(watch_errors, watch_relists))
+}
+
+/// Registers `metric` under `name` with `help`, and returns it (a handle to the same values).
+fn registered<M: prometheus_client::registry::Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use llama_stack_resolver::add_pull_secret;
 use llama_stack_resolver::{CredentialSource, Keyring};
-use llama_stack_resolver::{Resolution, ResolveError};
+use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 
 use super::context::Context;
 use super::default_accounts::DEFAULT_ACCOUNT;
@@ -97,24 +97,13 @@ pub(super) async fn gather(
     let (keyring, pull_secrets) = pull_keyring(stack, ctx).await.map_err(Error::Plan)?;
     let resolver = ctx.resolver();
     let (reference, kept) = pin::choose(stack, &resolver, jiff::Timestamp::now());
+    let kept_image = kept.as_ref().map(|k| k.image);
     let (pull_secret_unusable, resolution) = match keyring {
         Err(why) => (Some(why), None),
-        Ok(keyring) => {
-            let (distribution, image_config) = (&stack.distribution, stack.image_config);
-            let resolved = match kept {
-                Some(kept) => {
-                    resolver
-                        .resolve_pinned(distribution, image_config, kept.image, &keyring)
-                        .await
-                }
-                None => {
-                    resolver
-                        .resolve_choosing(distribution, image_config, &keyring)
-                        .await
-                }
-            };
-            (None, Some(resolved))
-        }
+        Ok(keyring) => (
+            None,
+            Some(resolve(stack, &resolver, kept_image, &keyring).await),
+        ),
     };
     // The user's ConfigMap: the whole config (overrideConfig), or the base (baseConfig); the
     // schema allows one of them.
@@ -134,18 +123,7 @@ pub(super) async fn gather(
     let derived_secret = derived_secret(stack, ctx, &secrets)
         .await
         .map_err(Error::Dereference)?;
-    let mut ca_bundles = Vec::with_capacity(stack.networking.ca_bundles.len());
-    for (_, config) in &stack.networking.ca_bundles {
-        let ns = config
-            .config_map_namespace
-            .as_deref()
-            .unwrap_or(stack.namespace);
-        let name = &config.config_map_name;
-        let read = config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
-            .await
-            .map_err(Error::Dereference)?;
-        ca_bundles.push(read);
-    }
+    let ca_bundles = ca_bundles(stack, ctx).await?;
     let client_certificate = match stack.networking.client_identity {
         Some(identity) => {
             let (ns, name) = (stack.namespace, &identity.certificate.name);
@@ -155,17 +133,7 @@ pub(super) async fn gather(
         }
         None => None,
     };
-    let claim = match stack.storage {
-        Some(_) => {
-            let (ns, name) = (stack.namespace, stack.claim_name());
-            Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), ns)
-                .get_opt(&name)
-                .await
-                .map_err(api_err(format!("read PersistentVolumeClaim {ns}/{name}")))
-                .map_err(Error::Observe)?
-        }
-        None => None,
-    };
+    let claim = claim(stack, ctx).await?;
     let replica_sets = if rollback::may_restore(stack, deployment.as_ref()) {
         let sets = observe::replica_sets(stack, ctx)
             .await
@@ -191,6 +159,59 @@ pub(super) async fn gather(
         replica_sets,
         take_over,
     })
+}
+
+/// The distribution's image and base config: the pinned image while the pin is `kept`, else the
+/// one the resolver chooses now.
+async fn resolve(
+    stack: &Stack<'_>,
+    resolver: &Resolver,
+    kept: Option<&str>,
+    keyring: &Keyring,
+) -> Result<Resolution, Arc<ResolveError>> {
+    let (distribution, image_config) = (&stack.distribution, stack.image_config);
+    match kept {
+        Some(image) => {
+            resolver
+                .resolve_pinned(distribution, image_config, image, keyring)
+                .await
+        }
+        None => {
+            resolver
+                .resolve_choosing(distribution, image_config, keyring)
+                .await
+        }
+    }
+}
+
+/// The ConfigMaps `networking.tls` names as CA bundles, in its order (`None`: not found).
+async fn ca_bundles(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<Option<ConfigMap>>, Error> {
+    let mut bundles = Vec::with_capacity(stack.networking.ca_bundles.len());
+    for (_, config) in &stack.networking.ca_bundles {
+        let ns = config
+            .config_map_namespace
+            .as_deref()
+            .unwrap_or(stack.namespace);
+        let name = &config.config_map_name;
+        let read = config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
+            .await
+            .map_err(Error::Dereference)?;
+        bundles.push(read);
+    }
+    Ok(bundles)
+}
+
+/// The data volume's claim, with `workload.storage`.
+async fn claim(stack: &Stack<'_>, ctx: &Context) -> Result<Option<PersistentVolumeClaim>, Error> {
+    let Some(_) = stack.storage else {
+        return Ok(None);
+    };
+    let (ns, name) = (stack.namespace, stack.claim_name());
+    Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), ns)
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read PersistentVolumeClaim {ns}/{name}")))
+        .map_err(Error::Observe)
 }
 
 /// The credentials kubelet would use for the server Pod, and their Secret names: the pod template
