@@ -687,11 +687,18 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         "a new stack read what it does not want: {needless:?} (all reads: {first:?})"
     );
     // Nor reads anything of its own that does not exist yet.
-    let missing: Vec<String> = env.plane.audit_reads().map_err(|e| e.to_string())?[created..]
-        .iter()
-        .filter(|r| r["objectRef"]["namespace"] == ns && r["responseStatus"]["code"] == 404)
-        .map(|r| format!("{}/{}", r["objectRef"]["resource"], r["objectRef"]["name"]))
-        .collect();
+    let since_created = |chosen: &dyn Fn(&Value) -> bool| -> Result<Vec<String>, Failed> {
+        let reads = env.plane.audit_reads().map_err(|e| e.to_string())?;
+        Ok(reads[created..]
+            .iter()
+            .filter(|r| r["objectRef"]["namespace"] == ns && chosen(r))
+            .map(|r| {
+                let part = |key: &str| r["objectRef"][key].as_str().unwrap_or_default().to_owned();
+                format!("{}/{}", part("resource"), part("name"))
+            })
+            .collect())
+    };
+    let missing = since_created(&|r| r["responseStatus"]["code"] == 404)?;
     assert!(
         missing.is_empty(),
         "a new stack read what it has not made: {missing:?}"
@@ -700,14 +707,10 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
     // controls nothing its template does not name), nor its ReplicaSets to judge its rollout's
     // Pods (with no revision Ready before, no rollback can be due), nor the Pods of a rollout
     // that never went 10 s without progress.
-    let lists: Vec<String> = env.plane.audit_reads().map_err(|e| e.to_string())?[created..]
-        .iter()
-        .filter(|r| r["objectRef"]["namespace"] == ns && r["verb"] == "list")
-        .filter_map(|r| r["objectRef"]["resource"].as_str().map(str::to_owned))
-        .filter(|resource| {
-            ["configmaps", "secrets", "replicasets", "pods"].contains(&resource.as_str())
-        })
-        .collect();
+    let lists = since_created(&|r| {
+        let resource = r["objectRef"]["resource"].as_str().unwrap_or_default();
+        r["verb"] == "list" && ["configmaps", "secrets", "replicasets", "pods"].contains(&resource)
+    })?;
     assert!(lists.is_empty(), "a new stack listed {lists:?}");
     let before = env.plane.audit_reads().map_err(|e| e.to_string())?.len();
     let llsds = env.api::<LlamaStackDistribution>(ns);

@@ -164,6 +164,22 @@ fn object_key(
     )
 }
 
+/// The shards of `kind` whose watch covers `namespace`, across the doors; `None` while one of
+/// them has not listed (or lists again).
+fn covering<'a>(
+    shards: &'a HashMap<ShardId, Shard>,
+    kind: &str,
+    namespace: &str,
+) -> Option<Vec<&'a Shard>> {
+    shards
+        .iter()
+        .filter(|((shard_kind, scope, _), _)| {
+            *shard_kind == kind && scope.as_deref().is_none_or(|s| s == namespace)
+        })
+        .map(|(_, shard)| shard.answers().then_some(shard))
+        .collect()
+}
+
 impl OwnedIndex {
     /// Takes in one event of the watch of `kind` over `scope` for the door `managed_by`.
     pub(super) fn observe<K>(
@@ -244,16 +260,12 @@ impl OwnedIndex {
         let Ok(shards) = self.shards.lock() else {
             return Known::Unknown;
         };
-        let mut covered = false;
+        let Some(covering) = covering(&shards, kind, namespace) else {
+            return Known::Unknown;
+        };
+        let covered = !covering.is_empty();
         let mut found = None;
-        for ((shard_kind, scope, _), shard) in shards.iter() {
-            if *shard_kind != kind || scope.as_deref().is_some_and(|s| s != namespace) {
-                continue;
-            }
-            if !shard.answers() {
-                return Known::Unknown;
-            }
-            covered = true;
+        for shard in covering {
             if let Some(entry) = shard.entries().get(&key) {
                 // In two doors' watches at once (a hand-over under way): read it.
                 if found.is_some() {
@@ -310,23 +322,15 @@ impl OwnedIndex {
         let named: std::collections::HashSet<u128> =
             names.into_iter().map(|n| key(kind, namespace, n)).collect();
         let shards = self.shards.lock().ok()?;
-        let mut covered = false;
-        let mut all = true;
-        for ((shard_kind, scope, _), shard) in shards.iter() {
-            if *shard_kind != kind || scope.as_deref().is_some_and(|s| s != namespace) {
-                continue;
-            }
-            if !shard.answers() {
-                return None;
-            }
-            covered = true;
-            all &= shard
+        let covering = covering(&shards, kind, namespace)?;
+        let all = covering.iter().all(|shard| {
+            shard
                 .entries()
                 .iter()
                 .filter(|(_, entry)| entry.controller == Some(owner))
-                .all(|(key, _)| named.contains(key));
-        }
-        covered.then_some(all)
+                .all(|(key, _)| named.contains(key))
+        });
+        (!covering.is_empty()).then_some(all)
     }
 
     /// Records that a read, for a stack at `generation`, found no `namespace/name` the stack
