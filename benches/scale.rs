@@ -47,6 +47,16 @@ use support::control_plane::{ControlPlane, OPERATOR_USER, start_cluster_with_crd
 use support::kube_objects::{create_namespace, create_stack};
 use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, spawn_operator_with_env};
 
+/// How long the full bench watches the operator at rest after quiet, counting its reads.
+const AT_REST: Duration = Duration::from_secs(60);
+
+/// How long the bench waits for quiet (no write for this long), and then watches it at rest.
+#[derive(Clone, Copy)]
+struct Windows {
+    quiet: Duration,
+    rest: Option<Duration>,
+}
+
 /// Budget per stack from the first create until the operator is quiet (issue 20).
 const MAX_EVENTS_PER_STACK: f64 = 3.0;
 const MAX_WRITES_PER_STACK: f64 = 8.0;
@@ -73,6 +83,9 @@ struct Sample {
     /// resync.
     reads: usize,
     resync_reads: usize,
+    /// The operator's reads in a minute at rest after quiet (`None`: not measured, the smoke
+    /// test): a Ready stack's server is read once a minute, and each read is a reconcile.
+    rest_reads: Option<usize>,
     rss_resync_kib: u64,
     peak_kib: u64,
     node_ready: bool,
@@ -393,9 +406,13 @@ async fn measure(
     operator: &OperatorProcess,
     n: usize,
     port: u16,
-    quiet_window: Duration,
+    windows: Windows,
     kwok: bool,
 ) -> Sample {
+    let Windows {
+        quiet: quiet_window,
+        rest,
+    } = windows;
     let pid = operator.child.id();
     // Let the operator finish starting (watches listed, caches filled) before the idle reading.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -434,6 +451,22 @@ async fn measure(
     if debug::enabled() {
         debug::print_writes(plane, 0);
     }
+    let rest_reads = match rest {
+        Some(rest) => {
+            tokio::time::sleep(rest).await;
+            let at_rest = &reads(plane)[reads_until_quiet.len()..];
+            println!(
+                "{n}: reads in {} s at rest: {} ({:.2}/stack): {}",
+                rest.as_secs(),
+                at_rest.len(),
+                at_rest.len() as f64 / n as f64,
+                reads_by_resource(at_rest)
+            );
+            Some(at_rest.len())
+        }
+        None => None,
+    };
+    let reads_before_resync = reads(plane).len();
     let rss_quiet_kib = rss_kib(pid).resident;
     println!("{n}: {}", object_bytes(client).await);
     #[cfg(feature = "heap-profile")]
@@ -449,7 +482,7 @@ async fn measure(
     tokio::time::sleep(Duration::from_secs(3)).await;
     let resync_writes = writes(plane).0.saturating_sub(writes_total);
     let all_reads = reads(plane);
-    let resync_reads = &all_reads[reads_until_quiet.len().min(all_reads.len())..];
+    let resync_reads = &all_reads[reads_before_resync.min(all_reads.len())..];
     println!(
         "{n}: reads during the resync: {} ({:.1}/stack): {}",
         resync_reads.len(),
@@ -481,6 +514,7 @@ async fn measure(
         resync_writes,
         reads: reads_until_quiet.len(),
         resync_reads: resync_reads.len(),
+        rest_reads,
         rss_resync_kib: after.resident,
         peak_kib: after.peak,
         node_ready: !kwok || node_ready(client).await,
@@ -514,7 +548,7 @@ async fn serve_v1alpha2_only(client: &kube::Client) {
 }
 
 /// One size on a cluster and operator of its own, so that each figure is that size's alone.
-fn run_size(n: usize, port: u16, quiet_window: Duration, kwok: bool) -> Sample {
+fn run_size(n: usize, port: u16, windows: Windows, kwok: bool) -> Sample {
     let (plane, rt, client) = if kwok {
         start_cluster_with_crd()
     } else {
@@ -547,15 +581,7 @@ fn run_size(n: usize, port: u16, quiet_window: Duration, kwok: bool) -> Sample {
         &env,
     )
     .expect("operator process");
-    let sample = rt.block_on(measure(
-        &plane,
-        &client,
-        &operator,
-        n,
-        port,
-        quiet_window,
-        kwok,
-    ));
+    let sample = rt.block_on(measure(&plane, &client, &operator, n, port, windows, kwok));
     println!("{}", row(&sample));
     sample
 }
@@ -576,8 +602,13 @@ fn row(s: &Sample) -> String {
         (true, true) => "Ready",
         (true, false) => "NOT Ready",
     };
+    let per_minute = AT_REST.as_secs_f64() / 60.0;
+    let rest = s
+        .rest_reads
+        .map(|r| format!("{:.2}/stack/min", r as f64 / n / per_minute))
+        .unwrap_or_default();
     format!(
-        "| {} | {kwok} | {:.1} s | {:.1} s | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {} ({:.1}/stack) | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1}/stack | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
+        "| {} | {kwok} | {:.1} s | {:.1} s | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {} ({:.1}/stack) | {rest} | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1}/stack | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
         s.stacks,
         s.created.as_secs_f64(),
         s.deployments.as_secs_f64(),
@@ -606,7 +637,7 @@ fn row(s: &Sample) -> String {
 
 fn table(samples: &[Sample]) -> String {
     let mut out = String::from(
-        "| stacks | kwok node | created in | every Deployment after | all Ready after | operator writes until quiet | of which Events | status patches | operator reads until quiet | RSS idle | RSS quiet | full resync: reconciles | resync writes | resync reads | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| stacks | kwok node | created in | every Deployment after | all Ready after | operator writes until quiet | of which Events | status patches | operator reads until quiet | reads at rest | RSS idle | RSS quiet | full resync: reconciles | resync writes | resync reads | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for s in samples {
         let _ = writeln!(out, "{}", row(s));
@@ -661,8 +692,12 @@ fn main() {
         Err(_) if full => vec![100, 300, 1000],
         Err(_) => vec![3],
     };
-    // Longer than the server-info probe's period (60 s): its re-reads must not write either.
-    let quiet_window = Duration::from_secs(if full { 70 } else { 20 });
+    let windows = Windows {
+        // Longer than the server-info probe's period (60 s): its re-reads must not write either.
+        quiet: Duration::from_secs(if full { 70 } else { 20 }),
+        // A minute at rest after quiet, whose reads are reported per stack (a full run only).
+        rest: full.then_some(AT_REST),
+    };
     println!("operator binary: {}", operator_binary().display());
     let shared =
         support::shared_server::start().expect("the llama-stack server every stack reaches");
@@ -674,7 +709,7 @@ fn main() {
         v.trim().parse().expect("LLSO_SCALE_KWOK_MAX: a number")
     });
     for &n in &sizes {
-        let sample = run_size(n, shared.port, quiet_window, n <= kwok_max);
+        let sample = run_size(n, shared.port, windows, n <= kwok_max);
         broken.extend(budget_violations(&sample));
         samples.push(sample);
     }

@@ -1,7 +1,7 @@
 //! The config half of a decision (pure): from the resolution and the user's ConfigMap as
 //! gathered, which image runs which config, with what the user should know about it.
 
-use llama_stack_resolver::FailureKind;
+use llama_stack_resolver::{FailureKind, Resolution, ResolveError};
 use std::sync::Arc;
 
 use llama_stack_resolver::base_config::BaseConfig;
@@ -134,56 +134,8 @@ pub(super) fn plan(
         named => (None, named),
     };
     let planned = match whole {
-        Some(over) => {
-            // The user's config needs no base config: the image is only pinned, labels optional.
-            let (image, server, stale) = match resolved {
-                Ok(resolution) => {
-                    pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
-                    let stale = resolution.stale.as_ref().map(ToString::to_string);
-                    let server = stack.server(resolution.config.server);
-                    (resolution.image.clone(), server, stale)
-                }
-                Err(e) => match e.pinned_without_config() {
-                    Some(pinned) => (pinned.to_owned(), stack.server(None), None),
-                    None => return Err(resolve_failure(e)),
-                },
-            };
-            override_config(stack, observed, over, image, server, stale)?
-        }
-        None => match resolved {
-            Ok(resolution) => {
-                pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
-                match base {
-                    Some(base) => {
-                        let stale = resolution.stale.as_ref().map(ToString::to_string);
-                        let image = (resolution.image.clone(), resolution.config.server);
-                        generate_on_config_map(stack, observed, base, image, stale)?
-                    }
-                    None => generate_from(stack, resolution)?,
-                }
-            }
-            Err(e) => match (e.pinned_without_config(), base) {
-                // An image without config labels: the user's base config is all it needs.
-                (Some(pinned), Some(base)) => {
-                    let image = (pinned.to_owned(), None);
-                    generate_on_config_map(stack, observed, base, image, None)?
-                }
-                (Some(pinned), None) => match server_run::image_own(stack, stack.server(None)) {
-                    Ok(run) => {
-                        warnings.extend(image_config_warnings(stack));
-                        planned(run, pinned.to_owned(), ConfigSource::Image, None)
-                    }
-                    Err(field) => {
-                        return Err(Failure {
-                            reason: Reason::BaseConfigRequired,
-                            message: base_config_required(pinned, field),
-                            image: None,
-                        });
-                    }
-                },
-                (None, _) => return Err(resolve_failure(e)),
-            },
-        },
+        Some(over) => over_user_config(stack, observed, over, running, resolved)?,
+        None => generated(stack, observed, base, running, resolved, &mut warnings)?,
     };
     Ok(Planned {
         pull_secrets: observed.pull_secrets.clone(),
@@ -191,6 +143,74 @@ pub(super) fn plan(
         warnings,
         ..planned
     })
+}
+
+/// The user's whole config (`overrideConfig`): it needs no base config, so the image is only
+/// pinned and its labels are optional.
+fn over_user_config(
+    stack: &Stack<'_>,
+    observed: &Observed,
+    over: UserConfigMap<'_>,
+    running: Option<&str>,
+    resolved: &Result<Resolution, Arc<ResolveError>>,
+) -> Result<Planned, Failure> {
+    let (image, server, stale) = match resolved {
+        Ok(resolution) => {
+            pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
+            let stale = resolution.stale.as_ref().map(ToString::to_string);
+            let server = stack.server(resolution.config.server);
+            (resolution.image.clone(), server, stale)
+        }
+        Err(e) => match e.pinned_without_config() {
+            Some(pinned) => (pinned.to_owned(), stack.server(None), None),
+            None => return Err(resolve_failure(e)),
+        },
+    };
+    override_config(stack, observed, over, image, server, stale)
+}
+
+/// A generated config: on the user's base config (`base`), else on the image's; an image
+/// without config labels runs its own config when the spec needs nothing generated.
+fn generated(
+    stack: &Stack<'_>,
+    observed: &Observed,
+    base: Option<UserConfigMap<'_>>,
+    running: Option<&str>,
+    resolved: &Result<Resolution, Arc<ResolveError>>,
+    warnings: &mut Vec<String>,
+) -> Result<Planned, Failure> {
+    match resolved {
+        Ok(resolution) => {
+            pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
+            match base {
+                Some(base) => {
+                    let stale = resolution.stale.as_ref().map(ToString::to_string);
+                    let image = (resolution.image.clone(), resolution.config.server);
+                    generate_on_config_map(stack, observed, base, image, stale)
+                }
+                None => generate_from(stack, resolution),
+            }
+        }
+        Err(e) => match (e.pinned_without_config(), base) {
+            // An image without config labels: the user's base config is all it needs.
+            (Some(pinned), Some(base)) => {
+                let image = (pinned.to_owned(), None);
+                generate_on_config_map(stack, observed, base, image, None)
+            }
+            (Some(pinned), None) => match server_run::image_own(stack, stack.server(None)) {
+                Ok(run) => {
+                    warnings.extend(image_config_warnings(stack));
+                    Ok(planned(run, pinned.to_owned(), ConfigSource::Image, None))
+                }
+                Err(field) => Err(Failure {
+                    reason: Reason::BaseConfigRequired,
+                    message: base_config_required(pinned, field),
+                    image: None,
+                }),
+            },
+            (None, _) => Err(resolve_failure(e)),
+        },
+    }
 }
 
 /// What blocks a stack whose config could not be planned. When the image a name resolves to

@@ -188,38 +188,7 @@ impl Report {
 
     /// The config half of the status after a successful apply.
     fn config_applied(&mut self, stack: &Stack<'_>, planned: &Planned) {
-        let counts = format!(
-            "{} providers and {} models",
-            planned.generated.provider_count, planned.generated.resource_count
-        );
-        let (reason, what) = match &planned.mount {
-            ServerConfig::Image => (
-                Reason::ImageOwnConfig,
-                format!(
-                    "Running the config of image {} with its own entrypoint: the image has no config labels (com.ogx.config.* or io.llamastack.config.*), the operator no embedded config for it, and the resource asks for nothing to generate",
-                    planned.image
-                ),
-            ),
-            ServerConfig::User { config_map, key } => (
-                Reason::ConfigGenerationSucceeded,
-                format!("Using {key} of ConfigMap {config_map} with {counts}"),
-            ),
-            ServerConfig::Generated(_) => (
-                Reason::ConfigGenerationSucceeded,
-                format!("Generated config.yaml with {counts}"),
-            ),
-        };
-        let message = match &planned.stale {
-            Some(why) => format!(
-                "{what} (registry unreachable, using {}: {why})",
-                planned.image
-            ),
-            None => what,
-        };
-        let message = match planned.warnings.as_slice() {
-            [] => message,
-            warnings => format!("{message}; {}", warnings.join("; ")),
-        };
+        let (reason, message) = config_message(planned);
         let conditions = &mut self.conditions;
         conditions.set(ConditionType::ConfigGenerated, true, reason, message);
         let cm_name = planned.mount.config_map().map(str::to_owned);
@@ -249,8 +218,12 @@ impl Report {
                 .ok()
                 .filter(|_| cm_name.is_some()),
         });
-        // When the image last changed (a lookup that finds the same digest changes nothing, so
-        // a quiet cluster writes no status).
+        self.resolved_distribution(planned);
+    }
+
+    /// `status.resolvedDistribution`: the image the plan runs, and when it last changed (a
+    /// lookup that finds the same digest changes nothing, so a quiet cluster writes no status).
+    fn resolved_distribution(&mut self, planned: &Planned) {
         let previous = self.status.resolved_distribution.take().unwrap_or_default();
         let pinned_at = previous
             .pinned_at
@@ -746,6 +719,44 @@ async fn write(
             .map(drop),
     }
     .map_err(api_err(what))
+}
+
+/// `ConfigGenerated`'s reason and message for a plan: where the config comes from, what it holds,
+/// whether the registry was reachable, and the plan's warnings.
+fn config_message(planned: &Planned) -> (Reason, String) {
+    let counts = format!(
+        "{} providers and {} models",
+        planned.generated.provider_count, planned.generated.resource_count
+    );
+    let (reason, what) = match &planned.mount {
+        ServerConfig::Image => (
+            Reason::ImageOwnConfig,
+            format!(
+                "Running the config of image {} with its own entrypoint: the image has no config labels (com.ogx.config.* or io.llamastack.config.*), the operator no embedded config for it, and the resource asks for nothing to generate",
+                planned.image
+            ),
+        ),
+        ServerConfig::User { config_map, key } => (
+            Reason::ConfigGenerationSucceeded,
+            format!("Using {key} of ConfigMap {config_map} with {counts}"),
+        ),
+        ServerConfig::Generated(_) => (
+            Reason::ConfigGenerationSucceeded,
+            format!("Generated config.yaml with {counts}"),
+        ),
+    };
+    let message = match &planned.stale {
+        Some(why) => format!(
+            "{what} (registry unreachable, using {}: {why})",
+            planned.image
+        ),
+        None => what,
+    };
+    let message = match planned.warnings.as_slice() {
+        [] => message,
+        warnings => format!("{message}; {}", warnings.join("; ")),
+    };
+    (reason, message)
 }
 
 #[cfg(test)]

@@ -270,6 +270,47 @@ fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 
     })
 }
 
+/// An OGXServer of the same name takes the stack over, and one of another name may take its
+/// objects: the LlamaStackDistributions it names are told at once (`seen` learns that one
+/// exists). Their metadata is kept in the store returned, apart from the OGX controller's cache
+/// (which starts later): a stack's stand-down is decided on a synced list from the first
+/// reconcile on.
+fn stacks_named_by_ogx_servers(
+    controller: Controller<LlamaStackDistribution>,
+    ctx: &Arc<Context>,
+    scope: Option<&str>,
+    seen: watch::Sender<bool>,
+) -> (
+    Controller<LlamaStackDistribution>,
+    Store<PartialObjectMeta<OGXServer>>,
+) {
+    let (servers_seen, servers_writer) = reflector::store();
+    let servers = resilient(
+        watcher(
+            scoped::<PartialObjectMeta<OGXServer>>(&ctx.client, scope),
+            watcher::Config::default(),
+        ),
+        "OGXServer",
+        ctx.metrics.watches(),
+    )
+    .reflect(servers_writer)
+    .touched_objects();
+    let controller = controller.watches_stream(servers, move |server| {
+        seen.send_replace(true);
+        let ns = server.metadata.namespace.clone().unwrap_or_default();
+        let name = server.metadata.name.clone().unwrap_or_default();
+        let annotations = server.metadata.annotations.as_ref();
+        let named = super::adoption::requests(&name, annotations).unwrap_or_default();
+        std::iter::once(name)
+            .chain(named.storage)
+            .chain(named.networking)
+            .filter(|n| !n.is_empty())
+            .map(move |n| ObjectRef::<LlamaStackDistribution>::new(&n).within(&ns))
+            .collect::<Vec<_>>()
+    });
+    (controller, servers_seen)
+}
+
 /// The LlamaStackDistributions' controller over one scope. With `seen`, OGXServers are served:
 /// their metadata is watched and kept, a LlamaStackDistribution with one of the same name (or
 /// named by one's adoption annotations) stands down and is looked at again when one appears, and
@@ -318,35 +359,9 @@ async fn run_stacks(
         .reconcile_all_on(on_trigger(triggered));
     let mut ogx_servers = None;
     if let Some(seen) = seen {
-        // An OGXServer of the same name takes the stack over, and one of another name may take
-        // its objects: the LlamaStackDistributions it names are told at once. Their metadata is
-        // kept here, apart from the OGX controller's cache (which starts later): a stack's
-        // stand-down is decided on a synced list from the first reconcile on.
-        let (servers_seen, servers_writer) = reflector::store();
-        ogx_servers = Some(servers_seen);
-        let servers = resilient(
-            watcher(
-                scoped::<PartialObjectMeta<OGXServer>>(&client, scope),
-                watcher::Config::default(),
-            ),
-            "OGXServer",
-            health.clone(),
-        )
-        .reflect(servers_writer)
-        .touched_objects();
-        controller = controller.watches_stream(servers, move |server| {
-            seen.send_replace(true);
-            let ns = server.metadata.namespace.clone().unwrap_or_default();
-            let name = server.metadata.name.clone().unwrap_or_default();
-            let annotations = server.metadata.annotations.as_ref();
-            let named = super::adoption::requests(&name, annotations).unwrap_or_default();
-            std::iter::once(name)
-                .chain(named.storage)
-                .chain(named.networking)
-                .filter(|n| !n.is_empty())
-                .map(move |n| ObjectRef::<LlamaStackDistribution>::new(&n).within(&ns))
-                .collect::<Vec<_>>()
-        });
+        let (with_servers, servers) = stacks_named_by_ogx_servers(controller, &ctx, scope, seen);
+        controller = with_servers;
+        ogx_servers = Some(servers);
     }
     let controller = owned_objects(controller, &ctx, scope, FIELD_MANAGER);
     let controller = default_accounts(controller, &ctx, scope, FIELD_MANAGER, in_namespace);

@@ -370,7 +370,24 @@ fn network(
     networking: &crate::api::v1alpha2::NetworkingSpec,
     guarded: bool,
 ) -> Result<ogx::NetworkSpec, Untranslatable> {
-    let expose = match &networking.expose {
+    let expose = exposure(networking)?;
+    let policy = policy(networking, guarded);
+    let tls = networking.tls.as_ref().filter(|t| t.enabled);
+    Ok(ogx::NetworkSpec {
+        port: Some(networking.port),
+        tls: tls.map(|t| ogx::TlsSpec {
+            secret_name: t.secret_name.clone().unwrap_or_default(),
+        }),
+        external_access: expose,
+        policy,
+    })
+}
+
+/// `networking.expose` as OGXServer's external access; an ingress class it cannot say is refused.
+fn exposure(
+    networking: &crate::api::v1alpha2::NetworkingSpec,
+) -> Result<Option<ogx::ExternalAccessConfig>, Untranslatable> {
+    Ok(match &networking.expose {
         None | Some(BoolOrObject::Bool(false)) => None,
         Some(BoolOrObject::Bool(true)) => Some(ogx::ExternalAccessConfig {
             enabled: Some(true),
@@ -394,8 +411,17 @@ fn network(
                     .map(|secret_name| ogx::TlsSpec { secret_name }),
             })
         }
-    };
-    let policy = match (&networking.allowed_from, &networking.policy) {
+    })
+}
+
+/// `networking.allowedFrom` and `networking.policy` as OGXServer's network policy. `None` leaves
+/// OGXServer's default (a policy it makes); with neither given and not `guarded`, the policy is
+/// turned off.
+fn policy(
+    networking: &crate::api::v1alpha2::NetworkingSpec,
+    guarded: bool,
+) -> Option<ogx::NetworkPolicySpec> {
+    match (&networking.allowed_from, &networking.policy) {
         // No policy: OGXServer makes one unless told not to.
         (None, None) if guarded => None,
         (None, None) => Some(ogx::NetworkPolicySpec {
@@ -442,16 +468,7 @@ fn network(
             };
             (rules != ogx::NetworkPolicySpec::default()).then_some(rules)
         }
-    };
-    let tls = networking.tls.as_ref().filter(|t| t.enabled);
-    Ok(ogx::NetworkSpec {
-        port: Some(networking.port),
-        tls: tls.map(|t| ogx::TlsSpec {
-            secret_name: t.secret_name.clone().unwrap_or_default(),
-        }),
-        external_access: expose,
-        policy,
-    })
+    }
 }
 
 fn trust(

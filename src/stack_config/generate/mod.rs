@@ -270,19 +270,7 @@ pub fn generate_merging(
     models: ModelMerge,
 ) -> Result<GeneratedConfig, GenerateError> {
     let mut config = Map::clone(&base.document);
-    // A config that declares its version may leave the providers to the spec (the OGX
-    // operator's minimal base configs do); anything else without them is not a config.
-    match config.get("providers") {
-        Some(Value::Object(_)) => {}
-        None if config.contains_key("version") => {
-            config.insert("providers".to_owned(), Value::Object(Map::new()));
-        }
-        _ => {
-            return Err(GenerateError::BaseConfig(
-                "it has no providers mapping (and no version)".to_owned(),
-            ));
-        }
-    }
+    ensure_providers_mapping(&mut config)?;
     let config_version = base.version;
     let before = base_provider_ids(&base.document);
     let mut ctx = Ctx {
@@ -318,11 +306,7 @@ pub fn generate_merging(
     if !ctx.errors.is_empty() {
         return Err(GenerateError::Invalid(ctx.errors));
     }
-    let provider_count = config
-        .get("providers")
-        .and_then(Value::as_object)
-        .map(|p| p.values().filter_map(Value::as_array).map(Vec::len).sum())
-        .unwrap_or(0);
+    let provider_count = provider_count(&config);
     // Nothing to generate: the distribution's config is used byte for byte.
     let untouched = spec.providers.is_none()
         && spec.resources.is_none()
@@ -350,4 +334,29 @@ pub fn generate_merging(
         config_version,
         warnings: ctx.warnings,
     })
+}
+
+/// Makes sure `config` has a `providers` mapping: a config that declares its version may leave
+/// the providers to the spec (the OGX operator's minimal base configs do); anything else without
+/// them is not a config.
+fn ensure_providers_mapping(config: &mut Map<String, Value>) -> Result<(), GenerateError> {
+    match config.get("providers") {
+        Some(Value::Object(_)) => Ok(()),
+        None if config.contains_key("version") => {
+            config.insert("providers".to_owned(), Value::Object(Map::new()));
+            Ok(())
+        }
+        _ => Err(GenerateError::BaseConfig(
+            "it has no providers mapping (and no version)".to_owned(),
+        )),
+    }
+}
+
+/// How many providers `config` configures, over every API.
+fn provider_count(config: &Map<String, Value>) -> usize {
+    config
+        .get("providers")
+        .and_then(Value::as_object)
+        .map(|p| p.values().filter_map(Value::as_array).map(Vec::len).sum())
+        .unwrap_or(0)
 }

@@ -259,6 +259,57 @@ fn int_or_string(value: &IntOrString) -> Value {
     }
 }
 
+/// Warns that `inference.enabled` is read only by OGX releases since the switch, when the image's
+/// release is older or not known.
+fn warn_of_the_inference_switch(ctx: &mut Ctx<'_>, stores: &StorageStoresSpec) {
+    if stores
+        .inference
+        .as_ref()
+        .is_none_or(|i| i.enabled.is_none())
+    {
+        return;
+    }
+    let first = INFERENCE_STORE_SWITCH;
+    let field = "spec.storage.stores.inference.enabled";
+    match ctx.release.told_ogx_since(first) {
+        Some(true) => {}
+        Some(false) => ctx.warnings.push(format!(
+            "{field}: read by OGX {first} and later; {} records inference calls whatever it says",
+            ctx.release.describe()
+        )),
+        None => ctx.warnings.push(format!(
+            "{field}: read by OGX {first} and later; the image's server release is not known here, and earlier ones record inference calls whatever it says"
+        )),
+    }
+}
+
+/// Whether store `store`'s `backend` names a backend of the `wanted` kind (`kind_of`); the
+/// error on the store's field otherwise.
+fn backend_is(
+    ctx: &mut Ctx<'_>,
+    kind_of: &dyn Fn(&str) -> Option<StorageBackendType>,
+    store: &str,
+    backend: &str,
+    wanted: StorageBackendType,
+) -> bool {
+    let field = format!("spec.storage.stores.{}.backend", spec_store_name(store));
+    match kind_of(backend) {
+        Some(kind) if kind == wanted => true,
+        Some(_) => {
+            let kind = wanted.config_name();
+            ctx.error(
+                field,
+                format!("backend {backend:?} must reference a {kind} backend"),
+            );
+            false
+        }
+        None => {
+            ctx.error(field, format!("references unknown backend {backend:?}"));
+            false
+        }
+    }
+}
+
 /// Every store, the ones not given as `null` (the server then keeps none): the map the user
 /// wrote is the whole map, as with the OGX operator.
 fn given_stores(
@@ -268,45 +319,10 @@ fn given_stores(
 ) -> Option<Map<String, Value>> {
     let mut out = Map::new();
     let keyed = prompts_kind(ctx.table.line());
-    if stores
-        .inference
-        .as_ref()
-        .is_some_and(|i| i.enabled.is_some())
-    {
-        let first = INFERENCE_STORE_SWITCH;
-        let field = "spec.storage.stores.inference.enabled";
-        match ctx.release.told_ogx_since(first) {
-            Some(true) => {}
-            Some(false) => ctx.warnings.push(format!(
-                "{field}: read by OGX {first} and later; {} records inference calls whatever it says",
-                ctx.release.describe()
-            )),
-            None => ctx.warnings.push(format!(
-                "{field}: read by OGX {first} and later; the image's server release is not known here, and earlier ones record inference calls whatever it says"
-            )),
-        }
-    }
+    warn_of_the_inference_switch(ctx, stores);
     let mut ok = true;
-    let mut check = |store: &str, backend: &str, wanted: StorageBackendType| match kind_of(backend)
-    {
-        Some(kind) if kind == wanted => true,
-        Some(_) => {
-            ctx.error(
-                format!("spec.storage.stores.{}.backend", spec_store_name(store)),
-                format!(
-                    "backend {backend:?} must reference a {} backend",
-                    wanted.config_name()
-                ),
-            );
-            false
-        }
-        None => {
-            ctx.error(
-                format!("spec.storage.stores.{}.backend", spec_store_name(store)),
-                format!("references unknown backend {backend:?}"),
-            );
-            false
-        }
+    let mut check = |store: &str, backend: &str, wanted: StorageBackendType| {
+        backend_is(ctx, kind_of, store, backend, wanted)
     };
     let kv = StorageBackendType::KvPostgres;
     let sql = StorageBackendType::SqlPostgres;
