@@ -644,17 +644,23 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
 ) -> Result<(), Failed> {
     let ns = "reads";
     env.namespace(ns)?;
-    let reads_in = |from: usize| -> Result<Vec<String>, Failed> {
+    // The operator's reads in the namespace since the `from`th, that `chosen` picks, as
+    // `resource/name`; `reads_in` picks the `get`s.
+    let reads_since = |from: usize, chosen: &dyn Fn(&Value) -> bool| {
         let reads = env.plane.audit_reads().map_err(|e| e.to_string())?;
-        Ok(reads[from..]
-            .iter()
-            .filter(|r| r["objectRef"]["namespace"] == ns && r["verb"] == "get")
-            .map(|r| {
-                let part = |key: &str| r["objectRef"][key].as_str().unwrap_or_default().to_owned();
-                format!("{}/{}", part("resource"), part("name"))
-            })
-            .collect())
+        Ok::<_, Failed>(
+            reads[from..]
+                .iter()
+                .filter(|r| r["objectRef"]["namespace"] == ns && chosen(r))
+                .map(|r| {
+                    let part =
+                        |key: &str| r["objectRef"][key].as_str().unwrap_or_default().to_owned();
+                    format!("{}/{}", part("resource"), part("name"))
+                })
+                .collect::<Vec<String>>(),
+        )
     };
+    let reads_in = |from: usize| reads_since(from, &|r| r["verb"] == "get");
     // The operator starts with the suite: a first stack Ready means its watches have listed
     // (before that, every object is read, as it must be).
     env.create_llsd(ns, "warm", json!({"distribution": {"name": "starter"}}))?;
@@ -687,18 +693,7 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
         "a new stack read what it does not want: {needless:?} (all reads: {first:?})"
     );
     // Nor reads anything of its own that does not exist yet.
-    let since_created = |chosen: &dyn Fn(&Value) -> bool| -> Result<Vec<String>, Failed> {
-        let reads = env.plane.audit_reads().map_err(|e| e.to_string())?;
-        Ok(reads[created..]
-            .iter()
-            .filter(|r| r["objectRef"]["namespace"] == ns && chosen(r))
-            .map(|r| {
-                let part = |key: &str| r["objectRef"][key].as_str().unwrap_or_default().to_owned();
-                format!("{}/{}", part("resource"), part("name"))
-            })
-            .collect())
-    };
-    let missing = since_created(&|r| r["responseStatus"]["code"] == 404)?;
+    let missing = reads_since(created, &|r| r["responseStatus"]["code"] == 404)?;
     assert!(
         missing.is_empty(),
         "a new stack read what it has not made: {missing:?}"
@@ -707,7 +702,7 @@ fn a_ready_stacks_reconcile_reads_no_owned_object_the_watches_know(
     // controls nothing its template does not name), nor its ReplicaSets to judge its rollout's
     // Pods (with no revision Ready before, no rollback can be due), nor the Pods of a rollout
     // that never went 10 s without progress.
-    let lists = since_created(&|r| {
+    let lists = reads_since(created, &|r| {
         let resource = r["objectRef"]["resource"].as_str().unwrap_or_default();
         r["verb"] == "list" && ["configmaps", "secrets", "replicasets", "pods"].contains(&resource)
     })?;

@@ -116,7 +116,7 @@ fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, 
 }
 
 /// Judges the Deployment as observed after the apply step (`pods`: its newest revision's Pods,
-/// listed while a rollout is not complete).
+/// listed when [`judges_pods`] says they decide).
 pub(super) fn judge(
     stack: &Stack<'_>,
     deployment: &Deployment,

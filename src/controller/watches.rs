@@ -466,7 +466,8 @@ fn owned_objects<K: Watched>(
     let controller = owned.kind::<K, ConfigMap>(controller);
     let controller = owned.kind::<K, Service>(controller);
     let controller = owned.kind::<K, ServiceAccount>(controller);
-    // Derived Secrets: only for the index, so that a prune lists none when none can go.
+    // Derived Secrets: for the index, so that a prune lists none when none can go (a change to
+    // one reconciles its stack, as for the other owned kinds).
     let controller = owned.kind::<K, Secret>(controller);
     let controller = owned.kind::<K, NetworkPolicy>(controller);
     let controller = owned.kind::<K, Ingress>(controller);
