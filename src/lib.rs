@@ -5,6 +5,7 @@ pub mod api;
 pub mod cli;
 pub mod controller;
 pub(crate) mod convert;
+pub mod core;
 pub(crate) mod external;
 pub(crate) mod leader;
 pub(crate) mod metrics;

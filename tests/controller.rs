@@ -1236,10 +1236,10 @@ fn an_ogx_servers_monitoring_makes_a_service_monitor_and_rules_the_prometheus_op
     use k8s_openapi::api::networking::v1::NetworkPolicy;
     use kube::api::DynamicObject;
     use llama_stack_operator::api::ogx::OGXServer;
-    use llama_stack_operator::controller::builders::{
+    use llama_stack_operator::controller::{follow_served_apis, reconcile_ogx, served_apis};
+    use llama_stack_operator::core::builders::{
         prometheus_rule_resource, service_monitor_resource,
     };
-    use llama_stack_operator::controller::{follow_served_apis, reconcile_ogx, served_apis};
 
     let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {

@@ -406,11 +406,11 @@ pub struct StateStorageSpec {
     /// host, port, database and user in the config, the password read from its Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = crate::api::ogx::storage::MAX_BACKENDS))]
-    pub backends: Option<BTreeMap<String, crate::api::ogx::StorageBackendSpec>>,
+    pub backends: Option<BTreeMap<String, crate::api::ogx::storage::StorageBackendSpec>>,
     /// Which backend each store uses; without it, the one `kv_postgres` backend holds the
     /// registry and the one `sql_postgres` backend every SQL store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stores: Option<crate::api::ogx::StorageStoresSpec>,
+    pub stores: Option<crate::api::ogx::storage::StorageStoresSpec>,
 }
 
 /// TLS of the server endpoint.

@@ -12,30 +12,21 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch};
 use kube::runtime::events::EventType;
 
-use super::builders::{self, Desired};
 use super::context::Context;
-use super::door::Door;
 use super::error::{ApiError, api_err};
-use super::gather::Observed;
-use super::stack::Stack;
 use super::write::{
     Change, Indexed, create_config_map_once, patch_by, strategy_switch, sync, sync_derived_secret,
     sync_from, sync_in, sync_pvc,
 };
-use super::{events, hand_over, prune, rollout};
+use super::{events, hand_over, prune};
 use crate::api::conditions::Reason;
+use crate::core::builders::{self, Desired};
+use crate::core::door::Door;
+use crate::core::observed::Applied;
+use crate::core::observed::Observed;
+use crate::core::rollout;
+use crate::core::stack::Stack;
 use crate::naming;
-
-/// What the apply step wrote or saw, for the status.
-#[derive(Debug, Default)]
-pub(super) struct Applied {
-    /// The Deployment as the API server returned it.
-    pub(super) deployment: Option<Deployment>,
-    /// The data claim's phase, with `workload.storage`.
-    pub(super) pvc_phase: Option<String>,
-    /// Where the stack is exposed, once the Ingress or Route has an address.
-    pub(super) route_url: Option<String>,
-}
 
 /// Writes `desired`. `observed` is what the reconcile read at its start (the Deployment, the
 /// data volume's claim); with `keep_deployment` the Deployment stays as it is (a rolled-back

@@ -10,6 +10,7 @@ use llama_stack_resolver::{Resolver, ResolverOptions};
 use super::event_series::{EventRecorder, Reporter};
 use super::prune_marks::{PruneMarks, RolloutState};
 use super::recent_writes::RecentWrites;
+use crate::core::plan::Operator;
 
 /// What the reconciler needs.
 pub struct Context {
@@ -55,6 +56,17 @@ pub struct Context {
 pub const DEFAULT_CONCURRENCY: u16 = 4;
 
 impl Context {
+    /// The operator as the core's decision takes it: its settings and what it learnt of the
+    /// cluster.
+    pub(super) fn operator(&self) -> Operator<'_> {
+        Operator {
+            image: self.operator_image(),
+            namespace: self.operator_namespace(),
+            routes_available: self.routes_available(),
+            monitoring_available: self.monitoring_available(),
+        }
+    }
+
     /// A context with a fixed resolver.
     pub fn new(client: kube::Client, resolver: Arc<Resolver>) -> Self {
         let reporter = Reporter {

@@ -1,8 +1,8 @@
 //! Why a reconcile failed: the step, and the API call that failed in it. Problems of the spec are
 //! not errors: they are reported in the status.
 
-use super::builders::BuildError;
-use super::stack::Invalid;
+use crate::core::builders::BuildError;
+use crate::core::stack::Invalid;
 
 /// A call to the API server failed.
 #[derive(Debug, thiserror::Error)]

@@ -3,11 +3,11 @@
 
 use kube::runtime::events::{Event, EventType};
 
-use super::conditions::Conditions;
 use super::context::Context;
-use super::door::Door;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::core::conditions::Conditions;
+use crate::core::door::Door;
 
 /// Conditions that go False during every rollout: a person need not look at that, unless a
 /// rollout is stuck on something to fix (`rollout::TROUBLE`).
@@ -25,10 +25,10 @@ pub(super) async fn failures(
     conditions: &Conditions,
 ) {
     for c in conditions.changed() {
-        let trouble = super::rollout::TROUBLE
+        let trouble = crate::core::rollout::TROUBLE
             .iter()
             .any(|r| r.as_str() == c.reason);
-        let summary = super::conditions::SUMMARY
+        let summary = crate::core::conditions::SUMMARY
             .iter()
             .any(|t| t.as_str() == c.type_);
         if summary

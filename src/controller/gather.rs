@@ -1,5 +1,5 @@
 //! The gather step: every read the decision of a reconcile needs, done first, into one
-//! [`Observed`] value, so that [`super::decide`] is a pure function of the stack and what was
+//! [`Observed`] value, so that [`crate::core::decide`] is a pure function of the stack and what was
 //! read. Nothing here decides what to do; a read that fails is an [`Error`] (an API hiccup is
 //! retried with backoff and never fails the stack), while what was read and found wanting (a
 //! missing Secret, a malformed pull secret) is recorded as found for the decision to judge.
@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
@@ -24,65 +23,13 @@ use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 use super::context::Context;
 use super::default_accounts::DEFAULT_ACCOUNT;
 use super::error::{ApiError, Error, api_err};
-use super::stack::Stack;
-use super::take_over::Survey;
-use super::{dereference, observe, pin, rollback};
+use super::observe;
 use crate::api::object_refs::RefKind;
+use crate::core::observed::{Observed, Reach};
+use crate::core::stack::Stack;
+use crate::core::take_over::Survey;
+use crate::core::{dereference, pin, rollback};
 use crate::naming::derived_secret_name;
-
-/// What a decision could read: the whole cluster, or only the manifests given offline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Reach {
-    /// Everything the spec names was read, as the controller reads it.
-    #[default]
-    Cluster,
-    /// Only the manifests given (`render`, offline): the referenced Secrets, CA bundles and
-    /// client certificate are not known, so nothing is decided from their values (no hash
-    /// rolls the Pods, no bundle is built, no connection string is split), and the user's
-    /// ConfigMap is known only when it is among the manifests.
-    Manifests,
-}
-
-/// What one reconcile read, for the decision.
-#[derive(Clone, Debug, Default)]
-pub struct Observed {
-    /// How much could be read; [`Reach::Cluster`] in a reconcile.
-    pub reach: Reach,
-    /// The Deployment of the stack's name, if any.
-    pub deployment: Option<Deployment>,
-    /// The pull secrets of the server Pod's ServiceAccount (copied into the managed one).
-    pub pull_secrets: Vec<String>,
-    /// Why one of them cannot be used (kubelet would fail the pull the same way); nothing is
-    /// resolved then.
-    pub pull_secret_unusable: Option<String>,
-    /// The reference the distribution resolves from now (empty when it cannot be resolved).
-    pub reference: String,
-    /// The reference of the deployed pin the resolution kept ([`pin::to_keep`]), if it kept one.
-    pub kept_pin_from: Option<String>,
-    /// The resolution of the distribution; `None` when the pull secrets were unusable.
-    pub resolution: Option<Result<Resolution, Arc<ResolveError>>>,
-    /// The ConfigMap `overrideConfig` or `baseConfig` names, when it names one and it exists.
-    pub user_config: Option<ConfigMap>,
-    /// Every Secret the spec references, by name (`None`: absent).
-    pub secrets: BTreeMap<String, Option<Secret>>,
-    /// The metadata of the object at the derived Secret's name, read when the spec has a
-    /// connection string to split and every referenced Secret was found.
-    pub derived_secret: Option<ObjectMeta>,
-    /// The ConfigMaps of `networking.tls.caBundle` and `additionalCaBundles`, in the stack's
-    /// order (`None`: it does not exist).
-    pub ca_bundles: Vec<Option<ConfigMap>>,
-    /// The ConfigMap of `networking.tls.clientIdentity`'s certificate, when named and it exists.
-    pub client_certificate: Option<ConfigMap>,
-    /// The data volume's claim (the stack's own or the one taken over), read when the stack asks
-    /// for storage; `None` when it does not exist yet.
-    pub claim: Option<PersistentVolumeClaim>,
-    /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
-    /// returned from ([`rollback::may_restore`]).
-    pub replica_sets: Option<Vec<ReplicaSet>>,
-    /// What the stack's annotations ask to take over from another (an `OGXServer`'s), as read:
-    /// the writes it needs and what they would come to.
-    pub take_over: Survey,
-}
 
 /// Reads everything the decision needs, in the order the decision uses it; `take_over` is what
 /// [`super::take_over::survey`] read first (it names the claim to read).

@@ -18,14 +18,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{Api, DynamicObject, ListParams, Patch};
 use serde_json::{Value, json};
 
-use super::adoption::{controlled_by_stack, with_controller};
-use super::builders;
 use super::context::Context;
-use super::door::Door;
 use super::error::{ApiError, api_err};
-use super::gather::Observed;
-use super::stack::Stack;
 use super::write::{NamespacedKind, patch_by};
+use crate::core::adoption::{controlled_by_stack, with_controller};
+use crate::core::builders;
+use crate::core::door::Door;
+use crate::core::observed::Observed;
+use crate::core::stack::Stack;
 use crate::naming::{FIELD_MANAGER, ingress_name, owned_by_selector};
 
 /// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of

@@ -8,9 +8,9 @@ use kube::api::{Api, ListParams};
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::owned_index::Known;
-use super::rollout;
-use super::server_info::ServerInfo;
-use super::stack::Stack;
+use crate::core::observed::ServerInfo;
+use crate::core::rollout;
+use crate::core::stack::Stack;
 use crate::naming::{owned_by_selector, service_name};
 
 /// The Deployment of the same name, if any. Not read for a stack no operator has written a
@@ -51,7 +51,7 @@ pub(super) enum PodsNeeded {
 /// How long a rollout goes without progress before its Pods are listed for the status: the
 /// timed look at a young rollout comes at that age (`next_look`), so one stuck that long is
 /// looked at with its Pods; one that moves on before says nothing a Pod would add.
-pub(super) const PODS_AFTER: std::time::Duration = super::next_look::YOUNG_ROLLOUT;
+pub(super) const PODS_AFTER: std::time::Duration = crate::core::next_look::YOUNG_ROLLOUT;
 
 /// What a reconcile knows of the rollout when it decides whether to list the Pods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub(super) fn pods_needed(wanted: PodsWanted) -> PodsNeeded {
 pub(super) fn rollout_waiting(deployment: Option<&Deployment>, now: jiff::Timestamp) -> bool {
     deployment.is_some_and(|d| {
         !rollout::complete(d)
-            && super::next_look::waited(d, crate::naming::FIELD_MANAGER, now)
+            && crate::core::next_look::waited(d, crate::naming::FIELD_MANAGER, now)
                 .is_none_or(|waited| waited >= PODS_AFTER)
     })
 }

@@ -14,12 +14,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 
-use super::dereference::controlled_by;
 use super::error::{ApiError, api_err};
 use super::owned_index::OwnedIndex;
-use super::rollback;
-use super::stack::Stack;
 use crate::api::v1alpha2::RevisionStatus;
+use crate::core::dereference::controlled_by;
+use crate::core::rollback;
+use crate::core::stack::Stack;
 use crate::naming::{
     ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix, owned_by_selector,
 };

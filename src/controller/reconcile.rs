@@ -19,22 +19,24 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
 
-use super::adoption::{self, Hold};
-use super::apply::{Applied, apply};
-use super::conditions::Blocked;
+use super::apply::apply;
 use super::context::Context;
-use super::decide::{self, Decision, Operator};
-use super::door::Door;
 use super::error::{ApiError, Error};
-use super::gather::{self, Observed};
-use super::next_look::{self, Outcome, RESYNC};
-use super::rollback::{self, Judgement};
-use super::stack::{Invalid, Stack};
-use super::status::{self, Facts, Report};
-use super::{observe, server_info::ServerInfo, take_over};
+use super::gather;
+use super::publish::publish;
+use super::{observe, take_over};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::core::adoption::{self, Hold};
+use crate::core::conditions::Blocked;
+use crate::core::decide::{self, Decision};
+use crate::core::door::Door;
+use crate::core::next_look::{self, Outcome, RESYNC};
+use crate::core::observed::{Applied, Observed, ServerInfo};
+use crate::core::report::{self, Facts, Report};
+use crate::core::rollback::{self, Judgement};
+use crate::core::stack::{Invalid, Stack};
 use crate::ogx_server;
 
 /// Reconciles one LlamaStackDistribution, and records it in the metrics.
@@ -207,8 +209,7 @@ async fn refuse(
         reason,
         message,
     ));
-    let reason = report
-        .publish((cr, door), ctx)
+    let reason = publish(report, (cr, door), ctx)
         .await
         .map_err(Error::Status)?;
     Ok((Action::requeue(RESYNC), reason))
@@ -243,8 +244,7 @@ async fn take_over(
 async fn held(stack: &Stack<'_>, ctx: &Context, hold: Hold) -> Result<(Action, String), Error> {
     let mut report = Report::new(stack.resource, jiff::Timestamp::now());
     report.adoption(&stack.adoption.said);
-    let reason = report
-        .publish((stack.resource, stack.door), ctx)
+    let reason = publish(report, (stack.resource, stack.door), ctx)
         .await
         .map_err(Error::Status)?;
     let again = match hold {
@@ -265,10 +265,10 @@ const ADOPTION_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 async fn reconcile_once(
     stack: &mut Stack<'_>,
     ctx: &Context,
-    survey: take_over::Survey,
+    survey: crate::core::take_over::Survey,
 ) -> Result<(Action, String), Error> {
     let observed = gather::gather(stack, ctx, survey).await?;
-    let decision = decide::decide(stack, &observed, &Operator::of(ctx))?;
+    let decision = decide::decide(stack, &observed, &ctx.operator())?;
     if let Some(hold) = take_over(stack, ctx, &decision).await? {
         return held(stack, ctx, hold).await;
     }
@@ -278,16 +278,14 @@ async fn reconcile_once(
         Err(error) => {
             let facts = Facts {
                 decision: &decision,
-                applied: Err(&error),
+                applied: Err(&crate::error_chain(&error)),
                 deployment: observed.deployment.as_ref(),
                 pods: None,
                 judgement: &Judgement::Steady,
                 server: None,
             };
             // Best effort: the reconcile fails with the apply error either way.
-            let _ = report(stack, ctx, facts)
-                .publish((stack.resource, stack.door), ctx)
-                .await;
+            let _ = publish(report(stack, ctx, facts), (stack.resource, stack.door), ctx).await;
             return Err(Error::Apply(error));
         }
     };
@@ -305,8 +303,7 @@ async fn reconcile_once(
     };
     let report = report(stack, ctx, facts);
     let ready = report.ready();
-    let reason = report
-        .publish((stack.resource, stack.door), ctx)
+    let reason = publish(report, (stack.resource, stack.door), ctx)
         .await
         .map_err(Error::Status)?;
     let requeue = next_look::after(Outcome {
@@ -323,7 +320,7 @@ async fn reconcile_once(
 
 /// The status of this reconcile, on the resource's stored one.
 fn report(stack: &Stack<'_>, ctx: &Context, facts: Facts<'_>) -> Report {
-    status::report(
+    report::report(
         stack,
         facts,
         ctx.resolver().catalog(),
@@ -407,7 +404,7 @@ async fn look<'a>(
         judgement = rollback::judge(stack, judged, &newest, jiff::Timestamp::now());
     }
     let serving = deployment.filter(|d| {
-        status::is_ready(Some(d)) && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0
+        report::is_ready(Some(d)) && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0
     });
     let server = match serving {
         Some(running) => observe::server_info(stack, ctx, running).await,

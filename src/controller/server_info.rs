@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::api::common::{ProviderHealth, ProviderInfo, ProvidersDigest};
+use crate::api::common::{ProviderHealth, ProviderInfo};
+use crate::core::observed::{Providers, ServerInfo};
 
 /// The longest a stack's server info may stay unread while the stack is Ready.
 pub const REFRESH: Duration = Duration::from_secs(60);
@@ -26,45 +27,11 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 /// The largest body read from the server.
 const BODY_LIMIT: usize = 1024 * 1024;
 
-/// What one read of the server found.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ServerInfo {
-    /// The server answered both documents.
-    Answered {
-        /// `version` of `/v1/version`.
-        version: String,
-        /// `data` of `/v1/providers`, configs masked.
-        providers: Providers,
-    },
-    /// It did not, or not with the expected documents; the message says which and why.
-    NotResponding(String),
-}
-
-/// The providers of an answer.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Providers {
-    /// As the server listed them, configs masked: what the reconcile that read it writes.
-    Listed(Vec<ProviderInfo>),
-    /// As the probe remembers them between reads, like the cache (`slim_cache`): a reconcile
-    /// from a cached status then writes the stored list again.
-    Remembered(ProvidersDigest),
-}
-
-impl Providers {
-    /// How many providers the server listed.
-    pub fn count(&self) -> usize {
-        match self {
-            Self::Listed(list) => list.len(),
-            Self::Remembered(digest) => digest.count as usize,
-        }
-    }
-
-    /// The form kept between reads.
-    fn remembered(&self) -> Self {
-        match self {
-            Self::Listed(list) => Self::Remembered(super::slim_cache::providers_digest(list)),
-            Self::Remembered(digest) => Self::Remembered(*digest),
-        }
+/// The form of `providers` kept between reads.
+fn remembered(providers: &Providers) -> Providers {
+    match providers {
+        Providers::Listed(list) => Providers::Remembered(super::slim_cache::providers_digest(list)),
+        Providers::Remembered(digest) => Providers::Remembered(*digest),
     }
 }
 
@@ -151,7 +118,7 @@ impl ServerProbe {
         let info = match info {
             ServerInfo::Answered { version, providers } => ServerInfo::Answered {
                 version: version.clone(),
-                providers: providers.remembered(),
+                providers: remembered(providers),
             },
             ServerInfo::NotResponding(why) => ServerInfo::NotResponding(why.clone()),
         };
@@ -317,6 +284,7 @@ pub fn parse_providers(body: &[u8]) -> Result<Vec<ProviderInfo>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::common::ProvidersDigest;
 
     #[test]
     fn providers_keep_identity_health_and_the_config_with_credentials_masked() {

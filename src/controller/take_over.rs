@@ -1,5 +1,5 @@
 //! The reads and writes of taking over another stack's objects (the decisions are
-//! [`super::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or that took a
+//! [`crate::core::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or that took a
 //! volume before.
 //!
 //! Reading, choosing and writing are apart: [`survey`] reads before the server's own decision and
@@ -13,58 +13,23 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use kube::api::{Api, ListParams, Patch};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::adoption::{
+use super::context::Context;
+use super::error::{ApiError, api_err};
+use super::write::{NamespacedKind, patch_by};
+use crate::api::conditions::{ConditionType, Reason};
+use crate::core::adoption::{
     ADOPTED_FROM, Adopted, Hold, Requests, Said, StorageSeen, StorageStep, TransferStep,
     config_said, detach_patch, hand_back_patch, networking_said, requests, selector_patch,
     storage_said, storage_step, transfer_patch, transfer_step, was_true,
 };
-use super::builders;
-use super::context::Context;
-use super::dereference::controlled_by;
-use super::door::Door;
-use super::error::{ApiError, api_err};
-use super::stack::Stack;
-use super::write::{NamespacedKind, patch_by};
-use crate::api::conditions::{ConditionType, Reason};
+use crate::core::builders;
+use crate::core::dereference::controlled_by;
+use crate::core::door::Door;
+use crate::core::stack::Stack;
+use crate::core::take_over::{Kind, Survey, Write};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
-
-/// The kinds taking over writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// The old stack's Deployment (scaled to zero).
-    Deployment,
-    /// The old stack's volume (detached).
-    Claim,
-    /// A Service (taken, or handed back).
-    Service,
-    /// An Ingress (taken, or handed back).
-    Ingress,
-}
-
-/// One write taking over needs: a merge patch of one object.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Write {
-    /// Of what kind.
-    pub kind: Kind,
-    /// Its name.
-    pub name: String,
-    /// The merge patch.
-    pub patch: Value,
-    /// Whether it takes something from the old stack (made only once the server's decision
-    /// holds); a hand-back gives something back, and is made whatever the server's state.
-    pub takes: bool,
-}
-
-/// What taking over came to, read but not yet written.
-#[derive(Clone, Debug, Default)]
-pub struct Survey {
-    /// The conditions and the volume to mount, as they will be once the writes are made.
-    pub adopted: Adopted,
-    /// The writes.
-    pub writes: Vec<Write>,
-}
 
 /// Makes the `writes` [`decided`] kept, first of the apply.
 pub(super) async fn carry_out(
@@ -133,49 +98,6 @@ pub(super) async fn survey(stack: &Stack<'_>, ctx: &Context) -> Result<Survey, A
     taker.storage(&requests, &mut survey).await?;
     taker.networking(&requests, &mut survey).await?;
     Ok(survey)
-}
-
-/// What taking over comes to once the server's own decision is known (pure; `decide` asks it):
-/// every write of `survey` when the server `runs`. Otherwise nothing is taken from the old stack
-/// (a hand-back is still made: it gives something back), the conditions say why, the claim to be
-/// detached is not mounted, and nothing holds the server's own objects (its decision already
-/// does).
-pub fn decided(survey: &Survey, runs: bool) -> Survey {
-    if runs {
-        return survey.clone();
-    }
-    let mut decided = survey.clone();
-    decided.adopted.hold = None;
-    let (takes, kept): (Vec<Write>, Vec<Write>) = decided.writes.drain(..).partition(|w| w.takes);
-    decided.writes = kept;
-    let taken: Vec<Kind> = takes.iter().map(|w| w.kind).collect();
-    let waits = |condition: ConditionType| {
-        Said::new(
-            condition,
-            false,
-            Reason::AdoptionDeferred,
-            "nothing is taken while this server cannot run (its other conditions say why): the old stack keeps serving as it is".to_owned(),
-        )
-    };
-    for (condition, kinds) in [
-        (
-            ConditionType::StorageAdopted,
-            &[Kind::Deployment, Kind::Claim][..],
-        ),
-        (
-            ConditionType::NetworkingAdopted,
-            &[Kind::Service, Kind::Ingress][..],
-        ),
-    ] {
-        if taken.iter().any(|k| kinds.contains(k)) {
-            decided.adopted.said.retain(|s| s.condition != condition);
-            decided.adopted.said.push(waits(condition));
-        }
-    }
-    if taken.contains(&Kind::Claim) {
-        decided.adopted.claim = None;
-    }
-    decided
 }
 
 struct Taker<'a> {
@@ -455,108 +377,4 @@ fn now() -> String {
     jiff::Timestamp::now()
         .round(jiff::Unit::Second)
         .map_or_else(|_| jiff::Timestamp::now().to_string(), |t| t.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn write(kind: Kind, takes: bool) -> Write {
-        Write {
-            kind,
-            name: "old".to_owned(),
-            patch: json!({}),
-            takes,
-        }
-    }
-
-    fn said(condition: ConditionType, reason: Reason) -> Said {
-        Said::new(condition, true, reason, String::new())
-    }
-
-    /// What a blocked server says of each take it would have made, and what it still does.
-    #[test]
-    fn a_server_that_cannot_run_defers_every_take_and_keeps_every_hand_back() {
-        // The writes surveyed, what each condition then says, and whether the claim is mounted.
-        type Case<'a> = (&'a [Write], &'a [(ConditionType, Reason)], bool);
-        let cases: [Case<'_>; 5] = [
-            // The old Deployment to be scaled down: the volume waits.
-            (
-                &[write(Kind::Deployment, true)],
-                &[(ConditionType::StorageAdopted, Reason::AdoptionDeferred)],
-                true,
-            ),
-            // The claim to be detached: not mounted either.
-            (
-                &[write(Kind::Claim, true)],
-                &[(ConditionType::StorageAdopted, Reason::AdoptionDeferred)],
-                false,
-            ),
-            // The Service and Ingress to be re-pointed.
-            (
-                &[write(Kind::Service, true), write(Kind::Ingress, true)],
-                &[(ConditionType::NetworkingAdopted, Reason::AdoptionDeferred)],
-                true,
-            ),
-            // Both annotations.
-            (
-                &[write(Kind::Deployment, true), write(Kind::Service, true)],
-                &[
-                    (ConditionType::StorageAdopted, Reason::AdoptionDeferred),
-                    (ConditionType::NetworkingAdopted, Reason::AdoptionDeferred),
-                ],
-                true,
-            ),
-            // A hand-back is no take: what it says stands.
-            (
-                &[write(Kind::Service, false)],
-                &[(
-                    ConditionType::NetworkingAdopted,
-                    Reason::AdoptionAnnotationRemoved,
-                )],
-                true,
-            ),
-        ];
-        for (writes, expected, claim_kept) in cases {
-            let survey = Survey {
-                adopted: Adopted {
-                    claim: Some("old-pvc".to_owned()),
-                    said: vec![
-                        said(ConditionType::StorageAdopted, Reason::StorageAdopted),
-                        said(
-                            ConditionType::NetworkingAdopted,
-                            Reason::AdoptionAnnotationRemoved,
-                        ),
-                    ],
-                    hold: Some(Hold::Waiting),
-                },
-                writes: writes.to_vec(),
-            };
-            let blocked = decided(&survey, false);
-            for (condition, reason) in expected {
-                let now: Vec<&Said> = blocked
-                    .adopted
-                    .said
-                    .iter()
-                    .filter(|s| s.condition == *condition)
-                    .collect();
-                assert_eq!(now.len(), 1, "{writes:?}: {now:?}");
-                assert_eq!(now[0].reason, *reason, "{writes:?}");
-                if *reason == Reason::AdoptionDeferred {
-                    assert!(!now[0].ok);
-                }
-            }
-            assert_eq!(blocked.adopted.claim.is_some(), claim_kept, "{writes:?}");
-            assert_eq!(blocked.adopted.hold, None, "the server's decision holds it");
-            let hand_backs: Vec<Write> = writes.iter().filter(|w| !w.takes).cloned().collect();
-            assert_eq!(blocked.writes, hand_backs, "only hand-backs are made");
-            // A server that runs makes every write, and says what the survey said.
-            let runs = decided(&survey, true);
-            assert_eq!(runs.writes, writes, "{writes:?}");
-            assert_eq!(runs.adopted.said, survey.adopted.said);
-            assert_eq!(runs.adopted.hold, Some(Hold::Waiting));
-        }
-    }
 }

@@ -28,7 +28,6 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 
 use super::context::Context;
-use super::door::OGX_MANAGED_BY;
 use super::error::Error;
 use super::reconcile::{reconcile_ogx, reconcile_stack};
 use super::referrers::Referrers;
@@ -36,6 +35,7 @@ use super::settings::Settings;
 use crate::api::object_refs::RefKind;
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::{LlamaStackDistribution, RejectedRevision};
+use crate::core::door::OGX_MANAGED_BY;
 use crate::metrics::WatchHealth;
 use crate::naming::{FIELD_MANAGER, labels};
 use crate::watch_backoff::resilient;
@@ -300,7 +300,7 @@ fn stacks_named_by_ogx_servers(
         let ns = server.metadata.namespace.clone().unwrap_or_default();
         let name = server.metadata.name.clone().unwrap_or_default();
         let annotations = server.metadata.annotations.as_ref();
-        let named = super::adoption::requests(&name, annotations).unwrap_or_default();
+        let named = crate::core::adoption::requests(&name, annotations).unwrap_or_default();
         std::iter::once(name)
             .chain(named.storage)
             .chain(named.networking)
@@ -350,7 +350,7 @@ async fn run_stacks(
         cached
             .state()
             .iter()
-            .map(|cr| super::rollout::gauge_state(cr))
+            .map(|cr| crate::core::rollout::gauge_state(cr))
             .collect()
     }));
     let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);

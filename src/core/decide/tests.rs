@@ -729,7 +729,7 @@ fn a_rejected_revision_is_held_back_while_the_plan_builds_it_again() {
             .unwrap();
         assert_eq!(intent.hold.as_ref().map(|h| h.how), expected, "{what}");
         let built = rollback::desired_hash(&intent.desired.deployment).unwrap();
-        let image = crate::controller::rollout::image_of(&intent.desired.deployment);
+        let image = crate::core::rollout::image_of(&intent.desired.deployment);
         match expected {
             Some(Held::Restore) => {
                 assert_eq!((built, image.as_str()), (good, good_image), "{what}");
@@ -777,9 +777,8 @@ mod report {
     use super::*;
     use crate::api::common::DistributionPhase;
     use crate::api::v1alpha2::LlamaStackDistributionStatus;
-    use crate::controller::apply::Applied;
-    use crate::controller::error::ApiError;
-    use crate::controller::status::{Facts, report};
+    use crate::core::observed::Applied;
+    use crate::core::report::{Facts, report};
 
     fn at(time: &str) -> jiff::Timestamp {
         time.parse().unwrap()
@@ -802,7 +801,7 @@ mod report {
     fn status_after(
         cr: &LlamaStackDistribution,
         decision: &Decision,
-        applied: Result<Option<&Applied>, &ApiError>,
+        applied: Result<Option<&Applied>, &str>,
         judgement: &rollback::Judgement,
         now: jiff::Timestamp,
     ) -> LlamaStackDistributionStatus {
@@ -897,15 +896,9 @@ mod report {
 
         let cr = resource(starter().0, json!({}));
         let decision = decide_on(&cr, &resolved(), &operator());
-        let refusal = ApiError {
-            action: "apply Deployment ns/s".to_owned(),
-            source: kube::Error::Api(
-                kube::core::Status::failure("denied by the quota", "Forbidden")
-                    .with_code(403)
-                    .boxed(),
-            ),
-        };
-        let status = status_after(&cr, &decision, Err(&refusal), &steady, now);
+        // The API server's refusal as the controller passes it on: the write and its cause.
+        let refusal = "apply Deployment ns/s: denied by the quota";
+        let status = status_after(&cr, &decision, Err(refusal), &steady, now);
         let (ok, reason, message) = condition(&status, "DeploymentUpdated");
         assert_eq!((ok.as_str(), reason.as_str()), ("False", "ApplyFailed"));
         assert!(message.contains("denied by the quota"), "{message}");

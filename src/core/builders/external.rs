@@ -12,7 +12,7 @@ use llama_stack_resolver::server_line::ServerLine;
 use serde_json::Value;
 
 use crate::api::common::{ExternalProviderRef, PullPolicy};
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::external::{
     MERGED_DIR, PROVIDERS_DIR, TERMINATION_LOG, TOOLS_DIR, install_container_name,
 };

@@ -1,63 +1,52 @@
-//! The report step: what one reconcile decided, did and saw, as conditions, a phase and the
-//! status fields ([`report`], pure); then written (with Events for the transitions) only when
-//! something differs from what is stored ([`Report::publish`]).
+//! The report: what one reconcile decided, did and saw, as conditions, a phase and the status
+//! fields ([`report`], pure). The controller's publish step writes it (with Events for the
+//! transitions) only when something differs from what is stored.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::EventType;
-use serde_json::json;
-use std::time::Instant;
 
 use super::adoption::Said;
-use super::apply::Applied;
 use super::builders::ServerConfig;
 use super::conditions::{Blocked, Conditions, phase};
-use super::context::Context;
 use super::decide::{Decision, Held};
-use super::door::Door;
-use super::error::{ApiError, api_err};
 use super::external_status::{newest, provider_statuses};
+use super::observed::{Applied, Providers, ServerInfo};
 use super::plan::Planned;
 use super::rollback::Judgement;
-use super::server_info::{Providers, ServerInfo};
 use super::stack::Stack;
-use super::{events, rollback, rollout};
-use super::{recent_writes, slim_cache};
+use super::{rollback, rollout};
+
 use crate::api::common::{
     DistributionConfig, DistributionPhase, ExternalProviderPhase, VersionInfo,
 };
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::{
     ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus, RejectedRevision,
     ResolvedDistributionStatus, RevisionStatus,
 };
-use crate::naming::{FIELD_MANAGER, service_name};
-use crate::ogx_server::status as ogx_status;
+use crate::naming::service_name;
 
 /// What one reconcile decided, did and saw after, for its status.
-pub(super) struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     /// The decision.
-    pub(super) decision: &'a Decision,
+    pub(crate) decision: &'a Decision,
     /// What the apply step wrote (`None`: the decision blocked, nothing was written), or the API
-    /// server's refusal of a write.
-    pub(super) applied: Result<Option<&'a Applied>, &'a ApiError>,
+    /// server's refusal of a write (its message, with its causes).
+    pub(crate) applied: Result<Option<&'a Applied>, &'a str>,
     /// The Deployment now: the one applied, else the one read at the start.
-    pub(super) deployment: Option<&'a Deployment>,
+    pub(crate) deployment: Option<&'a Deployment>,
     /// The server Pods, when they were listed (see `observe::server_pods`).
-    pub(super) pods: Option<&'a [Pod]>,
+    pub(crate) pods: Option<&'a [Pod]>,
     /// The rollback judgement of the Deployment as observed after the apply.
-    pub(super) judgement: &'a Judgement,
+    pub(crate) judgement: &'a Judgement,
     /// What the server said of itself, when it was due to be asked.
-    pub(super) server: Option<ServerInfo>,
+    pub(crate) server: Option<ServerInfo>,
 }
 
 /// The status of a stack after one reconcile (pure): `facts` on the status the resource carries,
 /// with `now` as the time of anything that changed.
-pub(super) fn report(
+pub(crate) fn report(
     stack: &Stack<'_>,
     facts: Facts<'_>,
     catalog: &llama_stack_resolver::Catalog,
@@ -114,7 +103,7 @@ pub(super) fn report(
 }
 
 /// The status being assembled during one reconcile, starting from the stored one.
-pub(super) struct Report {
+pub(crate) struct Report {
     previous: LlamaStackDistributionStatus,
     status: LlamaStackDistributionStatus,
     conditions: Conditions,
@@ -129,7 +118,7 @@ pub(super) struct Report {
 
 impl Report {
     /// Starts from the status `cr` carries.
-    pub(super) fn new(cr: &LlamaStackDistribution, now: jiff::Timestamp) -> Self {
+    pub(crate) fn new(cr: &LlamaStackDistribution, now: jiff::Timestamp) -> Self {
         let previous = cr.status.clone().unwrap_or_default();
         let conditions = Conditions::new(
             previous.conditions.as_deref().unwrap_or_default(),
@@ -148,23 +137,23 @@ impl Report {
     }
 
     /// Whether the stack is Ready, as [`Report::workload`] found it.
-    pub(super) fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         self.ready
     }
 
     /// Records that the API server refused a write of an owned object.
-    fn apply_failed(&mut self, error: &ApiError) {
+    fn apply_failed(&mut self, error: &str) {
         self.unapplied = true;
         self.conditions.set(
             ConditionType::DeploymentUpdated,
             false,
             Reason::ApplyFailed,
-            crate::error_chain(error),
+            error.to_owned(),
         );
     }
 
     /// What taking over another stack's objects came to.
-    pub(super) fn adoption(&mut self, said: &[Said]) {
+    pub(crate) fn adoption(&mut self, said: &[Said]) {
         for said in said {
             self.conditions
                 .set(said.condition, said.ok, said.reason, said.message.clone());
@@ -172,7 +161,7 @@ impl Report {
     }
 
     /// Records a problem the user must fix.
-    pub(super) fn block(&mut self, blocked: Blocked) {
+    pub(crate) fn block(&mut self, blocked: Blocked) {
         self.conditions.block(blocked);
     }
 
@@ -472,58 +461,41 @@ impl Report {
 
     /// The finished status (what [`Report::publish`] compares and writes), for tables.
     #[cfg(test)]
-    pub(super) fn into_status(mut self, generation: Option<i64>) -> LlamaStackDistributionStatus {
+    pub(crate) fn into_status(mut self, generation: Option<i64>) -> LlamaStackDistributionStatus {
         self.finish(generation);
         self.status
     }
 
-    /// Sets the phase, publishes Events for the transitions and writes the status when it
-    /// differs from the stored one. Returns the reason recorded in the metrics (the phase, or
-    /// why it failed).
-    pub(super) async fn publish(
-        mut self,
-        (cr, door): (&LlamaStackDistribution, Door),
-        ctx: &Context,
-    ) -> Result<String, ApiError> {
-        let (reason, became_ready) = self.finish(cr.metadata.generation);
-        // The cache keeps the providers as a digest (`slim_cache`): compared as such.
-        let (mut compared, mut stored) = (self.status.clone(), std::mem::take(&mut self.previous));
-        slim_cache::slim_status(&mut compared);
-        slim_cache::slim_status(&mut stored);
-        if compared == stored {
-            return Ok(reason);
+    /// The finished report: the phase set, and what [`Finished`] carries for the publish step.
+    pub fn finished(mut self, generation: Option<i64>) -> Finished {
+        let (reason, became_ready) = self.finish(generation);
+        Finished {
+            reason,
+            became_ready,
+            previous: self.previous,
+            status: self.status,
+            conditions: self.conditions,
         }
-        let uid = cr.uid().unwrap_or_default();
-        let digest = recent_writes::digest(&serde_json::to_value(&compared).unwrap_or_default());
-        let now = Instant::now();
-        if ctx.recent_writes.just_written(&uid, digest, now) {
-            // The cache has not caught up with this very write: its Events are out already.
-            return Ok(reason);
-        }
-        if slim_cache::has_digests(&self.status) {
-            // Between reads of the server (or before the first one in this process) the providers
-            // are a digest of those stored: those are written again.
-            let fresh = fresh_status(ctx, (cr, door)).await?;
-            slim_cache::restore_providers(&mut self.status, &fresh);
-        }
-        events::failures(ctx, (cr, door), &self.conditions).await;
-        if became_ready {
-            let replicas = self
-                .status
-                .available_replicas
-                .map(|n| format!("{n} replicas available"))
-                .unwrap_or_default();
-            events::publish(ctx, (cr, door), EventType::Normal, Reason::Ready, replicas).await;
-        }
-        write(ctx, (cr, door), &self.status).await?;
-        ctx.recent_writes.wrote(&uid, digest, now);
-        Ok(reason)
     }
+}
+
+/// A finished report: what the publish step compares, tells and writes.
+pub struct Finished {
+    /// The reason recorded in the metrics (the phase).
+    pub reason: String,
+    /// Whether the stack became Ready in this reconcile (an Event says so).
+    pub became_ready: bool,
+    /// The status the resource carried.
+    pub previous: LlamaStackDistributionStatus,
+    /// The status to write, when it differs from `previous`.
+    pub status: LlamaStackDistributionStatus,
+    /// The conditions, for the Events of failures.
+    pub conditions: Conditions,
 }
 
 /// Whether a stack whose Deployment is `deployment` is Ready (what [`report`] finds too), for
 /// the reads that wait for readiness.
-pub(super) fn is_ready(deployment: Option<&Deployment>) -> bool {
+pub(crate) fn is_ready(deployment: Option<&Deployment>) -> bool {
     Replicas::of(deployment).ready()
 }
 
@@ -660,65 +632,6 @@ fn service_url(stack: &Stack<'_>) -> String {
         "http://{}.{ns}.svc.cluster.local:{port}",
         service_name(stack.name)
     )
-}
-
-/// The status as the API server has it now (read through the resource itself: the operator's
-/// role may get the resources, not their status subresource).
-async fn fresh_status(
-    ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
-) -> Result<LlamaStackDistributionStatus, ApiError> {
-    let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
-    let what = format!("read {} {ns}/{name}", door.type_meta().1);
-    match door {
-        Door::LlamaStackDistribution => {
-            let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
-            let fresh = llsds.get(&name).await.map_err(api_err(what))?;
-            Ok(fresh.status.unwrap_or_default())
-        }
-        Door::OgxServer { .. } => {
-            let servers: Api<OGXServer> = Api::namespaced(ctx.client.clone(), &ns);
-            let fresh = servers.get(&name).await.map_err(api_err(what.clone()))?;
-            Ok(fresh
-                .status
-                .as_ref()
-                .map(ogx_status::into_model)
-                .transpose()
-                .map_err(|e| api_err(what)(kube::Error::SerdeError(e)))?
-                .unwrap_or_default())
-        }
-    }
-}
-
-async fn write(
-    ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
-    status: &LlamaStackDistributionStatus,
-) -> Result<(), ApiError> {
-    let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
-    let (api_version, kind) = door.type_meta();
-    let what = format!("update the status of {kind} {ns}/{name}");
-    // A status that cannot be serialized is an error, never a `null` that would wipe it.
-    let status = match door {
-        Door::LlamaStackDistribution => serde_json::to_value(status),
-        Door::OgxServer { .. } => ogx_status::from_model(status).and_then(serde_json::to_value),
-    }
-    .map_err(|e| api_err(what.clone())(kube::Error::SerdeError(e)))?;
-    let patch = json!({"apiVersion": api_version, "kind": kind, "status": status});
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    match door {
-        Door::LlamaStackDistribution => {
-            Api::<LlamaStackDistribution>::namespaced(ctx.client.clone(), &ns)
-                .patch_status(&name, &params, &Patch::Apply(&patch))
-                .await
-                .map(drop)
-        }
-        Door::OgxServer { .. } => Api::<OGXServer>::namespaced(ctx.client.clone(), &ns)
-            .patch_status(&name, &params, &Patch::Apply(&patch))
-            .await
-            .map(drop),
-    }
-    .map_err(api_err(what))
 }
 
 /// `ConfigGenerated`'s reason and message for a plan: where the config comes from, what it holds,

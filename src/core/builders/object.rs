@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Resource;
 
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{DESIRED_HASH, METRICS_PORT_NAME, PORT_NAME, labels};
 
 /// Why an owned object could not be built. Always a bug in a builder, never the user's input.

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::object::{BuildError, metadata, pod_selector, stamped};
 use crate::api::v1alpha2::PodDisruptionBudgetSpec;
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{hpa_name, pdb_name};
 
 /// CPU utilization target when autoscaling names no metric.

@@ -21,7 +21,7 @@ use super::object::{
 use crate::api::common::AllowedFromSpec;
 use crate::api::network_peers;
 use crate::api::v1alpha2::{ExposeOptions, PraxisGateway};
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{PORT_NAME, ingress_name, network_policy_name, service_name};
 
 /// OpenShift's `route.openshift.io/v1` Route.

@@ -13,23 +13,23 @@ const DELETED_ORGANISATION: &str = "docker.io/llamastack/";
 
 /// Where a pinned image came from, for the status.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Pin {
+pub(crate) struct Pin {
     /// The reference the image was pinned from (catalog, overrides and mirrors applied).
-    pub(super) reference: String,
+    pub(crate) reference: String,
     /// The [`REPIN_ANNOTATION`] this plan honoured.
-    pub(super) request: Option<String>,
+    pub(crate) request: Option<String>,
     /// The reference the distribution resolves from now, when the pin kept was taken from
     /// another one ([`pinned_in_deleted_organisation`]).
-    pub(super) superseded_by: Option<String>,
+    pub(crate) superseded_by: Option<String>,
 }
 
 /// A pin that stands, and the reference it was taken from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Kept<'a> {
+pub(crate) struct Kept<'a> {
     /// The digest-pinned image deployed.
-    pub(super) image: &'a str,
+    pub(crate) image: &'a str,
     /// The reference it was pinned from.
-    pub(super) from: &'a str,
+    pub(crate) from: &'a str,
 }
 
 /// The pinned image to keep instead of looking the tag up again: the one deployed, while the
@@ -38,7 +38,7 @@ pub(super) struct Kept<'a> {
 /// not passed since the image last changed. So a tag pushed again upstream rolls nothing until
 /// the user says so. A pin from [`DELETED_ORGANISATION`] also stands when the catalog moved its
 /// name elsewhere.
-pub(super) fn to_keep<'a>(
+pub(crate) fn to_keep<'a>(
     stack: &Stack<'a>,
     repin_after: Option<std::time::Duration>,
     reference: &str,
@@ -66,7 +66,7 @@ pub(super) fn to_keep<'a>(
 
 /// The reference a stack's distribution resolves from now (empty for one that cannot be
 /// resolved: the resolution says why), and the pin kept instead of looking it up, as of `now`.
-pub(super) fn choose<'a>(
+pub(crate) fn choose<'a>(
     stack: &Stack<'a>,
     resolver: &Resolver,
     now: jiff::Timestamp,
@@ -96,7 +96,7 @@ fn pinned_in_deleted_organisation(stack: &Stack<'_>, pinned_from: &str) -> bool 
 /// What the status records of the pin: a kept pin keeps the reference it came from (`kept_from`,
 /// so that it goes on standing on the next reconcile), with the one the distribution resolves
 /// from now.
-pub(super) fn recorded(stack: &Stack<'_>, kept_from: Option<&str>, reference: &str) -> Pin {
+pub(crate) fn recorded(stack: &Stack<'_>, kept_from: Option<&str>, reference: &str) -> Pin {
     let (reference, superseded_by) = match kept_from {
         Some(from) if from != reference => (from.to_owned(), Some(reference.to_owned())),
         _ => (reference.to_owned(), None),
@@ -109,7 +109,7 @@ pub(super) fn recorded(stack: &Stack<'_>, kept_from: Option<&str>, reference: &s
 }
 
 /// What a stack kept on a pin from [`DELETED_ORGANISATION`] should know.
-pub(super) fn superseded_warning(pin: &Pin) -> Option<String> {
+pub(crate) fn superseded_warning(pin: &Pin) -> Option<String> {
     let now = pin.superseded_by.as_deref()?;
     let from = &pin.reference;
     Some(format!(
@@ -118,7 +118,7 @@ pub(super) fn superseded_warning(pin: &Pin) -> Option<String> {
 }
 
 /// Whether an image reference is pinned by digest (`repo@sha256:…`), as the status records it.
-pub(super) fn is_pinned(image: &str) -> bool {
+pub(crate) fn is_pinned(image: &str) -> bool {
     image.contains("@sha256:") || image.contains("@sha512:")
 }
 
@@ -128,7 +128,7 @@ pub(super) fn is_pinned(image: &str) -> bool {
 /// resolver's last known good result is gone): what runs is kept until the registry answers, and
 /// the status says why (`Err`: what it says). A stack that runs the unpinned fallback already
 /// keeps using it.
-pub(super) fn keep_pinned_over_fallback(
+pub(crate) fn keep_pinned_over_fallback(
     running: Option<&str>,
     resolution: &Resolution,
 ) -> Result<(), String> {

@@ -38,7 +38,7 @@ const REVISION: &str = "deployment.kubernetes.io/revision";
 
 /// What an observed Deployment means for the rollback memory.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Judgement {
+pub(crate) enum Judgement {
     /// Nothing to record or do.
     Steady,
     /// A revision other than the remembered one has every replica Ready: remember it.
@@ -53,22 +53,22 @@ pub(super) enum Judgement {
 }
 
 /// The stack's rollback policy (`Automatic` unless the spec says `Never`).
-pub(super) fn policy(stack: &Stack<'_>) -> RollbackPolicy {
+pub(crate) fn policy(stack: &Stack<'_>) -> RollbackPolicy {
     stack.workload.rollback.unwrap_or_default()
 }
 
 /// The rollback memory in the stored status.
-pub(super) fn memory(stack: &Stack<'_>) -> RollbackStatus {
+pub(crate) fn memory(stack: &Stack<'_>) -> RollbackStatus {
     stack.recorded.rollback.cloned().unwrap_or_default()
 }
 
 /// The operator's desired hash of a Deployment or a ReplicaSet.
-pub(super) fn desired_hash<K: ResourceExt>(object: &K) -> Option<&str> {
+pub(crate) fn desired_hash<K: ResourceExt>(object: &K) -> Option<&str> {
     object.annotations().get(DESIRED_HASH).map(String::as_str)
 }
 
 /// The revision `deployment` runs, when the operator wrote it.
-pub(super) fn revision_of(deployment: &Deployment) -> Option<RevisionStatus> {
+pub(crate) fn revision_of(deployment: &Deployment) -> Option<RevisionStatus> {
     let config = rollout::config_of(deployment);
     Some(RevisionStatus {
         desired_hash: desired_hash(deployment)?.to_owned(),
@@ -81,7 +81,7 @@ pub(super) fn revision_of(deployment: &Deployment) -> Option<RevisionStatus> {
 /// revision to hold instead: the plan's revision was rolled back from and neither the spec (the
 /// generation) nor anything it is built from (the hash covers the image, the config and the
 /// referenced Secrets) changed since. `None` means: apply the plan.
-pub(super) fn held(
+pub(crate) fn held(
     stack: &Stack<'_>,
     desired_hash: &str,
 ) -> Option<(RejectedRevision, RevisionStatus)> {
@@ -95,7 +95,7 @@ pub(super) fn held(
 /// this generation, and the running Deployment (`current`) is not the last Ready revision, so a
 /// hold would return to it from its ReplicaSet. (Whether the plan builds the rejected revision
 /// again is decided after the reads.)
-pub(super) fn may_restore(stack: &Stack<'_>, current: Option<&Deployment>) -> bool {
+pub(crate) fn may_restore(stack: &Stack<'_>, current: Option<&Deployment>) -> bool {
     rejection_of_this_generation(stack).is_some_and(|(_, last_ready)| {
         current.and_then(desired_hash) != Some(last_ready.desired_hash.as_str())
     })
@@ -117,7 +117,7 @@ fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, 
 
 /// Judges the Deployment as observed after the apply step (`pods`: its newest revision's Pods,
 /// listed when [`judges_pods`] says they decide).
-pub(super) fn judge(
+pub(crate) fn judge(
     stack: &Stack<'_>,
     deployment: &Deployment,
     pods: &[Pod],
@@ -156,7 +156,7 @@ pub(super) fn judge(
 /// Whether [`judge`] looks at the Pods of `deployment`: only a rollback that is due does (a
 /// revision not yet Ready, with none of its replicas available, and one to return to); no other
 /// judgement needs them listed, nor the ReplicaSets that say which revision each Pod runs.
-pub(super) fn judges_pods(stack: &Stack<'_>, deployment: &Deployment) -> bool {
+pub(crate) fn judges_pods(stack: &Stack<'_>, deployment: &Deployment) -> bool {
     matches!(before_the_pods(stack, deployment), WithoutPods::Due { .. })
 }
 
@@ -211,7 +211,7 @@ fn before_the_pods(stack: &Stack<'_>, deployment: &Deployment) -> WithoutPods {
 
 /// The message of `DeploymentUpdated` while a rejected revision is held back: the same text
 /// every reconcile (no status write at rest).
-pub(super) fn held_message(rejected: &RejectedRevision, last_ready: &RevisionStatus) -> String {
+pub(crate) fn held_message(rejected: &RejectedRevision, last_ready: &RevisionStatus) -> String {
     format!(
         "the new revision ({}) could not start while nothing else served ({}: {}); the Deployment \
          was returned to the last revision that was Ready ({}). The rejected revision is not tried \
@@ -224,7 +224,7 @@ pub(super) fn held_message(rejected: &RejectedRevision, last_ready: &RevisionSta
 }
 
 /// The message of `DeploymentUpdated` when a rollback was due and cannot be made.
-pub(super) fn impossible_message(
+pub(crate) fn impossible_message(
     rejected: &RejectedRevision,
     last_ready: &RevisionStatus,
 ) -> String {
@@ -250,7 +250,7 @@ fn describe(revision: &RevisionStatus) -> String {
 /// revision number owns. An older revision crash-looping (its database down, say) while a fix
 /// rolls out says nothing about the fix, so only these are judged. None while the Deployment
 /// controller has not yet made the newest ReplicaSet.
-pub(super) fn newest_revision_pods(
+pub(crate) fn newest_revision_pods(
     deployment: &Deployment,
     replica_sets: &[ReplicaSet],
     pods: &[Pod],
@@ -278,7 +278,7 @@ pub(super) fn newest_revision_pods(
 }
 
 /// Of a Deployment's ReplicaSets, the one of the revision with `desired_hash`.
-pub(super) fn replica_set_of<'a>(
+pub(crate) fn replica_set_of<'a>(
     replica_sets: &'a [ReplicaSet],
     desired_hash: &str,
 ) -> Option<&'a ReplicaSet> {
@@ -299,7 +299,7 @@ fn revision_number(rs: &ReplicaSet) -> i64 {
 /// The planned Deployment (`desired`: its replicas, strategy and metadata follow the spec) with
 /// the Pod template of `replica_set` and the desired hash of that revision: what `kubectl
 /// rollout undo` would write. `None` when the ReplicaSet has no template.
-pub(super) fn restored(mut desired: Deployment, replica_set: &ReplicaSet) -> Option<Deployment> {
+pub(crate) fn restored(mut desired: Deployment, replica_set: &ReplicaSet) -> Option<Deployment> {
     let hash = desired_hash(replica_set)?.to_owned();
     let mut template = replica_set.spec.as_ref()?.template.clone()?;
     if let Some(labels) = template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {

@@ -10,7 +10,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
 use super::object::{BuildError, metadata, stamped};
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{CA_BUNDLE_KEY, ca_bundle_name, labels};
 
 /// Where the managed bundle is mounted in the server container.

@@ -8,7 +8,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
 use super::object::metadata;
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::derived_secret_name;
 
 /// The derived Secret holding `data`; `None` when there is nothing to hold. It carries no

@@ -9,7 +9,7 @@ use llama_stack_resolver::server_line::ServerRelease;
 
 use super::builders::{self, ServerConfig};
 use super::conditions::Blocked;
-use super::gather::{Observed, Reach};
+use super::observed::{Observed, Reach};
 use super::pin::{self, Pin};
 use super::server_run::{self, ServerRun};
 use super::stack::{ConfigRole, Stack, UserConfigMap};
@@ -36,7 +36,7 @@ pub struct Planned {
     /// Pull secrets of the Pod's ServiceAccount (copied into the managed one).
     pub pull_secrets: Vec<String>,
     /// Where the image's pin came from.
-    pub(super) pin: Pin,
+    pub(crate) pin: Pin,
     /// What the user should know about the plan (shown in the `ConfigGenerated` message).
     pub warnings: Vec<String>,
 }
@@ -55,24 +55,12 @@ pub struct Operator<'a> {
     pub monitoring_available: bool,
 }
 
-impl<'a> Operator<'a> {
-    /// The operator as its context knows it.
-    pub(super) fn of(ctx: &'a super::context::Context) -> Self {
-        Self {
-            image: ctx.operator_image(),
-            namespace: ctx.operator_namespace(),
-            routes_available: ctx.routes_available(),
-            monitoring_available: ctx.monitoring_available(),
-        }
-    }
-}
-
 /// Why no config could be planned: the condition reason and message, and the image resolved.
 #[derive(Debug)]
-pub(super) struct Failure {
-    pub(super) reason: Reason,
-    pub(super) message: String,
-    pub(super) image: Option<String>,
+pub(crate) struct Failure {
+    pub(crate) reason: Reason,
+    pub(crate) message: String,
+    pub(crate) image: Option<String>,
 }
 
 /// A registry that failed the plan, saying `message`.
@@ -106,7 +94,7 @@ fn resolve_failure_reason(kind: FailureKind) -> Reason {
 }
 
 /// Which image runs which config, from what was gathered; or why none can.
-pub(super) fn plan(
+pub(crate) fn plan(
     stack: &Stack<'_>,
     observed: &Observed,
     operator: &Operator<'_>,
@@ -217,7 +205,7 @@ fn generated(
 /// changed (an operator upgrade) while a Deployment runs (`has_deployment`), and its base config
 /// does not take the spec, says so: the running Deployment is kept, and the user must adapt the
 /// spec or pin the old image.
-pub(super) fn blocked(stack: &Stack<'_>, failure: Failure, has_deployment: bool) -> Blocked {
+pub(crate) fn blocked(stack: &Stack<'_>, failure: Failure, has_deployment: bool) -> Blocked {
     let running = stack.recorded.image();
     // Any failure to generate from the new image's base config (not a registry failure,
     // which carries no image).

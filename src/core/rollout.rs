@@ -235,7 +235,7 @@ pub fn config_of(d: &Deployment) -> String {
         .and_then(|v| {
             v.iter().find(|v| {
                 v.name
-                    .trim_start_matches(crate::controller::builders::user_parts::RENAMED_PREFIX)
+                    .trim_start_matches(crate::core::builders::user_parts::RENAMED_PREFIX)
                     == crate::naming::volumes::CONFIG
             })
         })

@@ -18,12 +18,12 @@ use crate::naming::{CA_BUNDLE_KEY, derived_secret_key, derived_secret_name};
 use crate::stack_config::GeneratedConfig;
 
 /// The Secrets an object references, all found.
-pub(super) struct SecretCheck<'a> {
+pub(crate) struct SecretCheck<'a> {
     /// How many Secret references there are.
-    pub(super) count: usize,
+    pub(crate) count: usize,
     /// Hash of the referenced values, salted with the object's uid (rolls the Pods when a value
     /// changes; a plain hash of a short password in an annotation would invite guessing).
-    pub(super) hash: Option<String>,
+    pub(crate) hash: Option<String>,
     /// The Secrets as read (`None`: absent), for the steps that need values.
     fetched: &'a BTreeMap<String, Option<Secret>>,
 }
@@ -52,7 +52,7 @@ fn short_hash(material: &[u8]) -> String {
 
 /// The referenced Secrets (`fetched`, as read): the hash of their values, or the first one
 /// (or key) missing.
-pub(super) fn secrets<'a>(
+pub(crate) fn secrets<'a>(
     stack: &Stack<'_>,
     fetched: &'a BTreeMap<String, Option<Secret>>,
 ) -> Result<SecretCheck<'a>, Blocked> {
@@ -112,7 +112,7 @@ pub(super) fn secrets<'a>(
 /// The validated PEM of `networking.tls.caBundle` and `additionalCaBundles`, joined in that
 /// order (`None` when none is configured), or why it cannot be used. `read`: the ConfigMap of
 /// each, in the stack's order, as read (`None`: absent).
-pub(super) fn ca_bundle(
+pub(crate) fn ca_bundle(
     stack: &Stack<'_>,
     read: &[Option<ConfigMap>],
 ) -> Result<Option<String>, Blocked> {
@@ -165,7 +165,7 @@ pub(super) fn ca_bundle(
 
 /// The PEM certificate of `networking.tls.clientIdentity` (`None` when none is configured),
 /// validated as the CA bundle's are, or why it cannot be used. `cm`: its ConfigMap, as read.
-pub(super) fn client_certificate(
+pub(crate) fn client_certificate(
     stack: &Stack<'_>,
     cm: Option<&ConfigMap>,
 ) -> Result<Option<String>, Blocked> {
@@ -202,7 +202,7 @@ pub(super) fn client_certificate(
 
 /// The hash that rolls the Pods when a referenced value changes: the Secrets', and the client
 /// certificate's (mounted from its ConfigMap, read by the server when it starts).
-pub(super) fn rollout_hash(
+pub(crate) fn rollout_hash(
     secrets: Option<&str>,
     client_certificate: Option<&str>,
 ) -> Option<String> {
@@ -226,7 +226,7 @@ pub(super) fn rollout_hash(
 /// The parts of the connection strings the config reads from separate variables (PostgreSQL
 /// host, port, user, password, database), keyed as the `<name>-derived` Secret holds them; or
 /// why a value cannot be split (without the value: it holds a password). Pure.
-pub(super) fn url_parts(
+pub(crate) fn url_parts(
     generated: &GeneratedConfig,
     secrets: &SecretCheck,
 ) -> Result<BTreeMap<String, ByteString>, Blocked> {
@@ -281,7 +281,7 @@ pub(super) fn url_parts(
 /// stack's (controlled by it). A Secret of that name the stack does not control (a user's, or
 /// another tool's) is never overwritten: the stack is blocked and the status says what to do.
 /// `occupant`: the metadata of what holds the name, as read.
-pub(super) fn derived_secret_free(
+pub(crate) fn derived_secret_free(
     stack: &Stack<'_>,
     derived: &BTreeMap<String, ByteString>,
     secrets_hash: Option<&str>,
@@ -304,7 +304,7 @@ pub(super) fn derived_secret_free(
 }
 
 /// Whether `meta` names the object with `uid` as its controller.
-pub(super) fn controlled_by(meta: &kube::core::ObjectMeta, uid: &str) -> bool {
+pub(crate) fn controlled_by(meta: &kube::core::ObjectMeta, uid: &str) -> bool {
     meta.owner_references
         .iter()
         .flatten()

@@ -13,7 +13,7 @@ use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::{Value, json};
 
 use super::object::{BuildError, common_labels, metadata, stamp};
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{METRICS_PORT_NAME, prometheus_rule_name, service_monitor_name};
 
 /// The label OpenShift AI's Prometheus discovers ServiceMonitors by.

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::inputs::Inputs;
 use super::object::{BuildError, common_labels, match_labels, metadata, pod_selector, stamped};
 use super::pod;
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{
     CA_BUNDLE_HASH, CONFIG_HASH, SECRETS_HASH, config_map_name, labels,
     managed_service_account_name,

@@ -19,7 +19,7 @@ use super::object::{named_ports, pod_selector};
 use super::user_parts::{self, UserParts};
 use super::{ca_bundle, external};
 use crate::api::v1alpha2::ClientIdentity;
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::{
     CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
     derived_secret_name, managed_service_account_name, mount_path, volumes,

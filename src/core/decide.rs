@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::builders::{self, BuildError, Desired, Inputs, ServerConfig};
 use super::conditions::Blocked;
-use super::gather::{Observed, Reach};
+use super::observed::{Observed, Reach};
 pub use super::plan::Operator;
 use super::plan::{self, Planned};
 use super::stack::Stack;

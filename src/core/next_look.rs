@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 /// Steady state: re-resolve tags and re-check references this often.
 pub const RESYNC: Duration = Duration::from_secs(300);
 /// A young rollout: look again this often.
-pub(super) const YOUNG_ROLLOUT: Duration = Duration::from_secs(10);
+pub(crate) const YOUNG_ROLLOUT: Duration = Duration::from_secs(10);
 /// A rollout waits this many times longer than the look it gets: after 40 s without progress it
 /// is looked at every 10 s, after 4 minutes every minute, after 20 minutes at the resync.
 const PATIENCE: u32 = 4;

@@ -3,7 +3,7 @@ use kube::ResourceExt;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 use crate::naming::*;
 use crate::stack_config::GeneratedConfig;
 
@@ -1061,7 +1061,7 @@ fn an_ogx_image_runs_its_entrypoint_on_the_mounted_config_with_ogx_variables() {
 
 #[test]
 fn an_ogx_server_exporting_metrics_gets_a_service_monitor_where_the_cluster_serves_one() {
-    use crate::controller::door::Door;
+    use crate::core::door::Door;
     let g = generated();
     let resource = cr(json!({"distribution": {"name": "starter"}}));
     let ogx = Stack::read_through(

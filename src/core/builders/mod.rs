@@ -23,7 +23,7 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::DynamicObject;
 
-use crate::controller::stack::Stack;
+use crate::core::stack::Stack;
 
 pub use ca_bundle::{CaBundleError, collect_certificates};
 pub use inputs::{Inputs, ServerConfig};

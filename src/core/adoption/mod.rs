@@ -56,7 +56,7 @@ pub struct Said {
 }
 
 impl Said {
-    pub(super) fn new(condition: ConditionType, ok: bool, reason: Reason, message: String) -> Self {
+    pub(crate) fn new(condition: ConditionType, ok: bool, reason: Reason, message: String) -> Self {
         Self {
             condition,
             ok,
