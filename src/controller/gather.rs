@@ -23,21 +23,20 @@ use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 use super::context::Context;
 use super::default_accounts::DEFAULT_ACCOUNT;
 use super::error::{ApiError, Error, api_err};
-use super::observe;
+use super::{observe, take_over};
 use crate::api::object_refs::RefKind;
 use crate::core::observed::{Observed, Reach};
 use crate::core::stack::Stack;
-use crate::core::take_over::Survey;
 use crate::core::{dereference, pin, rollback};
 use crate::naming::derived_secret_name;
 
-/// Reads everything the decision needs, in the order the decision uses it; `take_over` is what
-/// [`super::take_over::survey`] read first (it names the claim to read).
-pub(super) async fn gather(
-    stack: &Stack<'_>,
-    ctx: &Context,
-    take_over: Survey,
-) -> Result<Observed, Error> {
+/// Reads everything the decision needs, in the order the decision uses it. First what the
+/// stack's annotations ask to take over ([`take_over::survey`], reads only): it names the volume
+/// the stack mounts, kept in `stack.adoption` for the reads and the objects after it.
+pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Observed, Error> {
+    let take_over = take_over::survey(stack, ctx).await.map_err(Error::Adopt)?;
+    stack.adoption = take_over.adopted.clone();
+    let stack: &Stack<'_> = stack;
     let deployment = observe::deployment(stack, ctx)
         .await
         .map_err(Error::Observe)?;

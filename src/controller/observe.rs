@@ -8,8 +8,8 @@ use kube::api::{Api, ListParams};
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::owned_index::Known;
+use crate::core::look::PodsNeeded;
 use crate::core::observed::ServerInfo;
-use crate::core::rollout;
 use crate::core::stack::Stack;
 use crate::naming::{owned_by_selector, service_name};
 
@@ -36,65 +36,13 @@ pub(super) async fn deployment(
         .map_err(api_err(format!("read Deployment {ns}/{name}")))
 }
 
-/// Which server Pods a reconcile needs to see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum PodsNeeded {
-    /// None: the status does not use them.
-    No,
-    /// They are needed, but none can exist yet: the Deployment was created by this very
-    /// reconcile, and its controller has made no ReplicaSet.
-    NoneYet,
-    /// They are needed: list them.
-    List,
-}
-
-/// How long a rollout goes without progress before its Pods are listed for the status: the
-/// timed look at a young rollout comes at that age (`next_look`), so one stuck that long is
-/// looked at with its Pods; one that moves on before says nothing a Pod would add.
-pub(super) const PODS_AFTER: std::time::Duration = crate::core::next_look::YOUNG_ROLLOUT;
-
-/// What a reconcile knows of the rollout when it decides whether to list the Pods.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct PodsWanted {
-    /// External providers are installed in the Pods: their init containers are the steps the
-    /// status reports.
-    pub(super) external_providers: bool,
-    /// The rollout is not complete and has gone [`PODS_AFTER`] without progress: a waiting
-    /// container says why.
-    pub(super) rollout_waiting: bool,
-    /// A rollback is due on what the newest revision's Pods show (`rollback::judges_pods`).
-    pub(super) rollback_due: bool,
-    /// The Deployment did not exist before this reconcile's apply.
-    pub(super) created_now: bool,
-}
-
-/// Whether the Pods are needed, and can exist.
-pub(super) fn pods_needed(wanted: PodsWanted) -> PodsNeeded {
-    let needed = wanted.external_providers || wanted.rollout_waiting || wanted.rollback_due;
-    match (needed, wanted.created_now) {
-        (false, _) => PodsNeeded::No,
-        (true, true) => PodsNeeded::NoneYet,
-        (true, false) => PodsNeeded::List,
-    }
-}
-
-/// Whether `deployment`'s rollout is not complete and has gone [`PODS_AFTER`] without progress
-/// at `now`.
-pub(super) fn rollout_waiting(deployment: Option<&Deployment>, now: jiff::Timestamp) -> bool {
-    deployment.is_some_and(|d| {
-        !rollout::complete(d)
-            && crate::core::next_look::waited(d, crate::naming::FIELD_MANAGER, now)
-                .is_none_or(|waited| waited >= PODS_AFTER)
-    })
-}
-
-/// The server Pods, when the status needs them ([`pods_needed`]; `None` otherwise: no read).
+/// The server Pods, when the look needs them (`None` otherwise: no read).
 pub(super) async fn server_pods(
     stack: &Stack<'_>,
     ctx: &Context,
-    wanted: PodsWanted,
+    needed: PodsNeeded,
 ) -> Result<Option<Vec<Pod>>, ApiError> {
-    match pods_needed(wanted) {
+    match needed {
         PodsNeeded::No => return Ok(None),
         PodsNeeded::NoneYet => return Ok(Some(Vec::new())),
         PodsNeeded::List => {}
@@ -208,72 +156,4 @@ async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
     ctx.servers
         .read(&format!("{scheme}://{host}:{port}"), caller)
         .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wanted(external: bool, waiting: bool, due: bool, created: bool) -> PodsWanted {
-        PodsWanted {
-            external_providers: external,
-            rollout_waiting: waiting,
-            rollback_due: due,
-            created_now: created,
-        }
-    }
-
-    #[test]
-    fn pods_are_listed_only_when_the_status_needs_them_and_they_can_exist() {
-        let cases = [
-            // (external providers, rollout waiting, rollback due, created by this reconcile)
-            (wanted(false, false, false, false), PodsNeeded::No),
-            (wanted(false, false, false, true), PodsNeeded::No),
-            (wanted(true, false, false, false), PodsNeeded::List),
-            (wanted(false, true, false, false), PodsNeeded::List),
-            (wanted(false, false, true, false), PodsNeeded::List),
-            (wanted(false, true, false, true), PodsNeeded::NoneYet),
-            (wanted(true, true, true, true), PodsNeeded::NoneYet),
-        ];
-        for (wanted, expected) in cases {
-            assert_eq!(pods_needed(wanted), expected, "{wanted:?}");
-        }
-    }
-
-    fn deployment(status: serde_json::Value) -> Deployment {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "s", "generation": 2, "creationTimestamp": "2026-11-29T10:00:00Z",
-                "managedFields": [{"manager": crate::naming::FIELD_MANAGER, "operation": "Apply",
-                    "time": "2026-11-29T10:00:30Z"}]},
-            "spec": {"replicas": 1, "selector": {}, "template": {}},
-            "status": status,
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn a_rollout_is_waiting_once_it_has_gone_a_while_without_progress() {
-        let at = |time: &str| time.parse::<jiff::Timestamp>().unwrap();
-        let rolling = deployment(serde_json::json!({"observedGeneration": 2, "replicas": 1,
-            "updatedReplicas": 0, "conditions": [{"type": "Progressing", "status": "True",
-            "lastUpdateTime": "2026-11-29T10:00:40Z"}]}));
-        assert!(
-            !rollout_waiting(Some(&rolling), at("2026-11-29T10:00:45Z")),
-            "progress 5 s ago"
-        );
-        assert!(
-            rollout_waiting(Some(&rolling), at("2026-11-29T10:00:50Z")),
-            "10 s without"
-        );
-        let complete = deployment(serde_json::json!({"observedGeneration": 2, "replicas": 1,
-            "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}));
-        assert!(!rollout_waiting(
-            Some(&complete),
-            at("2026-11-29T11:00:00Z")
-        ));
-        assert!(
-            !rollout_waiting(None, at("2026-11-29T11:00:00Z")),
-            "no Deployment"
-        );
-    }
 }

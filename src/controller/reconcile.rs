@@ -1,9 +1,10 @@
-//! One reconcile of a LlamaStackDistribution, as named steps:
+//! One reconcile of a stack, as named steps:
 //!
-//! read (the resource into a [`Stack`]) → gather (every read the decision needs) → decide
-//! (pure: the config, the pin, the desired objects, a held rollback, or what blocks) → apply
-//! (only what differs) → observe (what runs now: Pods and the server, lazily) → report (pure:
-//! the status) → publish.
+//! read (the resource into a [`Stack`], the core's) → gather (every read the decision needs,
+//! what taking over would take first) → decide (the core's: the config, the pin, the desired
+//! objects, taking over, a held rollback, or what blocks) → act (the take-over's writes, then
+//! only what differs) → look (what the core asks to see: Pods, ReplicaSets, the server) →
+//! assess (the core's: the rollback judgement, the status, when to look again) → publish.
 //!
 //! A problem the user must fix stops the pipeline before anything is written: the running
 //! Deployment stays exactly as it was and a condition says why.
@@ -11,8 +12,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::Action;
@@ -29,13 +28,14 @@ use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::core::adoption::{self, Hold};
+use crate::core::assess::{Around, assess};
 use crate::core::conditions::Blocked;
 use crate::core::decide::{self, Decision};
 use crate::core::door::Door;
-use crate::core::next_look::{self, Outcome, RESYNC};
-use crate::core::observed::{Applied, Observed, ServerInfo};
-use crate::core::report::{self, Facts, Report};
-use crate::core::rollback::{self, Judgement};
+use crate::core::look::{self, Looks};
+use crate::core::next_look::RESYNC;
+use crate::core::observed::{Acted, Applied, Observed, Seen};
+use crate::core::report::Report;
 use crate::core::stack::{Invalid, Stack};
 use crate::ogx_server;
 
@@ -166,7 +166,7 @@ async fn reconcile_model(
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
     let result = match Stack::read_through(model, door) {
-        Ok(stack) => Box::pin(take_over_then_reconcile(stack, ctx).instrument(span)).await,
+        Ok(stack) => Box::pin(reconcile_once(stack, ctx).instrument(span)).await,
         Err(Invalid::NoDistribution) => {
             let refusal = (
                 Reason::ConfigGenerationFailed,
@@ -215,205 +215,124 @@ async fn refuse(
     Ok((Action::requeue(RESYNC), reason))
 }
 
-/// Surveys what the stack's annotations ask to take over (an `OGXServer`'s: reads only), then
-/// runs the pipeline, which takes it once the server's own decision holds.
-async fn take_over_then_reconcile(
-    mut stack: Stack<'_>,
-    ctx: &Context,
-) -> Result<(Action, String), Error> {
-    let survey = take_over::survey(&stack, ctx).await.map_err(Error::Adopt)?;
-    stack.adoption = survey.adopted.clone();
-    reconcile_once(&mut stack, ctx, survey).await
-}
-
-/// Makes the writes taking over was decided to make (only hand-backs while the server cannot
-/// run: the old stack keeps serving). Returns the hold, when the server's own objects must wait.
-async fn take_over(
-    stack: &mut Stack<'_>,
-    ctx: &Context,
-    decision: &Decision,
-) -> Result<Option<Hold>, Error> {
-    stack.adoption = decision.take_over.adopted.clone();
-    take_over::carry_out(stack, ctx, &decision.take_over.writes)
-        .await
-        .map_err(Error::Adopt)?;
-    Ok(decision.take_over.adopted.hold)
-}
-
-/// While taking over holds the server back, only the status is written.
-async fn held(stack: &Stack<'_>, ctx: &Context, hold: Hold) -> Result<(Action, String), Error> {
-    let mut report = Report::new(stack.resource, jiff::Timestamp::now());
-    report.adoption(&stack.adoption.said);
-    let reason = publish(report, (stack.resource, stack.door), ctx)
-        .await
-        .map_err(Error::Status)?;
-    let again = match hold {
-        Hold::Waiting => ADOPTION_POLL,
-        Hold::Refused => RESYNC,
-    };
-    Ok((Action::requeue(again), reason))
-}
-
 /// How long a LlamaStackDistribution waits for the OGXServers' list before it is looked at
 /// again.
 const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// How soon to look again while the old stack's Pods stop.
-const ADOPTION_POLL: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The pipeline; returns when to look again and the reason for the metrics.
-async fn reconcile_once(
-    stack: &mut Stack<'_>,
-    ctx: &Context,
-    survey: crate::core::take_over::Survey,
-) -> Result<(Action, String), Error> {
-    let observed = gather::gather(stack, ctx, survey).await?;
-    let decision = decide::decide(stack, &observed, &ctx.operator())?;
-    if let Some(hold) = take_over(stack, ctx, &decision).await? {
-        return held(stack, ctx, hold).await;
-    }
-    let stack: &Stack<'_> = stack;
-    let applied = match apply_decision(stack, ctx, &decision, &observed).await {
-        Ok(applied) => applied,
-        Err(error) => {
-            let facts = Facts {
-                decision: &decision,
-                applied: Err(&crate::error_chain(&error)),
-                deployment: observed.deployment.as_ref(),
-                pods: None,
-                judgement: &Judgement::Steady,
-                server: None,
-            };
-            // Best effort: the reconcile fails with the apply error either way.
-            let _ = publish(report(stack, ctx, facts), (stack.resource, stack.door), ctx).await;
-            return Err(Error::Apply(error));
-        }
-    };
-    let running = look(stack, ctx, &decision, &observed, applied.as_ref()).await?;
-    if let Judgement::RollBack { rejected, .. } = &running.judgement {
-        ctx.metrics.rolled_back(&rejected.reason);
-    }
-    let facts = Facts {
-        decision: &decision,
-        applied: Ok(applied.as_ref()),
-        deployment: running.deployment,
-        pods: running.pods.as_deref(),
-        judgement: &running.judgement,
-        server: running.server,
-    };
-    let report = report(stack, ctx, facts);
-    let ready = report.ready();
-    let reason = publish(report, (stack.resource, stack.door), ctx)
-        .await
-        .map_err(Error::Status)?;
-    let requeue = next_look::after(Outcome {
-        retry: decision.next.as_ref().err().map(|blocked| blocked.retry),
-        ready,
-        rolled_back: matches!(running.judgement, Judgement::RollBack { .. }),
-        waited: running.deployment.and_then(|d| {
-            next_look::waited(d, crate::naming::FIELD_MANAGER, jiff::Timestamp::now())
-        }),
+/// The pipeline, one call a step (read is the caller's: [`Stack::read_through`]); returns when
+/// to look again and the reason for the metrics. A refused write is published (best effort)
+/// and fails the reconcile.
+async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, String), Error> {
+    let observed = gather::gather(&mut stack, ctx).await?;
+    let decision = decide::decide(&stack, &observed, &ctx.operator())?;
+    let act = act(&mut stack, ctx, &decision, &observed).await?;
+    let stack = &stack;
+    let now = jiff::Timestamp::now();
+    let looks = look::looks(stack, &decision, &observed, act.acted(), now);
+    let seen = look(stack, ctx, &looks).await?;
+    let resolver = ctx.resolver();
+    let around = Around {
+        catalog: resolver.catalog(),
         server_due: ctx.servers.retry_in(stack.uid()),
-    });
-    Ok((Action::requeue(requeue), reason))
-}
-
-/// The status of this reconcile, on the resource's stored one.
-fn report(stack: &Stack<'_>, ctx: &Context, facts: Facts<'_>) -> Report {
-    report::report(
+        now,
+    };
+    let assessment = assess(
         stack,
-        facts,
-        ctx.resolver().catalog(),
-        jiff::Timestamp::now(),
-    )
+        (&decision, &observed),
+        act.acted(),
+        (&looks, seen),
+        around,
+    );
+    if let Some(reason) = &assessment.rolled_back {
+        ctx.metrics.rolled_back(reason);
+    }
+    let published = publish(assessment.report, (stack.resource, stack.door), ctx).await;
+    if let Act::Refused { error, .. } = act {
+        return Err(Error::Apply(error));
+    }
+    let reason = published.map_err(Error::Status)?;
+    Ok((Action::requeue(assessment.requeue), reason))
 }
 
-/// Applies what was decided; `None` when the decision blocked (nothing is written).
-async fn apply_decision(
-    stack: &Stack<'_>,
+/// What the act step did.
+enum Act {
+    /// Taking over holds the server's own objects back: only its writes were made.
+    Held(Hold),
+    /// The decision's objects were written (`None`: it blocked, nothing was written).
+    Applied(Option<Box<Applied>>),
+    /// The API server refused a write.
+    Refused {
+        /// The refusal.
+        error: ApiError,
+        /// Its message, with its causes, for the status.
+        message: String,
+    },
+}
+
+impl Act {
+    /// As the core reads it.
+    fn acted(&self) -> Acted<'_> {
+        match self {
+            Self::Held(hold) => Acted::Held(*hold),
+            Self::Applied(applied) => Acted::Applied(applied.as_deref()),
+            Self::Refused { message, .. } => Acted::Refused(message),
+        }
+    }
+}
+
+/// Writes what was decided: first what taking over was decided to make (only hand-backs while
+/// the server cannot run: the old stack keeps serving), then, unless taking over holds the
+/// server back, the decision's objects. The stack's view of what it took is the decision's.
+async fn act(
+    stack: &mut Stack<'_>,
     ctx: &Context,
     decision: &Decision,
     observed: &Observed,
-) -> Result<Option<Applied>, ApiError> {
+) -> Result<Act, Error> {
+    stack.adoption = decision.take_over.adopted.clone();
+    take_over::carry_out(stack, ctx, &decision.take_over.writes)
+        .await
+        .map_err(Error::Adopt)?;
+    if let Some(hold) = decision.take_over.adopted.hold {
+        return Ok(Act::Held(hold));
+    }
     let Ok(intent) = &decision.next else {
-        return Ok(None);
+        return Ok(Act::Applied(None));
     };
-    apply(
-        stack,
-        ctx,
-        &intent.desired,
-        observed,
-        intent.keeps_deployment(),
+    let keeps = intent.keeps_deployment();
+    Ok(
+        match apply(stack, ctx, &intent.desired, observed, keeps).await {
+            Ok(applied) => Act::Applied(Some(Box::new(applied))),
+            Err(error) => Act::Refused {
+                message: crate::error_chain(&error),
+                error,
+            },
+        },
     )
-    .await
-    .map(Some)
 }
 
-/// What runs after the apply, read lazily.
-struct Running<'a> {
-    /// The Deployment: the one applied, else the one read at the start.
-    deployment: Option<&'a Deployment>,
-    /// The server Pods, when the status needs them.
-    pods: Option<Vec<Pod>>,
-    /// What the rollback memory makes of the Deployment.
-    judgement: Judgement,
-    /// What the server says of itself, when it serves and is due to be asked.
-    server: Option<ServerInfo>,
-}
-
-/// Reads what runs now, as far as the status needs it: the server Pods while a rollout is under
-/// way or external providers are installed in them; the newest revision's ReplicaSet when those
-/// Pods are judged for a rollback (only a Deployment applied from a plan that is not held back
-/// is judged); the server itself when the stack is Ready and it is due.
-async fn look<'a>(
-    stack: &Stack<'_>,
-    ctx: &Context,
-    decision: &Decision,
-    observed: &'a Observed,
-    applied: Option<&'a Applied>,
-) -> Result<Running<'a>, Error> {
-    let deployment = match applied {
-        Some(applied) => applied.deployment.as_ref(),
-        None => observed.deployment.as_ref(),
-    };
-    let judged = deployment
-        .filter(|_| applied.is_some() && decision.next.as_ref().is_ok_and(|i| i.hold.is_none()));
-    let rollback_due = judged.is_some_and(|d| rollback::judges_pods(stack, d));
-    let wanted = observe::PodsWanted {
-        external_providers: stack.has_external_providers(),
-        rollout_waiting: observe::rollout_waiting(deployment, jiff::Timestamp::now()),
-        rollback_due,
-        created_now: observed.deployment.is_none() && deployment.is_some(),
-    };
-    let pods = observe::server_pods(stack, ctx, wanted)
+/// Reads what the core asked to look at after the act ([`look::looks`]): the server Pods, the
+/// ReplicaSets once Pods are found, the server itself.
+async fn look(stack: &Stack<'_>, ctx: &Context, looks: &Looks<'_>) -> Result<Seen, Error> {
+    let pods = observe::server_pods(stack, ctx, looks.pods)
         .await
         .map_err(Error::Observe)?;
-    let mut judgement = Judgement::Steady;
-    if let Some(judged) = judged {
-        // Only the newest revision's Pods are judged (its ReplicaSet is read for that, and only
-        // while a rollback is due on what they show).
-        let newest = match pods.as_deref() {
-            Some(pods) if !pods.is_empty() && rollback_due => {
-                let sets = observe::replica_sets(stack, ctx)
-                    .await
-                    .map_err(Error::Observe)?;
-                rollback::newest_revision_pods(judged, &sets, pods)
-            }
-            _ => Vec::new(),
-        };
-        judgement = rollback::judge(stack, judged, &newest, jiff::Timestamp::now());
-    }
-    let serving = deployment.filter(|d| {
-        report::is_ready(Some(d)) && d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0
-    });
-    let server = match serving {
+    let found = pods.as_ref().is_some_and(|pods| !pods.is_empty());
+    let replica_sets = match looks.replica_sets && found {
+        true => Some(
+            observe::replica_sets(stack, ctx)
+                .await
+                .map_err(Error::Observe)?,
+        ),
+        false => None,
+    };
+    let server = match looks.server {
         Some(running) => observe::server_info(stack, ctx, running).await,
         None => None,
     };
-    Ok(Running {
-        deployment,
+    Ok(Seen {
         pods,
-        judgement,
+        replica_sets,
         server,
     })
 }

@@ -15,12 +15,14 @@
 //!   [`external_status`]) and when to look again ([`next_look`]).
 
 pub mod adoption;
+pub mod assess;
 pub mod builders;
 pub mod conditions;
 pub mod decide;
 pub mod dereference;
 pub mod door;
 pub mod external_status;
+pub mod look;
 pub mod next_look;
 pub mod observed;
 pub mod pin;

@@ -20,6 +20,8 @@ pub(crate) const YOUNG_ROLLOUT: Duration = Duration::from_secs(10);
 /// A rollout waits this many times longer than the look it gets: after 40 s without progress it
 /// is looked at every 10 s, after 4 minutes every minute, after 20 minutes at the resync.
 const PATIENCE: u32 = 4;
+/// While the old stack's Pods stop for a volume taken over: look again this soon.
+pub const ADOPTION_POLL: Duration = Duration::from_secs(5);
 /// A revision was just rejected: restore the last Ready one this soon.
 const ROLL_BACK: Duration = Duration::from_secs(1);
 

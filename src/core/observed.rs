@@ -1,15 +1,17 @@
 //! What the core decides and assesses from: what a reconcile read ([`Observed`]), what its
-//! writes returned ([`Applied`]) and what the server said of itself ([`ServerInfo`]). The
+//! writes came to ([`Acted`], [`Applied`]), what the look after them read ([`Seen`]) and what
+//! the server said of itself ([`ServerInfo`]). The
 //! controller fills them; nothing here reads or writes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use llama_stack_resolver::{Resolution, ResolveError};
 
+use super::adoption::Hold;
 use super::take_over::Survey;
 use crate::api::common::{ProviderInfo, ProvidersDigest};
 
@@ -110,4 +112,26 @@ impl Providers {
             Self::Remembered(digest) => digest.count as usize,
         }
     }
+}
+
+/// What the act step came to.
+#[derive(Clone, Copy, Debug)]
+pub enum Acted<'a> {
+    /// Taking over holds the server's own objects back: only the take-over's writes were made.
+    Held(Hold),
+    /// The decision's objects were written (`None`: the decision blocked, nothing was written).
+    Applied(Option<&'a Applied>),
+    /// The API server refused a write: the write and its causes.
+    Refused(&'a str),
+}
+
+/// What the look after the act read (see `look::looks`).
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// The server Pods, when they were listed.
+    pub pods: Option<Vec<Pod>>,
+    /// The Deployment's ReplicaSets, when a rollback was due on its newest Pods.
+    pub replica_sets: Option<Vec<ReplicaSet>>,
+    /// What the server said of itself, when it was due to be asked.
+    pub server: Option<ServerInfo>,
 }

@@ -1,0 +1,125 @@
+//! What a reconcile came to, as a pure decision from what it decided, did and saw: the rollback
+//! judgement of the Deployment, the status ([`report::report`]) and when to look again
+//! ([`next_look::after`]).
+
+use std::time::Duration;
+
+use super::adoption::Hold;
+use super::decide::Decision;
+use super::look::Looks;
+use super::next_look::{self, ADOPTION_POLL, Outcome, RESYNC};
+use super::observed::{Acted, Observed, Seen};
+use super::report::{self, Facts, Report};
+use super::rollback::{self, Judgement};
+use super::stack::Stack;
+
+/// What one reconcile came to.
+pub(crate) struct Assessment {
+    /// The status, to publish.
+    pub(crate) report: Report,
+    /// How long until the next reconcile.
+    pub requeue: Duration,
+    /// The reason of the revision rolled back in this reconcile, if one was.
+    pub rolled_back: Option<String>,
+}
+
+/// What the operator knows besides the stack, for the assessment.
+#[derive(Clone, Copy)]
+pub(crate) struct Around<'a> {
+    /// The catalog the distribution names resolve in (the status lists its names).
+    pub catalog: &'a llama_stack_resolver::Catalog,
+    /// When the server's answers are due again (Ready stacks only).
+    pub server_due: Option<Duration>,
+    /// The time of anything that changes.
+    pub now: jiff::Timestamp,
+}
+
+/// Assesses a reconcile of `stack`: `decision` on `observed`, acted on as `acted`, looked at as
+/// `looks` found `seen`.
+pub(crate) fn assess(
+    stack: &Stack<'_>,
+    (decision, observed): (&Decision, &Observed),
+    acted: Acted<'_>,
+    (looks, seen): (&Looks<'_>, Seen),
+    around: Around<'_>,
+) -> Assessment {
+    let now = around.now;
+    let applied = match acted {
+        Acted::Held(hold) => return held(stack, hold, now),
+        Acted::Refused(error) => {
+            let facts = Facts {
+                decision,
+                applied: Err(error),
+                deployment: observed.deployment.as_ref(),
+                pods: None,
+                judgement: &Judgement::Steady,
+                server: None,
+            };
+            return Assessment {
+                report: report::report(stack, facts, around.catalog, now),
+                requeue: RESYNC,
+                rolled_back: None,
+            };
+        }
+        Acted::Applied(applied) => applied,
+    };
+    let judgement = judgement(stack, looks, &seen, now);
+    let facts = Facts {
+        decision,
+        applied: Ok(applied),
+        deployment: looks.deployment,
+        pods: seen.pods.as_deref(),
+        judgement: &judgement,
+        server: seen.server,
+    };
+    let report = report::report(stack, facts, around.catalog, now);
+    let rolled_back = match &judgement {
+        Judgement::RollBack { rejected, .. } => Some(rejected.reason.clone()),
+        _ => None,
+    };
+    let requeue = next_look::after(Outcome {
+        retry: decision.next.as_ref().err().map(|blocked| blocked.retry),
+        ready: report.ready(),
+        rolled_back: rolled_back.is_some(),
+        waited: looks
+            .deployment
+            .and_then(|d| next_look::waited(d, crate::naming::FIELD_MANAGER, now)),
+        server_due: around.server_due,
+    });
+    Assessment {
+        report,
+        requeue,
+        rolled_back,
+    }
+}
+
+/// What the rollback memory makes of the judged Deployment: only the newest revision's Pods are
+/// judged (found through its ReplicaSet, read while a rollback is due on what they show).
+fn judgement(stack: &Stack<'_>, looks: &Looks<'_>, seen: &Seen, now: jiff::Timestamp) -> Judgement {
+    let Some(judged) = looks.judged else {
+        return Judgement::Steady;
+    };
+    let newest = match (seen.pods.as_deref(), seen.replica_sets.as_deref()) {
+        (Some(pods), Some(sets)) if !pods.is_empty() && looks.replica_sets => {
+            rollback::newest_revision_pods(judged, sets, pods)
+        }
+        _ => Vec::new(),
+    };
+    rollback::judge(stack, judged, &newest, now)
+}
+
+/// While taking over holds the server back, only what it came to is said: soon again while the
+/// old stack's Pods stop, at the resync when it is refused.
+fn held(stack: &Stack<'_>, hold: Hold, now: jiff::Timestamp) -> Assessment {
+    let mut report = Report::new(stack.resource, now);
+    report.adoption(&stack.adoption.said);
+    let requeue = match hold {
+        Hold::Waiting => ADOPTION_POLL,
+        Hold::Refused => RESYNC,
+    };
+    Assessment {
+        report,
+        requeue,
+        rolled_back: None,
+    }
+}
