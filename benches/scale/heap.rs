@@ -27,7 +27,7 @@ const CATEGORIES: &[(&str, &[&str])] = &[
             "kube_runtime::controller",
             "kube_runtime::scheduler",
             "controller::recent",
-            "controller::rollback",
+            "core::rollback",
             "controller::prune",
         ],
     ),

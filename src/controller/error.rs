@@ -19,48 +19,120 @@ pub(super) fn api_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> 
     move |source| ApiError { action, source }
 }
 
-/// Why a reconcile failed: the step, and its cause. Problems of the spec are not errors; they
-/// are reported in the status and retried.
+/// Why a reconcile failed: the step of the pipeline (read → gather → decide → act → look →
+/// assess → publish; assess is pure and cannot fail), and its cause. Problems of the spec are not
+/// errors; they are reported in the status and retried.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Gathering what the plan needs (ServiceAccount, pull secrets, the user's ConfigMap) failed.
+    /// Read: the resource cannot be read at all (no name or namespace).
     #[error(transparent)]
-    Plan(ApiError),
-    /// Gathering the referenced Secrets and ConfigMaps (the CA bundle, the derived Secret) failed.
+    Read(#[from] Invalid),
+    /// Gather: a read the decision needs failed; [`Gathering`] says which.
+    #[error("{1}")]
+    Gather(Gathering, #[source] ApiError),
+    /// Decide: an owned object could not be built (a bug).
     #[error(transparent)]
-    Dereference(ApiError),
-    /// An owned object could not be built (a bug).
+    Decide(#[from] BuildError),
+    /// Act: a write failed; [`Acting`] says which.
+    #[error("{1}")]
+    Act(Acting, #[source] ApiError),
+    /// Look: reading the server Pods or the ReplicaSets after the act failed.
     #[error(transparent)]
-    Build(#[from] BuildError),
-    /// Writing an owned object failed.
+    Look(ApiError),
+    /// Publish: writing the status failed.
     #[error(transparent)]
-    Apply(ApiError),
-    /// Reading the Deployment, its ReplicaSets or the server Pods failed.
-    #[error(transparent)]
-    Observe(ApiError),
-    /// Writing the status failed.
-    #[error(transparent)]
-    Status(ApiError),
-    /// The resource cannot be read at all (no name or namespace).
-    #[error(transparent)]
-    Invalid(#[from] Invalid),
-    /// Taking over another stack's objects failed.
-    #[error(transparent)]
-    Adopt(ApiError),
+    Publish(ApiError),
+}
+
+/// What the gather step was reading when it failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gathering {
+    /// What the plan needs: the pull credentials, the user's ConfigMap.
+    Plan,
+    /// What the spec references: Secrets, the CA bundles, the client certificate, the derived
+    /// Secret.
+    References,
+    /// What runs: the Deployment, the data volume's claim, the ReplicaSets.
+    Workload,
+    /// What taking over would take: another stack's volume, Service, Ingress, Pods.
+    TakeOver,
+}
+
+/// What the act step was writing when it failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acting {
+    /// The take-over's writes.
+    TakeOver,
+    /// The decision's objects.
+    Apply,
 }
 
 impl Error {
-    /// The `reason` label of a failed reconcile in the metrics: the step that failed.
+    /// The `reason` label of a failed reconcile in the metrics: what failed, by step (the label
+    /// values are those the dashboards have read since before the steps were named so).
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::Plan(_) => "PlanError",
-            Self::Dereference(_) => "DereferenceError",
-            Self::Build(_) => "BuildError",
-            Self::Apply(_) => "ApplyError",
-            Self::Observe(_) => "ObserveError",
-            Self::Status(_) => "StatusError",
-            Self::Invalid(_) => "ValidateError",
-            Self::Adopt(_) => "AdoptError",
+            Self::Read(_) => "ValidateError",
+            Self::Gather(Gathering::Plan, _) => "PlanError",
+            Self::Gather(Gathering::References, _) => "DereferenceError",
+            Self::Gather(Gathering::Workload, _) | Self::Look(_) => "ObserveError",
+            Self::Gather(Gathering::TakeOver, _) | Self::Act(Acting::TakeOver, _) => "AdoptError",
+            Self::Decide(_) => "BuildError",
+            Self::Act(Acting::Apply, _) => "ApplyError",
+            Self::Publish(_) => "StatusError",
+        }
+    }
+
+    /// A gather error of `what`, for `map_err`.
+    pub(super) fn gather(what: Gathering) -> impl FnOnce(ApiError) -> Self {
+        move |error| Self::Gather(what, error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error() -> ApiError {
+        api_err("read Deployment ns/s")(kube::Error::Api(
+            kube::core::Status::failure("denied", "Forbidden")
+                .with_code(403)
+                .boxed(),
+        ))
+    }
+
+    /// The label values dashboards and alerts read (docs/architecture.md, `llso_reconciles_total`)
+    /// stay what they were before the variants were named by step.
+    #[test]
+    fn every_step_keeps_the_label_dashboards_read() {
+        let cases = [
+            (Error::Read(Invalid::Unnamed), "ValidateError"),
+            (Error::Gather(Gathering::Plan, api_error()), "PlanError"),
+            (
+                Error::Gather(Gathering::References, api_error()),
+                "DereferenceError",
+            ),
+            (
+                Error::Gather(Gathering::Workload, api_error()),
+                "ObserveError",
+            ),
+            (
+                Error::Gather(Gathering::TakeOver, api_error()),
+                "AdoptError",
+            ),
+            (Error::Act(Acting::TakeOver, api_error()), "AdoptError"),
+            (Error::Act(Acting::Apply, api_error()), "ApplyError"),
+            (Error::Look(api_error()), "ObserveError"),
+            (Error::Publish(api_error()), "StatusError"),
+        ];
+        for (error, label) in cases {
+            assert_eq!(error.metric_label(), label, "{error:?}");
+            // The log line names the call that failed and its cause, once each.
+            if !matches!(error, Error::Read(_)) {
+                let text = crate::error_chain(&error);
+                assert_eq!(text, crate::error_chain(&api_error()), "{error:?}");
+                assert_eq!(text.matches("read Deployment ns/s").count(), 1, "{text}");
+            }
         }
     }
 }

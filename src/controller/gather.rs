@@ -22,7 +22,7 @@ use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 
 use super::context::Context;
 use super::default_accounts::DEFAULT_ACCOUNT;
-use super::error::{ApiError, Error, api_err};
+use super::error::{ApiError, Error, Gathering, api_err};
 use super::{observe, take_over};
 use crate::api::object_refs::RefKind;
 use crate::core::observed::{Observed, Reach};
@@ -34,13 +34,17 @@ use crate::naming::derived_secret_name;
 /// stack's annotations ask to take over ([`take_over::survey`], reads only): it names the volume
 /// the stack mounts, kept in `stack.adoption` for the reads and the objects after it.
 pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Observed, Error> {
-    let take_over = take_over::survey(stack, ctx).await.map_err(Error::Adopt)?;
+    let take_over = take_over::survey(stack, ctx)
+        .await
+        .map_err(Error::gather(Gathering::TakeOver))?;
     stack.adoption = take_over.adopted.clone();
     let stack: &Stack<'_> = stack;
     let deployment = observe::deployment(stack, ctx)
         .await
-        .map_err(Error::Observe)?;
-    let (keyring, pull_secrets) = pull_keyring(stack, ctx).await.map_err(Error::Plan)?;
+        .map_err(Error::gather(Gathering::Workload))?;
+    let (keyring, pull_secrets) = pull_keyring(stack, ctx)
+        .await
+        .map_err(Error::gather(Gathering::Plan))?;
     let resolver = ctx.resolver();
     let (reference, kept) = pin::choose(stack, &resolver, jiff::Timestamp::now());
     let kept_image = kept.as_ref().map(|k| k.image);
@@ -59,23 +63,23 @@ pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Obser
             let action = format!("read ConfigMap {ns}/{name} ({field})");
             config_map(ctx, ns, name, action)
                 .await
-                .map_err(Error::Plan)?
+                .map_err(Error::gather(Gathering::Plan))?
         }
         None => None,
     };
     let secrets = referenced_secrets(stack, ctx)
         .await
-        .map_err(Error::Dereference)?;
+        .map_err(Error::gather(Gathering::References))?;
     let derived_secret = derived_secret(stack, ctx, &secrets)
         .await
-        .map_err(Error::Dereference)?;
+        .map_err(Error::gather(Gathering::References))?;
     let ca_bundles = ca_bundles(stack, ctx).await?;
     let client_certificate = match stack.networking.client_identity {
         Some(identity) => {
             let (ns, name) = (stack.namespace, &identity.certificate.name);
             config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
                 .await
-                .map_err(Error::Dereference)?
+                .map_err(Error::gather(Gathering::References))?
         }
         None => None,
     };
@@ -83,7 +87,7 @@ pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Obser
     let replica_sets = if rollback::may_restore(stack, deployment.as_ref()) {
         let sets = observe::replica_sets(stack, ctx)
             .await
-            .map_err(Error::Observe)?;
+            .map_err(Error::gather(Gathering::Workload))?;
         Some(sets)
     } else {
         None
@@ -141,7 +145,7 @@ async fn ca_bundles(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<Option<Confi
         let name = &config.config_map_name;
         let read = config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
             .await
-            .map_err(Error::Dereference)?;
+            .map_err(Error::gather(Gathering::References))?;
         bundles.push(read);
     }
     Ok(bundles)
@@ -157,7 +161,7 @@ async fn claim(stack: &Stack<'_>, ctx: &Context) -> Result<Option<PersistentVolu
         .get_opt(&name)
         .await
         .map_err(api_err(format!("read PersistentVolumeClaim {ns}/{name}")))
-        .map_err(Error::Observe)
+        .map_err(Error::gather(Gathering::Workload))
 }
 
 /// The credentials kubelet would use for the server Pod, and their Secret names: the pod template

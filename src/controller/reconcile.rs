@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use super::apply::apply;
 use super::context::Context;
-use super::error::{ApiError, Error};
+use super::error::{Acting, ApiError, Error};
 use super::gather;
 use super::publish::publish;
 use super::{observe, take_over};
@@ -174,7 +174,7 @@ async fn reconcile_model(
             );
             refuse(model, door, ctx, refusal).instrument(span).await
         }
-        Err(invalid @ Invalid::Unnamed) => Err(Error::Invalid(invalid)),
+        Err(invalid @ Invalid::Unnamed) => Err(Error::Read(invalid)),
     };
     record(ctx, started, result)
 }
@@ -211,7 +211,7 @@ async fn refuse(
     ));
     let reason = publish(report, (cr, door), ctx)
         .await
-        .map_err(Error::Status)?;
+        .map_err(Error::Publish)?;
     Ok((Action::requeue(RESYNC), reason))
 }
 
@@ -248,9 +248,9 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     }
     let published = publish(assessment.report, (stack.resource, stack.door), ctx).await;
     if let Act::Refused { error, .. } = act {
-        return Err(Error::Apply(error));
+        return Err(Error::Act(Acting::Apply, error));
     }
-    let reason = published.map_err(Error::Status)?;
+    let reason = published.map_err(Error::Publish)?;
     Ok((Action::requeue(assessment.requeue), reason))
 }
 
@@ -292,7 +292,7 @@ async fn act(
     stack.adoption = decision.take_over.adopted.clone();
     take_over::carry_out(stack, ctx, &decision.take_over.writes)
         .await
-        .map_err(Error::Adopt)?;
+        .map_err(|e| Error::Act(Acting::TakeOver, e))?;
     if let Some(hold) = decision.take_over.adopted.hold {
         return Ok(Act::Held(hold));
     }
@@ -316,13 +316,13 @@ async fn act(
 async fn look(stack: &Stack<'_>, ctx: &Context, looks: &Looks<'_>) -> Result<Seen, Error> {
     let pods = observe::server_pods(stack, ctx, looks.pods)
         .await
-        .map_err(Error::Observe)?;
+        .map_err(Error::Look)?;
     let found = pods.as_ref().is_some_and(|pods| !pods.is_empty());
     let replica_sets = match looks.replica_sets && found {
         true => Some(
             observe::replica_sets(stack, ctx)
                 .await
-                .map_err(Error::Observe)?,
+                .map_err(Error::Look)?,
         ),
         false => None,
     };
