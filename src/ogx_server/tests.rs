@@ -873,3 +873,64 @@ fn a_stack_behind_praxis_moves_to_an_ogx_server_behind_praxis() {
         "{written:#}"
     );
 }
+
+/// Every property path under `schema` (an OpenAPI schema of a CRD, subschemas inlined), as
+/// `a.b.c`; the items of a list are `a[].b`.
+fn property_paths(schema: &serde_json::Value, at: &str, paths: &mut Vec<String>) {
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, below) in properties {
+            let path = if at.is_empty() {
+                name.clone()
+            } else {
+                format!("{at}.{name}")
+            };
+            paths.push(path.clone());
+            property_paths(below, &path, paths);
+        }
+    }
+    if schema["items"].is_object() {
+        property_paths(&schema["items"], &format!("{at}[]"), paths);
+    }
+    if schema["additionalProperties"].is_object() {
+        property_paths(&schema["additionalProperties"], &format!("{at}{{}}"), paths);
+    }
+}
+
+/// The schema of `spec.workload` in a CRD's served version `version`.
+fn workload_schema(crd: serde_json::Value, version: &str) -> serde_json::Value {
+    let versions = crd["spec"]["versions"].as_array().unwrap().clone();
+    let served = versions
+        .into_iter()
+        .find(|v| v["name"] == version)
+        .unwrap_or_else(|| panic!("no version {version}"));
+    served["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["workload"].clone()
+}
+
+/// The model carries every field of an `OGXServer`'s `spec.workload`, to the leaves (the Pod's
+/// own types included): a field the OGX operator's API gains (`src/api/ogx/`, held to its CRD
+/// by `api::ogx::tests`) and the model lacks fails here, before a user's `OGXServer` is refused
+/// for it at run time (`Untranslatable`, `spec.workload.<field>`).
+#[test]
+fn the_model_has_a_place_for_every_ogx_workload_field() {
+    use kube::CustomResourceExt;
+    let ogx = workload_schema(serde_json::to_value(OGXServer::crd()).unwrap(), "v1beta1");
+    let model = workload_schema(
+        serde_json::to_value(crate::api::v1alpha2::LlamaStackDistribution::crd()).unwrap(),
+        "v1alpha2",
+    );
+    let (mut ogx_paths, mut model_paths) = (Vec::new(), Vec::new());
+    property_paths(&ogx, "", &mut ogx_paths);
+    property_paths(&model, "", &mut model_paths);
+    assert!(
+        ogx_paths.iter().any(|p| p == "overrides.volumeMounts[].mountPath"),
+        "the walk reaches the leaves: {ogx_paths:?}"
+    );
+    let missing: Vec<&String> = ogx_paths
+        .iter()
+        .filter(|path| !model_paths.contains(path))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "spec.workload fields of OGXServer the model has no place for (add them to v1alpha2's WorkloadSpec and map them in ogx_server::workload): {missing:?}"
+    );
+}
