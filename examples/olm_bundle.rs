@@ -1,5 +1,5 @@
 //! `scripts/build-bundle.sh`: writes the OLM bundle (registry+v1) of this version into a
-//! directory, from `kubectl kustomize deploy/base` on stdin (`olm_bundle/bundle.rs` makes it).
+//! directory, from `kubectl kustomize deploy/base` on stdin (`llama_stack_operator_tools::olm_bundle` makes it).
 //!
 //! Usage: kubectl kustomize deploy/base | cargo run --example olm_bundle -- <out-dir>
 
@@ -9,12 +9,11 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "olm_bundle/bundle.rs"]
-mod bundle;
-
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use llama_stack_operator_tools::olm_bundle as bundle;
 
 fn main() -> ExitCode {
     match run() {

@@ -5,7 +5,7 @@
 //! `kubectl wait --for=condition=Ready` returns; kstatus (what Flux and Argo CD judge with) says
 //! `Current`; and the server answers through its Service.
 //!
-//! Unlike `tests/node.rs`, where the operator is a process beside the cluster, here everything
+//! Unlike `tests/node/`, where the operator is a process beside the cluster, here everything
 //! runs in the cluster: the API server is reachable from Pods (`ApiAccess::Pods`) and the mirror
 //! at the node's address, so the operator's Pod uses its in-cluster credentials, and the API
 //! server calls the webhooks through their Service. All of it stays in the test's sealed network

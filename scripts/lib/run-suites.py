@@ -143,13 +143,13 @@ def suites_selected(cargo_args):
 
 
 def label(suite):
-    """The suite as a reader finds it: `tests/node.rs`, `resolver tests/registries.rs`, …"""
+    """The suite as a reader finds it: `tests/node`, `resolver tests/registries`, …"""
     package, kind, name = suite
     if kind == "lib":
         return "unit tests (every package)"
     prefix = "" if package == "llama-stack-operator" else f"{package} "
     folder = {"test": "tests", "bench": "benches", "example": "examples"}.get(kind)
-    return f"{prefix}{folder}/{name}.rs" if folder else f"{prefix}{kind} {name}"
+    return f"{prefix}{folder}/{name}" if folder else f"{prefix}{kind} {name}"
 
 
 def command(suite, cargo_args, harness):

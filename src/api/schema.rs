@@ -15,7 +15,7 @@ pub fn free_form_object(_: &mut SchemaGenerator) -> Schema {
 /// A node whose type depends on what the user wrote (object or list, string or object, bool or
 /// object). A structural CRD schema cannot declare a union, so the node is left untyped and kept
 /// as written. Its shape is checked by the admission webhook, not by the API server: CEL sees no
-/// declared type here, so no rule can refer to it (proved in `tests/apiserver.rs`).
+/// declared type here, so no rule can refer to it (proved in `tests/apiserver/`).
 pub fn polymorphic(description: &str) -> Schema {
     json_schema!({
         "description": description,

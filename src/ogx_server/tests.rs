@@ -922,7 +922,9 @@ fn the_model_has_a_place_for_every_ogx_workload_field() {
     property_paths(&ogx, "", &mut ogx_paths);
     property_paths(&model, "", &mut model_paths);
     assert!(
-        ogx_paths.iter().any(|p| p == "overrides.volumeMounts[].mountPath"),
+        ogx_paths
+            .iter()
+            .any(|p| p == "overrides.volumeMounts[].mountPath"),
         "the walk reaches the leaves: {ogx_paths:?}"
     );
     let missing: Vec<&String> = ogx_paths

@@ -205,15 +205,15 @@ fn suites_run_two_at_once_apart_from_those_of_one_group_and_all_despite_a_failur
             .collect::<Vec<_>>()
     };
     assert_eq!(
-        line("pkg tests/broken.rs")[2..7],
+        line("pkg tests/broken")[2..7],
         ["FAILED", "2", "passed", "1", "failed"]
     );
     assert_eq!(
-        line("pkg tests/quick.rs")[2..7],
+        line("pkg tests/quick")[2..7],
         ["ok", "3", "passed", "0", "failed"]
     );
     assert_eq!(
-        line("pkg benches/dashboard.rs")[2..7],
+        line("pkg benches/dashboard")[2..7],
         ["ok", "3", "passed", "0", "failed"]
     );
     assert_eq!(
@@ -227,7 +227,7 @@ fn suites_run_two_at_once_apart_from_those_of_one_group_and_all_despite_a_failur
 fn each_suites_output_is_printed_whole() {
     let run = run_suites("2");
     for suite in ["faults", "broken", "quick", "other"] {
-        let header = format!("===== pkg tests/{suite}.rs (exit");
+        let header = format!("===== pkg tests/{suite} (exit");
         let block = run
             .stdout
             .split("\n===== ")

@@ -15,7 +15,7 @@ use crate::support::control_plane::{Error, install_crd};
 /// Group of a test-only CRD holding exactly the committed v1alpha1 schema as its only version.
 ///
 /// The real CRD stores v1alpha2 and converts through the operator's webhook (exercised in
-/// `tests/webhooks.rs`); this copy lets the API server enforce the v1alpha1 schema and its CEL
+/// `tests/webhooks/`); this copy lets the API server enforce the v1alpha1 schema and its CEL
 /// rules on their own, without the webhook's admission checks in the way.
 pub const V1ALPHA1_COMPAT_GROUP: &str = "v1alpha1-compat.llamastack.test";
 

@@ -24,7 +24,7 @@ const CORE_TYPES: &[&str] = &[
 
 /// Limits added on purpose, where theirs has none: without them the API server refuses the CRD
 /// (the cost of the backends' rules, over strings and maps as long as a request, is past its
-/// budget; their CRD at 94f1828 is refused so, `tests/apiserver.rs`).
+/// budget; their CRD at 94f1828 is refused so, `tests/apiserver/`).
 const LIMITS_ADDED: &[(&str, &str)] = &[
     (".spec.storage.backends", "maxProperties"),
     (".spec.storage.backends{}.tableName", "maxLength"),

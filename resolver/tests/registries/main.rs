@@ -7,9 +7,7 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "registries/credential_providers.rs"]
 mod credential_providers;
-#[path = "registries/signatures.rs"]
 mod signatures;
 use llama_stack_test_support as support;
 
@@ -725,9 +723,9 @@ fn registry_down_serves_last_known_good(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
-const OGX_STARTER: &str = include_str!("../../tests/fixtures/ogx-1.5.0/starter/config.yaml");
+const OGX_STARTER: &str = include_str!("../../../tests/fixtures/ogx-1.5.0/starter/config.yaml");
 const OGX_POSTGRES: &str =
-    include_str!("../../tests/fixtures/ogx-1.5.0/starter/run-with-postgres-store.yaml");
+    include_str!("../../../tests/fixtures/ogx-1.5.0/starter/run-with-postgres-store.yaml");
 
 /// An image labelled as OGX's `scripts/generate-config-labels.sh` labels the ogxai images, with
 /// its two starter configs (OGX 1.5.0's own files): the file it runs is read by default, the

@@ -24,11 +24,8 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-#[path = "node/adoption.rs"]
 mod adoption;
-#[path = "node/rollback.rs"]
 mod rollback;
-#[path = "node/storage.rs"]
 mod storage;
 
 use std::path::Path;

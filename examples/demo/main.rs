@@ -22,7 +22,6 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "demo/real_node.rs"]
 mod real_node;
 use llama_stack_test_support as support;
 

@@ -26,12 +26,9 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-#[path = "scale/debug.rs"]
 mod debug;
 #[cfg(feature = "heap-profile")]
-#[path = "scale/heap.rs"]
 mod heap;
-#[path = "scale/plot.rs"]
 mod plot;
 
 use std::fmt::Write as _;

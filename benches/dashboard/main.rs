@@ -23,9 +23,7 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-#[path = "dashboard/prometheus.rs"]
 mod prometheus;
-#[path = "dashboard/render.rs"]
 mod render;
 
 use std::path::Path;

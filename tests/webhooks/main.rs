@@ -10,7 +10,6 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-#[path = "webhooks/differential.rs"]
 mod differential;
 
 use std::process::{ExitCode, Stdio};

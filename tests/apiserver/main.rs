@@ -15,13 +15,9 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-#[path = "apiserver/cases.rs"]
 mod cases;
-#[path = "apiserver/fixtures.rs"]
 mod fixtures;
-#[path = "apiserver/ogx.rs"]
 mod ogx;
-#[path = "apiserver/roundtrip.rs"]
 mod roundtrip;
 
 use std::process::ExitCode;

@@ -12,15 +12,12 @@
     reason = "a test, bench or example: a failed unwrap is a failed run"
 )]
 
-#[path = "../examples/olm_bundle/bundle.rs"]
-mod olm;
+use llama_stack_operator_tools::olm_bundle as olm;
 use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
-#[path = "deploy/helm.rs"]
 mod helm;
-#[path = "deploy/release.rs"]
 mod release;
 
 use std::path::Path;
