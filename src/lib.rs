@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 pub mod naming;
 pub mod ogx_server;
 pub(crate) mod operator_config;
+pub(crate) mod ownership;
 pub mod stack_config;
 pub(crate) mod tls_files;
 pub mod validate;

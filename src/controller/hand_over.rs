@@ -21,12 +21,12 @@ use serde_json::{Value, json};
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::write::{NamespacedKind, patch_by};
-use crate::core::adoption::{controlled_by_stack, with_controller};
 use crate::core::builders;
 use crate::core::door::Door;
 use crate::core::observed::Observed;
 use crate::core::stack::Stack;
 use crate::naming::{FIELD_MANAGER, ingress_name, owned_by_selector};
+use crate::ownership::{controlled_by_stack, with_controller};
 
 /// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of
 /// its name to take: its Deployment or its data volume is still controlled by it. Both are read

@@ -17,12 +17,12 @@ use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 use super::error::{ApiError, api_err};
 use super::owned_index::OwnedIndex;
 use crate::api::v1alpha2::RevisionStatus;
-use crate::core::dereference::controlled_by;
 use crate::core::rollback;
 use crate::core::stack::Stack;
 use crate::naming::{
     ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix, owned_by_selector,
 };
+use crate::ownership::controlled_by;
 
 /// Generated ConfigMaps kept besides those a live or remembered revision names: the newest ones,
 /// for a person comparing configs.

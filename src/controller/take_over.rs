@@ -25,11 +25,11 @@ use crate::core::adoption::{
     storage_said, storage_step, transfer_patch, transfer_step, was_true,
 };
 use crate::core::builders;
-use crate::core::dereference::controlled_by;
 use crate::core::door::Door;
 use crate::core::stack::Stack;
 use crate::core::take_over::{Kind, Survey, Write};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
+use crate::ownership::controlled_by;
 
 /// Makes the `writes` [`decided`] kept, first of the apply.
 pub(super) async fn carry_out(

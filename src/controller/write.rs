@@ -227,7 +227,7 @@ where
         None => {
             let controlled = existing
                 .as_ref()
-                .is_some_and(|o| crate::core::dereference::controlled_by(o.meta(), owner_uid));
+                .is_some_and(|o| crate::ownership::controlled_by(o.meta(), owner_uid));
             if !controlled {
                 return Ok((Change::Unchanged, None));
             }

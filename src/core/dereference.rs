@@ -15,6 +15,7 @@ use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::object_refs::{RefKind, Reference};
 use crate::naming::{CA_BUNDLE_KEY, derived_secret_key, derived_secret_name};
+use crate::ownership::controlled_by;
 use crate::stack_config::GeneratedConfig;
 
 /// The Secrets an object references, all found.
@@ -301,14 +302,6 @@ pub(crate) fn derived_secret_free(
         )),
         _ => Ok(()),
     }
-}
-
-/// Whether `meta` names the object with `uid` as its controller.
-pub(crate) fn controlled_by(meta: &kube::core::ObjectMeta, uid: &str) -> bool {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .any(|r| r.controller == Some(true) && r.uid == uid)
 }
 
 #[cfg(test)]

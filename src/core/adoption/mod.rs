@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::api::conditions::{ConditionType, Reason};
 use crate::naming::labels;
+use crate::ownership::{controller_of, is_stack, with_controller, without_controller};
 
 /// Asks to take over the named stack's volume.
 pub const ADOPT_STORAGE: &str = "ogx.io/adopt-storage";
@@ -249,25 +250,6 @@ pub fn foreign_controller(meta: &ObjectMeta, source: &str) -> Option<String> {
     })
 }
 
-/// Whether `meta` is controlled by the LlamaStackDistribution `name` (any version of the group).
-pub fn controlled_by_stack(meta: &ObjectMeta, name: &str) -> bool {
-    controller_of(meta).is_some_and(|c| is_stack(c, name))
-}
-
-fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true))
-}
-
-/// Whether `owner` is the LlamaStackDistribution `name` (any version of the group).
-fn is_stack(owner: &OwnerReference, name: &str) -> bool {
-    owner.kind == "LlamaStackDistribution"
-        && owner.api_version.starts_with("llamastack.io/")
-        && owner.name == name
-}
-
 /// The metadata patch that detaches the volume of `source` for the server `server`: no
 /// controller, labelled for the server, stamped `at`. Carries the resource version read, so a
 /// change in between fails the write instead of being overwritten.
@@ -310,23 +292,6 @@ pub fn transfer_step(
         Some(refusal) => TransferStep::Refused(refusal),
         None => TransferStep::Transfer,
     }
-}
-
-/// The owner references of `meta` but its controller.
-fn without_controller(meta: &ObjectMeta) -> Vec<OwnerReference> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .filter(|o| o.controller != Some(true))
-        .cloned()
-        .collect()
-}
-
-/// The owner references of `meta` with `owner` as the controller in place of any other.
-pub fn with_controller(meta: &ObjectMeta, owner: &OwnerReference) -> Vec<OwnerReference> {
-    let mut owners = without_controller(meta);
-    owners.push(owner.clone());
-    owners
 }
 
 /// The metadata patch that gives the object `meta` of `source` to `owner`.
