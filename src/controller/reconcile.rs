@@ -318,13 +318,14 @@ async fn look(stack: &Stack<'_>, ctx: &Context, looks: &Looks<'_>) -> Result<See
         .await
         .map_err(Error::Look)?;
     let found = pods.as_ref().is_some_and(|pods| !pods.is_empty());
-    let replica_sets = match looks.replica_sets && found {
-        true => Some(
+    let replica_sets = if looks.replica_sets && found {
+        Some(
             observe::replica_sets(stack, ctx)
                 .await
                 .map_err(Error::Look)?,
-        ),
-        false => None,
+        )
+    } else {
+        None
     };
     let server = match looks.server {
         Some(running) => observe::server_info(stack, ctx, running).await,

@@ -99,10 +99,9 @@ fn judgement(stack: &Stack<'_>, looks: &Looks<'_>, seen: &Seen, now: jiff::Times
     let Some(judged) = looks.judged else {
         return Judgement::Steady;
     };
+    // The ReplicaSets were read only when the look asked for them and found Pods.
     let newest = match (seen.pods.as_deref(), seen.replica_sets.as_deref()) {
-        (Some(pods), Some(sets)) if !pods.is_empty() && looks.replica_sets => {
-            rollback::newest_revision_pods(judged, sets, pods)
-        }
+        (Some(pods), Some(sets)) => rollback::newest_revision_pods(judged, sets, pods),
         _ => Vec::new(),
     };
     rollback::judge(stack, judged, &newest, now)
