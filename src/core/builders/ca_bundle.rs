@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
-use super::object::{BuildError, metadata, stamped};
 use crate::core::stack::Stack;
 use crate::naming::{CA_BUNDLE_KEY, ca_bundle_name, labels};
 
@@ -93,15 +93,18 @@ fn pem(der: &[u8]) -> String {
     out
 }
 
-pub(super) fn config_map(stack: &Stack, pem: &str) -> Result<ConfigMap, BuildError> {
-    let mut metadata = metadata(stack, &ca_bundle_name(stack.name, pem));
-    metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert(labels::COMPONENT.to_owned(), "ca-bundle".to_owned());
-    stamped(ConfigMap {
-        metadata,
+/// The operator's copy of the validated bundle, which the server mounts.
+pub(super) fn managed_copy(stack: &Stack, pem: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(ca_bundle_name(stack.name, pem)),
+            labels: Some(BTreeMap::from([(
+                labels::COMPONENT.to_owned(),
+                "ca-bundle".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
         data: Some(BTreeMap::from([(CA_BUNDLE_KEY.to_owned(), pem.to_owned())])),
         ..ConfigMap::default()
-    })
+    }
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::object::metadata;
 use crate::core::stack::Stack;
 use crate::naming::derived_secret_name;
 
@@ -23,7 +23,10 @@ pub(super) fn secret(
         return None;
     }
     Some(Secret {
-        metadata: metadata(stack, &derived_secret_name(stack.name, secrets_hash)),
+        metadata: ObjectMeta {
+            name: Some(derived_secret_name(stack.name, secrets_hash)),
+            ..ObjectMeta::default()
+        },
         type_: Some("Opaque".to_owned()),
         data: Some(data.clone()),
         ..Secret::default()

@@ -24,6 +24,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::DynamicObject;
 
 use crate::core::stack::Stack;
+use object::Common;
 
 pub use ca_bundle::{CaBundleError, collect_certificates};
 pub use inputs::{Inputs, ServerConfig};
@@ -32,7 +33,8 @@ pub use network::{exposure_warning, gateway_warnings, route_resource};
 pub use object::BuildError;
 pub use pod::config_dir;
 pub use scaling::{minimum_replicas, pdb_warning};
-pub use workload::{DEFAULT_STORAGE_SIZE, config_map, deployment, persistent_volume_claim};
+pub use workload::DEFAULT_STORAGE_SIZE;
+use workload::{config_map, deployment, persistent_volume_claim};
 
 /// Every object the operator wants for one LlamaStackDistribution; `None` means "must not exist".
 #[derive(Clone, Debug)]
@@ -73,37 +75,103 @@ pub fn pod_selector_labels(stack: &Stack) -> std::collections::BTreeMap<String, 
     object::selector_labels(stack)
 }
 
-/// Builds every desired object.
+/// Builds every desired object: each builder makes what its objects are, then every one is
+/// given the stack's namespace, labels and owner, and (but for the two named by their content's
+/// hash) the hash of all of it.
 pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
+    let common = Common::of(stack);
     let config_map = match (&inputs.config, inputs.generated) {
         (ServerConfig::Generated(_), Some(generated)) => Some(config_map(stack, generated)),
         _ => None,
     };
+    let deployment = deployment(stack, &common, inputs);
+    let service_account = workload::service_account(stack, inputs.pull_secrets);
+    let pvc = persistent_volume_claim(stack);
+    let service = network::service(stack, &common);
+    let network_policy = network::network_policy(stack, &common, inputs.operator_namespace);
+    let (ingress, route) = network::exposure(stack, inputs.routes_available);
+    let (hpa, pdb) = (scaling::hpa(stack), scaling::pdb(stack, &common));
     let ca_bundle = inputs
         .ca_bundle
-        .map(|pem| ca_bundle::config_map(stack, pem))
-        .transpose()?;
-    let (ingress, route) = network::exposure(stack, inputs.routes_available)?;
+        .map(|pem| ca_bundle::managed_copy(stack, pem));
+    let derived_secret = inputs
+        .derived
+        .and_then(|data| derived::secret(stack, data, inputs.secrets_hash.unwrap_or_default()));
     let (service_monitor, prometheus_rule) =
-        monitoring::monitoring(stack, inputs.monitoring_available)?;
-    Ok(Desired {
+        monitoring::monitoring(stack, &common, inputs.monitoring_available);
+    let mut desired = Desired {
         config_map,
-        deployment: deployment(stack, inputs)?,
-        service: network::service(stack)?,
-        service_account: workload::service_account(stack, inputs.pull_secrets)?,
-        pvc: persistent_volume_claim(stack)?,
+        deployment,
+        service,
+        service_account,
+        pvc,
         ca_bundle,
-        network_policy: network::network_policy(stack, inputs.operator_namespace)?,
+        network_policy,
         ingress,
         route,
-        hpa: scaling::hpa(stack)?,
-        pdb: scaling::pdb(stack)?,
-        derived_secret: inputs
-            .derived
-            .and_then(|data| derived::secret(stack, data, inputs.secrets_hash.unwrap_or_default())),
+        hpa,
+        pdb,
+        derived_secret,
         service_monitor,
         prometheus_rule,
-    })
+    };
+    desired.finish(&common)?;
+    Ok(desired)
+}
+
+impl Desired {
+    /// Gives every object the stack's namespace, labels and owner, then stamps its hash: the
+    /// generated ConfigMap is named by its content's hash already, and the derived Secret carries
+    /// none (see `derived.rs`).
+    fn finish(&mut self, common: &Common) -> Result<(), BuildError> {
+        fn stamped<K: serde::Serialize + kube::Resource>(
+            common: &Common,
+            kind: &'static str,
+            object: Option<&mut K>,
+        ) -> Result<(), BuildError> {
+            match object {
+                Some(object) => {
+                    object::owned(common, object);
+                    object::stamp(kind, object)
+                }
+                None => Ok(()),
+            }
+        }
+        let Self {
+            config_map,
+            deployment,
+            service,
+            service_account,
+            pvc,
+            ca_bundle,
+            network_policy,
+            ingress,
+            route,
+            hpa,
+            pdb,
+            derived_secret,
+            service_monitor,
+            prometheus_rule,
+        } = self;
+        if let Some(config_map) = config_map {
+            object::owned(common, config_map);
+        }
+        if let Some(secret) = derived_secret {
+            object::owned(common, secret);
+        }
+        stamped(common, "Deployment", Some(deployment))?;
+        stamped(common, "Service", Some(service))?;
+        stamped(common, "ServiceAccount", service_account.as_mut())?;
+        stamped(common, "PersistentVolumeClaim", pvc.as_mut())?;
+        stamped(common, "ConfigMap", ca_bundle.as_mut())?;
+        stamped(common, "NetworkPolicy", network_policy.as_mut())?;
+        stamped(common, "Ingress", ingress.as_mut())?;
+        stamped(common, "Route", route.as_mut())?;
+        stamped(common, "HorizontalPodAutoscaler", hpa.as_mut())?;
+        stamped(common, "PodDisruptionBudget", pdb.as_mut())?;
+        stamped(common, "ServiceMonitor", service_monitor.as_mut())?;
+        stamped(common, "PrometheusRule", prometheus_rule.as_mut())
+    }
 }
 
 #[cfg(test)]

@@ -9,10 +9,11 @@
 //! are each scraped once (a selector on `managed-by` and `part-of` alone makes every monitor
 //! scrape every server).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::{Value, json};
 
-use super::object::{BuildError, common_labels, metadata, stamp};
+use super::object::Common;
 use crate::core::stack::Stack;
 use crate::naming::{METRICS_PORT_NAME, prometheus_rule_name, service_monitor_name};
 
@@ -45,21 +46,24 @@ fn monitoring_resource(kind: &str, plural: &str) -> ApiResource {
 /// serves the kinds; `(None, None)` otherwise (existing ones are then deleted).
 pub(super) fn monitoring(
     stack: &Stack,
+    common: &Common,
     monitoring_available: bool,
-) -> Result<(Option<DynamicObject>, Option<DynamicObject>), BuildError> {
+) -> (Option<DynamicObject>, Option<DynamicObject>) {
     if !monitoring_available || stack.door.metrics_port().is_none() {
-        return Ok((None, None));
+        return (None, None);
     }
-    Ok((Some(service_monitor(stack)?), Some(prometheus_rule(stack)?)))
+    (
+        Some(service_monitor(stack, common)),
+        Some(prometheus_rule(stack)),
+    )
 }
 
-fn service_monitor(stack: &Stack) -> Result<DynamicObject, BuildError> {
+fn service_monitor(stack: &Stack, common: &Common) -> DynamicObject {
     let mut monitor = dynamic(
-        stack,
         &service_monitor_resource(),
-        &service_monitor_name(stack.name),
+        service_monitor_name(stack.name),
         json!({
-            "selector": {"matchLabels": common_labels(stack)},
+            "selector": {"matchLabels": common.labels},
             "endpoints": [{"targetPort": METRICS_PORT_NAME, "path": "/metrics", "interval": INTERVAL}],
         }),
     );
@@ -68,12 +72,11 @@ fn service_monitor(stack: &Stack) -> Result<DynamicObject, BuildError> {
         .labels
         .get_or_insert_default()
         .insert(SCRAPE_LABEL.to_owned(), "true".to_owned());
-    stamp("ServiceMonitor", &mut monitor)?;
-    Ok(monitor)
+    monitor
 }
 
 /// One binary series per API: 1 once the server has counted a request of it.
-fn prometheus_rule(stack: &Stack) -> Result<DynamicObject, BuildError> {
+fn prometheus_rule(stack: &Stack) -> DynamicObject {
     let in_use = |api: &str, counter: &str| -> Value {
         json!({
             "record": "ogx:api_info:max",
@@ -88,23 +91,23 @@ fn prometheus_rule(stack: &Stack) -> Result<DynamicObject, BuildError> {
         in_use("rag", "ogx_vector_io_documents_retrieved_total"),
         in_use("agentic", "ogx_responses_agentic_calls_total"),
     ];
-    let mut rule = dynamic(
-        stack,
+    dynamic(
         &prometheus_rule_resource(),
-        &prometheus_rule_name(stack.name),
+        prometheus_rule_name(stack.name),
         json!({"groups": [{"name": "telemetry.rules", "interval": INTERVAL, "rules": rules}]}),
-    );
-    stamp("PrometheusRule", &mut rule)?;
-    Ok(rule)
+    )
 }
 
-fn dynamic(stack: &Stack, resource: &ApiResource, name: &str, spec: Value) -> DynamicObject {
+fn dynamic(resource: &ApiResource, name: String, spec: Value) -> DynamicObject {
     DynamicObject {
         types: Some(TypeMeta {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         }),
-        metadata: metadata(stack, name),
+        metadata: ObjectMeta {
+            name: Some(name),
+            ..ObjectMeta::default()
+        },
         data: json!({ "spec": spec }),
     }
 }

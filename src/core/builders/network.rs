@@ -10,14 +10,12 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
     ServiceBackendPort,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use serde_json::json;
 
-use super::object::{
-    BuildError, match_labels, metadata, named_ports, pod_selector, selector_labels, stamp, stamped,
-};
+use super::object::Common;
 use crate::api::common::AllowedFromSpec;
 use crate::api::network_peers;
 use crate::api::v1alpha2::{ExposeOptions, PraxisGateway};
@@ -36,14 +34,19 @@ pub fn route_resource() -> ApiResource {
 }
 
 /// The ClusterIP Service in front of the server.
-pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
-    stamped(Service {
-        metadata: metadata(stack, &service_name(stack.name)),
+pub(super) fn service(stack: &Stack, common: &Common) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(service_name(stack.name)),
+            ..ObjectMeta::default()
+        },
         spec: Some(ServiceSpec {
-            selector: Some(selector_labels(stack)),
+            selector: Some(common.selector_labels.clone()),
             ports: Some(
-                named_ports(stack)
-                    .map(|(name, port)| ServicePort {
+                common
+                    .ports
+                    .iter()
+                    .map(|&(name, port)| ServicePort {
                         name: Some(name.to_owned()),
                         port,
                         target_port: Some(IntOrString::String(name.to_owned())),
@@ -55,7 +58,7 @@ pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
             ..ServiceSpec::default()
         }),
         ..Service::default()
-    })
+    }
 }
 
 /// Only the listed namespaces (plus the own namespace and the operator's) reach the server port;
@@ -66,12 +69,13 @@ pub(super) fn service(stack: &Stack) -> Result<Service, BuildError> {
 /// Without `allowedFrom`, `policy` and a gateway no policy is made.
 pub(super) fn network_policy(
     stack: &Stack,
+    common: &Common,
     operator_namespace: Option<&str>,
-) -> Result<Option<NetworkPolicy>, BuildError> {
+) -> Option<NetworkPolicy> {
     let policy = stack.networking.policy;
     let gateway = stack.networking.gateway;
     let allowed = match (stack.networking.allowed_from, policy) {
-        (None, None) if gateway.is_none() => return Ok(None),
+        (None, None) if gateway.is_none() => return None,
         (Some(allowed), _) => allowed.clone(),
         (None, _) => AllowedFromSpec::default(),
     };
@@ -122,16 +126,26 @@ pub(super) fn network_policy(
         rules.push(dns_egress());
         rules
     });
-    stamped(NetworkPolicy {
-        metadata: metadata(stack, &network_policy_name(stack.name)),
+    Some(NetworkPolicy {
+        metadata: ObjectMeta {
+            name: Some(network_policy_name(stack.name)),
+            ..ObjectMeta::default()
+        },
         spec: Some(NetworkPolicySpec {
-            pod_selector: Some(pod_selector(stack)),
+            pod_selector: Some(common.selector.clone()),
             ingress: governs("Ingress").then_some(ingress),
             egress,
             policy_types: Some(policy_types),
         }),
     })
-    .map(Some)
+}
+
+/// A selector matching exactly `labels`.
+fn match_labels(labels: BTreeMap<String, String>) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(labels),
+        ..LabelSelector::default()
+    }
 }
 
 /// The Praxis Pods, by their namespace's name and their labels.
@@ -236,14 +250,14 @@ pub fn exposure_warning(stack: &Stack, routes_available: bool) -> Option<String>
 pub(super) fn exposure(
     stack: &Stack,
     routes_available: bool,
-) -> Result<(Option<Ingress>, Option<DynamicObject>), BuildError> {
+) -> (Option<Ingress>, Option<DynamicObject>) {
     let Some(options) = stack.networking.expose.clone() else {
-        return Ok((None, None));
+        return (None, None);
     };
     if routes_available && !ingress_for_certificate(stack, &options) {
-        return Ok((None, Some(route(stack, &options)?)));
+        return (None, Some(route(stack, &options)));
     }
-    Ok((Some(ingress(stack, options)?), None))
+    (Some(ingress(stack, options)), None)
 }
 
 /// Whether an exposure with its own certificate is made as an Ingress where Routes are served:
@@ -257,7 +271,7 @@ fn ingress_for_certificate(stack: &Stack, options: &ExposeOptions) -> bool {
 }
 
 /// The OpenShift Route. It has no typed form here: a dynamic object keeps the fields it is given.
-fn route(stack: &Stack, options: &ExposeOptions) -> Result<DynamicObject, BuildError> {
+fn route(stack: &Stack, options: &ExposeOptions) -> DynamicObject {
     let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack.name)}, "port": {"targetPort": PORT_NAME}});
     if let Some(host) = &options.hostname {
         spec["host"] = json!(host);
@@ -269,28 +283,32 @@ fn route(stack: &Stack, options: &ExposeOptions) -> Result<DynamicObject, BuildE
         json!({"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"})
     };
     let resource = route_resource();
-    let mut route = DynamicObject {
+    DynamicObject {
         types: Some(TypeMeta {
             api_version: resource.api_version,
             kind: resource.kind,
         }),
-        metadata: metadata(stack, &ingress_name(stack.name)),
+        metadata: ObjectMeta {
+            name: Some(ingress_name(stack.name)),
+            ..ObjectMeta::default()
+        },
         data: json!({"spec": spec}),
-    };
-    stamp("Route", &mut route)?;
-    Ok(route)
+    }
 }
 
 /// The Ingress; its TLS section only with `expose.tlsSecretName`.
-fn ingress(stack: &Stack, options: ExposeOptions) -> Result<Ingress, BuildError> {
-    let mut metadata = metadata(stack, &ingress_name(stack.name));
-    if stack.networking.tls {
+fn ingress(stack: &Stack, options: ExposeOptions) -> Ingress {
+    let metadata = ObjectMeta {
+        name: Some(ingress_name(stack.name)),
         // The backend speaks HTTPS; common controllers read this annotation.
-        metadata.annotations = Some(BTreeMap::from([(
-            "nginx.ingress.kubernetes.io/backend-protocol".to_owned(),
-            "HTTPS".to_owned(),
-        )]));
-    }
+        annotations: stack.networking.tls.then(|| {
+            BTreeMap::from([(
+                "nginx.ingress.kubernetes.io/backend-protocol".to_owned(),
+                "HTTPS".to_owned(),
+            )])
+        }),
+        ..ObjectMeta::default()
+    };
     let backend = IngressBackend {
         service: Some(IngressServiceBackend {
             name: service_name(stack.name),
@@ -315,7 +333,7 @@ fn ingress(stack: &Stack, options: ExposeOptions) -> Result<Ingress, BuildError>
         secret_name: Some(secret),
         hosts: options.hostname.map(|host| vec![host]),
     });
-    stamped(Ingress {
+    Ingress {
         metadata,
         spec: Some(IngressSpec {
             rules: Some(vec![rule]),
@@ -324,5 +342,5 @@ fn ingress(stack: &Stack, options: ExposeOptions) -> Result<Ingress, BuildError>
             ..IngressSpec::default()
         }),
         ..Ingress::default()
-    })
+    }
 }

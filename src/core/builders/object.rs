@@ -1,9 +1,10 @@
-//! What every owned object shares: the field manager and annotations, the labels, owner and
-//! metadata, and the hash of what the operator wants.
+//! What every owned object of a stack shares, taken from the stack once ([`Common`]), and the
+//! last touch every object gets after its builder made it ([`owned`], [`stamp`]): the stack's
+//! namespace, labels and owner, then the hash of what the operator wants.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::Resource;
 
 use crate::core::stack::Stack;
@@ -22,17 +23,58 @@ pub enum BuildError {
     },
 }
 
-/// The labels of every owned object.
-pub(super) fn common_labels(stack: &Stack) -> BTreeMap<String, String> {
-    let mut labels = selector_labels(stack);
-    labels.insert(
-        labels::MANAGED_BY.to_owned(),
-        stack.door.managed_by().to_owned(),
-    );
-    for (key, value) in stack.door.object_labels() {
-        labels.insert((*key).to_owned(), (*value).to_owned());
+/// What the objects of one stack have in common, read from the stack once for all of them.
+#[derive(Clone, Debug)]
+pub(super) struct Common {
+    /// The labels of every owned object.
+    pub labels: BTreeMap<String, String>,
+    /// The labels that select the server Pods.
+    pub selector_labels: BTreeMap<String, String>,
+    /// The same, as a selector.
+    pub selector: LabelSelector,
+    /// The server's named ports: the API port, and the metrics port when the door has one. The
+    /// container and the Service both name them so.
+    pub ports: Vec<(&'static str, i32)>,
+    /// The stack's namespace (none for a manifest not yet placed, in `render`).
+    namespace: Option<String>,
+    /// The controller owner reference (an empty list for an object not yet stored).
+    owners: Vec<OwnerReference>,
+}
+
+impl Common {
+    /// What `stack`'s objects share.
+    pub(super) fn of(stack: &Stack) -> Self {
+        let selector_labels = selector_labels(stack);
+        let mut labels = selector_labels.clone();
+        labels.insert(
+            labels::MANAGED_BY.to_owned(),
+            stack.door.managed_by().to_owned(),
+        );
+        for (key, value) in stack.door.object_labels() {
+            labels.insert((*key).to_owned(), (*value).to_owned());
+        }
+        let ports = std::iter::once((PORT_NAME, stack.networking.port))
+            .chain(
+                stack
+                    .door
+                    .metrics_port()
+                    .map(|port| (METRICS_PORT_NAME, port)),
+            )
+            .collect();
+        Self {
+            selector: LabelSelector {
+                match_labels: Some(selector_labels.clone()),
+                ..LabelSelector::default()
+            },
+            selector_labels,
+            labels,
+            ports,
+            namespace: Some(stack.namespace)
+                .filter(|ns| !ns.is_empty())
+                .map(str::to_owned),
+            owners: stack.owner.clone().into_iter().collect(),
+        }
     }
-    labels
 }
 
 /// The labels that select the server Pods.
@@ -40,59 +82,20 @@ pub(super) fn selector_labels(stack: &Stack) -> BTreeMap<String, String> {
     crate::naming::selector_labels(stack.name)
 }
 
-/// The server's named ports: the API port, and the metrics port when the door has one. The
-/// container and the Service both name them so.
-pub(super) fn named_ports(stack: &Stack) -> impl Iterator<Item = (&'static str, i32)> {
-    std::iter::once((PORT_NAME, stack.networking.port)).chain(
-        stack
-            .door
-            .metrics_port()
-            .map(|port| (METRICS_PORT_NAME, port)),
-    )
+/// The object placed in the stack's namespace, with the stack's labels (beside those its builder
+/// gave it, which win) and its controller owner reference.
+pub(super) fn owned<K: Resource>(common: &Common, object: &mut K) {
+    let meta: &mut ObjectMeta = object.meta_mut();
+    meta.namespace.clone_from(&common.namespace);
+    let own = meta.labels.take().unwrap_or_default();
+    let mut labels = common.labels.clone();
+    labels.extend(own);
+    meta.labels = Some(labels);
+    meta.owner_references = Some(common.owners.clone());
 }
 
-/// The selector of the server Pods.
-pub(super) fn pod_selector(stack: &Stack) -> LabelSelector {
-    match_labels(selector_labels(stack))
-}
-
-/// A selector matching exactly `labels`.
-pub(super) fn match_labels(labels: BTreeMap<String, String>) -> LabelSelector {
-    LabelSelector {
-        match_labels: Some(labels),
-        ..LabelSelector::default()
-    }
-}
-
-/// Standard metadata of an owned object: its name, the stack's namespace and labels, and the
-/// controller owner reference (an empty list for an object not yet stored, e.g. in `render`).
-pub(super) fn metadata(stack: &Stack, name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.to_owned()),
-        namespace: Some(stack.namespace)
-            .filter(|ns| !ns.is_empty())
-            .map(str::to_owned),
-        labels: Some(common_labels(stack)),
-        owner_references: Some(stack.owner.clone().into_iter().collect()),
-        ..ObjectMeta::default()
-    }
-}
-
-/// The object with [`DESIRED_HASH`]: the hash of its canonical form (the typed serialization,
-/// whose maps are sorted), so equal content always hashes equal.
-pub(super) fn stamped<K>(mut object: K) -> Result<K, BuildError>
-where
-    K: serde::Serialize + Resource<DynamicType = ()>,
-{
-    let kind = match K::kind(&()) {
-        std::borrow::Cow::Borrowed(kind) => kind,
-        std::borrow::Cow::Owned(_) => "object",
-    };
-    stamp(kind, &mut object)?;
-    Ok(object)
-}
-
-/// Adds [`DESIRED_HASH`] to an object of any type (the Route is a dynamic object).
+/// Adds [`DESIRED_HASH`] to an object of any type: the hash of its canonical form (the typed
+/// serialization, whose maps are sorted), so equal content always hashes equal.
 pub(super) fn stamp<K>(kind: &'static str, object: &mut K) -> Result<(), BuildError>
 where
     K: serde::Serialize + Resource,

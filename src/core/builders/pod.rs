@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::inputs::{Inputs, ServerConfig};
-use super::object::{named_ports, pod_selector};
+use super::object::Common;
 use super::user_parts::{self, UserParts};
 use super::{ca_bundle, external};
 use crate::api::v1alpha2::ClientIdentity;
@@ -323,7 +323,7 @@ fn default_resources(workers: i32) -> ResourceRequirements {
     }
 }
 
-fn container(stack: &Stack, inputs: &Inputs) -> Container {
+fn container(stack: &Stack, common: &Common, inputs: &Inputs) -> Container {
     let workload = stack.workload;
     let overrides = stack.overrides;
     let workers = workload.workers.unwrap_or(1).max(1);
@@ -344,8 +344,10 @@ fn container(stack: &Stack, inputs: &Inputs) -> Container {
         args: args(stack, inputs),
         command,
         ports: Some(
-            named_ports(stack)
-                .map(|(name, port)| ContainerPort {
+            common
+                .ports
+                .iter()
+                .map(|&(name, port)| ContainerPort {
                     name: Some(name.to_owned()),
                     container_port: port,
                     protocol: Some("TCP".to_owned()),
@@ -500,7 +502,7 @@ fn pod_security(inputs: &Inputs) -> PodSecurityContext {
 
 /// The user's spread constraints, else, with more than one replica possible, a preference for
 /// different nodes that never blocks scheduling.
-fn spread(stack: &Stack) -> Option<Vec<TopologySpreadConstraint>> {
+fn spread(stack: &Stack, common: &Common) -> Option<Vec<TopologySpreadConstraint>> {
     let workload = stack.workload;
     let most = workload
         .autoscaling
@@ -512,7 +514,7 @@ fn spread(stack: &Stack) -> Option<Vec<TopologySpreadConstraint>> {
             max_skew: 1,
             topology_key: "kubernetes.io/hostname".to_owned(),
             when_unsatisfiable: "ScheduleAnyway".to_owned(),
-            label_selector: Some(pod_selector(stack)),
+            label_selector: Some(common.selector.clone()),
             ..TopologySpreadConstraint::default()
         }]),
         None => None,
@@ -520,7 +522,7 @@ fn spread(stack: &Stack) -> Option<Vec<TopologySpreadConstraint>> {
 }
 
 /// The server Pod: its container, the external providers' install steps, the user's volumes.
-pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
+pub(super) fn pod(stack: &Stack, common: &Common, inputs: &Inputs) -> PodSpec {
     let init = external::init_containers(
         stack,
         (inputs.image, inputs.server.line),
@@ -540,12 +542,12 @@ pub(super) fn pod(stack: &Stack, inputs: &Inputs) -> PodSpec {
         // of stacks would fill the environment past what a process may start with. The server
         // finds its peers by DNS.
         enable_service_links: Some(false),
-        containers: vec![container(stack, inputs)],
+        containers: vec![container(stack, common, inputs)],
         init_containers: Some(init).filter(|init| !init.is_empty()),
         volumes: Some(pod_volumes(stack, inputs)),
         security_context: Some(pod_security(inputs)),
         termination_grace_period_seconds: stack.overrides.termination_grace_period_seconds,
-        topology_spread_constraints: spread(stack),
+        topology_spread_constraints: spread(stack, common),
         resource_claims: stack.workload.resource_claims.clone(),
         ..PodSpec::default()
     };

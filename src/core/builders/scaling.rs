@@ -5,9 +5,10 @@ use k8s_openapi::api::autoscaling::v2::{
     MetricTarget, ResourceMetricSource,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec as BudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::object::{BuildError, metadata, pod_selector, stamped};
+use super::object::Common;
 use crate::api::v1alpha2::PodDisruptionBudgetSpec;
 use crate::core::stack::Stack;
 use crate::naming::{hpa_name, pdb_name};
@@ -23,10 +24,8 @@ pub fn minimum_replicas(stack: &Stack) -> i32 {
     }
 }
 
-pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, BuildError> {
-    let Some(autoscaling) = stack.workload.autoscaling.as_ref() else {
-        return Ok(None);
-    };
+pub(super) fn hpa(stack: &Stack) -> Option<HorizontalPodAutoscaler> {
+    let autoscaling = stack.workload.autoscaling.as_ref()?;
     let target = |resource: &str, percent: i32| MetricSpec {
         type_: "Resource".to_owned(),
         resource: Some(ResourceMetricSource {
@@ -50,8 +49,11 @@ pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, Buil
         metrics.push(target("cpu", DEFAULT_CPU_TARGET));
     }
     let min = autoscaling.min_replicas.unwrap_or(1).max(1);
-    stamped(HorizontalPodAutoscaler {
-        metadata: metadata(stack, &hpa_name(stack.name)),
+    Some(HorizontalPodAutoscaler {
+        metadata: ObjectMeta {
+            name: Some(hpa_name(stack.name)),
+            ..ObjectMeta::default()
+        },
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".to_owned()),
@@ -65,20 +67,19 @@ pub(super) fn hpa(stack: &Stack) -> Result<Option<HorizontalPodAutoscaler>, Buil
         }),
         ..HorizontalPodAutoscaler::default()
     })
-    .map(Some)
 }
 
 /// The user's budget when they set one (as the upstream operator did, whatever the replica
 /// count; [`pdb_warning`] says when it blocks every drain). Without one, a budget only when at
 /// least two replicas always run, at most one Pod down at a time: with one replica, any budget
 /// that protects it would block every node drain.
-pub(super) fn pdb(stack: &Stack) -> Result<Option<PodDisruptionBudget>, BuildError> {
+pub(super) fn pdb(stack: &Stack, common: &Common) -> Option<PodDisruptionBudget> {
     let user = user_budget(stack);
     if user.is_none() && minimum_replicas(stack) < 2 {
-        return Ok(None);
+        return None;
     }
     let mut spec = BudgetSpec {
-        selector: Some(pod_selector(stack)),
+        selector: Some(common.selector.clone()),
         ..BudgetSpec::default()
     };
     match user {
@@ -90,12 +91,14 @@ pub(super) fn pdb(stack: &Stack) -> Result<Option<PodDisruptionBudget>, BuildErr
         }
         _ => spec.max_unavailable = Some(IntOrString::Int(1)),
     }
-    stamped(PodDisruptionBudget {
-        metadata: metadata(stack, &pdb_name(stack.name)),
+    Some(PodDisruptionBudget {
+        metadata: ObjectMeta {
+            name: Some(pdb_name(stack.name)),
+            ..ObjectMeta::default()
+        },
         spec: Some(spec),
         ..PodDisruptionBudget::default()
     })
-    .map(Some)
 }
 
 fn user_budget<'a>(stack: &Stack<'a>) -> Option<&'a PodDisruptionBudgetSpec> {

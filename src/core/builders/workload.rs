@@ -9,10 +9,10 @@ use k8s_openapi::api::core::v1::{
     PodTemplateSpec, ServiceAccount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::inputs::Inputs;
-use super::object::{BuildError, common_labels, match_labels, metadata, pod_selector, stamped};
+use super::object::Common;
 use super::pod;
 use crate::core::stack::Stack;
 use crate::naming::{
@@ -27,37 +27,37 @@ pub const DEFAULT_STORAGE_SIZE: &str = "10Gi";
 /// The managed ServiceAccount: no API token (the server never calls the API server), and the
 /// pull secrets of the namespace's `default` ServiceAccount, so private images pull as they
 /// would without it. `None` when the user names their own.
-pub fn service_account(
-    stack: &Stack,
-    pull_secrets: &[String],
-) -> Result<Option<ServiceAccount>, BuildError> {
+pub(super) fn service_account(stack: &Stack, pull_secrets: &[String]) -> Option<ServiceAccount> {
     if stack.user_service_account().is_some() {
-        return Ok(None);
+        return None;
     }
     let secrets = pull_secrets
         .iter()
         .map(|name| LocalObjectReference { name: name.clone() })
         .collect();
-    stamped(ServiceAccount {
-        metadata: metadata(stack, &managed_service_account_name(stack.name)),
+    Some(ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some(managed_service_account_name(stack.name)),
+            ..ObjectMeta::default()
+        },
         automount_service_account_token: Some(false),
         image_pull_secrets: Some(secrets),
         ..ServiceAccount::default()
     })
-    .map(Some)
 }
 
 /// The PersistentVolumeClaim for `workload.storage`, if asked for.
-pub fn persistent_volume_claim(stack: &Stack) -> Result<Option<PersistentVolumeClaim>, BuildError> {
-    let Some(storage) = stack.storage else {
-        return Ok(None);
-    };
+pub(super) fn persistent_volume_claim(stack: &Stack) -> Option<PersistentVolumeClaim> {
+    let storage = stack.storage?;
     let size = storage
         .size
         .clone()
         .unwrap_or_else(|| Quantity(DEFAULT_STORAGE_SIZE.to_owned()));
-    stamped(PersistentVolumeClaim {
-        metadata: metadata(stack, &stack.claim_name()),
+    Some(PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(stack.claim_name()),
+            ..ObjectMeta::default()
+        },
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
             resources: Some(VolumeResourceRequirements {
@@ -68,18 +68,19 @@ pub fn persistent_volume_claim(stack: &Stack) -> Result<Option<PersistentVolumeC
         }),
         ..PersistentVolumeClaim::default()
     })
-    .map(Some)
 }
 
 /// The generated, immutable, hash-named ConfigMap.
-pub fn config_map(stack: &Stack, generated: &GeneratedConfig) -> ConfigMap {
-    let mut metadata = metadata(stack, &config_map_name(stack.name, &generated.hash));
-    metadata.annotations = Some(BTreeMap::from([(
-        CONFIG_HASH.to_owned(),
-        generated.hash.clone(),
-    )]));
+pub(super) fn config_map(stack: &Stack, generated: &GeneratedConfig) -> ConfigMap {
     ConfigMap {
-        metadata,
+        metadata: ObjectMeta {
+            name: Some(config_map_name(stack.name, &generated.hash)),
+            annotations: Some(BTreeMap::from([(
+                CONFIG_HASH.to_owned(),
+                generated.hash.clone(),
+            )])),
+            ..ObjectMeta::default()
+        },
         immutable: Some(true),
         data: Some(BTreeMap::from([(
             "config.yaml".to_owned(),
@@ -90,7 +91,7 @@ pub fn config_map(stack: &Stack, generated: &GeneratedConfig) -> ConfigMap {
 }
 
 /// The Deployment running the server with the resolved image and the config ConfigMap.
-pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildError> {
+pub(super) fn deployment(stack: &Stack, common: &Common, inputs: &Inputs) -> Deployment {
     let workload = stack.workload;
     let mut annotations = BTreeMap::new();
     if let Some(generated) = inputs.generated {
@@ -103,7 +104,7 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
         let hash = llama_stack_resolver::sha256_hex(pem.as_bytes());
         annotations.insert(CA_BUNDLE_HASH.to_owned(), hash);
     }
-    let mut pod_labels = common_labels(stack);
+    let mut pod_labels = common.labels.clone();
     for (key, value) in stack.door.pod_labels() {
         pod_labels.insert((*key).to_owned(), (*value).to_owned());
     }
@@ -115,9 +116,12 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
             for (k, v) in existing {
                 pod_labels.entry(k.clone()).or_insert_with(|| v.clone());
             }
-            match_labels(existing.clone())
+            LabelSelector {
+                match_labels: Some(existing.clone()),
+                ..LabelSelector::default()
+            }
         }
-        None => pod_selector(stack),
+        None => common.selector.clone(),
     };
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
@@ -125,10 +129,13 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
             annotations: Some(annotations),
             ..ObjectMeta::default()
         }),
-        spec: Some(pod::pod(stack, inputs)),
+        spec: Some(pod::pod(stack, common, inputs)),
     };
-    stamped(Deployment {
-        metadata: metadata(stack, stack.name),
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(stack.name.to_owned()),
+            ..ObjectMeta::default()
+        },
         spec: Some(DeploymentSpec {
             selector,
             template,
@@ -145,5 +152,5 @@ pub fn deployment(stack: &Stack, inputs: &Inputs) -> Result<Deployment, BuildErr
             ..DeploymentSpec::default()
         }),
         ..Deployment::default()
-    })
+    }
 }
