@@ -1275,3 +1275,85 @@ fn behind_praxis_only_praxis_and_the_operator_reach_the_server() {
     );
     assert_eq!(spec["ingress"][1], extra);
 }
+
+#[test]
+fn every_object_is_the_stacks_and_all_but_two_carry_their_hash() {
+    use crate::core::door::Door;
+    let spec = json!({"distribution": {"name": "starter"},
+        "networking": {"expose": true, "allowedFrom": {"namespaces": ["a"]}},
+        "workload": {"replicas": 2, "storage": {"size": "1Gi"}, "autoscaling": {"minReplicas": 2, "maxReplicas": 4}}});
+    let data = std::collections::BTreeMap::from([(
+        "storage-sql-host".to_owned(),
+        k8s_openapi::ByteString(b"db".to_vec()),
+    )]);
+    let resource = cr(spec);
+    let stack = Stack::read_through(
+        &resource,
+        Door::OgxServer {
+            metrics_port: Some(9090),
+        },
+    )
+    .unwrap();
+    let g = generated();
+    for routes_available in [false, true] {
+        let inputs = Inputs {
+            ca_bundle: Some("pem"),
+            derived: Some(&data),
+            routes_available,
+            monitoring_available: true,
+            ..base_inputs(&g)
+        };
+        let d = desired(&stack, &inputs).unwrap();
+        let hashed: Vec<(&str, Value)> = [
+            ("Deployment", Some(value(&d.deployment))),
+            ("Service", Some(value(&d.service))),
+            ("ServiceAccount", d.service_account.as_ref().map(value)),
+            ("PersistentVolumeClaim", d.pvc.as_ref().map(value)),
+            ("CA bundle", d.ca_bundle.as_ref().map(value)),
+            ("NetworkPolicy", d.network_policy.as_ref().map(value)),
+            (
+                "exposure",
+                d.ingress
+                    .as_ref()
+                    .map(value)
+                    .or(d.route.as_ref().map(value)),
+            ),
+            ("HorizontalPodAutoscaler", d.hpa.as_ref().map(value)),
+            ("PodDisruptionBudget", d.pdb.as_ref().map(value)),
+            ("ServiceMonitor", d.service_monitor.as_ref().map(value)),
+            ("PrometheusRule", d.prometheus_rule.as_ref().map(value)),
+        ]
+        .into_iter()
+        .map(|(what, v)| (what, v.unwrap_or_else(|| panic!("{what} is built"))))
+        .collect();
+        let unhashed = [
+            ("generated ConfigMap", value(d.config_map.as_ref().unwrap())),
+            ("derived Secret", value(d.derived_secret.as_ref().unwrap())),
+        ];
+        for (what, object) in hashed.iter().chain(&unhashed) {
+            let meta = &object["metadata"];
+            assert_eq!(meta["namespace"], "ns", "{what}");
+            assert_eq!(meta["ownerReferences"][0]["uid"], "u-1", "{what}");
+            assert_eq!(meta["labels"][labels::MANAGED_BY], "ogx-operator", "{what}");
+            assert_eq!(meta["labels"][labels::INSTANCE], "s", "{what}");
+        }
+        for (what, object) in &hashed {
+            let hash = &object["metadata"]["annotations"][DESIRED_HASH];
+            assert!(
+                hash.as_str().is_some_and(|h| h.starts_with("sha256:")),
+                "{what}: {hash}"
+            );
+        }
+        for (what, object) in &unhashed {
+            assert!(
+                object["metadata"]["annotations"]
+                    .get(DESIRED_HASH)
+                    .is_none(),
+                "{what}"
+            );
+        }
+        // A label the builder gives its object stays beside the stack's.
+        let bundle = &hashed[4].1["metadata"]["labels"];
+        assert_eq!(bundle[labels::COMPONENT], "ca-bundle");
+    }
+}
