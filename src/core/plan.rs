@@ -9,15 +9,12 @@ use llama_stack_resolver::server_line::ServerRelease;
 
 use super::builders::{self, ServerConfig};
 use super::conditions::Blocked;
-use super::observed::{Observed, Reach};
+use super::observed::Observed;
 use super::pin::{self, Pin};
-use super::server_run::{self, ServerRun};
-use super::stack::{ConfigRole, Stack, UserConfigMap};
-use super::user_config::{Unrunnable, user_config};
+use super::server_run::{self, Given, Source};
+use super::stack::{ConfigRole, Stack};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::ConfigSource;
-use crate::stack_config::GenerateError;
-use crate::stack_config::parse_base;
 
 /// The outcome of the config half of a decision.
 #[derive(Debug)]
@@ -116,87 +113,75 @@ pub(crate) fn plan(
     );
     warnings.extend(pin::superseded_warning(&pin));
     warnings.extend(resolved.as_ref().ok().and_then(signature_audit));
-    let user_config_map = stack.user_config_map;
-    let (whole, base) = match user_config_map {
-        Some(named) if named.role == ConfigRole::Whole => (Some(named), None),
-        named => (None, named),
+    let image = image(running, resolved)?;
+    let source = match (stack.user_config_map, image.base) {
+        (Some(named), _) if named.role == ConfigRole::Whole => Source::UserWhole(named),
+        (Some(named), _) => Source::UserBase(named),
+        (None, Some(base)) => Source::ImageBase(base),
+        (None, None) => Source::ImageOwn,
     };
-    let planned = match whole {
-        Some(over) => over_user_config(stack, observed, over, running, resolved)?,
-        None => generated(stack, observed, base, running, resolved, &mut warnings)?,
+    let given = Given {
+        image: &image.name,
+        told: image.told,
+        user_config: observed.user_config.as_ref(),
+        reach: observed.reach,
     };
+    let chosen = server_run::run(stack, source, given).map_err(|not| Failure {
+        reason: not.reason,
+        message: not.message,
+        image: Some(image.name.clone()),
+    })?;
+    warnings.extend(chosen.warnings);
     Ok(Planned {
+        mount: chosen.run.config,
+        image: image.name,
+        server: chosen.run.server,
+        source: chosen.source,
+        base_hash: chosen.base_hash,
+        base_file: chosen.base_file,
+        generated: chosen.run.generated,
+        stale: image.stale,
         pull_secrets: observed.pull_secrets.clone(),
         pin,
         warnings,
-        ..planned
     })
 }
 
-/// The user's whole config (`overrideConfig`): it needs no base config, so the image is only
-/// pinned and its labels are optional.
-fn over_user_config(
-    stack: &Stack<'_>,
-    observed: &Observed,
-    over: UserConfigMap<'_>,
-    running: Option<&str>,
-    resolved: &Result<Resolution, Arc<ResolveError>>,
-) -> Result<Planned, Failure> {
-    let (image, server, stale) = match resolved {
-        Ok(resolution) => {
-            pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
-            let stale = resolution.stale.as_ref().map(ToString::to_string);
-            let server = stack.server(resolution.config.server);
-            (resolution.image.clone(), server, stale)
-        }
-        Err(e) => match e.pinned_without_config() {
-            Some(pinned) => (pinned.to_owned(), stack.server(None), None),
-            None => return Err(resolve_failure(e)),
-        },
-    };
-    override_config(stack, observed, over, image, server, stale)
+/// The image that runs, and what its resolution tells of it.
+struct Image<'a> {
+    name: String,
+    /// The server its labels told, if they did.
+    told: Option<ServerRelease>,
+    /// Why its base config is an older one, when the registry could not be asked.
+    stale: Option<String>,
+    /// Its base config: none for a pinned image without config labels.
+    base: Option<&'a Arc<BaseConfig>>,
 }
 
-/// A generated config: on the user's base config (`base`), else on the image's; an image
-/// without config labels runs its own config when the spec needs nothing generated.
-fn generated(
-    stack: &Stack<'_>,
-    observed: &Observed,
-    base: Option<UserConfigMap<'_>>,
+/// The image to run from the resolution: the one place a resolution's fallback (never over a
+/// pinned image that runs) and its staleness are read.
+fn image<'a>(
     running: Option<&str>,
-    resolved: &Result<Resolution, Arc<ResolveError>>,
-    warnings: &mut Vec<String>,
-) -> Result<Planned, Failure> {
+    resolved: &'a Result<Resolution, Arc<ResolveError>>,
+) -> Result<Image<'a>, Failure> {
     match resolved {
         Ok(resolution) => {
             pin::keep_pinned_over_fallback(running, resolution).map_err(registry)?;
-            match base {
-                Some(base) => {
-                    let stale = resolution.stale.as_ref().map(ToString::to_string);
-                    let image = (resolution.image.clone(), resolution.config.server);
-                    generate_on_config_map(stack, observed, base, image, stale)
-                }
-                None => generate_from(stack, resolution),
-            }
+            Ok(Image {
+                name: resolution.image.clone(),
+                told: resolution.config.server,
+                stale: resolution.stale.as_ref().map(ToString::to_string),
+                base: Some(&resolution.config),
+            })
         }
-        Err(e) => match (e.pinned_without_config(), base) {
-            // An image without config labels: the user's base config is all it needs.
-            (Some(pinned), Some(base)) => {
-                let image = (pinned.to_owned(), None);
-                generate_on_config_map(stack, observed, base, image, None)
-            }
-            (Some(pinned), None) => match server_run::image_own(stack, stack.server(None)) {
-                Ok(run) => {
-                    warnings.extend(image_config_warnings(stack));
-                    Ok(planned(run, pinned.to_owned(), ConfigSource::Image, None))
-                }
-                Err(field) => Err(Failure {
-                    reason: Reason::BaseConfigRequired,
-                    message: base_config_required(pinned, field),
-                    image: None,
-                }),
-            },
-            (None, _) => Err(resolve_failure(e)),
+        Err(e) => match e.pinned_without_config() {
+            Some(pinned) => Ok(Image {
+                name: pinned.to_owned(),
+                told: None,
+                stale: None,
+                base: None,
+            }),
+            None => Err(resolve_failure(e)),
         },
     }
 }
@@ -239,45 +224,6 @@ fn spec_warnings(stack: &Stack<'_>, operator: &Operator<'_>) -> Result<Vec<Strin
     Ok(warnings)
 }
 
-/// Why an image without a base config cannot run what the spec asks for, and the ways out.
-fn base_config_required(image: &str, field: &str) -> String {
-    format!(
-        "image {image} has no config labels (com.ogx.config.* or io.llamastack.config.*) and the operator has no embedded config for it, so there is no base config to generate from, and {field} asks for a generated config. Fix: remove {field} to run the image's own config, use an image labelled with its config (docs/configuration.md), or give the whole config in overrideConfig.configMapName"
-    )
-}
-
-/// A plan of `run` on `image`; the base config's hash and file, the pull secrets, the pin and
-/// the warnings are filled in by the caller where they apply.
-fn planned(run: ServerRun, image: String, source: ConfigSource, stale: Option<String>) -> Planned {
-    Planned {
-        mount: run.config,
-        image,
-        server: run.server,
-        source,
-        base_hash: String::new(),
-        base_file: None,
-        generated: run.generated,
-        stale,
-        pull_secrets: Vec::new(),
-        pin: Pin::default(),
-        warnings: Vec::new(),
-    }
-}
-
-/// What the spec sets that the image's own config does not see.
-fn image_config_warnings(stack: &Stack<'_>) -> Vec<String> {
-    let workers = stack.workload.workers;
-    workers
-        .filter(|w| *w > 1)
-        .map(|w| {
-            format!(
-                "workload.workers ({w}) has no effect: the server runs the image's own config, which sets its own workers"
-            )
-        })
-        .into_iter()
-        .collect()
-}
-
 /// What an `audit` rule of the signature policy found wrong with the image (deployed anyway).
 fn signature_audit(resolution: &llama_stack_resolver::Resolution) -> Option<String> {
     let check = resolution.signature.as_ref().filter(|c| !c.verified())?;
@@ -285,139 +231,6 @@ fn signature_audit(resolution: &llama_stack_resolver::Resolution) -> Option<Stri
         "signature audit (not enforced): {}",
         check.describe()
     ))
-}
-
-/// The config generated from the resolved image's base config.
-fn generate_from(
-    stack: &Stack<'_>,
-    resolution: &llama_stack_resolver::Resolution,
-) -> Result<Planned, Failure> {
-    let run = server_run::from_base(stack, &resolution.config).map_err(|e| {
-        let (reason, message) = match e {
-            GenerateError::UnsupportedVersion(inner) => {
-                (Reason::UnsupportedConfigVersion, inner.to_string())
-            }
-            other => (
-                Reason::ConfigGenerationFailed,
-                format!("Failed to generate config.yaml: {other}"),
-            ),
-        };
-        Failure {
-            reason,
-            message,
-            image: Some(resolution.image.clone()),
-        }
-    })?;
-    let source = match resolution.config.source {
-        llama_stack_resolver::base_config::ConfigSource::Embedded => ConfigSource::Embedded,
-        llama_stack_resolver::base_config::ConfigSource::OciLabel => ConfigSource::OciLabel,
-    };
-    let stale = resolution.stale.as_ref().map(ToString::to_string);
-    Ok(Planned {
-        base_hash: resolution.config.hash.clone(),
-        base_file: resolution.config.file.clone(),
-        ..planned(run, resolution.image.clone(), source, stale)
-    })
-}
-
-/// `baseConfig`: the config generated on the user's ConfigMap instead of the image's base config;
-/// `image` is what runs, with the server its labels told, if they did.
-fn generate_on_config_map(
-    stack: &Stack<'_>,
-    observed: &Observed,
-    base: UserConfigMap<'_>,
-    (image, told): (String, Option<ServerRelease>),
-    stale: Option<String>,
-) -> Result<Planned, Failure> {
-    let (ns, name) = (stack.namespace, base.name);
-    let fail = |reason: Reason, message: String| Failure {
-        reason,
-        message,
-        image: Some(image.clone()),
-    };
-    let cm = observed.user_config.as_ref().ok_or_else(|| {
-        fail(
-            Reason::ConfigGenerationFailed,
-            format!("ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.baseConfig.configMapName"),
-        )
-    })?;
-    let user = user_config(cm, base.key).map_err(|e| {
-        fail(
-            Reason::ConfigGenerationFailed,
-            e.message(name, "spec.baseConfig"),
-        )
-    })?;
-    let parsed = parse_base(user.yaml).map_err(|e| match e {
-        GenerateError::UnsupportedVersion(inner) => fail(
-            Reason::UnsupportedConfigVersion,
-            format!("{} of ConfigMap \"{name}\": {inner}", user.key),
-        ),
-        other => fail(
-            Reason::InvalidBaseConfig,
-            format!(
-                "{} of ConfigMap \"{name}\" is not a base config: {other}",
-                user.key
-            ),
-        ),
-    })?;
-    let parsed = Arc::new(BaseConfig {
-        server: told.or(stack.declared_server),
-        ..parsed
-    });
-    let run = server_run::from_base(stack, &parsed).map_err(|e| match e {
-        GenerateError::UnsupportedVersion(inner) => {
-            fail(Reason::UnsupportedConfigVersion, inner.to_string())
-        }
-        other => fail(
-            Reason::ConfigGenerationFailed,
-            format!("Failed to generate config.yaml: {other}"),
-        ),
-    })?;
-    Ok(Planned {
-        base_hash: user.hash.clone(),
-        ..planned(run, image, ConfigSource::ConfigMap, stale)
-    })
-}
-
-/// `overrideConfig` (v1alpha1 `userConfig`): the user's ConfigMap is the config, as is, mounted
-/// whole as the upstream operator mounted it; the hash of all its keys rolls the Pods on edits.
-fn override_config(
-    stack: &Stack<'_>,
-    observed: &Observed,
-    over: UserConfigMap<'_>,
-    image: String,
-    server: ServerRelease,
-    stale: Option<String>,
-) -> Result<Planned, Failure> {
-    let ns = stack.namespace;
-    let name = over.name;
-    let fail = |message: String| Failure {
-        reason: Reason::ConfigGenerationFailed,
-        message,
-        image: Some(image.clone()),
-    };
-    let run = match (&observed.user_config, observed.reach) {
-        (Some(cm), _) => {
-            server_run::from_user_config(name, over.key, cm, server).map_err(|e| match e {
-                Unrunnable::Unusable(message) => fail(message),
-                Unrunnable::OtherLine(message) => Failure {
-                    reason: Reason::ConfigServerMismatch,
-                    ..fail(message)
-                },
-            })?
-        }
-        // Offline, without the ConfigMap: mounted whole all the same, its config unknown.
-        (None, Reach::Manifests) => server_run::unread_user_config(name, over.key, server),
-        (None, Reach::Cluster) => {
-            return Err(fail(format!(
-                "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.overrideConfig.configMapName"
-            )));
-        }
-    };
-    Ok(Planned {
-        base_hash: run.generated.hash.clone(),
-        ..planned(run, image, ConfigSource::OverrideConfig, stale)
-    })
 }
 
 /// What can be checked about external providers before any Pod exists: the operator knows its

@@ -9,7 +9,6 @@ use std::sync::LazyLock;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use llama_stack_resolver::Distribution;
-use llama_stack_resolver::base_config::BaseConfig;
 use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
 use super::adoption::Adopted;
@@ -103,22 +102,6 @@ pub struct Stack<'a> {
     /// What was taken over from a stack of another name (an `OGXServer`'s `ogx.io/adopt-*`
     /// annotations), once the reconcile has done so; empty until then.
     pub adoption: Adopted,
-}
-
-/// The server an image runs: what its labels told (`told`), unless they said nothing, or named
-/// the line without a release (RHOAI's images label `0.0`) and the spec declares a release of
-/// that line (`declared`); then the declared one. Labels that name a release win.
-pub fn completed(
-    told: Option<ServerRelease>,
-    declared: Option<ServerRelease>,
-) -> Option<ServerRelease> {
-    match (told, declared) {
-        (Some(told), Some(declared)) if told.version.is_none() && told.line == declared.line => {
-            Some(declared)
-        }
-        (Some(told), _) => Some(told),
-        (None, declared) => declared,
-    }
 }
 
 /// What earlier reconciles recorded in a stack's status, which later decisions build on: the
@@ -281,27 +264,6 @@ impl<'a> Stack<'a> {
             .unwrap_or_else(|| crate::naming::pvc_name(self.name))
     }
 
-    /// The server the stack's image runs: what its labels or the catalog told (`told`), completed
-    /// by what the spec declares ([`completed`]), else the llama-stack line (how every image before
-    /// OGX ran).
-    pub fn server(&self, told: Option<ServerRelease>) -> ServerRelease {
-        completed(told, self.declared_server).unwrap_or(ServerRelease::ASSUMED)
-    }
-
-    /// `base` as the stack's server reads it: when its labels said nothing of the server, or
-    /// named its line without a release, and the spec declares one, a copy that carries the
-    /// declared release (the resolver's cached config is shared and stays as the image said).
-    pub fn base_for_server(&self, base: &std::sync::Arc<BaseConfig>) -> std::sync::Arc<BaseConfig> {
-        let server = completed(base.server, self.declared_server);
-        if server == base.server {
-            return base.clone();
-        }
-        std::sync::Arc::new(BaseConfig {
-            server,
-            ..BaseConfig::clone(base)
-        })
-    }
-
     /// The ServiceAccount the user names for the server Pods, if any.
     pub fn user_service_account(&self) -> Option<&'a str> {
         self.overrides.service_account_name.as_deref()
@@ -433,61 +395,6 @@ mod tests {
         assert!(!stack.networking.tls && stack.networking.expose.is_none());
         assert!(stack.storage.is_none() && !stack.has_external_providers());
         assert_eq!(stack.owner.unwrap().uid, "u-1");
-    }
-
-    #[test]
-    fn the_images_labels_win_over_the_declared_release_which_wins_over_the_assumption() {
-        let stack_with = |distribution: serde_json::Value| {
-            resource(json!({"name": "s"}), json!({"distribution": distribution}))
-        };
-        let declared = stack_with(json!({"image": "reg/i:1", "serverVersion": "1.3.0"}));
-        let declared = Stack::read(&declared).unwrap();
-        let ogx_1_3 = ServerRelease {
-            line: ServerLine::Ogx,
-            version: Some(ServerVersion::new(1, 3, 0)),
-            evidence: Evidence::Spec,
-        };
-        assert_eq!(declared.server(None), ogx_1_3);
-        let labelled = ServerRelease {
-            line: ServerLine::LlamaStack,
-            version: Some(ServerVersion::new(0, 7, 3)),
-            evidence: Evidence::LlamaStackLabels,
-        };
-        assert_eq!(declared.server(Some(labelled)), labelled);
-
-        let old = stack_with(json!({"image": "reg/i:1", "serverVersion": "v0.6"}));
-        let old = Stack::read(&old).unwrap();
-        assert_eq!(
-            (old.server(None).line, old.server(None).version),
-            (ServerLine::LlamaStack, Some(ServerVersion::new(0, 6, 0)))
-        );
-        let silent = stack_with(json!({"image": "reg/i:1"}));
-        assert_eq!(
-            Stack::read(&silent).unwrap().server(None),
-            ServerRelease::ASSUMED
-        );
-
-        let unlabelled = std::sync::Arc::new(
-            llama_stack_resolver::base_config::parse_base_config(
-                b"version: 2\nproviders: {}\n",
-                None,
-                llama_stack_resolver::base_config::ConfigSource::OciLabel,
-            )
-            .unwrap(),
-        );
-        assert_eq!(declared.base_for_server(&unlabelled).server, Some(ogx_1_3));
-        assert_eq!(
-            unlabelled.server, None,
-            "the shared config stays as the image said"
-        );
-        let told = std::sync::Arc::new(BaseConfig {
-            server: Some(labelled),
-            ..BaseConfig::clone(&unlabelled)
-        });
-        assert!(std::sync::Arc::ptr_eq(
-            &declared.base_for_server(&told),
-            &told
-        ));
     }
 
     /// What the later steps read instead of the spec: the user's ConfigMap and its role, the

@@ -164,3 +164,60 @@ fn a_generated_config_is_named_by_its_hash_and_runs_on_the_base_configs_server()
     let run = from_base(&stack, &base).unwrap();
     assert_eq!(run.server, base.server.unwrap(), "the labels' release wins");
 }
+
+#[test]
+fn the_images_labels_win_over_the_declared_release_which_wins_over_the_assumption() {
+    let stack_with =
+        |distribution: serde_json::Value| resource(json!({"distribution": distribution}));
+    let declared = stack_with(json!({"image": "reg/i:1", "serverVersion": "1.3.0"}));
+    let declared = Stack::read(&declared).unwrap();
+    let ogx_1_3 = ServerRelease {
+        line: ServerLine::Ogx,
+        version: Some(ServerVersion::new(1, 3, 0)),
+        evidence: Evidence::Spec,
+    };
+    assert_eq!(server(&declared, None), ogx_1_3);
+    let labelled = ServerRelease {
+        line: ServerLine::LlamaStack,
+        version: Some(ServerVersion::new(0, 7, 3)),
+        evidence: Evidence::LlamaStackLabels,
+    };
+    assert_eq!(server(&declared, Some(labelled)), labelled);
+
+    let old = stack_with(json!({"image": "reg/i:1", "serverVersion": "v0.6"}));
+    let old = Stack::read(&old).unwrap();
+    assert_eq!(
+        (server(&old, None).line, server(&old, None).version),
+        (ServerLine::LlamaStack, Some(ServerVersion::new(0, 6, 0)))
+    );
+    let silent = stack_with(json!({"image": "reg/i:1"}));
+    assert_eq!(
+        server(&Stack::read(&silent).unwrap(), None),
+        ServerRelease::ASSUMED
+    );
+
+    let unlabelled = std::sync::Arc::new(
+        llama_stack_resolver::base_config::parse_base_config(
+            b"version: 2\nproviders: {}\n",
+            None,
+            llama_stack_resolver::base_config::ConfigSource::OciLabel,
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        base_for_server(&declared, &unlabelled).server,
+        Some(ogx_1_3)
+    );
+    assert_eq!(
+        unlabelled.server, None,
+        "the shared config stays as the image said"
+    );
+    let told = std::sync::Arc::new(BaseConfig {
+        server: Some(labelled),
+        ..BaseConfig::clone(&unlabelled)
+    });
+    assert!(std::sync::Arc::ptr_eq(
+        &base_for_server(&declared, &told),
+        &told
+    ));
+}
