@@ -41,13 +41,13 @@ pub(super) async fn apply(
     // A stack moved in place: what the LlamaStackDistribution controlled is the OGXServer's
     // before anything else is written.
     let handing_over = hand_over::moving(stack, observed);
-    if let Some(owner) = stack.owner.as_ref().filter(|_| handing_over) {
+    if let Some(owner) = stack.subject.owner.as_ref().filter(|_| handing_over) {
         let handed = hand_over::hand_over(stack, ctx, owner).await?;
         let note = format!(
             "{handed} objects of LlamaStackDistribution {} are this OGXServer's now; deleting the LlamaStackDistribution deletes none of them",
             stack.name
         );
-        let on = (stack.resource, stack.door);
+        let on = &stack.subject;
         events::publish(ctx, on, EventType::Normal, Reason::MovedToOGXServer, note).await;
     }
     // Objects just handed over are still in the old door's watches as the old stack's: this
@@ -220,14 +220,7 @@ async fn apply_deployment(
             rollout::image_of(desired),
             rollout::config_of(desired)
         );
-        events::publish(
-            ctx,
-            (stack.resource, stack.door),
-            EventType::Normal,
-            reason,
-            note,
-        )
-        .await;
+        events::publish(ctx, &stack.subject, EventType::Normal, reason, note).await;
     }
     Ok(deployment)
 }

@@ -5,9 +5,8 @@ use kube::runtime::events::{Event, EventType};
 
 use super::context::Context;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::core::conditions::Conditions;
-use crate::core::door::Door;
+use crate::core::subject::Subject;
 
 /// Conditions that go False during every rollout: a person need not look at that, unless a
 /// rollout is stuck on something to fix (`rollout::TROUBLE`).
@@ -19,11 +18,7 @@ const FLAPPING: [ConditionType; 3] = [
 
 /// A Warning per condition that turned False (or changed its reason while False). Conditions
 /// turning True are in the status; Events are for what a person must act on.
-pub(super) async fn failures(
-    ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
-    conditions: &Conditions,
-) {
+pub(super) async fn failures(ctx: &Context, subject: &Subject, conditions: &Conditions) {
     for c in conditions.changed() {
         let trouble = crate::core::rollout::TROUBLE
             .iter()
@@ -39,7 +34,7 @@ pub(super) async fn failures(
         }
         publish_word(
             ctx,
-            (cr, door),
+            subject,
             EventType::Warning,
             &c.reason,
             c.message.clone(),
@@ -51,17 +46,17 @@ pub(super) async fn failures(
 /// Publishes one Event; a failure is only logged (an Event is never worth failing a reconcile).
 pub(super) async fn publish(
     ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
+    subject: &Subject,
     type_: EventType,
     reason: Reason,
     note: String,
 ) {
-    publish_word(ctx, (cr, door), type_, reason.as_str(), note).await;
+    publish_word(ctx, subject, type_, reason.as_str(), note).await;
 }
 
 async fn publish_word(
     ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
+    subject: &Subject,
     type_: EventType,
     reason: &str,
     note: String,
@@ -73,7 +68,7 @@ async fn publish_word(
         action: "Reconcile".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &door.object_ref(cr)).await {
+    if let Err(error) = ctx.recorder.publish(&event, &subject.regarding).await {
         tracing::debug!(%error, "cannot publish an event");
     }
 }

@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use serde_json::json;
@@ -15,7 +14,8 @@ use crate::api::conditions::Reason;
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
 use crate::core::door::Door;
-use crate::core::report::{Finished, Report};
+use crate::core::report::Finished;
+use crate::core::subject::Subject;
 use crate::naming::FIELD_MANAGER;
 use crate::ogx_server::status as ogx_status;
 
@@ -23,8 +23,8 @@ use crate::ogx_server::status as ogx_status;
 /// differs from the stored one. Returns the reason recorded in the metrics (the phase, or
 /// why it failed).
 pub(super) async fn publish(
-    report: Report,
-    (cr, door): (&LlamaStackDistribution, Door),
+    finished: Finished,
+    subject: &Subject,
     ctx: &Context,
 ) -> Result<String, ApiError> {
     let Finished {
@@ -33,7 +33,7 @@ pub(super) async fn publish(
         previous,
         mut status,
         conditions,
-    } = report.finished(cr.metadata.generation);
+    } = finished;
     // The cache keeps the providers as a digest (`slim_cache`): compared as such.
     let (mut compared, mut stored) = (status.clone(), previous);
     slim_cache::slim_status(&mut compared);
@@ -41,29 +41,29 @@ pub(super) async fn publish(
     if compared == stored {
         return Ok(reason);
     }
-    let uid = cr.uid().unwrap_or_default();
+    let uid = &subject.uid;
     let digest = recent_writes::digest(&serde_json::to_value(&compared).unwrap_or_default());
     let now = Instant::now();
-    if ctx.recent_writes.just_written(&uid, digest, now) {
+    if ctx.recent_writes.just_written(uid, digest, now) {
         // The cache has not caught up with this very write: its Events are out already.
         return Ok(reason);
     }
     if slim_cache::has_digests(&status) {
         // Between reads of the server (or before the first one in this process) the providers
         // are a digest of those stored: those are written again.
-        let fresh = fresh_status(ctx, (cr, door)).await?;
+        let fresh = fresh_status(ctx, subject).await?;
         slim_cache::restore_providers(&mut status, &fresh);
     }
-    events::failures(ctx, (cr, door), &conditions).await;
+    events::failures(ctx, subject, &conditions).await;
     if became_ready {
         let replicas = status
             .available_replicas
             .map(|n| format!("{n} replicas available"))
             .unwrap_or_default();
-        events::publish(ctx, (cr, door), EventType::Normal, Reason::Ready, replicas).await;
+        events::publish(ctx, subject, EventType::Normal, Reason::Ready, replicas).await;
     }
-    write(ctx, (cr, door), &status).await?;
-    ctx.recent_writes.wrote(&uid, digest, now);
+    write(ctx, subject, &status).await?;
+    ctx.recent_writes.wrote(uid, digest, now);
     Ok(reason)
 }
 
@@ -71,19 +71,19 @@ pub(super) async fn publish(
 /// role may get the resources, not their status subresource).
 async fn fresh_status(
     ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
+    subject: &Subject,
 ) -> Result<LlamaStackDistributionStatus, ApiError> {
-    let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+    let (ns, name, door) = (&subject.namespace, &subject.name, subject.door);
     let what = format!("read {} {ns}/{name}", door.type_meta().1);
     match door {
         Door::LlamaStackDistribution => {
-            let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
-            let fresh = llsds.get(&name).await.map_err(api_err(what))?;
+            let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), ns);
+            let fresh = llsds.get(name).await.map_err(api_err(what))?;
             Ok(fresh.status.unwrap_or_default())
         }
         Door::OgxServer { .. } => {
-            let servers: Api<OGXServer> = Api::namespaced(ctx.client.clone(), &ns);
-            let fresh = servers.get(&name).await.map_err(api_err(what.clone()))?;
+            let servers: Api<OGXServer> = Api::namespaced(ctx.client.clone(), ns);
+            let fresh = servers.get(name).await.map_err(api_err(what.clone()))?;
             Ok(fresh
                 .status
                 .as_ref()
@@ -97,10 +97,10 @@ async fn fresh_status(
 
 async fn write(
     ctx: &Context,
-    (cr, door): (&LlamaStackDistribution, Door),
+    subject: &Subject,
     status: &LlamaStackDistributionStatus,
 ) -> Result<(), ApiError> {
-    let (ns, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+    let (ns, name, door) = (&subject.namespace, &subject.name, subject.door);
     let (api_version, kind) = door.type_meta();
     let what = format!("update the status of {kind} {ns}/{name}");
     // A status that cannot be serialized is an error, never a `null` that would wipe it.
@@ -113,13 +113,13 @@ async fn write(
     let params = PatchParams::apply(FIELD_MANAGER).force();
     match door {
         Door::LlamaStackDistribution => {
-            Api::<LlamaStackDistribution>::namespaced(ctx.client.clone(), &ns)
-                .patch_status(&name, &params, &Patch::Apply(&patch))
+            Api::<LlamaStackDistribution>::namespaced(ctx.client.clone(), ns)
+                .patch_status(name, &params, &Patch::Apply(&patch))
                 .await
                 .map(drop)
         }
-        Door::OgxServer { .. } => Api::<OGXServer>::namespaced(ctx.client.clone(), &ns)
-            .patch_status(&name, &params, &Patch::Apply(&patch))
+        Door::OgxServer { .. } => Api::<OGXServer>::namespaced(ctx.client.clone(), ns)
+            .patch_status(name, &params, &Patch::Apply(&patch))
             .await
             .map(drop),
     }

@@ -37,6 +37,7 @@ use crate::core::next_look::RESYNC;
 use crate::core::observed::{Acted, Applied, Observed, Seen};
 use crate::core::report::Report;
 use crate::core::stack::{Invalid, Stack};
+use crate::core::subject::Subject;
 use crate::ogx_server;
 
 /// Reconciles one LlamaStackDistribution, and records it in the metrics.
@@ -209,9 +210,13 @@ async fn refuse(
         reason,
         message,
     ));
-    let reason = publish(report, (cr, door), ctx)
-        .await
-        .map_err(Error::Publish)?;
+    let reason = publish(
+        report.finished(cr.metadata.generation),
+        &Subject::of(cr, door),
+        ctx,
+    )
+    .await
+    .map_err(Error::Publish)?;
     Ok((Action::requeue(RESYNC), reason))
 }
 
@@ -246,7 +251,7 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     if let Some(reason) = &assessment.rolled_back {
         ctx.metrics.rolled_back(reason);
     }
-    let published = publish(assessment.report, (stack.resource, stack.door), ctx).await;
+    let published = publish(assessment.finished, &stack.subject, ctx).await;
     if let Act::Refused { error, .. } = act {
         return Err(Error::Act(Acting::Apply, error));
     }

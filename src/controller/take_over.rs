@@ -70,7 +70,7 @@ async fn patch<K: NamespacedKind>(
 /// far it would get; writes nothing.
 pub(super) async fn survey(stack: &Stack<'_>, ctx: &Context) -> Result<Survey, ApiError> {
     let previous = stack.recorded.conditions;
-    let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.owner.as_ref()) else {
+    let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.subject.owner.as_ref()) else {
         return Ok(Survey::default());
     };
     let annotations = stack.annotations;

@@ -9,14 +9,14 @@ use super::decide::Decision;
 use super::look::Looks;
 use super::next_look::{self, ADOPTION_POLL, Outcome, RESYNC};
 use super::observed::{Acted, Observed, Seen};
-use super::report::{self, Facts, Report};
+use super::report::{self, Facts, Finished, Report};
 use super::rollback::{self, Judgement};
 use super::stack::Stack;
 
 /// What one reconcile came to.
 pub(crate) struct Assessment {
-    /// The status, to publish.
-    pub(crate) report: Report,
+    /// The status, to publish, and what its Events say.
+    pub(crate) finished: Finished,
     /// How long until the next reconcile.
     pub requeue: Duration,
     /// The reason of the revision rolled back in this reconcile, if one was.
@@ -55,8 +55,9 @@ pub(crate) fn assess(
                 judgement: &Judgement::Steady,
                 server: None,
             };
+            let report = report::report(stack, facts, around.catalog, now);
             return Assessment {
-                report: report::report(stack, facts, around.catalog, now),
+                finished: report.finished(stack.generation),
                 requeue: RESYNC,
                 rolled_back: None,
             };
@@ -87,7 +88,7 @@ pub(crate) fn assess(
         server_due: around.server_due,
     });
     Assessment {
-        report,
+        finished: report.finished(stack.generation),
         requeue,
         rolled_back,
     }
@@ -117,7 +118,7 @@ fn held(stack: &Stack<'_>, hold: Hold, now: jiff::Timestamp) -> Assessment {
         Hold::Refused => RESYNC,
     };
     Assessment {
-        report,
+        finished: report.finished(stack.generation),
         requeue,
         rolled_back: None,
     }

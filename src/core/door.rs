@@ -1,6 +1,6 @@
 //! Which API a stack came through: `LlamaStackDistribution` or `OGXServer`. The core reconciles
-//! both from one model; the door decides what their users see differently: the object owning
-//! the stack's objects (and named in Events), where its status is written, and the names and
+//! both from one model; the door decides what their users see differently: the kind owning
+//! the stack's objects (and named in Events: [`super::subject::Subject`]), and the names and
 //! labels each API's users rely on (the container `ogx`, the Pod label `app: ogx`, objects
 //! `managed-by: ogx-operator` that an OGX ServiceMonitor selects, the config at `/etc/ogx`, the
 //! `metrics` port).
@@ -9,12 +9,7 @@
 //! `<name>-pvc`, ...) and the Pod selector (a Deployment's selector cannot change, so a stack
 //! moved from one API to the other keeps its Deployment and never stops serving).
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::Resource;
-
 use crate::api::ogx;
-use crate::api::v1alpha2::LlamaStackDistribution;
 pub use crate::naming::OGX_MANAGED_BY;
 use crate::naming::{CONFIG_DIR, FIELD_MANAGER};
 use crate::stack_config::ModelMerge;
@@ -49,32 +44,6 @@ impl Door {
         match self {
             Door::LlamaStackDistribution => ("llamastack.io/v1alpha2", "LlamaStackDistribution"),
             Door::OgxServer { .. } => (ogx::API_VERSION, "OGXServer"),
-        }
-    }
-
-    /// The controller owner reference of the stack's objects.
-    pub fn owner(self, model: &LlamaStackDistribution) -> Option<OwnerReference> {
-        if self == Door::LlamaStackDistribution {
-            return model.controller_owner_ref(&());
-        }
-        let (api_version, kind) = self.type_meta();
-        Some(OwnerReference {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-            name: model.metadata.name.clone()?,
-            uid: model.metadata.uid.clone()?,
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        })
-    }
-
-    /// The resource as Events name it.
-    pub fn object_ref(self, model: &LlamaStackDistribution) -> ObjectReference {
-        let (api_version, kind) = self.type_meta();
-        ObjectReference {
-            api_version: Some(api_version.to_owned()),
-            kind: Some(kind.to_owned()),
-            ..model.object_ref(&())
         }
     }
 

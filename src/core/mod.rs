@@ -32,6 +32,7 @@ pub mod rollback;
 pub mod rollout;
 pub mod server_run;
 pub mod stack;
+pub mod subject;
 pub mod take_over;
 pub mod user_config;
 

@@ -7,12 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use llama_stack_resolver::Distribution;
 use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
 use super::adoption::Adopted;
 use super::door::Door;
+use super::subject::Subject;
 use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, PvcStorageSpec};
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
@@ -54,9 +55,8 @@ pub struct Stack<'a> {
     /// `metadata.namespace`; every owned object lives there. Empty only for a manifest not yet
     /// placed in a namespace (`render`); a stored object always has one.
     pub namespace: &'a str,
-    /// The controller owner reference of every owned object (none for an object not yet
-    /// stored, e.g. in `render`).
-    pub owner: Option<OwnerReference>,
+    /// Who is reconciled: the owner of every owned object, what Events name.
+    pub subject: Subject,
     /// The spec as written, for the config generator alone: its input is the v1alpha2 spec, the
     /// hub every API maps into (admission's dry-run generation reads the same). Every other step
     /// reads the fields of this view.
@@ -207,7 +207,7 @@ impl<'a> Stack<'a> {
             resource,
             name,
             namespace,
-            owner: door.owner(resource),
+            subject: Subject::of(resource, door),
             generator_input: spec,
             user_config_map: user_config_map(spec),
             inline_provider_ids: crate::external::ids::inline_ids(spec),
@@ -394,7 +394,7 @@ mod tests {
         assert_eq!(stack.networking.port, DEFAULT_PORT);
         assert!(!stack.networking.tls && stack.networking.expose.is_none());
         assert!(stack.storage.is_none() && !stack.has_external_providers());
-        assert_eq!(stack.owner.unwrap().uid, "u-1");
+        assert_eq!(stack.subject.owner.unwrap().uid, "u-1");
     }
 
     /// What the later steps read instead of the spec: the user's ConfigMap and its role, the

@@ -1,0 +1,122 @@
+//! Who is reconciled: the API the stack came through, its name, namespace, uid and the
+//! generation of its spec, and how its objects and its Events refer to it. Everything the status
+//! write and the Events need of the resource; the rest of the pipeline reads the stack view.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+
+use super::door::Door;
+use crate::api::v1alpha2::LlamaStackDistribution;
+
+/// Who is reconciled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subject {
+    /// The API it came through.
+    pub door: Door,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace` (empty for a manifest not yet placed, in `render`).
+    pub namespace: String,
+    /// `metadata.uid` (empty for an object not yet stored).
+    pub uid: String,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The controller owner reference of its objects (none for an object not yet stored).
+    pub owner: Option<OwnerReference>,
+    /// The resource as its Events name it.
+    pub regarding: ObjectReference,
+}
+
+impl Subject {
+    /// The subject of `model`, a resource that came through `door` (an `OGXServer` is carried
+    /// in the model's shape with its own uid: the references name the `OGXServer`).
+    pub fn of(model: &LlamaStackDistribution, door: Door) -> Self {
+        let (api_version, kind) = door.type_meta();
+        let meta = &model.metadata;
+        let owner = match door {
+            // kube's own reference: it does not block the owner's deletion (which would need
+            // the right to update the LLSD's finalizers under OpenShift's admission).
+            Door::LlamaStackDistribution => model.controller_owner_ref(&()),
+            // As the OGX operator's objects refer to their OGXServer.
+            Door::OgxServer { .. } => match (meta.name.clone(), meta.uid.clone()) {
+                (Some(name), Some(uid)) => Some(OwnerReference {
+                    api_version: api_version.to_owned(),
+                    kind: kind.to_owned(),
+                    name,
+                    uid,
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                }),
+                _ => None,
+            },
+        };
+        Self {
+            door,
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            generation: meta.generation,
+            owner,
+            regarding: ObjectReference {
+                api_version: Some(api_version.to_owned()),
+                kind: Some(kind.to_owned()),
+                ..model.object_ref(&())
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::Resource;
+    use serde_json::json;
+
+    use super::*;
+
+    fn model() -> LlamaStackDistribution {
+        serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+            "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s", "namespace": "ns", "uid": "u-1", "generation": 3,
+                "resourceVersion": "7"},
+            "spec": {"distribution": {"name": "starter"}}}))
+        .unwrap()
+    }
+
+    /// Through the LLSD door the references are kube's own for the resource; through the
+    /// `OGXServer` door they name the `OGXServer` with the same name and uid.
+    #[test]
+    fn the_references_name_the_resource_of_the_door() {
+        let model = model();
+        let llsd = Subject::of(&model, Door::LlamaStackDistribution);
+        assert_eq!(llsd.owner, model.controller_owner_ref(&()));
+        assert_eq!(llsd.regarding, model.object_ref(&()));
+        assert_eq!((llsd.generation, llsd.uid.as_str()), (Some(3), "u-1"));
+
+        let ogx = Subject::of(&model, Door::OgxServer { metrics_port: None });
+        let owner = ogx.owner.unwrap();
+        assert_eq!(
+            (
+                owner.api_version.as_str(),
+                owner.kind.as_str(),
+                owner.uid.as_str()
+            ),
+            ("ogx.io/v1beta1", "OGXServer", "u-1")
+        );
+        assert_eq!(owner.controller, Some(true));
+        assert_eq!(ogx.regarding.kind.as_deref(), Some("OGXServer"));
+        assert_eq!(ogx.regarding.api_version.as_deref(), Some("ogx.io/v1beta1"));
+        assert_eq!(ogx.regarding.uid.as_deref(), Some("u-1"));
+    }
+
+    #[test]
+    fn an_object_not_yet_stored_has_no_owner() {
+        let mut model = model();
+        model.metadata.uid = None;
+        assert!(
+            Subject::of(&model, Door::LlamaStackDistribution)
+                .owner
+                .is_none()
+        );
+    }
+}
