@@ -4,9 +4,9 @@
 //! retried with backoff and never fails the stack), while what was read and found wanting (a
 //! missing Secret, a malformed pull secret) is recorded as found for the decision to judge.
 //!
-//! A few reads depend on earlier ones: the resolution needs the pull credentials and the pin
-//! policy's choice ([`pin::choose`]); the derived Secret's name needs the referenced Secrets'
-//! hash. Reads the decision may not use are made only where cheap and rare (the derived Secret's
+//! What to read is the core's to say ([`reads`]). A few reads depend on earlier ones: the
+//! resolution needs the pull credentials and the pin policy's choice ([`reads::image`]); the
+//! derived Secret's name needs the referenced Secrets' hash ([`reads::derived_secret`]). Reads the decision may not use are made only where cheap and rare (the derived Secret's
 //! metadata when the spec has a connection string, the ReplicaSets while a rejected revision may
 //! need restoring).
 
@@ -26,9 +26,8 @@ use super::error::{ApiError, Error, Gathering, api_err};
 use super::{observe, take_over};
 use crate::api::object_refs::RefKind;
 use crate::core::observed::{Observed, Reach};
+use crate::core::reads;
 use crate::core::stack::Stack;
-use crate::core::{dereference, pin, rollback};
-use crate::naming::derived_secret_name;
 
 /// Reads everything the decision needs, in the order the decision uses it. First what the
 /// stack's annotations ask to take over ([`take_over::survey`], reads only): it names the volume
@@ -46,7 +45,7 @@ pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Obser
         .await
         .map_err(Error::gather(Gathering::Plan))?;
     let resolver = ctx.resolver();
-    let (reference, kept) = pin::choose(stack, &resolver, jiff::Timestamp::now());
+    let (reference, kept) = reads::image(stack, &resolver, jiff::Timestamp::now());
     let kept_image = kept.as_ref().map(|k| k.image);
     let (pull_secret_unusable, resolution) = match keyring {
         Err(why) => (Some(why), None),
@@ -84,7 +83,7 @@ pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Obser
         None => None,
     };
     let claim = claim(stack, ctx).await?;
-    let replica_sets = if rollback::may_restore(stack, deployment.as_ref()) {
+    let replica_sets = if reads::replica_sets(stack, deployment.as_ref()) {
         let sets = observe::replica_sets(stack, ctx)
             .await
             .map_err(Error::gather(Gathering::Workload))?;
@@ -270,14 +269,9 @@ async fn derived_secret(
     ctx: &Context,
     secrets: &BTreeMap<String, Option<Secret>>,
 ) -> Result<Option<ObjectMeta>, ApiError> {
-    let Some(check) = stack
-        .splits_connection_string
-        .then(|| dereference::secrets(stack, secrets).ok())
-        .flatten()
-    else {
+    let Some(name) = reads::derived_secret(stack, secrets) else {
         return Ok(None);
     };
-    let name = derived_secret_name(stack.name, check.hash.as_deref().unwrap_or_default());
     let ns = stack.namespace;
     let existing = Api::<Secret>::namespaced(ctx.client.clone(), ns)
         .get_metadata_opt(&name)

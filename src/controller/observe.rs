@@ -8,8 +8,8 @@ use kube::api::{Api, ListParams};
 use super::context::Context;
 use super::error::{ApiError, api_err};
 use super::owned_index::Known;
-use crate::core::look::PodsNeeded;
 use crate::core::observed::ServerInfo;
+use crate::core::reads::PodsNeeded;
 use crate::core::stack::Stack;
 use crate::naming::{owned_by_selector, service_name};
 

@@ -32,9 +32,9 @@ use crate::core::assess::{Around, assess};
 use crate::core::conditions::Blocked;
 use crate::core::decide::{self, Decision};
 use crate::core::door::Door;
-use crate::core::look::{self, Looks};
 use crate::core::next_look::RESYNC;
 use crate::core::observed::{Acted, Applied, Observed, Seen};
+use crate::core::reads::{self, Looks};
 use crate::core::report::Report;
 use crate::core::stack::{Invalid, Stack};
 use crate::core::subject::Subject;
@@ -233,7 +233,7 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     let act = act(&mut stack, ctx, &decision, &observed).await?;
     let stack = &stack;
     let now = jiff::Timestamp::now();
-    let looks = look::looks(stack, &decision, &observed, act.acted(), now);
+    let looks = reads::looks(stack, &decision, &observed, act.acted(), now);
     let seen = look(stack, ctx, &looks).await?;
     let resolver = ctx.resolver();
     let around = Around {
@@ -316,7 +316,7 @@ async fn act(
     )
 }
 
-/// Reads what the core asked to look at after the act ([`look::looks`]): the server Pods, the
+/// Reads what the core asked to look at after the act ([`reads::looks`]): the server Pods, the
 /// ReplicaSets once Pods are found, the server itself.
 async fn look(stack: &Stack<'_>, ctx: &Context, looks: &Looks<'_>) -> Result<Seen, Error> {
     let pods = observe::server_pods(stack, ctx, looks.pods)

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::adoption::Hold;
 use super::decide::Decision;
-use super::look::Looks;
 use super::next_look::{self, ADOPTION_POLL, Outcome, RESYNC};
 use super::observed::{Acted, Observed, Seen};
+use super::reads::Looks;
 use super::report::{self, Facts, Finished, Report};
 use super::rollback::{self, Judgement};
 use super::stack::Stack;

@@ -125,7 +125,7 @@ pub enum Acted<'a> {
     Refused(&'a str),
 }
 
-/// What the look after the act read (see `look::looks`).
+/// What the look after the act read (see `reads::looks`).
 #[derive(Debug, Default)]
 pub struct Seen {
     /// The server Pods, when they were listed.

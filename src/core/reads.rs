@@ -1,15 +1,59 @@
-//! What the look after the act reads, as a pure decision: the server Pods while a rollout is
-//! under way or external providers install in them, the newest revision's ReplicaSet when those
-//! Pods are judged for a rollback (only a Deployment applied from a plan that is not held back
-//! is judged), the server itself when the stack is Ready. Each is read only when the status
-//! needs it.
+//! What a reconcile reads, as pure decisions from the stack and its recorded status, so that
+//! the shell's gather and look steps read nothing the core did not ask for.
+//!
+//! - **Before the decision** (gather): which image reference is resolved and whether the pin is
+//!   kept instead ([`image`]); the derived Secret's name once the referenced Secrets are read
+//!   ([`derived_secret`]); whether the ReplicaSets are read, for a revision a rollback may restore
+//!   ([`replica_sets`]).
+//! - **After the act** (look, [`looks`]): the server Pods while a rollout is under way or
+//!   external providers install in them, the newest revision's ReplicaSet when those Pods are
+//!   judged for a rollback (only a Deployment applied from a plan that is not held back is
+//!   judged), the server itself when the stack is Ready. Each is read only when the status needs
+//!   it.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use llama_stack_resolver::Resolver;
 
 use super::decide::Decision;
 use super::observed::{Acted, Observed};
+use super::pin::{self, Kept};
 use super::stack::Stack;
-use super::{report, rollback, rollout};
+use super::{dereference, report, rollback, rollout};
+use crate::naming::derived_secret_name;
+
+/// The reference the stack's distribution resolves from now, and the pin kept instead of
+/// looking it up, as of `now` (the pin policy's choice: [`pin::choose`]).
+pub(crate) fn image<'a>(
+    stack: &Stack<'a>,
+    resolver: &Resolver,
+    now: jiff::Timestamp,
+) -> (String, Option<Kept<'a>>) {
+    pin::choose(stack, resolver, now)
+}
+
+/// The derived Secret's name, whose holder is read: when the stack has a connection string to
+/// split (only then is there a Secret to derive) and every referenced Secret (`secrets`, as
+/// read) was found, since the name carries their hash.
+pub(crate) fn derived_secret(
+    stack: &Stack<'_>,
+    secrets: &BTreeMap<String, Option<Secret>>,
+) -> Option<String> {
+    if !stack.splits_connection_string {
+        return None;
+    }
+    let check = dereference::secrets(stack, secrets).ok()?;
+    let hash = check.hash.as_deref().unwrap_or_default();
+    Some(derived_secret_name(stack.name, hash))
+}
+
+/// Whether the ReplicaSets are read before the decision: a rejected revision may be held back
+/// by restoring the last Ready one from its ReplicaSet ([`rollback::may_restore`]).
+pub(crate) fn replica_sets(stack: &Stack<'_>, current: Option<&Deployment>) -> bool {
+    rollback::may_restore(stack, current)
+}
 
 /// What the look reads, and of which Deployment.
 #[derive(Clone, Copy, Debug)]
