@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use llama_stack_resolver::{Resolver, ResolverOptions};
 
-use super::event_series::{EventRecorder, Reporter};
-use super::prune_marks::{PruneMarks, RolloutState};
-use super::recent_writes::RecentWrites;
+use super::memory::event_series::{EventRecorder, Reporter};
+use super::memory::prune_marks::{PruneMarks, RolloutState};
+use super::memory::recent_writes::RecentWrites;
 use crate::core::plan::Operator;
 
 /// What the reconciler needs.
@@ -38,15 +38,15 @@ pub struct Context {
     /// How many reconciles run at once (see [`DEFAULT_CONCURRENCY`]).
     pub(super) concurrency: u16,
     /// Reads what running servers say about themselves, at a bounded rate.
-    pub(super) servers: super::server_info::ServerProbe,
+    pub(super) servers: super::memory::server_info::ServerProbe,
     /// How often what the cluster serves is read again.
     pub(super) rediscovery: std::time::Duration,
     /// What the watches of owned objects say of each, so the apply reads only what they
     /// cannot answer for.
-    pub(super) owned: super::owned_index::OwnedIndex,
+    pub(super) owned: super::memory::owned_index::OwnedIndex,
     /// The pull secrets of the namespaces' `default` ServiceAccounts, as their watches listed
     /// them, so a reconcile reads the account only when they cannot say.
-    pub(super) default_accounts: super::default_accounts::DefaultAccounts,
+    pub(super) default_accounts: super::memory::default_accounts::DefaultAccounts,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -85,10 +85,10 @@ impl Context {
             recent_writes: RecentWrites::default(),
             operator_image: None,
             concurrency: DEFAULT_CONCURRENCY,
-            servers: super::server_info::ServerProbe::default(),
-            rediscovery: super::discovery::REDISCOVERY_PERIOD,
-            owned: super::owned_index::OwnedIndex::default(),
-            default_accounts: super::default_accounts::DefaultAccounts::default(),
+            servers: super::memory::server_info::ServerProbe::default(),
+            rediscovery: super::memory::discovery::REDISCOVERY_PERIOD,
+            owned: super::memory::owned_index::OwnedIndex::default(),
+            default_accounts: super::memory::default_accounts::DefaultAccounts::default(),
         }
     }
 
@@ -136,7 +136,7 @@ impl Context {
     }
 
     /// Records what the cluster serves (read when the controller starts).
-    pub fn learn(&self, served: &super::discovery::ServedApis) {
+    pub fn learn(&self, served: &super::memory::discovery::ServedApis) {
         self.routes.store(served.routes, Ordering::Relaxed);
         self.monitoring.store(served.monitoring, Ordering::Relaxed);
     }

@@ -10,37 +10,19 @@
 //! carries the hash of what was applied); when the core finds a problem the user must fix,
 //! nothing is written and the status says why.
 
-mod apply;
+mod act;
 mod context;
-mod default_accounts;
-mod discovery;
-mod drift;
 mod error;
-mod event_series;
-mod events;
-mod field_digest;
-mod gather;
-mod hand_over;
-mod listing;
-mod observe;
-mod owned_index;
-mod prune;
-mod prune_marks;
+mod memory;
 mod publish;
-mod recent_writes;
+mod read;
 mod reconcile;
-mod referrers;
-mod secret_mask;
-mod server_info;
-mod settings;
-pub mod slim_cache;
-mod take_over;
 pub(crate) mod watches;
-mod write;
 
 pub use crate::core::builders::BuildError;
 pub use context::{Context, DEFAULT_CONCURRENCY};
-pub use discovery::{ServedApis, follow as follow_served_apis, served_apis};
 pub use error::{ApiError, Error};
+pub use memory::discovery::{ServedApis, follow as follow_served_apis, served_apis};
+pub use memory::slim_cache;
 pub use reconcile::{reconcile, reconcile_ogx, reconcile_stack};
 pub use watches::{run, run_in};

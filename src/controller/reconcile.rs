@@ -18,12 +18,13 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
 
-use super::apply::apply;
+use super::act::apply::apply;
+use super::act::take_over;
 use super::context::Context;
 use super::error::{Acting, ApiError, Error};
-use super::gather;
 use super::publish::publish;
-use super::{observe, take_over};
+use super::read::gather;
+use super::read::observe;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;

@@ -28,12 +28,12 @@ const TIMES: [&str; 4] = [
 
 /// Per object uid: the digest of the last status written and when.
 #[derive(Default)]
-pub(super) struct RecentWrites {
+pub(in crate::controller) struct RecentWrites {
     by_uid: Mutex<HashMap<String, (u64, Instant)>>,
 }
 
 /// A digest of a status without its times.
-pub(super) fn digest(status: &Value) -> u64 {
+pub(in crate::controller) fn digest(status: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
     feed(status, &mut hasher);
     hasher.finish()
@@ -62,7 +62,7 @@ fn feed(value: &Value, hasher: &mut DefaultHasher) {
 
 impl RecentWrites {
     /// Whether a status with `digest` was written for `uid` within the window.
-    pub(super) fn just_written(&self, uid: &str, digest: u64, now: Instant) -> bool {
+    pub(in crate::controller) fn just_written(&self, uid: &str, digest: u64, now: Instant) -> bool {
         let by_uid = self.by_uid.lock().unwrap_or_else(|p| p.into_inner());
         by_uid
             .get(uid)
@@ -71,7 +71,7 @@ impl RecentWrites {
 
     /// Notes a write, and forgets writes older than the window (the map holds only the stacks
     /// written in the last seconds).
-    pub(super) fn wrote(&self, uid: &str, digest: u64, now: Instant) {
+    pub(in crate::controller) fn wrote(&self, uid: &str, digest: u64, now: Instant) {
         let mut by_uid = self.by_uid.lock().unwrap_or_else(|p| p.into_inner());
         by_uid.retain(|_, (_, at)| now.duration_since(*at) < WINDOW);
         by_uid.insert(uid.to_owned(), (digest, now));

@@ -9,6 +9,7 @@
 //! after [`secret_mask`](super::secret_mask) masked what the server did not: it redacts the
 //! fields it types as secret, and a credential elsewhere (a URL with a password) would leak.
 
+use k8s_openapi::api::core::v1::Service;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -30,7 +31,9 @@ const BODY_LIMIT: usize = 1024 * 1024;
 /// The form of `providers` kept between reads.
 fn remembered(providers: &Providers) -> Providers {
     match providers {
-        Providers::Listed(list) => Providers::Remembered(super::slim_cache::providers_digest(list)),
+        Providers::Listed(list) => Providers::Remembered(
+            crate::controller::memory::slim_cache::providers_digest(list),
+        ),
         Providers::Remembered(digest) => Providers::Remembered(*digest),
     }
 }
@@ -281,6 +284,15 @@ pub fn parse_providers(body: &[u8]) -> Result<Vec<ProviderInfo>, String> {
     Ok(providers)
 }
 
+/// A Service's cluster IP, unless it has none (headless, or not yet given one).
+pub(in crate::controller) fn cluster_ip(service: &Service) -> Option<String> {
+    service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .filter(|ip| !ip.is_empty() && ip != "None")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,7 +465,9 @@ mod tests {
         assert_eq!(version, "1.3.0");
         assert_eq!(
             providers,
-            Providers::Remembered(crate::controller::slim_cache::providers_digest(&list)),
+            Providers::Remembered(crate::controller::memory::slim_cache::providers_digest(
+                &list
+            )),
             "the list as the cache keeps it, not the list"
         );
         assert_eq!(providers.count(), 1);

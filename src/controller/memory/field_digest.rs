@@ -5,30 +5,30 @@
 use sha2::{Digest as _, Sha256};
 
 /// Feeds fields in order; [`FieldDigest::finish`] gives the first 16 bytes of their SHA-256.
-pub(super) struct FieldDigest(Sha256);
+pub(in crate::controller) struct FieldDigest(Sha256);
 
 impl FieldDigest {
-    pub(super) fn new() -> Self {
+    pub(in crate::controller) fn new() -> Self {
         Self(Sha256::new())
     }
 
     /// A one-byte marker (the kind of what follows, or an absent value).
-    pub(super) fn tag(&mut self, tag: u8) {
+    pub(in crate::controller) fn tag(&mut self, tag: u8) {
         self.0.update([tag]);
     }
 
     /// A count of what follows (a list's length).
-    pub(super) fn count(&mut self, count: usize) {
+    pub(in crate::controller) fn count(&mut self, count: usize) {
         self.0.update((count as u64).to_le_bytes());
     }
 
-    pub(super) fn str(&mut self, value: &str) {
+    pub(in crate::controller) fn str(&mut self, value: &str) {
         self.count(value.len());
         self.0.update(value.as_bytes());
     }
 
     /// An optional string: absent differs from every string, the empty one included.
-    pub(super) fn opt_str(&mut self, value: Option<&str>) {
+    pub(in crate::controller) fn opt_str(&mut self, value: Option<&str>) {
         match value {
             Some(value) => {
                 self.tag(b's');
@@ -38,7 +38,7 @@ impl FieldDigest {
         }
     }
 
-    pub(super) fn finish(self) -> [u8; 16] {
+    pub(in crate::controller) fn finish(self) -> [u8; 16] {
         let hash = self.0.finalize();
         let mut digest = [0; 16];
         digest.copy_from_slice(&hash[..16]);

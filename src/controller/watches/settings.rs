@@ -21,7 +21,7 @@ use llama_stack_resolver::Catalog;
 use llama_stack_resolver::{Resolver, ResolverOptions};
 use tokio::sync::mpsc;
 
-use super::context::Context;
+use crate::controller::context::Context;
 use crate::operator_config::{self, KeySecrets, stream::operator_config_data};
 
 /// How the failing read of a key Secret is named in the watch health and metrics.
@@ -35,7 +35,7 @@ const FIRST_READ_RETRY: Duration = Duration::from_secs(2);
 type Changes = Pin<Box<dyn Stream<Item = BTreeMap<String, String>> + Send>>;
 
 /// The settings read so far and the watch that brings their changes.
-pub(super) struct Settings {
+pub(in crate::controller) struct Settings {
     ctx: Arc<Context>,
     namespace: String,
     base: ResolverOptions,
@@ -50,7 +50,11 @@ impl Settings {
     /// from them, and puts that resolver in `ctx`. Never gives up and never falls back to running
     /// without them: a start without its settings could deploy an image the overrides, mirrors or
     /// signature policy rule out.
-    pub(super) async fn read(ctx: Arc<Context>, namespace: String, base: ResolverOptions) -> Self {
+    pub(in crate::controller) async fn read(
+        ctx: Arc<Context>,
+        namespace: String,
+        base: ResolverOptions,
+    ) -> Self {
         ctx.metrics.settings_loaded(false);
         let embedded = base.catalog.clone();
         let changes: Changes = Box::pin(operator_config_data(
@@ -116,7 +120,7 @@ impl Settings {
     /// Follows the settings: on every change of the ConfigMap, and when a key Secret changes,
     /// rebuilds the resolver and asks every controller (`triggers`) to reconcile all stacks (a
     /// changed image-override rolls image and config together).
-    pub(super) async fn follow(mut self, triggers: Vec<mpsc::Sender<()>>) {
+    pub(in crate::controller) async fn follow(mut self, triggers: Vec<mpsc::Sender<()>>) {
         let mut refresh = tokio::time::interval(KEY_REFRESH);
         refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         refresh.tick().await;

@@ -3,8 +3,8 @@
 
 use kube::runtime::events::{Event, EventType};
 
-use super::context::Context;
 use crate::api::conditions::{ConditionType, Reason};
+use crate::controller::context::Context;
 use crate::core::conditions::Conditions;
 use crate::core::subject::Subject;
 
@@ -18,7 +18,11 @@ const FLAPPING: [ConditionType; 3] = [
 
 /// A Warning per condition that turned False (or changed its reason while False). Conditions
 /// turning True are in the status; Events are for what a person must act on.
-pub(super) async fn failures(ctx: &Context, subject: &Subject, conditions: &Conditions) {
+pub(in crate::controller) async fn failures(
+    ctx: &Context,
+    subject: &Subject,
+    conditions: &Conditions,
+) {
     for c in conditions.changed() {
         let trouble = crate::core::rollout::TROUBLE
             .iter()
@@ -44,7 +48,7 @@ pub(super) async fn failures(ctx: &Context, subject: &Subject, conditions: &Cond
 }
 
 /// Publishes one Event; a failure is only logged (an Event is never worth failing a reconcile).
-pub(super) async fn publish(
+pub(in crate::controller) async fn publish(
     ctx: &Context,
     subject: &Subject,
     type_: EventType,

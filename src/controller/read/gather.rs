@@ -20,11 +20,12 @@ use llama_stack_resolver::add_pull_secret;
 use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 
-use super::context::Context;
-use super::default_accounts::DEFAULT_ACCOUNT;
-use super::error::{ApiError, Error, Gathering, api_err};
-use super::{observe, take_over};
+use super::observe;
 use crate::api::object_refs::RefKind;
+use crate::controller::act::take_over;
+use crate::controller::context::Context;
+use crate::controller::error::{ApiError, Error, Gathering, api_err};
+use crate::controller::memory::default_accounts::DEFAULT_ACCOUNT;
 use crate::core::observed::{Observed, Reach};
 use crate::core::reads;
 use crate::core::stack::Stack;
@@ -32,7 +33,10 @@ use crate::core::stack::Stack;
 /// Reads everything the decision needs, in the order the decision uses it. First what the
 /// stack's annotations ask to take over ([`take_over::survey`], reads only): it names the volume
 /// the stack mounts, kept in `stack.adoption` for the reads and the objects after it.
-pub(super) async fn gather(stack: &mut Stack<'_>, ctx: &Context) -> Result<Observed, Error> {
+pub(in crate::controller) async fn gather(
+    stack: &mut Stack<'_>,
+    ctx: &Context,
+) -> Result<Observed, Error> {
     let take_over = take_over::survey(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::TakeOver))?;

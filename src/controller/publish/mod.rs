@@ -1,18 +1,20 @@
 //! The publish step: the status a reconcile came to, written when it differs from the stored one,
 //! with the Events of its transitions.
 
+pub(in crate::controller) mod events;
+
 use std::time::Instant;
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use serde_json::json;
 
-use super::context::Context;
-use super::error::{ApiError, api_err};
-use super::{events, recent_writes, slim_cache};
 use crate::api::conditions::Reason;
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
+use crate::controller::context::Context;
+use crate::controller::error::{ApiError, api_err};
+use crate::controller::memory::{recent_writes, slim_cache};
 use crate::core::door::Door;
 use crate::core::report::Finished;
 use crate::core::subject::Subject;
@@ -22,7 +24,7 @@ use crate::ogx_server::status as ogx_status;
 /// Sets the phase, publishes Events for the transitions and writes the status when it
 /// differs from the stored one. Returns the reason recorded in the metrics (the phase, or
 /// why it failed).
-pub(super) async fn publish(
+pub(in crate::controller) async fn publish(
     finished: Finished,
     subject: &Subject,
     ctx: &Context,

@@ -17,7 +17,7 @@ use kube::runtime::watcher::Event;
 use super::listing::Listing;
 
 /// The account whose pull secrets a Pod without a ServiceAccount of its own uses.
-pub(super) const DEFAULT_ACCOUNT: &str = "default";
+pub(in crate::controller) const DEFAULT_ACCOUNT: &str = "default";
 
 /// What one watch has listed: per namespace with a `default` account, its pull secrets' names,
 /// in order.
@@ -68,7 +68,7 @@ fn differing(
 impl DefaultAccounts {
     /// Records an event of the watch over `scope` for `door`, and says in which namespaces the
     /// pull secrets changed since that watch first listed (their stacks are to be reconciled).
-    pub(super) fn observe(
+    pub(in crate::controller) fn observe(
         &self,
         scope: Option<&str>,
         door: &'static str,
@@ -118,7 +118,11 @@ impl DefaultAccounts {
     /// The pull secrets of `namespace`'s `default` account (empty when it has none, or there is
     /// no such account) as `door`'s watch has them, or `None` when no listed watch of that door
     /// covers the namespace.
-    pub(super) fn pull_secrets(&self, namespace: &str, door: &str) -> Option<Vec<String>> {
+    pub(in crate::controller) fn pull_secrets(
+        &self,
+        namespace: &str,
+        door: &str,
+    ) -> Option<Vec<String>> {
         let watches = self.watches.lock().ok()?;
         watches
             .iter()
@@ -138,7 +142,7 @@ impl DefaultAccounts {
 
     /// Forgets everything: the controllers and their watches start again, and a watch that no
     /// longer runs must not answer.
-    pub(super) fn clear(&self) {
+    pub(in crate::controller) fn clear(&self) {
         if let Ok(mut watches) = self.watches.lock() {
             watches.clear();
         }

@@ -18,9 +18,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{Api, DynamicObject, ListParams, Patch};
 use serde_json::{Value, json};
 
-use super::context::Context;
-use super::error::{ApiError, api_err};
 use super::write::{NamespacedKind, patch_by};
+use crate::controller::context::Context;
+use crate::controller::error::{ApiError, api_err};
 use crate::core::builders;
 use crate::core::door::Door;
 use crate::core::observed::Observed;
@@ -31,7 +31,7 @@ use crate::ownership::{controlled_by_stack, with_controller};
 /// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of
 /// its name to take: its Deployment or its data volume is still controlled by it. Both are read
 /// anyway; the hand-over's lists are made only then, once per move.
-pub(super) fn moving(stack: &Stack<'_>, observed: &Observed) -> bool {
+pub(in crate::controller) fn moving(stack: &Stack<'_>, observed: &Observed) -> bool {
     let Door::OgxServer { .. } = stack.door else {
         return false;
     };
@@ -45,7 +45,7 @@ pub(super) fn moving(stack: &Stack<'_>, observed: &Observed) -> bool {
 
 /// The patch that hands `meta` to `owner`: its controller reference replaced, the other owners
 /// kept; carries the resource version read, so a change in between fails the write.
-pub(super) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerReference) -> Value {
+pub(in crate::controller) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerReference) -> Value {
     json!({"metadata": {
         "resourceVersion": meta.resource_version,
         "ownerReferences": with_controller(meta, owner),
@@ -55,7 +55,7 @@ pub(super) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerReference) -> Valu
 /// Hands every object the LlamaStackDistribution of the stack's name controls to the stack's
 /// owner (its `OGXServer`); the Deployment last, so an interrupted hand-over is found again.
 /// Returns how many objects changed hands.
-pub(super) async fn hand_over(
+pub(in crate::controller) async fn hand_over(
     stack: &Stack<'_>,
     ctx: &Context,
     owner: &OwnerReference,

@@ -15,10 +15,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use kube::api::{Api, ListParams, Patch};
 use serde_json::json;
 
-use super::context::Context;
-use super::error::{ApiError, api_err};
 use super::write::{NamespacedKind, patch_by};
 use crate::api::conditions::{ConditionType, Reason};
+use crate::controller::context::Context;
+use crate::controller::error::{ApiError, api_err};
 use crate::core::adoption::{
     ADOPTED_FROM, Adopted, Hold, Requests, Said, StorageSeen, StorageStep, TransferStep,
     config_said, detach_patch, hand_back_patch, networking_said, requests, selector_patch,
@@ -32,7 +32,7 @@ use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, serv
 use crate::ownership::controlled_by;
 
 /// Makes the `writes` [`decided`] kept, first of the apply.
-pub(super) async fn carry_out(
+pub(in crate::controller) async fn carry_out(
     stack: &Stack<'_>,
     ctx: &Context,
     writes: &[Write],
@@ -68,7 +68,10 @@ async fn patch<K: NamespacedKind>(
 
 /// Reads what the stack's annotations ask to take over, and says what taking it needs and how
 /// far it would get; writes nothing.
-pub(super) async fn survey(stack: &Stack<'_>, ctx: &Context) -> Result<Survey, ApiError> {
+pub(in crate::controller) async fn survey(
+    stack: &Stack<'_>,
+    ctx: &Context,
+) -> Result<Survey, ApiError> {
     let previous = stack.recorded.conditions;
     let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.subject.owner.as_ref()) else {
         return Ok(Survey::default());

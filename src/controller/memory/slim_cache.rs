@@ -5,7 +5,7 @@
 //! reported: the largest part of a stack's object, about 17 KiB of heap a stack as decoded) is
 //! kept as a [`ProvidersDigest`] only: no decision reads it, and the status step needs to know
 //! only whether what it would write differs from what is stored. The server probe remembers its
-//! last answer the same way ([`ServerProbe`](super::server_info::ServerProbe)).
+//! last answer the same way ([`ServerProbe`](crate::controller::memory::server_info::ServerProbe)).
 //!
 //! A status built from a cached one may therefore carry a digest where the list was
 //! ([`has_digests`]); before it is written, [`restore_providers`] puts the stored list back
@@ -33,7 +33,7 @@ pub fn slim(stack: &mut LlamaStackDistribution) {
 
 /// Replaces the list of providers in `status` with its digest. Idempotent, so a slimmed and a
 /// full status compare equal exactly when their lists do.
-pub(super) fn slim_status(status: &mut LlamaStackDistributionStatus) {
+pub(in crate::controller) fn slim_status(status: &mut LlamaStackDistributionStatus) {
     if let Some(config) = status.distribution_config.as_mut()
         && let Some(providers) = config.providers.take()
     {
@@ -42,7 +42,7 @@ pub(super) fn slim_status(status: &mut LlamaStackDistributionStatus) {
 }
 
 /// Whether `status` carries a digest where the list of providers belongs.
-pub(super) fn has_digests(status: &LlamaStackDistributionStatus) -> bool {
+pub(in crate::controller) fn has_digests(status: &LlamaStackDistributionStatus) -> bool {
     status
         .distribution_config
         .as_ref()
@@ -52,7 +52,7 @@ pub(super) fn has_digests(status: &LlamaStackDistributionStatus) -> bool {
 /// Puts back the list of providers `status` carries as a digest, from `stored` (the status as
 /// the API server has it) when its list has that digest. One that no longer does (the object
 /// changed since the cache saw it) is left out: the next read of the server writes it again.
-pub(super) fn restore_providers(
+pub(in crate::controller) fn restore_providers(
     status: &mut LlamaStackDistributionStatus,
     stored: &LlamaStackDistributionStatus,
 ) {
@@ -73,7 +73,7 @@ pub(super) fn restore_providers(
 
 /// The digest of a list of providers: their order, identity, health, and configs in any key
 /// order (the API server and the server may list a config's keys in different orders).
-pub(super) fn providers_digest(providers: &[ProviderInfo]) -> ProvidersDigest {
+pub(in crate::controller) fn providers_digest(providers: &[ProviderInfo]) -> ProvidersDigest {
     let mut digest = FieldDigest::new();
     digest.count(providers.len());
     for provider in providers {

@@ -8,6 +8,8 @@
 //! each watch's expired resource version paused every other watch for up to a minute in turn.
 //! A watch whose resource version expired (410) lists again after its backoff, on its own.
 
+pub(in crate::controller) mod settings;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,18 +29,19 @@ use kube::runtime::watcher::{self, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 
-use super::context::Context;
-use super::error::Error;
-use super::reconcile::{reconcile_ogx, reconcile_stack};
-use super::referrers::Referrers;
-use super::settings::Settings;
 use crate::api::object_refs::RefKind;
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::{LlamaStackDistribution, RejectedRevision};
+use crate::controller::context::Context;
+use crate::controller::error::Error;
+use crate::controller::memory;
+use crate::controller::memory::referrers::Referrers;
+use crate::controller::reconcile::{reconcile_ogx, reconcile_stack};
 use crate::core::door::OGX_MANAGED_BY;
 use crate::metrics::WatchHealth;
 use crate::naming::{FIELD_MANAGER, labels};
 use crate::watch_backoff::resilient;
+use settings::Settings;
 
 /// A failed reconcile is retried after this long (watch events usually come first).
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(10);
@@ -54,7 +57,7 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     // However this ends, the stopped watches no longer count for the operator's health.
     let _forget = ForgetWatches(ctx.metrics.watches());
     // What the cluster serves, read at start (Routes, monitoring, OGXServers), then followed.
-    let mut served = super::discovery::served_apis(&ctx.client).await;
+    let mut served = memory::discovery::served_apis(&ctx.client).await;
     // The OGXServer API installed (or removed) while the operator runs: the controllers start
     // again on what is served now, in this process, as after a change of leader.
     while let Some(now) = run_serving(ctx.clone(), namespaces, served).await {
@@ -71,8 +74,8 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
 async fn run_serving(
     ctx: Arc<Context>,
     namespaces: &[String],
-    served: super::discovery::ServedApis,
-) -> Option<super::discovery::ServedApis> {
+    served: memory::discovery::ServedApis,
+) -> Option<memory::discovery::ServedApis> {
     ctx.learn(&served);
     // The watches start again: what the previous ones said must not answer.
     ctx.owned.clear();
@@ -109,7 +112,7 @@ async fn run_serving(
         }
     };
     let mut changed_api = None;
-    let rediscover = super::discovery::follow(&ctx.client, served, ctx.rediscovery, |now| {
+    let rediscover = memory::discovery::follow(&ctx.client, served, ctx.rediscovery, |now| {
         if now.ogx_servers != ogx {
             changed_api = Some(now);
             return std::ops::ControlFlow::Break(());
@@ -127,7 +130,11 @@ async fn run_serving(
 
 /// What the cluster serves changed (`now`): the stacks are reconciled once on it (monitoring
 /// installed after the operator gets its objects).
-fn served_changed(ctx: &Context, now: super::discovery::ServedApis, triggers: &[mpsc::Sender<()>]) {
+fn served_changed(
+    ctx: &Context,
+    now: memory::discovery::ServedApis,
+    triggers: &[mpsc::Sender<()>],
+) {
     tracing::info!(
         routes = now.routes,
         monitoring = now.monitoring,
@@ -332,7 +339,7 @@ async fn run_stacks(
         "LlamaStackDistribution",
         health.clone(),
     )
-    .modify(super::slim_cache::slim)
+    .modify(memory::slim_cache::slim)
     .reflect(writer);
     let referrers = Referrers::default();
     let index = referrers.clone();
@@ -509,7 +516,7 @@ struct Owned<'a> {
 
 impl Owned<'_> {
     /// Adds the watch of one owned kind; what it sees also feeds the owned index
-    /// ([`super::owned_index`]), before the controller's queue.
+    /// ([`owned_index`]), before the controller's queue.
     fn kind<K: Watched, O: Watched>(&self, controller: Controller<K>) -> Controller<K> {
         let api = scoped::<PartialObjectMeta<O>>(&self.ctx.client, self.scope);
         let kind = match O::kind(&()) {
@@ -534,7 +541,7 @@ impl Owned<'_> {
 
 /// The namespaces' `default` ServiceAccounts (a field selector: one object a namespace), whose
 /// pull secrets a server Pod without an account of its own pulls with: kept for the reconciles
-/// of `door` ([`super::default_accounts`]); a change of those pull secrets after the first list
+/// of `door` ([`default_accounts`]); a change of those pull secrets after the first list
 /// (an event, or a new list after the watch was away) reconciles the namespace's stacks
 /// (`stacks`), so a pull secret added to mend a refused pull is used at once.
 fn default_accounts<K: Watched>(
@@ -544,7 +551,7 @@ fn default_accounts<K: Watched>(
     door: &'static str,
     stacks: Store<K>,
 ) -> Controller<K> {
-    use super::default_accounts::DEFAULT_ACCOUNT;
+    use crate::controller::memory::default_accounts::DEFAULT_ACCOUNT;
     let config = watcher::Config::default().fields(&format!("metadata.name={DEFAULT_ACCOUNT}"));
     let index = ctx.clone();
     let scope_name = scope.map(str::to_owned);

@@ -5,9 +5,9 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, ListParams};
 
-use super::context::Context;
-use super::error::{ApiError, api_err};
-use super::owned_index::Known;
+use crate::controller::context::Context;
+use crate::controller::error::{ApiError, api_err};
+use crate::controller::memory::owned_index::Known;
 use crate::core::observed::ServerInfo;
 use crate::core::reads::PodsNeeded;
 use crate::core::stack::Stack;
@@ -17,7 +17,7 @@ use crate::naming::{owned_by_selector, service_name};
 /// status for while the Deployments' watches see none of that name: none of its own can exist
 /// (see `write::Indexed::untouched`), and a stranger's of that name is found by the apply's
 /// write, as after a read.
-pub(super) async fn deployment(
+pub(in crate::controller) async fn deployment(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Option<Deployment>, ApiError> {
@@ -37,7 +37,7 @@ pub(super) async fn deployment(
 }
 
 /// The server Pods, when the look needs them (`None` otherwise: no read).
-pub(super) async fn server_pods(
+pub(in crate::controller) async fn server_pods(
     stack: &Stack<'_>,
     ctx: &Context,
     needed: PodsNeeded,
@@ -57,7 +57,7 @@ pub(super) async fn server_pods(
 }
 
 /// The ReplicaSets of the stack's Deployment (its revisions), for a rollback.
-pub(super) async fn replica_sets(
+pub(in crate::controller) async fn replica_sets(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Vec<ReplicaSet>, ApiError> {
@@ -72,7 +72,7 @@ pub(super) async fn replica_sets(
 
 /// What the server of a Ready stack says about itself, when it is due to be read (see
 /// `server_info`): `None` when it is not due.
-pub(super) async fn server_info(
+pub(in crate::controller) async fn server_info(
     stack: &Stack<'_>,
     ctx: &Context,
     deployment: &Deployment,
@@ -117,19 +117,10 @@ async fn service_address(stack: &Stack<'_>, ctx: &Context) -> Result<String, Str
         Ok(None) => return Err(format!("Service {ns}/{name} does not exist")),
         Err(e) => return Err(format!("cannot read Service {ns}/{name}: {e}")),
     };
-    let ip =
-        cluster_ip(&service).ok_or_else(|| format!("Service {ns}/{name} has no cluster IP"))?;
+    let ip = crate::controller::memory::server_info::cluster_ip(&service)
+        .ok_or_else(|| format!("Service {ns}/{name} has no cluster IP"))?;
     ctx.servers.note_address(stack.uid(), &ip, now);
     Ok(ip)
-}
-
-/// A Service's cluster IP, unless it has none (headless, or not yet given one).
-pub(super) fn cluster_ip(service: &Service) -> Option<String> {
-    service
-        .spec
-        .as_ref()
-        .and_then(|s| s.cluster_ip.clone())
-        .filter(|ip| !ip.is_empty() && ip != "None")
 }
 
 async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {

@@ -23,7 +23,7 @@ use crate::naming::DESIRED_HASH;
 
 /// What the index knows of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Known {
+pub(in crate::controller) enum Known {
     /// A watch that would see it has not listed yet (or the object's resource version is not a
     /// number): read it.
     Unknown,
@@ -41,7 +41,7 @@ pub(super) enum Known {
 
 /// An object as its watch last saw it, and whether the operator has checked that version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Seen {
+pub(in crate::controller) struct Seen {
     /// Digest of its desired-hash annotation, if any.
     desired_hash: Option<u64>,
     /// Digest of the uid of the resource that controls it, if any.
@@ -55,7 +55,11 @@ impl Seen {
     /// An object seen with `hash` as its desired hash, controlled by `controller`, `checked` or
     /// not (for the tests of what is made of it).
     #[cfg(test)]
-    pub(super) fn new(hash: Option<&str>, controller: Option<&str>, checked: bool) -> Self {
+    pub(in crate::controller) fn new(
+        hash: Option<&str>,
+        controller: Option<&str>,
+        checked: bool,
+    ) -> Self {
         Self {
             desired_hash: hash.map(digest64),
             controller: controller.map(digest64),
@@ -64,17 +68,17 @@ impl Seen {
     }
 
     /// Whether it carries `hash` as its desired hash.
-    pub(super) fn carries(&self, hash: &str) -> bool {
+    pub(in crate::controller) fn carries(&self, hash: &str) -> bool {
         self.desired_hash == Some(digest64(hash))
     }
 
     /// Whether the resource of uid `owner` controls it.
-    pub(super) fn controlled_by(&self, owner: &str) -> bool {
+    pub(in crate::controller) fn controlled_by(&self, owner: &str) -> bool {
         self.controller == Some(digest64(owner))
     }
 
     /// Whether the operator checked this version.
-    pub(super) fn checked(&self) -> bool {
+    pub(in crate::controller) fn checked(&self) -> bool {
         self.checked
     }
 }
@@ -182,7 +186,7 @@ fn covering<'a>(
 
 impl OwnedIndex {
     /// Takes in one event of the watch of `kind` over `scope` for the door `managed_by`.
-    pub(super) fn observe<K>(
+    pub(in crate::controller) fn observe<K>(
         &self,
         kind: &'static str,
         scope: Option<&str>,
@@ -235,7 +239,7 @@ impl OwnedIndex {
     /// Forgets everything: the controllers start again (a new leadership term, the OGXServer
     /// API installed or removed), and their watches list again; a shard of a watch that no
     /// longer runs must not answer.
-    pub(super) fn clear(&self) {
+    pub(in crate::controller) fn clear(&self) {
         if let Ok(mut shards) = self.shards.lock() {
             shards.clear();
         }
@@ -249,7 +253,7 @@ impl OwnedIndex {
 
     /// What the watches of `kind` say of `namespace/name`, across the doors, for a stack at
     /// `generation`.
-    pub(super) fn lookup(
+    pub(in crate::controller) fn lookup(
         &self,
         kind: &str,
         namespace: &str,
@@ -311,7 +315,7 @@ impl OwnedIndex {
     /// as the watches of every door show them, is one of `names`; `None` while a watch that would
     /// see one has not listed (or lists again). Objects of `owner` not yet seen are `names` it
     /// just wrote, or not its own yet.
-    pub(super) fn all_named<'a>(
+    pub(in crate::controller) fn all_named<'a>(
         &self,
         kind: &str,
         namespace: &str,
@@ -335,7 +339,7 @@ impl OwnedIndex {
 
     /// Records that a read, for a stack at `generation`, found no `namespace/name` the stack
     /// controls.
-    pub(super) fn confirmed_absent(
+    pub(in crate::controller) fn confirmed_absent(
         &self,
         kind: &str,
         namespace: &str,
@@ -355,7 +359,7 @@ impl OwnedIndex {
 
     /// Records that the operator checked `namespace/name` at `resource_version` (it wrote that
     /// version, or read it and found nothing to change).
-    pub(super) fn checked(
+    pub(in crate::controller) fn checked(
         &self,
         kind: &str,
         namespace: &str,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const FORGET_AFTER: Duration = Duration::from_secs(30 * 60);
 
 /// The rollout state a prune ran at: the Deployment's generation and whether it had settled.
-pub(super) type RolloutState = (i64, bool);
+pub(in crate::controller) type RolloutState = (i64, bool);
 
 struct Mark {
     state: RolloutState,
@@ -20,13 +20,18 @@ struct Mark {
 
 /// Per object uid, the rollout state of its last prune.
 #[derive(Default)]
-pub(super) struct PruneMarks {
+pub(in crate::controller) struct PruneMarks {
     marks: Mutex<HashMap<String, Mark>>,
 }
 
 impl PruneMarks {
     /// Whether `uid` at `state` needs a prune; notes that the stack is still there.
-    pub(super) fn needs_prune(&self, uid: &str, state: RolloutState, now: Instant) -> bool {
+    pub(in crate::controller) fn needs_prune(
+        &self,
+        uid: &str,
+        state: RolloutState,
+        now: Instant,
+    ) -> bool {
         let mut marks = self.marks.lock().unwrap_or_else(|p| p.into_inner());
         match marks.get_mut(uid) {
             Some(mark) => {
@@ -38,7 +43,7 @@ impl PruneMarks {
     }
 
     /// Records a prune of `uid` at `state`, and forgets stacks not seen for [`FORGET_AFTER`].
-    pub(super) fn pruned(&self, uid: &str, state: RolloutState, now: Instant) {
+    pub(in crate::controller) fn pruned(&self, uid: &str, state: RolloutState, now: Instant) {
         let mut marks = self.marks.lock().unwrap_or_else(|p| p.into_inner());
         marks.retain(|_, mark| now.duration_since(mark.seen) < FORGET_AFTER);
         marks.insert(uid.to_owned(), Mark { state, seen: now });

@@ -12,14 +12,16 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch};
 use kube::runtime::events::EventType;
 
-use super::context::Context;
-use super::error::{ApiError, api_err};
+use super::hand_over;
+use super::prune;
 use super::write::{
     Change, Indexed, create_config_map_once, patch_by, strategy_switch, sync, sync_derived_secret,
     sync_from, sync_in, sync_pvc,
 };
-use super::{events, hand_over, prune};
 use crate::api::conditions::Reason;
+use crate::controller::context::Context;
+use crate::controller::error::{ApiError, api_err};
+use crate::controller::publish::events;
 use crate::core::builders::{self, Desired};
 use crate::core::door::Door;
 use crate::core::observed::Applied;
@@ -31,7 +33,7 @@ use crate::naming;
 /// Writes `desired`. `observed` is what the reconcile read at its start (the Deployment, the
 /// data volume's claim); with `keep_deployment` the Deployment stays as it is (a rolled-back
 /// revision held in place).
-pub(super) async fn apply(
+pub(in crate::controller) async fn apply(
     stack: &Stack<'_>,
     ctx: &Context,
     desired: &Desired,
@@ -157,7 +159,10 @@ async fn around_the_server(
     let service_name = naming::service_name(stack.name);
     let (_, written) =
         sync_in::<Service>(client, index, ns, &service_name, Some(service), uid).await?;
-    if let Some(ip) = written.as_ref().and_then(super::observe::cluster_ip) {
+    if let Some(ip) = written
+        .as_ref()
+        .and_then(crate::controller::memory::server_info::cluster_ip)
+    {
         ctx.servers
             .note_address(uid, &ip, std::time::Instant::now());
     }

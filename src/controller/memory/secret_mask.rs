@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn the_real_servers_answer_keeps_no_planted_credential() {
         let answer: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/server-answers/llama-stack-0.7.3-providers.json"
+            "../../../tests/fixtures/server-answers/llama-stack-0.7.3-providers.json"
         ))
         .unwrap();
         let masked: Vec<Value> = answer["data"]

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 
-use super::field_digest::FieldDigest;
+use crate::controller::memory::field_digest::FieldDigest;
 
 /// How long an Event can be repeated as a series (kube's recorder and client-go use 6 minutes).
 pub const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);

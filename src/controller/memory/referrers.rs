@@ -24,11 +24,11 @@ type Target = (RefKind, String, String);
 /// The index, shared by the stacks' watch (which writes it) and the Secret and ConfigMap watches
 /// (which read it).
 #[derive(Clone, Default)]
-pub(super) struct Referrers(Arc<Mutex<Index>>);
+pub(in crate::controller) struct Referrers(Arc<Mutex<Index>>);
 
 impl Referrers {
     /// Follows one event of the stacks' watch.
-    pub(super) fn observe(&self, event: &Event<LlamaStackDistribution>) {
+    pub(in crate::controller) fn observe(&self, event: &Event<LlamaStackDistribution>) {
         let mut index = self.lock();
         match event {
             Event::Apply(cr) => index.main.set(cr),
@@ -46,7 +46,7 @@ impl Referrers {
     }
 
     /// The stacks that refer to the `kind` object `meta` names.
-    pub(super) fn of(&self, kind: RefKind, meta: &ObjectMeta) -> Vec<Stack> {
+    pub(in crate::controller) fn of(&self, kind: RefKind, meta: &ObjectMeta) -> Vec<Stack> {
         let target = (
             kind,
             meta.namespace.clone().unwrap_or_default(),

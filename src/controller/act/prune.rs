@@ -14,9 +14,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 
-use super::error::{ApiError, api_err};
-use super::owned_index::OwnedIndex;
 use crate::api::v1alpha2::RevisionStatus;
+use crate::controller::error::{ApiError, api_err};
+use crate::controller::memory::owned_index::OwnedIndex;
 use crate::core::rollback;
 use crate::core::stack::Stack;
 use crate::naming::{
@@ -30,16 +30,16 @@ const KEEP_GENERATED: usize = 2;
 
 /// The names a set of Pod templates refers to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Referenced {
+pub(in crate::controller) struct Referenced {
     /// ConfigMaps (volumes, `envFrom`, `configMapKeyRef`).
-    pub(super) config_maps: BTreeSet<String>,
+    pub(in crate::controller) config_maps: BTreeSet<String>,
     /// Secrets (volumes, `envFrom`, `secretKeyRef`).
-    pub(super) secrets: BTreeSet<String>,
+    pub(in crate::controller) secrets: BTreeSet<String>,
 }
 
 impl Referenced {
     /// Adds what `template` refers to.
-    pub(super) fn add(&mut self, template: &PodTemplateSpec) {
+    pub(in crate::controller) fn add(&mut self, template: &PodTemplateSpec) {
         let Some(spec) = &template.spec else {
             return;
         };
@@ -75,31 +75,31 @@ impl Referenced {
 
 /// An owned object that may be pruned.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Owned {
+pub(in crate::controller) struct Owned {
     /// Its name.
-    pub(super) name: String,
+    pub(in crate::controller) name: String,
     /// When it was made (newest generated configs are kept).
-    pub(super) created: Option<Time>,
+    pub(in crate::controller) created: Option<Time>,
 }
 
 /// What a stack owns that pruning looks at.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Candidates {
+pub(in crate::controller) struct Candidates {
     /// Generated configs (`<name>-config-<hash>`).
-    pub(super) generated: Vec<Owned>,
+    pub(in crate::controller) generated: Vec<Owned>,
     /// CA bundles (`<name>-ca-bundle-<hash>`, and the fixed name of older operators).
-    pub(super) ca_bundles: Vec<Owned>,
+    pub(in crate::controller) ca_bundles: Vec<Owned>,
     /// Derived Secrets (`<name>-derived-<hash>`, and the fixed name of older operators).
-    pub(super) derived: Vec<Owned>,
+    pub(in crate::controller) derived: Vec<Owned>,
 }
 
 /// What to delete.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Doomed {
+pub(in crate::controller) struct Doomed {
     /// ConfigMaps.
-    pub(super) config_maps: Vec<String>,
+    pub(in crate::controller) config_maps: Vec<String>,
     /// Secrets.
-    pub(super) secrets: Vec<String>,
+    pub(in crate::controller) secrets: Vec<String>,
 }
 
 impl Doomed {
@@ -110,7 +110,7 @@ impl Doomed {
 
 /// Of `candidates`, what no template in `referenced` names; of the generated configs, the
 /// newest [`KEEP_GENERATED`] stay too. Pure.
-pub(super) fn doomed(candidates: &Candidates, referenced: &Referenced) -> Doomed {
+pub(in crate::controller) fn doomed(candidates: &Candidates, referenced: &Referenced) -> Doomed {
     let mut generated: Vec<&Owned> = candidates.generated.iter().collect();
     // Creation times have whole seconds: of configs made within one, those a revision names
     // (the current one, the way back) count as the newer.
@@ -182,7 +182,7 @@ fn candidates(
 /// and the old Pods read them. Lists nothing when the owned objects' watches (`index`) show
 /// that everything the stack controls is named by the current template or the last Ready
 /// revision: nothing could go.
-pub(super) async fn prune(
+pub(in crate::controller) async fn prune(
     client: &kube::Client,
     index: &OwnedIndex,
     stack: &Stack<'_>,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 /// The entries of one watch (see the module documentation).
-pub(super) struct Listing<K, V> {
+pub(in crate::controller) struct Listing<K, V> {
     /// Whether the watch has finished a list since it started.
     synced: bool,
     entries: HashMap<K, V>,
@@ -27,27 +27,27 @@ impl<K, V> Default for Listing<K, V> {
 
 impl<K: Eq + Hash, V> Listing<K, V> {
     /// Whether the entries answer: the watch has listed, and is not listing again.
-    pub(super) fn answers(&self) -> bool {
+    pub(in crate::controller) fn answers(&self) -> bool {
         self.synced && self.relisting.is_none()
     }
 
     /// The entries (they answer only when [`Self::answers`]).
-    pub(super) fn entries(&self) -> &HashMap<K, V> {
+    pub(in crate::controller) fn entries(&self) -> &HashMap<K, V> {
         &self.entries
     }
 
     /// The entries, for an event after the list (an object applied or deleted).
-    pub(super) fn entries_mut(&mut self) -> &mut HashMap<K, V> {
+    pub(in crate::controller) fn entries_mut(&mut self) -> &mut HashMap<K, V> {
         &mut self.entries
     }
 
     /// A list begins (`Init`).
-    pub(super) fn begin(&mut self) {
+    pub(in crate::controller) fn begin(&mut self) {
         self.relisting = Some(HashMap::new());
     }
 
     /// One object of the list under way (`InitApply`); nothing when none is.
-    pub(super) fn listed(&mut self, key: K, value: V) {
+    pub(in crate::controller) fn listed(&mut self, key: K, value: V) {
         if let Some(relisting) = self.relisting.as_mut() {
             relisting.insert(key, value);
         }
@@ -55,7 +55,7 @@ impl<K: Eq + Hash, V> Listing<K, V> {
 
     /// The list is done (`InitDone`): what it delivered replaces the entries. Returns the entries
     /// replaced when the watch had listed before (a re-list), `None` after the first list.
-    pub(super) fn done(&mut self) -> Option<HashMap<K, V>> {
+    pub(in crate::controller) fn done(&mut self) -> Option<HashMap<K, V>> {
         let relisted = self.relisting.take()?;
         let old = std::mem::replace(&mut self.entries, relisted);
         let first = !self.synced;

@@ -13,12 +13,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::drift::foreign_field;
-use super::error::{ApiError, api_err};
-use super::owned_index::{Known, OwnedIndex};
+use crate::controller::error::{ApiError, api_err};
+use crate::controller::memory::owned_index::{Known, OwnedIndex};
 use crate::naming::{DESIRED_HASH, FIELD_MANAGER};
 
 /// The parameters of a (non-apply) patch made by the field manager `manager`.
-pub(super) fn patch_by(manager: &str) -> PatchParams {
+pub(in crate::controller) fn patch_by(manager: &str) -> PatchParams {
     PatchParams {
         field_manager: Some(manager.to_owned()),
         ..PatchParams::default()
@@ -27,7 +27,7 @@ pub(super) fn patch_by(manager: &str) -> PatchParams {
 
 /// What [`sync`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Change {
+pub(in crate::controller) enum Change {
     /// Nothing to do.
     Unchanged,
     /// Created or updated.
@@ -38,7 +38,7 @@ pub(super) enum Change {
 
 /// A namespaced built-in kind (every namespaced k8s-openapi type): what reading, listing and
 /// patching it through an `Api` needs.
-pub(super) trait NamespacedKind:
+pub(in crate::controller) trait NamespacedKind:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + Clone
     + DeserializeOwned
@@ -56,7 +56,7 @@ impl<K> NamespacedKind for K where
 
 /// What the apply does about one owned object, from what the watches know of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
+pub(in crate::controller) enum Step {
     /// Read it, then decide as [`sync_from`] does.
     Read,
     /// Apply the desired object without reading: there is none.
@@ -68,7 +68,12 @@ pub(super) enum Step {
 
 /// The step for an object: `wanted` with its desired hash `want_hash`, or not wanted; `known`
 /// what the watches say (for the stack's generation); `owner_uid` the stack's.
-pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_uid: &str) -> Step {
+pub(in crate::controller) fn step(
+    wanted: bool,
+    want_hash: Option<&str>,
+    known: Known,
+    owner_uid: &str,
+) -> Step {
     match (wanted, known) {
         (_, Known::Unknown) => Step::Read,
         (true, Known::Absent { .. }) => Step::Apply,
@@ -91,7 +96,7 @@ pub(super) fn step(wanted: bool, want_hash: Option<&str>, known: Known, owner_ui
 
 /// What the watches of the owned kinds can answer for one stack's objects.
 #[derive(Clone, Copy)]
-pub(super) struct Indexed<'a> {
+pub(in crate::controller) struct Indexed<'a> {
     /// The watches' index.
     pub index: &'a OwnedIndex,
     /// The stack's generation.
@@ -106,7 +111,7 @@ pub(super) struct Indexed<'a> {
 /// What the watches' answer (`known`) comes to for a stack: an object it does not want
 /// (`wanted` false), that the watches do not see, is confirmed absent without a read when the
 /// stack is `untouched` (see [`Indexed::untouched`]).
-pub(super) fn for_stack(known: Known, wanted: bool, untouched: bool) -> Known {
+pub(in crate::controller) fn for_stack(known: Known, wanted: bool, untouched: bool) -> Known {
     match known {
         Known::Absent { confirmed: false } if untouched && !wanted => {
             Known::Absent { confirmed: true }
@@ -118,7 +123,7 @@ pub(super) fn for_stack(known: Known, wanted: bool, untouched: bool) -> Known {
 /// [`sync_from`] for a namespaced built-in kind, reading the object only where `indexed` (the
 /// watches of the owned kinds) cannot answer for it ([`step`]); `None` always reads (the caller
 /// needs the object itself).
-pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
+pub(in crate::controller) async fn sync_in<K: NamespacedKind + Serialize>(
     client: &kube::Client,
     indexed: Option<Indexed<'_>>,
     namespace: &str,
@@ -161,7 +166,7 @@ pub(super) async fn sync_in<K: NamespacedKind + Serialize>(
 }
 
 /// [`sync_from`] after reading the object.
-pub(super) async fn sync<K>(
+pub(in crate::controller) async fn sync<K>(
     api: &Api<K>,
     kind: &str,
     name: &str,
@@ -181,7 +186,7 @@ where
 /// Makes `name` in `api` (as `existing`, already read) match `desired`: applied when its desired
 /// hash differs or another field manager changed a field the operator sets, deleted when `desired` is `None` and the object is controlled by `owner_uid`.
 /// Returns the change and the object as the API server returned it (when it was read or written).
-pub(super) async fn sync_from<K>(
+pub(in crate::controller) async fn sync_from<K>(
     api: &Api<K>,
     kind: &str,
     name: &str,
@@ -246,7 +251,7 @@ where
 /// manager owns a defaulted field, and a null in an apply only gives up ownership). And a switch
 /// made by a patch stays owned by it, so the way back is a patch too. `None` when nothing has to
 /// switch (at rest, always).
-pub(super) fn strategy_switch(
+pub(in crate::controller) fn strategy_switch(
     desired: &k8s_openapi::api::apps::v1::Deployment,
     current: Option<&k8s_openapi::api::apps::v1::Deployment>,
 ) -> Option<Value> {
@@ -263,7 +268,7 @@ pub(super) fn strategy_switch(
 
 /// Creates the immutable generated ConfigMap unless it exists (same name = same content); the
 /// watches of the owned ConfigMaps (`index`) say so without a read when they can.
-pub(super) async fn create_config_map_once(
+pub(in crate::controller) async fn create_config_map_once(
     api: &Api<ConfigMap>,
     index: &OwnedIndex,
     cm: &ConfigMap,
@@ -296,7 +301,7 @@ pub(super) async fn create_config_map_once(
 
 /// Applies the derived Secret when its data differs from what is stored (it carries no desired
 /// hash: a hash of a password in metadata would invite guessing).
-pub(super) async fn sync_derived_secret(
+pub(in crate::controller) async fn sync_derived_secret(
     api: &Api<Secret>,
     desired: &Secret,
 ) -> Result<(), ApiError> {
@@ -321,7 +326,7 @@ pub(super) async fn sync_derived_secret(
 /// Creates the data PVC unless it exists (`existing`, as gathered), or grows it when `grow`; a
 /// PVC is never shrunk (that would lose data, and the API server refuses it anyway). Returns the
 /// claim's phase (`Pending` right after creation).
-pub(super) async fn sync_pvc(
+pub(in crate::controller) async fn sync_pvc(
     api: &Api<PersistentVolumeClaim>,
     desired: &PersistentVolumeClaim,
     existing: Option<&PersistentVolumeClaim>,
@@ -451,7 +456,7 @@ mod tests {
 #[cfg(test)]
 mod step_tests {
     use super::{Step, for_stack, step};
-    use crate::controller::owned_index::{Known, Seen};
+    use crate::controller::memory::owned_index::{Known, Seen};
 
     /// A stack no operator has reconciled yet has no object the watches miss; one whose status
     /// was written may (left by another operator), and is read once a generation.
