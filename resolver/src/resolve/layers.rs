@@ -87,43 +87,13 @@ impl Resolver {
                 diff_id_owned.as_deref(),
             )
         });
-        let mut hasher = ContentHasher::like(&layer.digest);
-        let mut read: u64 = 0;
-        let mut reader_open = true;
-        let mut transfer_error = None;
-        loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(e) => {
-                    let message = format!("reading the layer failed: {e}");
-                    if reader_open {
-                        let _ = tx.send(Err(std::io::Error::other(message.clone()))).await;
-                    }
-                    transfer_error = Some(message);
-                    break;
-                }
-            };
-            read += chunk.len() as u64;
-            if read > limits.max_layer_read_bytes {
-                // The reader's own cap says so when it is still reading; a drain past the file
-                // stops here.
-                if reader_open {
-                    let _ = tx.send(Ok(chunk.to_vec())).await;
-                }
-                transfer_error = Some(format!(
-                    "the layer is larger than the limit of {} bytes",
-                    limits.max_layer_read_bytes
-                ));
-                break;
-            }
-            hasher.update(&chunk);
-            // Once the reader has what it needs, the rest is read only to finish the digest.
-            if reader_open && tx.send(Ok(chunk.to_vec())).await.is_err() {
-                reader_open = false;
-            }
-        }
-        drop(tx);
+        let streamed = stream(
+            &mut response,
+            tx,
+            &layer.digest,
+            limits.max_layer_read_bytes,
+        )
+        .await;
         let result = extraction
             .await
             .map_err(|e| ResolveError::Setup(format!("layer extraction task failed: {e}")))?;
@@ -133,7 +103,7 @@ impl Resolver {
         };
         // What the reader found is only as good as the bytes it read: an incomplete or altered
         // layer is refused whatever the reader made of it.
-        if let Some(detail) = transfer_error {
+        if let Some(detail) = streamed.transfer_error {
             return Err(result.err().map_or_else(
                 || ResolveError::Registry {
                     image: shown.clone(),
@@ -146,7 +116,7 @@ impl Resolver {
                 layer_error,
             ));
         }
-        let actual = hasher.finish();
+        let actual = streamed.digest;
         if actual != layer.digest {
             return Err(ResolveError::Registry {
                 image: shown.clone(),
@@ -159,6 +129,62 @@ impl Resolver {
             });
         }
         result.map_err(layer_error)
+    }
+}
+
+/// What streaming a layer to its reader came to: the digest of the bytes read, and why the
+/// transfer stopped early, if it did.
+struct Streamed {
+    digest: String,
+    transfer_error: Option<String>,
+}
+
+/// Streams the layer's bytes from `response` to the reader (`tx`), hashing each (`like`: the
+/// digest whose algorithm is used), and stops past `limit` bytes. Once the reader has what it
+/// needs, the rest is read only to finish the digest.
+async fn stream(
+    response: &mut reqwest::Response,
+    tx: tokio::sync::mpsc::Sender<std::io::Result<Vec<u8>>>,
+    like: &str,
+    limit: u64,
+) -> Streamed {
+    let mut hasher = ContentHasher::like(like);
+    let mut read: u64 = 0;
+    let mut reader_open = true;
+    let mut transfer_error = None;
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => {
+                let message = format!("reading the layer failed: {e}");
+                if reader_open {
+                    let _ = tx.send(Err(std::io::Error::other(message.clone()))).await;
+                }
+                transfer_error = Some(message);
+                break;
+            }
+        };
+        read += chunk.len() as u64;
+        if read > limit {
+            // The reader's own cap says so when it is still reading; a drain past the file
+            // stops here.
+            if reader_open {
+                let _ = tx.send(Ok(chunk.to_vec())).await;
+            }
+            transfer_error = Some(format!(
+                "the layer is larger than the limit of {limit} bytes"
+            ));
+            break;
+        }
+        hasher.update(&chunk);
+        if reader_open && tx.send(Ok(chunk.to_vec())).await.is_err() {
+            reader_open = false;
+        }
+    }
+    Streamed {
+        digest: hasher.finish(),
+        transfer_error,
     }
 }
 
