@@ -182,6 +182,50 @@ mod tests {
         }
     }
 
+    /// The derived Secret's holder is read only for a stack that splits a connection string,
+    /// once every referenced Secret is found; its name follows the URL's value.
+    #[test]
+    fn the_derived_secret_is_looked_for_once_its_name_can_be_known() {
+        use k8s_openapi::ByteString;
+        use serde_json::json;
+
+        use crate::api::v1alpha2::LlamaStackDistribution;
+
+        let resource = |spec: serde_json::Value| -> LlamaStackDistribution {
+            serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+                "kind": "LlamaStackDistribution", "metadata": {"name": "s", "namespace": "ns"},
+                "spec": spec}))
+            .unwrap()
+        };
+        let url = |url: &str| {
+            let secret = Secret {
+                data: Some(BTreeMap::from([(
+                    "url".to_owned(),
+                    ByteString(url.as_bytes().to_vec()),
+                )])),
+                ..Secret::default()
+            };
+            BTreeMap::from([("pg".to_owned(), Some(secret))])
+        };
+        let postgres = resource(json!({"distribution": {"name": "starter"},
+            "storage": {"sql": {"type": "postgres",
+                "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}}));
+        let plain = resource(json!({"distribution": {"name": "starter"}}));
+        let (postgres, plain) = (
+            Stack::read(&postgres).unwrap(),
+            Stack::read(&plain).unwrap(),
+        );
+        let found = url("postgres://u:p@db:5432/app");
+
+        assert_eq!(derived_secret(&plain, &found), None);
+        let missing = BTreeMap::from([("pg".to_owned(), None)]);
+        assert_eq!(derived_secret(&postgres, &missing), None);
+        let name = derived_secret(&postgres, &found).expect("a name once the Secret is found");
+        assert!(name.starts_with("s-derived-"), "{name}");
+        let changed = derived_secret(&postgres, &url("postgres://u:q@db:5432/app"));
+        assert!(changed.is_some_and(|other| other != name));
+    }
+
     #[test]
     fn pods_are_listed_only_when_the_status_needs_them_and_they_can_exist() {
         let cases = [
