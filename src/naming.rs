@@ -84,9 +84,6 @@ pub const SERVICE_SUFFIX: &str = "-service";
 /// The `managed-by` value of an `OGXServer`'s objects (what an OGX ServiceMonitor selects).
 pub const OGX_MANAGED_BY: &str = "ogx-operator";
 
-/// The label selector of everything the operator made for the stack named `cr`, through either
-/// API (a stack moved from one to the other keeps its old revisions, which a rollback may need,
-/// and its old ConfigMaps, which pruning removes).
 /// The labels that select the server Pods of the stack `cr` (both doors: a Deployment's
 /// selector cannot change, so a stack moved keeps it).
 pub fn selector_labels(cr: &str) -> std::collections::BTreeMap<String, String> {
@@ -96,7 +93,9 @@ pub fn selector_labels(cr: &str) -> std::collections::BTreeMap<String, String> {
     ])
 }
 
-/// The label selector of every object of the stack `cr` the operator manages.
+/// The label selector of everything the operator made for the stack named `cr`, through either
+/// API (a stack moved from one to the other keeps its old revisions, which a rollback may need,
+/// and its old ConfigMaps, which pruning removes).
 pub fn owned_by_selector(cr: &str) -> String {
     format!(
         "{}={cr},{} in ({FIELD_MANAGER},{OGX_MANAGED_BY})",

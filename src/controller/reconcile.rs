@@ -18,24 +18,21 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
 
-use super::act::apply::apply;
-use super::act::take_over;
+use super::act::{Act, act};
 use super::context::Context;
-use super::error::{Acting, ApiError, Error};
+use super::error::{Acting, Error};
 use super::publish::publish;
-use super::read::gather;
-use super::read::observe;
+use super::read::{gather, observe};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::core::adoption::{self, Hold};
+use crate::core::adoption;
 use crate::core::assess::{Around, assess};
 use crate::core::conditions::Blocked;
-use crate::core::decide::{self, Decision};
+use crate::core::decide;
 use crate::core::door::Door;
 use crate::core::next_look::RESYNC;
-use crate::core::observed::{Acted, Applied, Observed, Seen};
-use crate::core::reads::{self, Looks};
+use crate::core::reads;
 use crate::core::report::Report;
 use crate::core::stack::{Invalid, Stack};
 use crate::core::subject::Subject;
@@ -235,20 +232,14 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     let stack = &stack;
     let now = jiff::Timestamp::now();
     let looks = reads::looks(stack, &decision, &observed, act.acted(), now);
-    let seen = look(stack, ctx, &looks).await?;
+    let seen = observe::look(stack, ctx, &looks).await?;
     let resolver = ctx.resolver();
     let around = Around {
         catalog: resolver.catalog(),
         server_due: ctx.servers.retry_in(stack.uid()),
         now,
     };
-    let assessment = assess(
-        stack,
-        (&decision, &observed),
-        act.acted(),
-        (&looks, seen),
-        around,
-    );
+    let assessment = assess(stack, &decision, act.acted(), (&looks, seen), around);
     if let Some(reason) = &assessment.rolled_back {
         ctx.metrics.rolled_back(reason);
     }
@@ -258,88 +249,4 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     }
     let reason = published.map_err(Error::Publish)?;
     Ok((Action::requeue(assessment.requeue), reason))
-}
-
-/// What the act step did.
-enum Act {
-    /// Taking over holds the server's own objects back: only its writes were made.
-    Held(Hold),
-    /// The decision's objects were written (`None`: it blocked, nothing was written).
-    Applied(Option<Box<Applied>>),
-    /// The API server refused a write.
-    Refused {
-        /// The refusal.
-        error: ApiError,
-        /// Its message, with its causes, for the status.
-        message: String,
-    },
-}
-
-impl Act {
-    /// As the core reads it.
-    fn acted(&self) -> Acted<'_> {
-        match self {
-            Self::Held(hold) => Acted::Held(*hold),
-            Self::Applied(applied) => Acted::Applied(applied.as_deref()),
-            Self::Refused { message, .. } => Acted::Refused(message),
-        }
-    }
-}
-
-/// Writes what was decided: first what taking over was decided to make (only hand-backs while
-/// the server cannot run: the old stack keeps serving), then, unless taking over holds the
-/// server back, the decision's objects. The stack's view of what it took is the decision's.
-async fn act(
-    stack: &mut Stack<'_>,
-    ctx: &Context,
-    decision: &Decision,
-    observed: &Observed,
-) -> Result<Act, Error> {
-    stack.adoption = decision.take_over.adopted.clone();
-    take_over::carry_out(stack, ctx, &decision.take_over.writes)
-        .await
-        .map_err(|e| Error::Act(Acting::TakeOver, e))?;
-    if let Some(hold) = decision.take_over.adopted.hold {
-        return Ok(Act::Held(hold));
-    }
-    let Ok(intent) = &decision.next else {
-        return Ok(Act::Applied(None));
-    };
-    let keeps = intent.keeps_deployment();
-    Ok(
-        match apply(stack, ctx, &intent.desired, observed, keeps).await {
-            Ok(applied) => Act::Applied(Some(Box::new(applied))),
-            Err(error) => Act::Refused {
-                message: crate::error_chain(&error),
-                error,
-            },
-        },
-    )
-}
-
-/// Reads what the core asked to look at after the act ([`reads::looks`]): the server Pods, the
-/// ReplicaSets once Pods are found, the server itself.
-async fn look(stack: &Stack<'_>, ctx: &Context, looks: &Looks<'_>) -> Result<Seen, Error> {
-    let pods = observe::server_pods(stack, ctx, looks.pods)
-        .await
-        .map_err(Error::Look)?;
-    let found = pods.as_ref().is_some_and(|pods| !pods.is_empty());
-    let replica_sets = if looks.replica_sets && found {
-        Some(
-            observe::replica_sets(stack, ctx)
-                .await
-                .map_err(Error::Look)?,
-        )
-    } else {
-        None
-    };
-    let server = match looks.server {
-        Some(running) => observe::server_info(stack, ctx, running).await,
-        None => None,
-    };
-    Ok(Seen {
-        pods,
-        replica_sets,
-        server,
-    })
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use super::adoption::Hold;
 use super::decide::Decision;
 use super::next_look::{self, ADOPTION_POLL, Outcome, RESYNC};
-use super::observed::{Acted, Observed, Seen};
+use super::observed::{Acted, Seen};
 use super::reads::Looks;
-use super::report::{self, Facts, Finished, Report};
+use super::report::{self, Facts, Finished};
 use super::rollback::{self, Judgement};
 use super::stack::Stack;
 
@@ -35,60 +35,62 @@ pub(crate) struct Around<'a> {
 }
 
 /// Assesses a reconcile of `stack`: `decision` on `observed`, acted on as `acted`, looked at as
-/// `looks` found `seen`.
+/// `looks` found `seen`. The judgement first (only a Deployment applied is judged), then the
+/// status, then when to look again.
 pub(crate) fn assess(
     stack: &Stack<'_>,
-    (decision, observed): (&Decision, &Observed),
+    decision: &Decision,
     acted: Acted<'_>,
     (looks, seen): (&Looks<'_>, Seen),
     around: Around<'_>,
 ) -> Assessment {
     let now = around.now;
+    let judgement = match acted {
+        Acted::Applied(_) => judgement(stack, looks, &seen, now),
+        Acted::Held(_) | Acted::Refused(_) => Judgement::Steady,
+    };
     let applied = match acted {
-        Acted::Held(hold) => return held(stack, hold, now),
-        Acted::Refused(error) => {
+        // While taking over holds the server back, only what it came to is said.
+        Acted::Held(_) => None,
+        Acted::Refused(error) => Some(Err(error)),
+        Acted::Applied(applied) => Some(Ok(applied)),
+    };
+    // A refused write leaves the look with the Deployment read at the start and nothing else.
+    let said = match applied {
+        None => report::held_back(stack, now),
+        Some(applied) => {
             let facts = Facts {
                 decision,
-                applied: Err(error),
-                deployment: observed.deployment.as_ref(),
-                pods: None,
-                judgement: &Judgement::Steady,
-                server: None,
+                applied,
+                deployment: looks.deployment,
+                pods: seen.pods.as_deref(),
+                judgement: &judgement,
+                server: seen.server,
             };
-            let report = report::report(stack, facts, around.catalog, now);
-            return Assessment {
-                finished: report.finished(stack.generation),
-                requeue: RESYNC,
-                rolled_back: None,
-            };
+            report::report(stack, facts, around.catalog, now)
         }
-        Acted::Applied(applied) => applied,
     };
-    let judgement = judgement(stack, looks, &seen, now);
-    let facts = Facts {
-        decision,
-        applied: Ok(applied),
-        deployment: looks.deployment,
-        pods: seen.pods.as_deref(),
-        judgement: &judgement,
-        server: seen.server,
-    };
-    let report = report::report(stack, facts, around.catalog, now);
-    let rolled_back = match &judgement {
-        Judgement::RollBack { rejected, .. } => Some(rejected.reason.clone()),
+    let ready = said.ready();
+    let finished = said.finished(stack.generation);
+    let rolled_back = match judgement {
+        Judgement::RollBack { rejected, .. } => Some(rejected.reason),
         _ => None,
     };
-    let requeue = next_look::after(Outcome {
-        retry: decision.next.as_ref().err().map(|blocked| blocked.retry),
-        ready: report.ready(),
-        rolled_back: rolled_back.is_some(),
-        waited: looks
-            .deployment
-            .and_then(|d| next_look::waited(d, crate::naming::FIELD_MANAGER, now)),
-        server_due: around.server_due,
-    });
+    let requeue = match acted {
+        Acted::Held(Hold::Waiting) => ADOPTION_POLL,
+        Acted::Held(Hold::Refused) | Acted::Refused(_) => RESYNC,
+        Acted::Applied(_) => next_look::after(Outcome {
+            retry: decision.next.as_ref().err().map(|blocked| blocked.retry),
+            ready,
+            rolled_back: rolled_back.is_some(),
+            waited: looks
+                .deployment
+                .and_then(|d| next_look::waited(d, crate::naming::FIELD_MANAGER, now)),
+            server_due: around.server_due,
+        }),
+    };
     Assessment {
-        finished: report.finished(stack.generation),
+        finished,
         requeue,
         rolled_back,
     }
@@ -106,20 +108,4 @@ fn judgement(stack: &Stack<'_>, looks: &Looks<'_>, seen: &Seen, now: jiff::Times
         _ => Vec::new(),
     };
     rollback::judge(stack, judged, &newest, now)
-}
-
-/// While taking over holds the server back, only what it came to is said: soon again while the
-/// old stack's Pods stop, at the resync when it is refused.
-fn held(stack: &Stack<'_>, hold: Hold, now: jiff::Timestamp) -> Assessment {
-    let mut report = Report::new(stack.resource, now);
-    report.adoption(&stack.adoption.said);
-    let requeue = match hold {
-        Hold::Waiting => ADOPTION_POLL,
-        Hold::Refused => RESYNC,
-    };
-    Assessment {
-        finished: report.finished(stack.generation),
-        requeue,
-        rolled_back: None,
-    }
 }

@@ -42,6 +42,9 @@ pub struct Intent {
     pub desired: Desired,
     /// A rejected revision the plan would build again, held back instead.
     pub hold: Option<Hold>,
+    /// A move in place: what the LlamaStackDistribution of the stack's name controls is handed to
+    /// its `OGXServer` first of the apply ([`take_over::moves_in_place`]).
+    pub moves_in_place: bool,
 }
 
 /// A revision that could not start, held back: the plan builds it again (nothing it is built
@@ -148,6 +151,7 @@ fn next(
         planned,
         desired,
         hold,
+        moves_in_place: take_over::moves_in_place(stack, current, observed.claim.as_ref()),
     };
     Ok((found, Ok(intent)))
 }

@@ -1,10 +1,10 @@
 //! What a reconcile reads, as pure decisions from the stack and its recorded status, so that
 //! the shell's gather and look steps read nothing the core did not ask for.
 //!
-//! - **Before the decision** (gather): which image reference is resolved and whether the pin is
-//!   kept instead ([`image`]); the derived Secret's name once the referenced Secrets are read
-//!   ([`derived_secret`]); whether the ReplicaSets are read, for a revision a rollback may restore
-//!   ([`replica_sets`]).
+//! - **Before the decision** (gather): first, which image reference is resolved and whether the
+//!   pin is kept instead ([`image`]); then, once the Deployment and the referenced Secrets are
+//!   read ([`later`]), the derived Secret's name ([`derived_secret`]) and whether the ReplicaSets
+//!   are read, for a revision a rollback may restore ([`replica_sets`]).
 //! - **After the act** (look, [`looks`]): the server Pods while a rollout is under way or
 //!   external providers install in them, the newest revision's ReplicaSet when those Pods are
 //!   judged for a rollback (only a Deployment applied from a plan that is not held back is
@@ -47,6 +47,28 @@ pub(crate) fn derived_secret(
     let check = dereference::secrets(stack, secrets).ok()?;
     let hash = check.hash.as_deref().unwrap_or_default();
     Some(derived_secret_name(stack.name, hash))
+}
+
+/// What gather reads once the Deployment and the referenced Secrets are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Later {
+    /// The derived Secret's name, whose holder is read ([`derived_secret`]).
+    pub derived_secret: Option<String>,
+    /// Whether the ReplicaSets are read ([`replica_sets`]).
+    pub replica_sets: bool,
+}
+
+/// What gather reads after `current` (the Deployment, as read) and `secrets` (the referenced
+/// Secrets, as read).
+pub(crate) fn later(
+    stack: &Stack<'_>,
+    current: Option<&Deployment>,
+    secrets: &BTreeMap<String, Option<Secret>>,
+) -> Later {
+    Later {
+        derived_secret: derived_secret(stack, secrets),
+        replica_sets: replica_sets(stack, current),
+    }
 }
 
 /// Whether the ReplicaSets are read before the decision: a rejected revision may be held back

@@ -44,6 +44,13 @@ pub(crate) struct Facts<'a> {
     pub(crate) server: Option<ServerInfo>,
 }
 
+/// The status of a stack whose server taking over holds back: only what taking over came to.
+pub(crate) fn held_back(stack: &Stack<'_>, now: jiff::Timestamp) -> Report {
+    let mut report = Report::new(stack.resource, now);
+    report.adoption(&stack.adoption.said);
+    report
+}
+
 /// The status of a stack after one reconcile (pure): `facts` on the status the resource carries,
 /// with `now` as the time of anything that changed.
 pub(crate) fn report(

@@ -22,7 +22,7 @@ use crate::api::v1alpha2::{
     PraxisGateway, ResolvedDistributionStatus, RollbackStatus, TlsSpec, WorkloadOverrides,
     WorkloadSpec,
 };
-use crate::naming::REPIN_ANNOTATION;
+use crate::naming::{REPIN_ANNOTATION, owned_by_selector};
 
 /// The server's port when `networking.port` is not set: llama-stack's own default.
 pub const DEFAULT_PORT: i32 = 8321;
@@ -57,6 +57,9 @@ pub struct Stack<'a> {
     pub namespace: &'a str,
     /// Who is reconciled: the owner of every owned object, what Events name.
     pub subject: Subject,
+    /// The label selector of every object of the stack the operator manages, through either
+    /// door ([`owned_by_selector`]): what the look, the prune and a hand-over list.
+    pub owned_by: String,
     /// The spec as written, for the config generator alone: its input is the v1alpha2 spec, the
     /// hub every API maps into (admission's dry-run generation reads the same). Every other step
     /// reads the fields of this view.
@@ -208,6 +211,7 @@ impl<'a> Stack<'a> {
             name,
             namespace,
             subject: Subject::of(resource, door),
+            owned_by: owned_by_selector(name),
             generator_input: spec,
             user_config_map: user_config_map(spec),
             inline_provider_ids: crate::external::ids::inline_ids(spec),

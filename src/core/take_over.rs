@@ -2,10 +2,15 @@
 //! a decision keeps ([`decided`]). The reads and the writes themselves are the controller's
 //! (`controller::take_over`); the next step for each object is [`super::adoption`]'s.
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use serde_json::Value;
 
 use super::adoption::{Adopted, Said};
+use super::door::Door;
+use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
+use crate::ownership::controlled_by_stack;
 
 /// The kinds taking over writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,12 +91,84 @@ pub fn decided(survey: &Survey, runs: bool) -> Survey {
     decided
 }
 
+/// Whether the `OGXServer` reconciled as `stack` moves in place: the LlamaStackDistribution of its
+/// name still controls its Deployment or its data volume (`deployment` and `claim`, as read), so
+/// every object that one controls is handed over before anything else is written (once per
+/// move: the hand-over's lists are made only then).
+pub fn moves_in_place(
+    stack: &Stack<'_>,
+    deployment: Option<&Deployment>,
+    claim: Option<&PersistentVolumeClaim>,
+) -> bool {
+    let Door::OgxServer { .. } = stack.door else {
+        return false;
+    };
+    let deployment = deployment.map(|d| &d.metadata);
+    let claim = claim.map(|c| &c.metadata);
+    [deployment, claim]
+        .into_iter()
+        .flatten()
+        .any(|meta| controlled_by_stack(meta, stack.name))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::core::adoption::Hold;
+
+    /// Only an `OGXServer` moves in place, and only while the LlamaStackDistribution of its own
+    /// name controls its Deployment or its data volume: a stranger's objects, another stack's,
+    /// or ones already handed over start no hand-over.
+    #[test]
+    fn a_move_in_place_is_an_ogx_server_over_its_namesakes_objects() {
+        use crate::api::v1alpha2::LlamaStackDistribution;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+        let model: LlamaStackDistribution = serde_json::from_value(json!({
+            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "s", "namespace": "ns", "uid": "u"},
+            "spec": {"distribution": {"name": "starter"}}}))
+        .unwrap();
+        let controlled_by = |kind: &str, api_version: &str, name: &str| ObjectMeta {
+            owner_references: Some(vec![
+                serde_json::from_value(json!({"apiVersion": api_version, "kind": kind,
+                    "name": name, "uid": "old", "controller": true}))
+                .unwrap(),
+            ]),
+            ..ObjectMeta::default()
+        };
+        let deployment = |meta: ObjectMeta| Deployment {
+            metadata: meta,
+            ..Deployment::default()
+        };
+        let claim = |meta: ObjectMeta| PersistentVolumeClaim {
+            metadata: meta,
+            ..PersistentVolumeClaim::default()
+        };
+        let llsd = |name| controlled_by("LlamaStackDistribution", "llamastack.io/v1alpha2", name);
+        let ogx = Stack::read_through(&model, Door::OgxServer { metrics_port: None }).unwrap();
+        let llsd_door = Stack::read(&model).unwrap();
+        let namesakes = deployment(llsd("s"));
+        assert!(moves_in_place(&ogx, Some(&namesakes), None));
+        assert!(moves_in_place(&ogx, None, Some(&claim(llsd("s")))));
+        assert!(
+            !moves_in_place(&llsd_door, Some(&namesakes), None),
+            "the LLSD door"
+        );
+        assert!(!moves_in_place(
+            &ogx,
+            Some(&deployment(llsd("other"))),
+            None
+        ));
+        let handed = deployment(controlled_by("OGXServer", "ogx.io/v1beta1", "s"));
+        assert!(
+            !moves_in_place(&ogx, Some(&handed), None),
+            "already handed over"
+        );
+        assert!(!moves_in_place(&ogx, None, None));
+    }
 
     fn write(kind: Kind, takes: bool) -> Write {
         Write {

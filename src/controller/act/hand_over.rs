@@ -5,7 +5,9 @@
 //! LlamaStackDistribution, deleting it (the guide's last step) lets the garbage collector delete
 //! them, the data volume first among them.
 //!
-//! The decisions are pure ([`moving`], [`hand_over_patch`]); [`hand_over`] lists and patches.
+//! Whether a stack moves in place is the core's decision
+//! ([`crate::core::take_over::moves_in_place`]); the patch is pure ([`hand_over_patch`]);
+//! [`hand_over`] lists and patches, and says so in an Event.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -16,32 +18,18 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DynamicObject, ListParams, Patch};
+use kube::runtime::events::EventType;
 use serde_json::{Value, json};
 
 use super::write::{NamespacedKind, patch_by};
+use crate::api::conditions::Reason;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
+use crate::controller::publish::events;
 use crate::core::builders;
-use crate::core::door::Door;
-use crate::core::observed::Observed;
 use crate::core::stack::Stack;
-use crate::naming::{FIELD_MANAGER, ingress_name, owned_by_selector};
+use crate::naming::{FIELD_MANAGER, ingress_name};
 use crate::ownership::{controlled_by_stack, with_controller};
-
-/// Whether the `OGXServer` reconciled as `stack` still has objects of the LlamaStackDistribution of
-/// its name to take: its Deployment or its data volume is still controlled by it. Both are read
-/// anyway; the hand-over's lists are made only then, once per move.
-pub(in crate::controller) fn moving(stack: &Stack<'_>, observed: &Observed) -> bool {
-    let Door::OgxServer { .. } = stack.door else {
-        return false;
-    };
-    let deployment = observed.deployment.as_ref().map(|d| &d.metadata);
-    let claim = observed.claim.as_ref().map(|c| &c.metadata);
-    [deployment, claim]
-        .into_iter()
-        .flatten()
-        .any(|meta| controlled_by_stack(meta, stack.name))
-}
 
 /// The patch that hands `meta` to `owner`: its controller reference replaced, the other owners
 /// kept; carries the resource version read, so a change in between fails the write.
@@ -53,9 +41,33 @@ pub(in crate::controller) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerRef
 }
 
 /// Hands every object the LlamaStackDistribution of the stack's name controls to the stack's
-/// owner (its `OGXServer`); the Deployment last, so an interrupted hand-over is found again.
-/// Returns how many objects changed hands.
+/// owner (its `OGXServer`); the Deployment last, so an interrupted hand-over is found again. An
+/// Event says how many objects changed hands.
 pub(in crate::controller) async fn hand_over(
+    stack: &Stack<'_>,
+    ctx: &Context,
+) -> Result<(), ApiError> {
+    let Some(owner) = stack.subject.owner.as_ref() else {
+        return Ok(());
+    };
+    let handed = handed_over(stack, ctx, owner).await?;
+    let note = format!(
+        "{handed} objects of LlamaStackDistribution {} are this OGXServer's now; deleting the LlamaStackDistribution deletes none of them",
+        stack.name
+    );
+    events::publish(
+        ctx,
+        &stack.subject,
+        EventType::Normal,
+        Reason::MovedToOGXServer,
+        note,
+    )
+    .await;
+    Ok(())
+}
+
+/// [`hand_over`]'s writes; returns how many objects changed hands.
+async fn handed_over(
     stack: &Stack<'_>,
     ctx: &Context,
     owner: &OwnerReference,
@@ -64,7 +76,7 @@ pub(in crate::controller) async fn hand_over(
         stack,
         ctx,
         owner,
-        listed: ListParams::default().labels(&owned_by_selector(stack.name)),
+        listed: ListParams::default().labels(&stack.owned_by),
     };
     let mut handed = 0;
     handed += to.kind::<ConfigMap>("ConfigMaps").await?;

@@ -1,10 +1,76 @@
-//! The shell's writes: what taking over decided (take_over), then the decision's objects in
-//! dependency order (apply, how each kind is written: write), a move in place handed over
-//! first (hand_over), old revisions pruned (prune), hand edits found (drift).
+//! The act step, the shell's writes ([`act`]): what taking over decided (take_over), then the
+//! decision's objects in dependency order (apply): a move in place handed over first (hand_over), what the Pods need
+//! (for_the_pods), the Deployment (deployment), what is around the server (around),
+//! old revisions pruned (prune). How one owned object is written (write), hand edits found
+//! (drift).
 
 pub(in crate::controller) mod apply;
+pub(in crate::controller) mod around;
+pub(in crate::controller) mod deployment;
 pub(in crate::controller) mod drift;
+pub(in crate::controller) mod for_the_pods;
 pub(in crate::controller) mod hand_over;
 pub(in crate::controller) mod prune;
 pub(in crate::controller) mod take_over;
 pub(in crate::controller) mod write;
+
+use crate::controller::context::Context;
+use crate::controller::error::{Acting, ApiError, Error};
+use crate::core::adoption::Hold;
+use crate::core::decide::Decision;
+use crate::core::observed::{Acted, Applied, Observed};
+use crate::core::stack::Stack;
+
+/// What the act step did.
+pub(in crate::controller) enum Act {
+    /// Taking over holds the server's own objects back: only its writes were made.
+    Held(Hold),
+    /// The decision's objects were written (`None`: it blocked, nothing was written).
+    Applied(Option<Box<Applied>>),
+    /// The API server refused a write.
+    Refused {
+        /// The refusal.
+        error: ApiError,
+        /// Its message, with its causes, for the status.
+        message: String,
+    },
+}
+
+impl Act {
+    /// As the core reads it.
+    pub(in crate::controller) fn acted(&self) -> Acted<'_> {
+        match self {
+            Self::Held(hold) => Acted::Held(*hold),
+            Self::Applied(applied) => Acted::Applied(applied.as_deref()),
+            Self::Refused { message, .. } => Acted::Refused(message),
+        }
+    }
+}
+
+/// Writes what was decided: first what taking over was decided to make (only hand-backs while
+/// the server cannot run: the old stack keeps serving), then, unless taking over holds the
+/// server back, the decision's objects. The stack's view of what it took is the decision's.
+pub(in crate::controller) async fn act(
+    stack: &mut Stack<'_>,
+    ctx: &Context,
+    decision: &Decision,
+    observed: &Observed,
+) -> Result<Act, Error> {
+    stack.adoption = decision.take_over.adopted.clone();
+    take_over::carry_out(stack, ctx, &decision.take_over.writes)
+        .await
+        .map_err(|e| Error::Act(Acting::TakeOver, e))?;
+    if let Some(hold) = decision.take_over.adopted.hold {
+        return Ok(Act::Held(hold));
+    }
+    let Ok(intent) = &decision.next else {
+        return Ok(Act::Applied(None));
+    };
+    Ok(match apply::apply(stack, ctx, intent, observed).await {
+        Ok(applied) => Act::Applied(Some(Box::new(applied))),
+        Err(error) => Act::Refused {
+            message: crate::error_chain(&error),
+            error,
+        },
+    })
+}

@@ -3,7 +3,8 @@
 //! rollout's old Pods keep what they started with and a rollback returns to all of it; what
 //! no live revision, no current template and not the last Ready revision names is deleted.
 //!
-//! The decision is pure ([`doomed`]); [`prune`] gathers the names (metadata only) and deletes.
+//! The decision is pure ([`doomed`]); [`prune`] gathers the names (metadata only) and deletes,
+//! once per rollout state ([`when_rollout_settles`]).
 //! ReplicaSets are listed only when something could go.
 
 use std::collections::BTreeSet;
@@ -15,13 +16,12 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 
 use crate::api::v1alpha2::RevisionStatus;
+use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
 use crate::controller::memory::owned_index::OwnedIndex;
 use crate::core::rollback;
 use crate::core::stack::Stack;
-use crate::naming::{
-    ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix, owned_by_selector,
-};
+use crate::naming::{ca_bundle_prefix, derived_secret_prefix, generated_config_map_prefix};
 use crate::ownership::controlled_by;
 
 /// Generated ConfigMaps kept besides those a live or remembered revision names: the newest ones,
@@ -176,6 +176,35 @@ fn candidates(
     found
 }
 
+/// Prunes old revisions' objects once per rollout state (not on every resync: LISTs per object
+/// per resync would dominate a large cluster's load); `created_now` when this reconcile made the
+/// Deployment.
+pub(in crate::controller) async fn when_rollout_settles(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    deployment: &Deployment,
+    created_now: bool,
+) -> Result<(), ApiError> {
+    let generation = deployment.metadata.generation.unwrap_or_default();
+    let settled = deployment.status.as_ref().is_some_and(|s| {
+        s.observed_generation == Some(generation) && s.replicas == s.updated_replicas
+    });
+    let key = stack.uid();
+    if !ctx.needs_prune(key, (generation, settled)) {
+        return Ok(());
+    }
+    // The Deployment was made by this very reconcile: no earlier revision runs, and what an
+    // earlier one left (a Deployment deleted and made again) waits for the prune once this
+    // rollout settles, which still looks.
+    if !settled && created_now {
+        ctx.pruned(key, (generation, settled));
+        return Ok(());
+    }
+    prune(&ctx.client, &ctx.owned, stack, deployment, settled).await?;
+    ctx.pruned(key, (generation, settled));
+    Ok(())
+}
+
 /// Deletes what no revision that runs, the current template (`deployment`) nor the last Ready
 /// revision names. CA bundles and derived Secrets only once the rollout has `settled` (every
 /// replica updated): until then the Deployment controller may not have made the new ReplicaSet,
@@ -222,7 +251,7 @@ async fn listed_candidates(
     settled: bool,
 ) -> Result<Candidates, ApiError> {
     let (ns, name) = (stack.namespace, stack.name);
-    let lp = ListParams::default().labels(&owned_by_selector(name));
+    let lp = ListParams::default().labels(&stack.owned_by);
     let owned_secrets = match settled {
         true => {
             Api::<Secret>::namespaced(client.clone(), ns)
@@ -254,7 +283,7 @@ async fn kept_revisions(
 ) -> Result<Vec<PodTemplateSpec>, ApiError> {
     let (ns, name) = (stack.namespace, stack.name);
     let replica_sets = Api::<ReplicaSet>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels(&owned_by_selector(name)))
+        .list(&ListParams::default().labels(&stack.owned_by))
         .await
         .map_err(api_err(format!("list ReplicaSets of {ns}/{name}")))?
         .items;

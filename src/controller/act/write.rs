@@ -1,16 +1,16 @@
-//! How each kind of owned object is written: applied only when what the operator wants differs
-//! from what it last applied (the [`DESIRED_HASH`] annotation), deleted when no longer wanted
-//! (only if this resource controls it); immutable ConfigMaps created once and pruned; PVCs only
-//! grown; the derived Secret compared by its data.
+//! How an owned object is written: applied only when what the operator wants differs from what it
+//! last applied (the [`DESIRED_HASH`] annotation) or another field manager changed a field the
+//! operator sets, deleted when no longer wanted (only if this resource controls it), and read
+//! only where the watches of the owned kinds cannot answer ([`step`]). The objects written
+//! otherwise (the generated config, the derived Secret, the data volume, the Deployment's
+//! strategy) are written where they are: [`super::for_the_pods`], [`super::deployment`].
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 
 use super::drift::foreign_field;
 use crate::controller::error::{ApiError, api_err};
@@ -241,215 +241,6 @@ where
                 .map_err(api_err(format!("delete {kind} {name}")))?;
             Ok((Change::Deleted, None))
         }
-    }
-}
-
-/// The merge patch that switches the Deployment `current` to the strategy `desired` asks for
-/// (`Recreate` with a volume, else `RollingUpdate`), when they differ. The `rollingUpdate` the API
-/// server defaulted must go in the same write as a switch to `Recreate`, or the update is refused
-/// (`may not be specified when strategy type is 'Recreate'`); an apply cannot remove it (no field
-/// manager owns a defaulted field, and a null in an apply only gives up ownership). And a switch
-/// made by a patch stays owned by it, so the way back is a patch too. `None` when nothing has to
-/// switch (at rest, always).
-pub(in crate::controller) fn strategy_switch(
-    desired: &k8s_openapi::api::apps::v1::Deployment,
-    current: Option<&k8s_openapi::api::apps::v1::Deployment>,
-) -> Option<Value> {
-    let kind = |d: &k8s_openapi::api::apps::v1::Deployment| {
-        let strategy = d.spec.as_ref().and_then(|s| s.strategy.as_ref());
-        strategy
-            .and_then(|s| s.type_.clone())
-            .unwrap_or_else(|| "RollingUpdate".to_owned())
-    };
-    let wanted = kind(desired);
-    (current.is_some_and(|c| kind(c) != wanted))
-        .then(|| json!({"spec": {"strategy": {"type": wanted, "rollingUpdate": null}}}))
-}
-
-/// Creates the immutable generated ConfigMap unless it exists (same name = same content); the
-/// watches of the owned ConfigMaps (`index`) say so without a read when they can.
-pub(in crate::controller) async fn create_config_map_once(
-    api: &Api<ConfigMap>,
-    index: &OwnedIndex,
-    cm: &ConfigMap,
-) -> Result<bool, ApiError> {
-    let name = cm.name_any();
-    let namespace = cm.namespace().unwrap_or_default();
-    match index.lookup("ConfigMap", &namespace, &name, None) {
-        Known::Present(_) => return Ok(false),
-        Known::Absent { .. } => {}
-        Known::Unknown => {
-            let found = api
-                .get_opt(&name)
-                .await
-                .map_err(api_err(format!("read ConfigMap {name}")))?;
-            if found.is_some() {
-                return Ok(false);
-            }
-        }
-    }
-    match api.create(&PostParams::default(), cm).await {
-        Ok(_) => Ok(true),
-        // Created since the watch last said (or by a reconcile on another cache): the same
-        // content under the same name.
-        Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
-            Ok(false)
-        }
-        Err(source) => Err(api_err(format!("create ConfigMap {name}"))(source)),
-    }
-}
-
-/// Applies the derived Secret when its data differs from what is stored (it carries no desired
-/// hash: a hash of a password in metadata would invite guessing).
-pub(in crate::controller) async fn sync_derived_secret(
-    api: &Api<Secret>,
-    desired: &Secret,
-) -> Result<(), ApiError> {
-    let name = desired.name_any();
-    let ns = desired.namespace().unwrap_or_default();
-    let existing = api
-        .get_opt(&name)
-        .await
-        .map_err(api_err(format!("read Secret {ns}/{name}")))?;
-    if existing.and_then(|s| s.data) != desired.data {
-        api.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(desired),
-        )
-        .await
-        .map_err(api_err(format!("apply Secret {ns}/{name}")))?;
-    }
-    Ok(())
-}
-
-/// Creates the data PVC unless it exists (`existing`, as gathered), or grows it when `grow`; a
-/// PVC is never shrunk (that would lose data, and the API server refuses it anyway). Returns the
-/// claim's phase (`Pending` right after creation).
-pub(in crate::controller) async fn sync_pvc(
-    api: &Api<PersistentVolumeClaim>,
-    desired: &PersistentVolumeClaim,
-    existing: Option<&PersistentVolumeClaim>,
-    grow: bool,
-) -> Result<String, ApiError> {
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    let name = desired.name_any();
-    let size = |p: &PersistentVolumeClaim| -> Option<Quantity> {
-        p.spec
-            .as_ref()?
-            .resources
-            .as_ref()?
-            .requests
-            .as_ref()?
-            .get("storage")
-            .cloned()
-    };
-    match existing {
-        None => {
-            api.create(&PostParams::default(), desired)
-                .await
-                .map_err(api_err(format!("create PersistentVolumeClaim {name}")))?;
-            Ok("Pending".to_owned())
-        }
-        Some(current) => {
-            let phase = current
-                .status
-                .as_ref()
-                .and_then(|st| st.phase.clone())
-                .unwrap_or_else(|| "Pending".to_owned());
-            let (Some(have), Some(want)) = (
-                size(current).and_then(|q| bytes(&q.0)),
-                size(desired).and_then(|q| bytes(&q.0)),
-            ) else {
-                return Ok(phase);
-            };
-            // The API server lets a claim grow only once it is bound (and its class allows it).
-            if grow && want > have && phase == "Bound" {
-                let patch = json!({"spec": {"resources": {"requests": {"storage": size(desired).map(|q| q.0)}}}});
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_err(format!("grow PersistentVolumeClaim {name}")))?;
-            }
-            Ok(phase)
-        }
-    }
-}
-
-/// Bytes of a storage quantity (`10Gi`, `500M`, `1073741824`); `None` when not understood.
-fn bytes(quantity: &str) -> Option<u128> {
-    let split = quantity
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(quantity.len());
-    let (number, suffix) = quantity.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor: f64 = match suffix {
-        "" => 1.0,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        _ => return None,
-    };
-    Some((number * factor) as u128)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{bytes, strategy_switch};
-    use k8s_openapi::api::apps::v1::Deployment;
-    use serde_json::json;
-
-    #[test]
-    fn storage_quantities_compare_in_bytes() {
-        assert_eq!(bytes("10Gi"), Some(10 * 1024 * 1024 * 1024));
-        assert_eq!(bytes("500M"), Some(500_000_000));
-        assert_eq!(bytes("1073741824"), Some(1 << 30));
-        assert!(bytes("1.5Gi") > bytes("1Gi"));
-        assert_eq!(bytes("10Zz"), None);
-    }
-
-    #[test]
-    fn a_switch_of_strategy_is_one_patch_that_drops_rolling_update() {
-        let deployment = |strategy: serde_json::Value| -> Deployment {
-            serde_json::from_value(
-                json!({"spec": {"selector": {}, "template": {}, "strategy": strategy}}),
-            )
-            .unwrap()
-        };
-        let recreate = deployment(json!({"type": "Recreate"}));
-        let rolling =
-            deployment(json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}}));
-        let unset = deployment(json!({}));
-        assert_eq!(
-            strategy_switch(&recreate, Some(&rolling)),
-            Some(json!({"spec": {"strategy": {"type": "Recreate", "rollingUpdate": null}}}))
-        );
-        assert_eq!(
-            strategy_switch(&unset, Some(&recreate)),
-            Some(json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": null}}})),
-            "back, once the volume is gone"
-        );
-        assert_eq!(
-            strategy_switch(&recreate, Some(&recreate)),
-            None,
-            "already switched"
-        );
-        assert_eq!(
-            strategy_switch(&recreate, None),
-            None,
-            "created as Recreate"
-        );
-        assert_eq!(
-            strategy_switch(&unset, Some(&rolling)),
-            None,
-            "RollingUpdate is the default"
-        );
     }
 }
 

@@ -4,15 +4,17 @@
 //! retried with backoff and never fails the stack), while what was read and found wanting (a
 //! missing Secret, a malformed pull secret) is recorded as found for the decision to judge.
 //!
-//! What to read is the core's to say ([`reads`]). A few reads depend on earlier ones: the
-//! resolution needs the pull credentials and the pin policy's choice ([`reads::image`]); the
-//! derived Secret's name needs the referenced Secrets' hash ([`reads::derived_secret`]). Reads the decision may not use are made only where cheap and rare (the derived Secret's
+//! What to read is the core's to say ([`reads`]), asked twice: first which image is resolved
+//! (the pin policy's choice: [`reads::image`]), then, once the Deployment and the referenced
+//! Secrets are read, the derived Secret's name (it carries their hash) and whether the
+//! ReplicaSets are read ([`reads::later`]). Reads the decision may not use are made only where cheap and rare (the derived Secret's
 //! metadata when the spec has a connection string, the ReplicaSets while a rejected revision may
 //! need restoring).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
@@ -26,6 +28,7 @@ use crate::controller::act::take_over;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, Error, Gathering, api_err};
 use crate::controller::memory::default_accounts::DEFAULT_ACCOUNT;
+use crate::controller::memory::owned_index::Known;
 use crate::core::observed::{Observed, Reach};
 use crate::core::reads;
 use crate::core::stack::Stack;
@@ -42,14 +45,14 @@ pub(in crate::controller) async fn gather(
         .map_err(Error::gather(Gathering::TakeOver))?;
     stack.adoption = take_over.adopted.clone();
     let stack: &Stack<'_> = stack;
-    let deployment = observe::deployment(stack, ctx)
+    let resolver = ctx.resolver();
+    let (reference, kept) = reads::image(stack, &resolver, jiff::Timestamp::now());
+    let deployment = deployment(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::Workload))?;
     let (keyring, pull_secrets) = pull_keyring(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::Plan))?;
-    let resolver = ctx.resolver();
-    let (reference, kept) = reads::image(stack, &resolver, jiff::Timestamp::now());
     let kept_image = kept.as_ref().map(|k| k.image);
     let (pull_secret_unusable, resolution) = match keyring {
         Err(why) => (Some(why), None),
@@ -73,7 +76,8 @@ pub(in crate::controller) async fn gather(
     let secrets = referenced_secrets(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::References))?;
-    let derived_secret = derived_secret(stack, ctx, &secrets)
+    let later = reads::later(stack, deployment.as_ref(), &secrets);
+    let derived_secret = derived_secret(stack, ctx, later.derived_secret.as_deref())
         .await
         .map_err(Error::gather(Gathering::References))?;
     let ca_bundles = ca_bundles(stack, ctx).await?;
@@ -87,13 +91,13 @@ pub(in crate::controller) async fn gather(
         None => None,
     };
     let claim = claim(stack, ctx).await?;
-    let replica_sets = if reads::replica_sets(stack, deployment.as_ref()) {
-        let sets = observe::replica_sets(stack, ctx)
-            .await
-            .map_err(Error::gather(Gathering::Workload))?;
-        Some(sets)
-    } else {
-        None
+    let replica_sets = match later.replica_sets {
+        true => Some(
+            observe::revisions(stack, ctx)
+                .await
+                .map_err(Error::gather(Gathering::Workload))?,
+        ),
+        false => None,
     };
     Ok(Observed {
         reach: Reach::Cluster,
@@ -112,6 +116,26 @@ pub(in crate::controller) async fn gather(
         replica_sets,
         take_over,
     })
+}
+
+/// The Deployment of the same name, if any. Not read for a stack no operator has written a
+/// status for while the Deployments' watches see none of that name: none of its own can exist
+/// (see `write::Indexed::untouched`), and a stranger's of that name is found by the apply's
+/// write, as after a read.
+async fn deployment(stack: &Stack<'_>, ctx: &Context) -> Result<Option<Deployment>, ApiError> {
+    let ns = stack.namespace;
+    let name = stack.name;
+    let unseen = matches!(
+        ctx.owned.lookup("Deployment", ns, name, stack.generation),
+        Known::Absent { .. }
+    );
+    if unseen && !stack.recorded.written {
+        return Ok(None);
+    }
+    Api::<Deployment>::namespaced(ctx.client.clone(), ns)
+        .get_opt(name)
+        .await
+        .map_err(api_err(format!("read Deployment {ns}/{name}")))
 }
 
 /// The distribution's image and base config: the pinned image while the pin is `kept`, else the
@@ -265,20 +289,20 @@ async fn referenced_secrets(
     Ok(fetched)
 }
 
-/// The metadata of whatever holds the derived Secret's name, when the stack has a connection
-/// string to split (only then is there a Secret to derive) and its name can be known (every
-/// referenced Secret found: the name carries their hash).
+/// The metadata of whatever holds the derived Secret's `name`, when the core asks for it: the
+/// stack has a connection string to split and every referenced Secret was found (the name
+/// carries their hash: [`reads::derived_secret`]).
 async fn derived_secret(
     stack: &Stack<'_>,
     ctx: &Context,
-    secrets: &BTreeMap<String, Option<Secret>>,
+    name: Option<&str>,
 ) -> Result<Option<ObjectMeta>, ApiError> {
-    let Some(name) = reads::derived_secret(stack, secrets) else {
+    let Some(name) = name else {
         return Ok(None);
     };
     let ns = stack.namespace;
     let existing = Api::<Secret>::namespaced(ctx.client.clone(), ns)
-        .get_metadata_opt(&name)
+        .get_metadata_opt(name)
         .await
         .map_err(api_err(format!("read Secret {ns}/{name}")))?;
     Ok(existing.map(|meta| meta.metadata))

@@ -1,39 +1,45 @@
-//! The observe step: reads what runs, for the status. The Deployment is read once at the start
-//! of a reconcile (the apply step reuses it); the server Pods only when the status needs them.
+//! What the look reads of what runs, for the status: the server Pods and the ReplicaSets when
+//! the status needs them, the server itself when it is due (the Deployment is gather's, read
+//! once at the start of a reconcile, and the apply reuses it). The ReplicaSets are also what
+//! gather reads for a revision a rollback may restore.
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, ListParams};
 
 use crate::controller::context::Context;
-use crate::controller::error::{ApiError, api_err};
+use crate::controller::error::{ApiError, Error, api_err};
 use crate::controller::memory::owned_index::Known;
-use crate::core::observed::ServerInfo;
-use crate::core::reads::PodsNeeded;
+use crate::core::observed::{Seen, ServerInfo};
+use crate::core::reads::{Looks, PodsNeeded};
 use crate::core::stack::Stack;
-use crate::naming::{owned_by_selector, service_name};
+use crate::naming::service_name;
 
-/// The Deployment of the same name, if any. Not read for a stack no operator has written a
-/// status for while the Deployments' watches see none of that name: none of its own can exist
-/// (see `write::Indexed::untouched`), and a stranger's of that name is found by the apply's
-/// write, as after a read.
-pub(in crate::controller) async fn deployment(
+/// Reads what the core asked to look at after the act ([`reads::looks`]): the server Pods, the
+/// ReplicaSets once Pods are found, the server itself.
+pub(in crate::controller) async fn look(
     stack: &Stack<'_>,
     ctx: &Context,
-) -> Result<Option<Deployment>, ApiError> {
-    let ns = stack.namespace;
-    let name = stack.name;
-    let unseen = matches!(
-        ctx.owned.lookup("Deployment", ns, name, stack.generation),
-        Known::Absent { .. }
-    );
-    if unseen && !stack.recorded.written {
-        return Ok(None);
-    }
-    Api::<Deployment>::namespaced(ctx.client.clone(), ns)
-        .get_opt(name)
+    looks: &Looks<'_>,
+) -> Result<Seen, Error> {
+    let pods = server_pods(stack, ctx, looks.pods)
         .await
-        .map_err(api_err(format!("read Deployment {ns}/{name}")))
+        .map_err(Error::Look)?;
+    let found = pods.as_ref().is_some_and(|pods| !pods.is_empty());
+    let replica_sets = if looks.replica_sets && found {
+        Some(revisions(stack, ctx).await.map_err(Error::Look)?)
+    } else {
+        None
+    };
+    let server = match looks.server {
+        Some(running) => server_info(stack, ctx, running).await,
+        None => None,
+    };
+    Ok(Seen {
+        pods,
+        replica_sets,
+        server,
+    })
 }
 
 /// The server Pods, when the look needs them (`None` otherwise: no read).
@@ -50,21 +56,21 @@ pub(in crate::controller) async fn server_pods(
     let ns = stack.namespace;
     let name = stack.name;
     let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns)
-        .list(&ListParams::default().labels(&owned_by_selector(name)))
+        .list(&ListParams::default().labels(&stack.owned_by))
         .await
         .map_err(api_err(format!("list the Pods of {ns}/{name}")))?;
     Ok(Some(pods.items))
 }
 
 /// The ReplicaSets of the stack's Deployment (its revisions), for a rollback.
-pub(in crate::controller) async fn replica_sets(
+pub(in crate::controller) async fn revisions(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Vec<ReplicaSet>, ApiError> {
     let ns = stack.namespace;
     let name = stack.name;
     let sets = Api::<ReplicaSet>::namespaced(ctx.client.clone(), ns)
-        .list(&ListParams::default().labels(&owned_by_selector(name)))
+        .list(&ListParams::default().labels(&stack.owned_by))
         .await
         .map_err(api_err(format!("list the ReplicaSets of {ns}/{name}")))?;
     Ok(sets.items)

@@ -10,8 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
-use crate::core::stack::Stack;
-use crate::naming::{CA_BUNDLE_KEY, ca_bundle_name, labels};
+use crate::naming::{CA_BUNDLE_KEY, labels};
 
 /// Where the managed bundle is mounted in the server container.
 pub const MOUNT_DIR: &str = "/etc/ssl/certs/ca-bundle";
@@ -93,11 +92,11 @@ fn pem(der: &[u8]) -> String {
     out
 }
 
-/// The operator's copy of the validated bundle, which the server mounts.
-pub(super) fn managed_copy(stack: &Stack, pem: &str) -> ConfigMap {
+/// The operator's copy of the validated bundle `pem`, named `name`, which the server mounts.
+pub(super) fn managed_copy(name: &str, pem: &str) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
-            name: Some(ca_bundle_name(stack.name, pem)),
+            name: Some(name.to_owned()),
             labels: Some(BTreeMap::from([(
                 labels::COMPONENT.to_owned(),
                 "ca-bundle".to_owned(),

@@ -79,7 +79,7 @@ pub fn pod_selector_labels(stack: &Stack) -> std::collections::BTreeMap<String, 
 /// given the stack's namespace, labels and owner, and (but for the two named by their content's
 /// hash) the hash of all of it.
 pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
-    let common = Common::of(stack);
+    let common = Common::of(stack, inputs.ca_bundle);
     let config_map = match (&inputs.config, inputs.generated) {
         (ServerConfig::Generated(_), Some(generated)) => Some(config_map(stack, generated)),
         _ => None,
@@ -91,9 +91,8 @@ pub fn desired(stack: &Stack, inputs: &Inputs) -> Result<Desired, BuildError> {
     let network_policy = network::network_policy(stack, &common, inputs.operator_namespace);
     let (ingress, route) = network::exposure(stack, inputs.routes_available);
     let (hpa, pdb) = (scaling::hpa(stack), scaling::pdb(stack, &common));
-    let ca_bundle = inputs
-        .ca_bundle
-        .map(|pem| ca_bundle::managed_copy(stack, pem));
+    let ca_bundle = (inputs.ca_bundle.zip(common.ca_bundle_name.as_deref()))
+        .map(|(pem, name)| ca_bundle::managed_copy(name, pem));
     let derived_secret = inputs
         .derived
         .and_then(|data| derived::secret(stack, data, inputs.secrets_hash.unwrap_or_default()));

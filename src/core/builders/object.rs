@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use kube::Resource;
 
 use crate::core::stack::Stack;
-use crate::naming::{DESIRED_HASH, METRICS_PORT_NAME, PORT_NAME, labels};
+use crate::naming::{DESIRED_HASH, METRICS_PORT_NAME, PORT_NAME, ca_bundle_name, labels};
 
 /// Why an owned object could not be built. Always a bug in a builder, never the user's input.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +35,9 @@ pub(super) struct Common {
     /// The server's named ports: the API port, and the metrics port when the door has one. The
     /// container and the Service both name them so.
     pub ports: Vec<(&'static str, i32)>,
+    /// The managed CA bundle's name, named by its content, when the stack has one: the Pods
+    /// mount what the bundle's ConfigMap is named.
+    pub ca_bundle_name: Option<String>,
     /// The stack's namespace (none for a manifest not yet placed, in `render`).
     namespace: Option<String>,
     /// The controller owner reference (an empty list for an object not yet stored).
@@ -42,8 +45,8 @@ pub(super) struct Common {
 }
 
 impl Common {
-    /// What `stack`'s objects share.
-    pub(super) fn of(stack: &Stack) -> Self {
+    /// What `stack`'s objects share, with the validated CA bundle `ca_bundle` (PEM) if any.
+    pub(super) fn of(stack: &Stack, ca_bundle: Option<&str>) -> Self {
         let selector_labels = selector_labels(stack);
         let mut labels = selector_labels.clone();
         labels.insert(
@@ -69,6 +72,7 @@ impl Common {
             selector_labels,
             labels,
             ports,
+            ca_bundle_name: ca_bundle.map(|pem| ca_bundle_name(stack.name, pem)),
             namespace: Some(stack.namespace)
                 .filter(|ns| !ns.is_empty())
                 .map(str::to_owned),

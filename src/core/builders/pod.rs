@@ -21,8 +21,8 @@ use super::{ca_bundle, external};
 use crate::api::v1alpha2::ClientIdentity;
 use crate::core::stack::Stack;
 use crate::naming::{
-    CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, ca_bundle_name, derived_secret_key,
-    derived_secret_name, managed_service_account_name, mount_path, volumes,
+    CA_BUNDLE_KEY, MOVED_CONFIG_DIR, PORT_NAME, derived_secret_key, derived_secret_name,
+    managed_service_account_name, mount_path, volumes,
 };
 use crate::stack_config::env::EnvSource;
 use crate::stack_config::generate::{CLIENT_IDENTITY_DIR, TLS_DIR};
@@ -156,6 +156,8 @@ fn from_secret(name: &str, secret: String, key: String, optional: Option<bool>) 
     }
 }
 
+/// The server container's environment as the operator sets it; the user's is merged in with
+/// the rest of what the user adds, once the Pod is built ([`user_parts::merge`]).
 fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
     let with_external = stack.has_external_providers();
     let data_dir = data_dir(stack, inputs.server);
@@ -210,11 +212,7 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
             ),
         });
     }
-    user_parts::merge_env(
-        env,
-        user_parts_of(stack).env,
-        with_external.then_some(external::PYTHON_PACKAGES),
-    )
+    env
 }
 
 /// A read-only mount of the volume `name` at `path`.
@@ -390,7 +388,7 @@ fn container(stack: &Stack, common: &Common, inputs: &Inputs) -> Container {
     }
 }
 
-fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
+fn pod_volumes(stack: &Stack, common: &Common, inputs: &Inputs) -> Vec<Volume> {
     let volume = |name: &str| Volume {
         name: name.to_owned(),
         ..Volume::default()
@@ -421,9 +419,9 @@ fn pod_volumes(stack: &Stack, inputs: &Inputs) -> Vec<Volume> {
             ..volume(volumes::DATA)
         },
     });
-    if let Some(pem) = inputs.ca_bundle {
+    if let Some(name) = &common.ca_bundle_name {
         volumes.push(Volume {
-            config_map: config_map(&ca_bundle_name(stack.name, pem)),
+            config_map: config_map(name),
             ..volume(volumes::CA_BUNDLE)
         });
     }
@@ -544,13 +542,16 @@ pub(super) fn pod(stack: &Stack, common: &Common, inputs: &Inputs) -> PodSpec {
         enable_service_links: Some(false),
         containers: vec![container(stack, common, inputs)],
         init_containers: Some(init).filter(|init| !init.is_empty()),
-        volumes: Some(pod_volumes(stack, inputs)),
+        volumes: Some(pod_volumes(stack, common, inputs)),
         security_context: Some(pod_security(inputs)),
         termination_grace_period_seconds: stack.overrides.termination_grace_period_seconds,
         topology_spread_constraints: spread(stack, common),
         resource_claims: stack.workload.resource_claims.clone(),
         ..PodSpec::default()
     };
-    user_parts::merge_volumes(&mut pod, 0, &user_parts_of(stack));
+    let providers_path = stack
+        .has_external_providers()
+        .then_some(external::PYTHON_PACKAGES);
+    user_parts::merge(&mut pod, 0, &user_parts_of(stack), providers_path);
     pod
 }

@@ -48,13 +48,22 @@ fn last_of_each<T>(items: &[T], key: impl Fn(&T) -> &str) -> Vec<&T> {
         .collect()
 }
 
+/// Adds what the user adds to `pod`, built with the operator's parts alone: the server
+/// container's environment (see [`merge_env`]), the user's volumes and the server container's
+/// mounts (see [`merge_volumes`]). `server` is the index of the server container in
+/// `pod.containers`; `providers_path` the external providers' packages, which must stay on
+/// `PYTHONPATH`.
+pub fn merge(pod: &mut PodSpec, server: usize, user: &UserParts, providers_path: Option<&str>) {
+    if let Some(container) = pod.containers.get_mut(server) {
+        let operator = container.env.take().unwrap_or_default();
+        container.env = Some(merge_env(operator, user.env, providers_path));
+    }
+    merge_volumes(pod, server, user);
+}
+
 /// The server container's environment: the operator's, then the user's, each name once.
 /// `providers_path`: the external providers' packages, which must stay on `PYTHONPATH`.
-pub fn merge_env(
-    operator: Vec<EnvVar>,
-    user: &[EnvVar],
-    providers_path: Option<&str>,
-) -> Vec<EnvVar> {
+fn merge_env(operator: Vec<EnvVar>, user: &[EnvVar], providers_path: Option<&str>) -> Vec<EnvVar> {
     let user = last_of_each(user, |v| v.name.as_str());
     let user_names: BTreeSet<&str> = user.iter().map(|v| v.name.as_str()).collect();
     let mut env: Vec<EnvVar> = operator
@@ -89,7 +98,7 @@ pub fn merge_env(
 
 /// Adds the user's volumes and the server container's mounts to `pod` (built with the
 /// operator's alone). `server` is the index of the server container in `pod.containers`.
-pub fn merge_volumes(pod: &mut PodSpec, server: usize, user: &UserParts) {
+fn merge_volumes(pod: &mut PodSpec, server: usize, user: &UserParts) {
     let user_volumes = last_of_each(user.volumes, |v| v.name.as_str());
     let user_mounts = last_of_each(user.mounts, |m| mount_path(&m.mount_path));
     let taken: BTreeSet<&str> = user_volumes.iter().map(|v| v.name.as_str()).collect();
