@@ -211,7 +211,7 @@ pub(in crate::controller) async fn when_rollout_settles(
 /// and the old Pods read them. Lists nothing when the owned objects' watches (`index`) show
 /// that everything the stack controls is named by the current template or the last Ready
 /// revision: nothing could go.
-pub(in crate::controller) async fn prune(
+async fn prune(
     client: &kube::Client,
     index: &OwnedIndex,
     stack: &Stack<'_>,
