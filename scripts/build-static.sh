@@ -23,12 +23,13 @@ case "$arch" in
   *) log "ERROR: no build for architecture $arch (amd64 or arm64)"; exit 1 ;;
 esac
 
-apt_install() {
-  local sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
-rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" >&2
+source scripts/lib/apt-install.sh  # one apt-get at a time (.ci/run builds beside the tests)
+# Two builds at once (.ci/run's image and the tests' own) may both add the target: rustup is
+# not safe to run twice at once on one toolchain, so the adds take turns.
+if ! rustup target list --installed | grep -qx "$TARGET"; then
+  (flock 9 && { rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" >&2; }) \
+    9>>"${TMPDIR:-/tmp}/llama-stack-operator-rustup.lock"
+fi
 run=()
 if [[ "$arch" == "$(host_arch)" ]]; then
   command -v musl-gcc >/dev/null || apt_install musl-tools   # ring's C and assembly parts

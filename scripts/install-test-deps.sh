@@ -6,6 +6,7 @@
 # against a real one); openssl (the OGX operator's e2e suite makes its test CA with it).
 # Idempotent; does nothing when everything is present.
 set -euo pipefail
+source "$(dirname "$0")/lib/apt-install.sh"
 
 need_apt=()
 command -v docker-registry >/dev/null || need_apt+=(docker-registry)
@@ -31,7 +32,6 @@ if ((${#need_apt[@]})); then
     $sudo chmod +x /usr/sbin/policy-rc.d
     trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
   fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  apt_install "${need_apt[@]}"
 fi
 python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography

@@ -17,6 +17,7 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
+mod build_scripts;
 mod helm;
 mod release;
 
