@@ -8,7 +8,9 @@
 //! full resync (an operator ConfigMap change reconciles every stack), split into anonymous and
 //! file-backed pages, the writes that resync made (goal: 0), its CPU time, and the API server's
 //! and etcd's memory. It writes a Markdown table and an SVG plot to `target/scale-bench/`, or
-//! into `docs/` with `--write-docs`.
+//! into `docs/` with `--write-docs`. Then, on a second cluster of the same kind, the floor
+//! (`floor.rs`): the fastest client that makes the same objects with no reads; the operator's time
+//! to every Deployment is reported as a multiple of the floor's.
 //!
 //! Without `--bench` (under `cargo test --all-targets`) it runs 3 stacks as a smoke test. Both
 //! modes check the write budget: at most 3 Events and 8 API writes per stack until quiet, and no
@@ -27,6 +29,7 @@ use llama_stack_test_support as support;
 llama_stack_test_support::seal_network!();
 
 mod debug;
+mod floor;
 #[cfg(feature = "heap-profile")]
 mod heap;
 mod plot;
@@ -101,6 +104,8 @@ struct Sample {
     file_kib: u64,
     apiserver_kib: u64,
     etcd_kib: u64,
+    /// The floor's run at this size (issue 62), on a cluster of its own.
+    floor: Option<floor::Floor>,
 }
 
 /// One reading of `/proc/<pid>/status`, in KiB.
@@ -343,14 +348,22 @@ async fn node_ready(client: &kube::Client) -> bool {
     })
 }
 
+/// The bench's stack `i`: its name and its spec (v1alpha2, the starter distribution, one model).
+fn stack_name(i: usize) -> String {
+    format!("stack-{i:04}")
+}
+
+fn stack_spec(i: usize, port: u16) -> serde_json::Value {
+    json!({"distribution": {"name": "starter"},
+        "resources": {"models": [format!("model-{i}")]}, "networking": {"port": port}})
+}
+
 async fn create_stacks(client: &kube::Client, n: usize, port: u16) {
     create_namespace(client, NAMESPACE)
         .await
         .expect("create namespace");
     for i in 0..n {
-        let spec = json!({"distribution": {"name": "starter"},
-            "resources": {"models": [format!("model-{i}")]}, "networking": {"port": port}});
-        create_stack(client, NAMESPACE, &format!("stack-{i:04}"), spec)
+        create_stack(client, NAMESPACE, &stack_name(i), stack_spec(i, port))
             .await
             .expect("create");
     }
@@ -523,6 +536,7 @@ async fn measure(
         file_kib: after.file,
         apiserver_kib: component_kib("kube-apiserver"),
         etcd_kib: component_kib("etcd"),
+        floor: None,
     }
 }
 
@@ -599,13 +613,21 @@ fn row(s: &Sample) -> String {
         (true, true) => "Ready",
         (true, false) => "NOT Ready",
     };
+    let floor = s.floor.as_ref().map_or_else(String::new, |f| {
+        format!(
+            "{:.1} s ({:.2}×; its last write at {:.1} s)",
+            f.deployments.as_secs_f64(),
+            s.deployments.as_secs_f64() / f.deployments.as_secs_f64().max(0.001),
+            f.done.as_secs_f64()
+        )
+    });
     let per_minute = AT_REST.as_secs_f64() / 60.0;
     let rest = s
         .rest_reads
         .map(|r| format!("{:.2}/stack/min", r as f64 / n / per_minute))
         .unwrap_or_default();
     format!(
-        "| {} | {kwok} | {:.1} s | {:.1} s | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {} ({:.1}/stack) | {rest} | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1}/stack | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
+        "| {} | {kwok} | {:.1} s | {:.1} s | {floor} | {ready} | {} ({:.1}/stack) | {} ({:.1}/stack) | {:.1}/stack | {} ({:.1}/stack) | {rest} | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {} | {:.1}/stack | {:.1} MiB ({:.1} + {:.1}; peak {:.1}) | {:.1} s | {:.0} MiB | {:.0} MiB |",
         s.stacks,
         s.created.as_secs_f64(),
         s.deployments.as_secs_f64(),
@@ -634,7 +656,7 @@ fn row(s: &Sample) -> String {
 
 fn table(samples: &[Sample]) -> String {
     let mut out = String::from(
-        "| stacks | kwok node | created in | every Deployment after | all Ready after | operator writes until quiet | of which Events | status patches | operator reads until quiet | reads at rest | RSS idle | RSS quiet | full resync: reconciles | resync writes | resync reads | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| stacks | kwok node | created in | every Deployment after | the floor's (the operator's time as a multiple of it) | all Ready after | operator writes until quiet | of which Events | status patches | operator reads until quiet | reads at rest | RSS idle | RSS quiet | full resync: reconciles | resync writes | resync reads | RSS after resync (anonymous + file-backed) | operator CPU | kube-apiserver RSS | etcd RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for s in samples {
         let _ = writeln!(out, "{}", row(s));
@@ -706,7 +728,16 @@ fn main() {
         v.trim().parse().expect("LLSO_SCALE_KWOK_MAX: a number")
     });
     for &n in &sizes {
-        let sample = run_size(n, shared.port, windows, n <= kwok_max);
+        let kwok = n <= kwok_max;
+        let mut sample = run_size(n, shared.port, windows, kwok);
+        let floor = floor::run(&operator_binary(), n, shared.port, kwok);
+        println!(
+            "{n}: the floor: every Deployment after {:.1} s, its last write at {:.1} s, {} writes",
+            floor.deployments.as_secs_f64(),
+            floor.done.as_secs_f64(),
+            floor.writes
+        );
+        sample.floor = Some(floor);
         broken.extend(budget_violations(&sample));
         samples.push(sample);
     }
@@ -721,6 +752,15 @@ fn budget_violations(s: &Sample) -> Vec<String> {
     let n = s.stacks;
     let per_stack = |count: usize| count as f64 / n as f64;
     let mut broken = Vec::new();
+    if let Some(floor) = &s.floor
+        && floor.writes != floor::WRITES_PER_STACK * n
+    {
+        broken.push(format!(
+            "{n}: the floor made {} writes, not {} a stack",
+            floor.writes,
+            floor::WRITES_PER_STACK
+        ));
+    }
     if !s.node_ready {
         broken.push(format!("{n}: the kwok node went NotReady"));
     }
