@@ -82,26 +82,26 @@ pub struct LlamaStackDistributionSpec {
     pub distribution: DistributionType,
     /// Providers per API; each replaces the distribution's providers of that API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub providers: Option<ProvidersSpec>,
+    pub providers: Option<Box<ProvidersSpec>>,
     /// Models, tools and shields registered at startup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourcesSpec>,
     /// State storage backends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage: Option<StateStorageSpec>,
+    pub storage: Option<Box<StateStorageSpec>>,
     /// APIs to turn off (camelCase names, e.g. `eval`, `vectorIo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32), transform = schema::list_set, transform = schema::disabled_items)]
     pub disabled: Option<Vec<String>>,
     /// Port, TLS, exposure and access control.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub networking: Option<NetworkingSpec>,
+    pub networking: Option<Box<NetworkingSpec>>,
     /// Deployment settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<WorkloadSpec>,
+    pub workload: Option<Box<WorkloadSpec>>,
     /// External providers shipped as container images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub external_providers: Option<ExternalProvidersSpec>,
+    pub external_providers: Option<Box<ExternalProvidersSpec>>,
     /// A complete config.yaml in a ConfigMap, used instead of a generated one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub override_config: Option<OverrideConfigSpec>,

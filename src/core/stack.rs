@@ -205,7 +205,7 @@ impl<'a> Stack<'a> {
             (None, Some(image)) => Distribution::Image(image.clone()),
             (None, None) => return Err(Invalid::NoDistribution),
         };
-        let workload = spec.workload.as_ref().unwrap_or(&NO_WORKLOAD);
+        let workload = spec.workload.as_deref().unwrap_or(&NO_WORKLOAD);
         Ok(Self {
             resource,
             name,

@@ -37,14 +37,14 @@ pub fn apply(
     };
     apply_workload(annotations, &mut spec.workload)?;
     if let Some(text) = annotations.get(EXTERNAL_PROVIDERS) {
-        spec.external_providers = Some(external_providers(text)?);
+        spec.external_providers = Some(Box::new(external_providers(text)?));
     }
     Ok(())
 }
 
 fn apply_workload(
     annotations: &BTreeMap<String, String>,
-    workload: &mut Option<WorkloadSpec>,
+    workload: &mut Option<Box<WorkloadSpec>>,
 ) -> Result<(), Untranslatable> {
     if let Some(value) = annotations.get(ROLLBACK) {
         let policy = match value.as_str() {
@@ -191,7 +191,7 @@ fn first_unknown(given: &Value, read: &Value, path: &str) -> Option<String> {
 /// The annotations that carry what `spec` sets and `OGXServer` has no field for: `workload`'s
 /// rollback policy and progress deadline, and the external providers.
 pub fn of(spec: &LlamaStackDistributionSpec) -> BTreeMap<String, String> {
-    let mut out = of_workload(spec.workload.as_ref());
+    let mut out = of_workload(spec.workload.as_deref());
     if let Some(providers) = &spec.external_providers {
         // Written as YAML, the form people read and edit; an error only for a defect.
         if let Ok(text) = serde_saphyr::to_string(providers) {
@@ -227,7 +227,7 @@ mod tests {
         let mut spec: LlamaStackDistributionSpec =
             serde_json::from_value(serde_json::json!({"distribution": {"name": "starter"}}))
                 .unwrap();
-        spec.workload = workload;
+        spec.workload = workload.map(Box::new);
         spec
     }
 
@@ -250,7 +250,7 @@ mod tests {
         let annotations = of(&spec_with(Some(workload.clone())));
         let mut read = spec_with(None);
         apply(Some(&annotations), &mut read).unwrap();
-        assert_eq!(read.workload, Some(workload));
+        assert_eq!(read.workload.as_deref(), Some(&workload));
 
         assert_eq!(
             refused(ROLLBACK, "Sometimes").field,

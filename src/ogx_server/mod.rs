@@ -114,16 +114,16 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
             image: spec.distribution.image.clone(),
             ..DistributionType::default()
         },
-        providers,
+        providers: providers.map(Box::new),
         resources: spec.resources.as_ref().map(resources),
-        storage: spec.storage.as_ref().map(storage),
+        storage: spec.storage.as_ref().map(storage).map(Box::new),
         disabled: spec.disabled_apis.as_ref().map(|list| {
             list.iter()
                 .map(|api| spec_api_name(api.config_name()))
                 .collect()
         }),
-        networking: Some(networking(spec)?),
-        workload: Some(workload(spec)?),
+        networking: Some(Box::new(networking(spec)?)),
+        workload: Some(Box::new(workload(spec)?)),
         external_providers: None,
         override_config: spec.override_config.as_ref().map(|o| OverrideConfigSpec {
             config_map_name: o.name.clone(),
