@@ -17,10 +17,10 @@ use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 
-use super::support::control_plane::{OPERATOR_USER, start_cluster_with_crd, start_with_crd};
 use super::support::kube_objects::{create_namespace, create_stack};
 use super::{
-    NAMESPACE, deployment_count, serve_v1alpha2_only, stack_name, stack_spec, wait_for_all,
+    NAMESPACE, bench_cluster, deadline, deployment_count, namespace_writes, stack_name, stack_spec,
+    wait_for_all,
 };
 
 /// The stacks made at once, as the operator's default concurrency.
@@ -141,14 +141,8 @@ async fn make(client: &kube::Client, template: &[Value], i: usize, uid: &str) {
 /// The floor for `n` stacks, on a fresh cluster like the operator's run (`kwok` as there).
 pub fn run(binary: &std::path::Path, n: usize, port: u16, kwok: bool) -> Floor {
     let template = Arc::new(template(binary, port));
-    let (plane, rt, client) = if kwok {
-        start_cluster_with_crd()
-    } else {
-        start_with_crd()
-    }
-    .expect("the floor's test cluster");
+    let (plane, rt, client) = bench_cluster(kwok);
     rt.block_on(async {
-        serve_v1alpha2_only(&client).await;
         create_namespace(&client, NAMESPACE)
             .await
             .expect("namespace");
@@ -181,11 +175,10 @@ pub fn run(binary: &std::path::Path, n: usize, port: u16, kwok: bool) -> Floor {
             }
             drop(send);
         };
-        let deadline = started + Duration::from_secs(60 + 3 * n as u64);
         let counting = wait_for_all(
             n,
             "Deployments (the floor)",
-            deadline,
+            deadline(started, n),
             Duration::from_millis(500),
             || deployment_count(&client),
         );
@@ -196,12 +189,10 @@ pub fn run(binary: &std::path::Path, n: usize, port: u16, kwok: bool) -> Floor {
             let last = worker.await.expect("a floor worker");
             done = done.max(last.duration_since(started));
         }
-        let mut writes = plane.audit_writes(OPERATOR_USER).expect("audit log");
-        writes.retain(|w| w["objectRef"]["namespace"] == NAMESPACE);
         Floor {
             deployments,
             done,
-            writes: writes.len(),
+            writes: namespace_writes(&plane).len(),
         }
     })
 }

@@ -430,7 +430,7 @@ async fn measure(
     let started = Instant::now();
     create_stacks(client, n, port).await;
     let created = started.elapsed();
-    let deadline = started + Duration::from_secs(60 + 3 * n as u64);
+    let deadline = deadline(started, n);
     wait_for_all(
         n,
         "Deployments",
@@ -558,8 +558,9 @@ async fn serve_v1alpha2_only(client: &kube::Client) {
         .expect("serve v1alpha2 only");
 }
 
-/// One size on a cluster and operator of its own, so that each figure is that size's alone.
-fn run_size(n: usize, port: u16, windows: Windows, kwok: bool) -> Sample {
+/// A fresh test cluster serving the stacks' v1alpha2 only: with kwok (a node, its controllers)
+/// or without.
+fn bench_cluster(kwok: bool) -> (ControlPlane, tokio::runtime::Runtime, kube::Client) {
     let (plane, rt, client) = if kwok {
         start_cluster_with_crd()
     } else {
@@ -567,6 +568,17 @@ fn run_size(n: usize, port: u16, windows: Windows, kwok: bool) -> Sample {
     }
     .expect("the test cluster");
     rt.block_on(serve_v1alpha2_only(&client));
+    (plane, rt, client)
+}
+
+/// How long `n` stacks' Deployments may take from `started` before the run fails.
+fn deadline(started: Instant, n: usize) -> Instant {
+    started + Duration::from_secs(60 + 3 * n as u64)
+}
+
+/// One size on a cluster and operator of its own, so that each figure is that size's alone.
+fn run_size(n: usize, port: u16, windows: Windows, kwok: bool) -> Sample {
+    let (plane, rt, client) = bench_cluster(kwok);
     rt.block_on(async {
         let namespace: Namespace =
             serde_json::from_value(json!({"metadata": {"name": OPERATOR_NAMESPACE}}))
