@@ -7,6 +7,8 @@ pub mod controller;
 pub(crate) mod convert;
 pub mod core;
 pub(crate) mod external;
+#[cfg(test)]
+pub(crate) mod heap_count;
 pub(crate) mod leader;
 pub(crate) mod metrics;
 pub mod naming;

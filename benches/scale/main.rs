@@ -184,6 +184,7 @@ async fn object_bytes(client: &kube::Client) -> String {
     .await
     .expect("list the stacks");
     let n = all.items.len().max(1);
+    save_first_stack(&all.items);
     let size = |v: &serde_json::Value| serde_json::to_vec(v).map_or(0, |b| b.len());
     let (mut whole, mut managed, mut applied, mut providers, mut status) = (0, 0, 0, 0, 0);
     for item in &all.items {
@@ -210,6 +211,24 @@ async fn object_bytes(client: &kube::Client) -> String {
         status / n,
         providers / n
     )
+}
+
+/// Keeps the first stack as the API server served it at quiet (`target/scale-bench/stack-<n>.json`,
+/// n the run's size): what the operator's cache holds a copy of, for measuring that copy.
+fn save_first_stack(items: &[kube::api::DynamicObject]) {
+    let Some(first) = items
+        .iter()
+        .find(|s| s.metadata.name.as_deref() == Some(&stack_name(0)))
+    else {
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/scale-bench");
+    let path = dir.join(format!("stack-{}.json", items.len()));
+    let saved = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, serde_json::to_vec_pretty(first).unwrap_or_default()));
+    if let Err(e) = saved {
+        println!("could not keep {}: {e}", path.display());
+    }
 }
 
 /// Stacks Ready at their current generation, and of those, the ones whose status shows the

@@ -400,6 +400,12 @@ pub struct DistributionConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub providers_digest: Option<ProvidersDigest>,
+    /// The operator's own memory, as `providers_digest` is: in its cache the map of available
+    /// distributions (the same for every stack) is replaced by the first 16 bytes of its digest.
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub available_digest: Option<[u8; 16]>,
 }
 
 /// A list of providers as the operator remembers it between reads of the server: how many, and

@@ -13,7 +13,6 @@ macro_rules! status_words {
 
         impl $name {
             /// Every value, in declaration order.
-            #[cfg(test)]
             pub const ALL: &'static [Self] = &[$(Self::$variant),+];
 
             /// The word written in the status.

@@ -3,6 +3,7 @@
 pub(crate) mod api_docs;
 pub(crate) mod apis;
 pub mod common;
+pub mod compact_conditions;
 pub(crate) mod conditions;
 pub mod network_peers;
 pub(crate) mod object_refs;

@@ -104,17 +104,17 @@ pub struct LlamaStackDistributionSpec {
     pub external_providers: Option<Box<ExternalProvidersSpec>>,
     /// A complete config.yaml in a ConfigMap, used instead of a generated one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub override_config: Option<OverrideConfigSpec>,
+    pub override_config: Option<Box<OverrideConfigSpec>>,
     /// A config.yaml in a ConfigMap the config is generated from, instead of the image's own
     /// (its labels) or the embedded one; the image is still resolved and pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_config: Option<BaseConfigSpec>,
+    pub base_config: Option<Box<BaseConfigSpec>>,
     /// A gateway in front of the server that authenticates every caller and serves some APIs
     /// itself: the server trusts the identity headers the gateway sets, keeps each tenant's
     /// resources apart, leaves those APIs to the gateway, and is reached only from it (no
     /// Ingress or Route is made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<GatewaySpec>,
+    pub gateway: Option<Box<GatewaySpec>>,
 }
 
 /// The gateway in front of the server.
@@ -507,19 +507,19 @@ pub struct NetworkingSpec {
     pub port: i32,
     /// TLS of the server endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TlsSpec>,
+    pub tls: Option<Box<TlsSpec>>,
     /// External exposure through an Ingress (or a Route on OpenShift).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expose: Option<ExposeConfig>,
     /// Who may reach the server (NetworkPolicy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allowed_from: Option<AllowedFromSpec>,
+    pub allowed_from: Option<Box<AllowedFromSpec>>,
     /// NetworkPolicy rules of your own, in Kubernetes' terms (with or without `allowedFrom`): the
     /// ingress rules are added to the default one (the server's namespace, the operator's and
     /// `allowedFrom`, on the server port); egress is governed when rules are given or `Egress`
     /// is listed in `policyTypes`, and DNS to kube-dns is then always allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<PolicyRules>,
+    pub policy: Option<Box<PolicyRules>>,
 }
 
 /// NetworkPolicy rules of the user's own.
@@ -752,6 +752,12 @@ pub struct LlamaStackDistributionStatus {
     /// AdoptionConfigInvalid (docs/troubleshooting.md explains each type and reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// The operator's own memory, never serialized nor in the schema: in its cache the
+    /// conditions are kept here, compact (`controller::slim_cache`); see [`Self::all_conditions`].
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub compact_conditions: Option<crate::api::compact_conditions::CompactConditions>,
     /// The resolved distribution image and base config.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_distribution: Option<ResolvedDistributionStatus>,
@@ -783,6 +789,17 @@ pub struct LlamaStackDistributionStatus {
     /// The revision rollbacks return to, and the one rejected last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackStatus>,
+}
+
+impl LlamaStackDistributionStatus {
+    /// The conditions, whether this status is as served or as the operator's cache keeps it.
+    pub fn all_conditions(&self) -> std::borrow::Cow<'_, [Condition]> {
+        match (&self.conditions, &self.compact_conditions) {
+            (Some(list), _) => std::borrow::Cow::Borrowed(list),
+            (None, Some(compact)) => std::borrow::Cow::Owned(compact.expand()),
+            (None, None) => std::borrow::Cow::Borrowed(&[]),
+        }
+    }
 }
 
 /// A revision of the server Deployment: what its Pods run.
@@ -828,5 +845,5 @@ pub struct RollbackStatus {
     /// The revision rolled back from; the operator does not try it again until the spec, a
     /// referenced Secret or ConfigMap, or the resolved image changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rejected: Option<RejectedRevision>,
+    pub rejected: Option<Box<RejectedRevision>>,
 }

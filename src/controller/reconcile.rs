@@ -23,6 +23,7 @@ use super::context::Context;
 use super::error::{Acting, Error};
 use super::publish::publish;
 use super::read::{gather, observe};
+use super::slim_cache;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
@@ -66,6 +67,7 @@ pub async fn reconcile_stack(
             );
         }
     }
+    let cr = slim_cache::expanded(&cr);
     if let Some(message) = ogx_servers.and_then(|store| taken_over(&cr, &store)) {
         let started = Instant::now();
         let result = refuse(&cr, Door::LlamaStackDistribution, &ctx, message).await;

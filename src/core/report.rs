@@ -342,7 +342,7 @@ impl Report {
     fn rolled_back(&mut self, rejected: RejectedRevision, last_ready: &RevisionStatus) {
         self.hold(&rejected, last_ready);
         let memory = self.status.rollback.get_or_insert_with(Default::default);
-        memory.rejected = Some(rejected);
+        memory.rejected = Some(Box::new(rejected));
     }
 
     /// Says, in `DeploymentUpdated`, that a rejected revision is held back.

@@ -112,7 +112,7 @@ fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, 
         rejected,
     } = memory(stack);
     let (rejected, last_ready) = (rejected?, last_ready?);
-    (Some(rejected.generation) == stack.generation).then_some((rejected, last_ready))
+    (Some(rejected.generation) == stack.generation).then_some((*rejected, last_ready))
 }
 
 /// Judges the Deployment as observed after the apply step (`pods`: its newest revision's Pods,

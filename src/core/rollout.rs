@@ -27,10 +27,9 @@ pub fn gauge_state(cr: &crate::api::v1alpha2::LlamaStackDistribution) -> (String
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| "Pending".to_owned());
-    let stuck = status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
+    let conditions = status.map(|s| s.all_conditions()).unwrap_or_default();
+    let stuck = conditions
+        .iter()
         .find(|c| c.type_ == "DeploymentReady" && c.status == "False")
         .map(|c| c.reason.clone())
         .filter(|reason| TROUBLE.iter().any(|t| t.as_str() == reason));

@@ -331,9 +331,9 @@ impl<'a> Networking<'a> {
                     .and_then(expose_options)
                     .is_some(),
             gateway,
-            allowed_from: networking.and_then(|n| n.allowed_from.as_ref()),
-            policy: networking.and_then(|n| n.policy.as_ref()),
-            ca_bundles: ca_bundles(networking.and_then(|n| n.tls.as_ref())),
+            allowed_from: networking.and_then(|n| n.allowed_from.as_deref()),
+            policy: networking.and_then(|n| n.policy.as_deref()),
+            ca_bundles: ca_bundles(networking.and_then(|n| n.tls.as_deref())),
             client_identity: networking
                 .and_then(|n| n.tls.as_ref())
                 .and_then(|t| t.client_identity.as_ref()),

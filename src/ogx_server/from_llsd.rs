@@ -108,7 +108,7 @@ fn spec(
     }
     let networking = spec.networking.clone().unwrap_or_default();
     Ok(OGXServerSpec {
-        praxis_mode: spec.gateway.as_ref().map(praxis_mode),
+        praxis_mode: spec.gateway.as_deref().map(praxis_mode),
         distribution: ogx::DistributionSpec {
             name: spec.distribution.name.clone(),
             image: spec.distribution.image.clone(),
@@ -435,7 +435,7 @@ fn policy(
                 if guarded {
                     network_peers::named_only(a)
                 } else {
-                    a.clone()
+                    (**a).clone()
                 }
             });
             let mut ingress = honoured

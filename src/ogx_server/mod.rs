@@ -125,15 +125,19 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
         networking: Some(Box::new(networking(spec)?)),
         workload: Some(Box::new(workload(spec)?)),
         external_providers: None,
-        override_config: spec.override_config.as_ref().map(|o| OverrideConfigSpec {
-            config_map_name: o.name.clone(),
-            key: Some(o.key.clone()),
+        override_config: spec.override_config.as_ref().map(|o| {
+            Box::new(OverrideConfigSpec {
+                config_map_name: o.name.clone(),
+                key: Some(o.key.clone()),
+            })
         }),
-        base_config: spec.base_config.as_ref().map(|b| BaseConfigSpec {
-            config_map_name: b.name.clone(),
-            key: Some(b.key.clone()),
+        base_config: spec.base_config.as_ref().map(|b| {
+            Box::new(BaseConfigSpec {
+                config_map_name: b.name.clone(),
+                key: Some(b.key.clone()),
+            })
         }),
-        gateway,
+        gateway: gateway.map(Box::new),
     })
 }
 
@@ -297,11 +301,11 @@ fn networking(spec: &OGXServerSpec) -> Result<NetworkingSpec, Untranslatable> {
     let enabled = network.policy.as_ref().and_then(|p| p.enabled) != Some(false);
     Ok(NetworkingSpec {
         port: network.port.unwrap_or(DEFAULT_PORT),
-        tls,
+        tls: tls.map(Box::new),
         expose,
         // The OGX operator's default policy: the server's namespace and the operator's.
-        allowed_from: enabled.then(AllowedFromSpec::default),
-        policy: rules,
+        allowed_from: enabled.then(Box::<AllowedFromSpec>::default),
+        policy: rules.map(Box::new),
     })
 }
 

@@ -65,7 +65,7 @@ fn network_policy_rules_of_ones_own_are_added_to_the_default() {
     // The OGX operator's network sample: namespaces allowed by name and by label.
     let example = &servers("example-with-network-config.yaml")[0];
     let networking = spec(&example.spec).unwrap().networking.unwrap();
-    assert_eq!(networking.allowed_from, Some(AllowedFromSpec::default()));
+    assert_eq!(networking.allowed_from, Some(Box::default()));
     let rules = networking.policy.unwrap();
     assert_eq!(rules.policy_types, None);
     let ingress = rules.ingress.unwrap();
@@ -188,7 +188,7 @@ fn network_maps_port_tls_exposure_policy_and_trust() {
         Some(vec!["ca-bundle.crt".to_owned()])
     );
     // The OGX operator makes its default NetworkPolicy unless told not to.
-    assert_eq!(networking.allowed_from, Some(AllowedFromSpec::default()));
+    assert_eq!(networking.allowed_from, Some(Box::default()));
     let over = model.override_config.unwrap();
     assert_eq!(
         (over.config_map_name.as_str(), over.key.as_deref()),

@@ -6,15 +6,23 @@
 //! kept as a [`ProvidersDigest`] only: no decision reads it, and the status step needs to know
 //! only whether what it would write differs from what is stored. The server probe remembers its
 //! last answer the same way ([`ServerProbe`](crate::controller::memory::server_info::ServerProbe)).
+//! The map of available distributions (every name the catalog resolves, with its image: the
+//! same in every stack, and made anew by every reconcile that plans) is kept as a digest too.
+//! Last, the object is copied once: the decoder grows its lists by doubling (nine conditions
+//! take room for sixteen), a copy takes what they hold.
 //!
-//! A status built from a cached one may therefore carry a digest where the list was
-//! ([`has_digests`]); before it is written, [`restore_providers`] puts the stored list back
-//! (from a fresh read), so a status is never written without the list it had.
+//! A status built from a cached one may therefore carry a digest where a list was
+//! ([`has_digests`]: one that did not plan, blocked or refused); before it is written,
+//! [`restore`] puts the stored lists back (from a fresh read), so a status is never written
+//! without what it had.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 use super::field_digest::FieldDigest;
 use crate::api::common::{ProviderInfo, ProvidersDigest};
+use crate::api::compact_conditions::CompactConditions;
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
 
 /// What kubectl keeps on an object of the last `kubectl apply`: the whole spec again.
@@ -29,46 +37,106 @@ pub fn slim(stack: &mut LlamaStackDistribution) {
     if let Some(status) = stack.status.as_mut() {
         slim_status(status);
     }
+    *stack = stack.clone();
 }
 
-/// Replaces the list of providers in `status` with its digest. Idempotent, so a slimmed and a
-/// full status compare equal exactly when their lists do.
+/// Replaces the list of providers and the map of available distributions in `status` with
+/// their digests. Idempotent, so a slimmed and a full status compare equal exactly when their
+/// lists do.
 pub(in crate::controller) fn slim_status(status: &mut LlamaStackDistributionStatus) {
-    if let Some(config) = status.distribution_config.as_mut()
-        && let Some(providers) = config.providers.take()
-    {
+    if let Some(conditions) = status.conditions.take() {
+        status.compact_conditions = Some(CompactConditions::new(&conditions));
+    }
+    let Some(config) = status.distribution_config.as_mut() else {
+        return;
+    };
+    if let Some(providers) = config.providers.take() {
         config.providers_digest = Some(providers_digest(&providers));
+    }
+    if let Some(available) = config.available_distributions.take() {
+        config.available_digest = Some(available_digest(&available));
     }
 }
 
-/// Whether `status` carries a digest where the list of providers belongs.
-pub(in crate::controller) fn has_digests(status: &LlamaStackDistributionStatus) -> bool {
-    status
-        .distribution_config
-        .as_ref()
-        .is_some_and(|c| c.providers.is_none() && c.providers_digest.is_some())
+/// `stack` as a reconcile reads it: the cache's copy with its conditions as they are stored
+/// (the lists kept as digests stay so: [`restore`] puts them back before a write).
+pub fn expanded(stack: &LlamaStackDistribution) -> LlamaStackDistribution {
+    let mut stack = stack.clone();
+    if let Some(status) = stack.status.as_mut()
+        && let Some(compact) = status.compact_conditions.take()
+    {
+        status.conditions = Some(compact.expand());
+    }
+    stack
 }
 
-/// Puts back the list of providers `status` carries as a digest, from `stored` (the status as
-/// the API server has it) when its list has that digest. One that no longer does (the object
-/// changed since the cache saw it) is left out: the next read of the server writes it again.
-pub(in crate::controller) fn restore_providers(
+/// What the status step remembers of a status it wrote (`recent_writes`): a slimmed status as
+/// JSON with what its digests stand for, so that two statuses differing only in their
+/// conditions, providers or available distributions are remembered apart.
+pub(in crate::controller) fn remembered(status: &LlamaStackDistributionStatus) -> Value {
+    let mut whole = status.clone();
+    if let Some(compact) = whole.compact_conditions.take() {
+        whole.conditions = Some(compact.expand());
+    }
+    let config = whole.distribution_config.as_ref();
+    let hex = |bytes: Option<&[u8]>| {
+        bytes.map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+    };
+    serde_json::json!({
+        "status": serde_json::to_value(&whole).unwrap_or_default(),
+        "providers": hex(config.and_then(|c| c.providers_digest.as_ref()).map(|d| &d.digest[..])),
+        "available": hex(config.and_then(|c| c.available_digest.as_ref()).map(|d| &d[..])),
+    })
+}
+
+/// Whether `status` carries a digest where the list of providers or the map of available
+/// distributions belongs.
+pub(in crate::controller) fn has_digests(status: &LlamaStackDistributionStatus) -> bool {
+    status.distribution_config.as_ref().is_some_and(|c| {
+        (c.providers.is_none() && c.providers_digest.is_some())
+            || (c.available_distributions.is_none() && c.available_digest.is_some())
+    })
+}
+
+/// Puts back what `status` carries as digests, from `stored` (the status as the API server has
+/// it) where its list has that digest. One that no longer does (the object changed since the
+/// cache saw it) is left out: the next read of the server writes the providers again, the next
+/// reconcile that plans the available distributions.
+pub(in crate::controller) fn restore(
     status: &mut LlamaStackDistributionStatus,
     stored: &LlamaStackDistributionStatus,
 ) {
-    if !has_digests(status) {
+    let stored = stored.distribution_config.as_ref();
+    let Some(config) = status.distribution_config.as_mut() else {
         return;
-    }
-    let stored = stored
-        .distribution_config
-        .as_ref()
-        .and_then(|c| c.providers.as_ref());
-    if let Some(config) = status.distribution_config.as_mut() {
-        let wanted = config.providers_digest.take();
+    };
+    if config.providers.is_none()
+        && let Some(wanted) = config.providers_digest.take()
+    {
         config.providers = stored
-            .filter(|list| Some(providers_digest(list)) == wanted)
+            .and_then(|c| c.providers.as_ref())
+            .filter(|list| providers_digest(list) == wanted)
             .cloned();
     }
+    if config.available_distributions.is_none()
+        && let Some(wanted) = config.available_digest.take()
+    {
+        config.available_distributions = stored
+            .and_then(|c| c.available_distributions.as_ref())
+            .filter(|map| available_digest(map) == wanted)
+            .cloned();
+    }
+}
+
+/// The digest of the available distributions: each name and its image, in the map's order.
+fn available_digest(available: &BTreeMap<String, String>) -> [u8; 16] {
+    let mut digest = FieldDigest::new();
+    digest.count(available.len());
+    for (name, image) in available {
+        digest.str(name);
+        digest.str(image);
+    }
+    digest.finish()
 }
 
 /// The digest of a list of providers: their order, identity, health, and configs in any key
@@ -260,7 +328,7 @@ mod tests {
         let mut built = stored.clone();
         slim_status(&mut built);
         assert!(has_digests(&built));
-        restore_providers(&mut built, &stored);
+        restore(&mut built, &stored);
         assert_eq!(built, stored);
         assert!(!has_digests(&built));
         // The stored object changed since the cache saw it: the list is left out (the next read
@@ -271,12 +339,131 @@ mod tests {
             json!({"url": "http://elsewhere"}),
             json!({"key": "${env.KEY}"}),
         ]);
-        restore_providers(&mut built, &moved);
+        restore(&mut built, &moved);
         assert_eq!(built.distribution_config.as_ref().unwrap().providers, None);
         assert!(!has_digests(&built));
         // A status that carries its list keeps it.
         let mut listed = stored.clone();
-        restore_providers(&mut listed, &moved);
+        restore(&mut listed, &moved);
         assert_eq!(listed, stored);
+    }
+
+    #[test]
+    fn the_available_distributions_are_a_digest_in_the_cache_and_put_back_as_stored() {
+        let with = |images: &[(&str, &str)]| -> LlamaStackDistributionStatus {
+            let mut status = status(&[]);
+            status
+                .distribution_config
+                .as_mut()
+                .unwrap()
+                .available_distributions = Some(
+                images
+                    .iter()
+                    .map(|(n, i)| ((*n).to_owned(), (*i).to_owned()))
+                    .collect(),
+            );
+            status
+        };
+        let stored = with(&[
+            ("rh", "quay.io/opendatahub/odh-ogx-core:latest"),
+            ("starter", "s:1"),
+        ]);
+        let mut cached = stored.clone();
+        slim_status(&mut cached);
+        assert_eq!(
+            cached
+                .distribution_config
+                .as_ref()
+                .unwrap()
+                .available_distributions,
+            None
+        );
+        assert!(has_digests(&cached));
+        // A reconcile that plans sets the map again: the same one compares equal to the cache's.
+        let mut planned = stored.clone();
+        slim_status(&mut planned);
+        assert_eq!(planned, cached);
+        let mut other = with(&[
+            ("rh", "mirror.example/odh-ogx-core:latest"),
+            ("starter", "s:1"),
+        ]);
+        slim_status(&mut other);
+        assert_ne!(other, cached, "an image changed");
+        let mut renamed = with(&[
+            ("rh-dev", "quay.io/opendatahub/odh-ogx-core:latest"),
+            ("starter", "s:1"),
+        ]);
+        slim_status(&mut renamed);
+        assert_ne!(renamed, cached, "a name changed");
+        // One that did not plan (a blocked or refused reconcile) writes the stored map again.
+        let mut built = cached.clone();
+        restore(&mut built, &stored);
+        assert_eq!(built, stored);
+        // Not a map that changed since the cache saw it.
+        let mut built = cached.clone();
+        restore(&mut built, &with(&[("starter", "s:2")]));
+        assert_eq!(
+            built
+                .distribution_config
+                .as_ref()
+                .unwrap()
+                .available_distributions,
+            None
+        );
+        assert!(!has_digests(&built));
+    }
+
+    /// What the cache holds for one Ready stack as the API server served it (the scale bench's,
+    /// `tests/fixtures/scale/`): the decoded, slimmed object inline and on the heap, the way the
+    /// watch decodes it. Issue 62 asks for half the memory; the LLSD cache was 7.1 KiB a stack
+    /// of live heap at 1000 stacks (docs/performance.md), so its share is half that.
+    #[test]
+    fn a_ready_stack_costs_the_cache_at_most_its_share() {
+        let text = include_str!("../../../tests/fixtures/scale/ready-stack.json");
+        let (stack, heap) = crate::heap_count::held_by(|| {
+            let mut stack: LlamaStackDistribution = serde_json::from_str(text).unwrap();
+            slim(&mut stack);
+            stack
+        });
+        let inline = std::mem::size_of::<LlamaStackDistribution>();
+        let held = |part: &dyn Fn() -> Box<dyn std::any::Any>| crate::heap_count::held_by(part).1;
+        let status = stack.status.clone().unwrap();
+        let parts = [
+            ("metadata", held(&|| Box::new(stack.metadata.clone()))),
+            ("spec", held(&|| Box::new(stack.spec.clone()))),
+            (
+                "conditions",
+                held(&|| Box::new(status.compact_conditions.clone())),
+            ),
+            (
+                "distributionConfig",
+                held(&|| Box::new(status.distribution_config.clone())),
+            ),
+            (
+                "resolvedDistribution",
+                held(&|| Box::new(status.resolved_distribution.clone())),
+            ),
+            ("rollback", held(&|| Box::new(status.rollback.clone()))),
+            (
+                "rest of the status",
+                held(&|| {
+                    let mut rest = status.clone();
+                    rest.compact_conditions = None;
+                    rest.distribution_config = None;
+                    rest.resolved_distribution = None;
+                    rest.rollback = None;
+                    Box::new(rest)
+                }),
+            ),
+        ];
+        let total = inline + heap;
+        println!(
+            "a cached Ready stack: {total} bytes ({inline} inline, {heap} on the heap): {parts:?}"
+        );
+        assert!(
+            total <= 7 * 1024 / 2,
+            "a cached Ready stack holds {total} bytes ({inline} inline, {heap} on the heap; \
+             cloned exactly: {parts:?})"
+        );
     }
 }

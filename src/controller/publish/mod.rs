@@ -38,7 +38,7 @@ pub(in crate::controller) async fn publish(
         return Ok(reason);
     }
     let uid = &subject.uid;
-    let digest = recent_writes::digest(&serde_json::to_value(&compared).unwrap_or_default());
+    let digest = recent_writes::digest(&slim_cache::remembered(&compared));
     let now = Instant::now();
     if ctx.recent_writes.just_written(uid, digest, now) {
         // The cache has not caught up with this very write: its Events are out already.
@@ -46,9 +46,10 @@ pub(in crate::controller) async fn publish(
     }
     if slim_cache::has_digests(&status) {
         // Between reads of the server (or before the first one in this process) the providers
-        // are a digest of those stored: those are written again.
+        // are a digest of those stored, and so are the available distributions of a reconcile
+        // that did not plan: those are written again.
         let fresh = status::fresh(ctx, subject).await?;
-        slim_cache::restore_providers(&mut status, &fresh);
+        slim_cache::restore(&mut status, &fresh);
     }
     events::failures(ctx, subject, &conditions).await;
     if became_ready {

@@ -261,13 +261,13 @@ fn worth_a_reconcile<K: kube::Resource>(
 /// [`worth_a_reconcile`] for a LlamaStackDistribution.
 fn stack_worth_a_reconcile(stack: &LlamaStackDistribution) -> Option<u64> {
     let rollback = stack.status.as_ref().and_then(|s| s.rollback.as_ref());
-    worth_a_reconcile(stack, rollback.and_then(|r| r.rejected.as_ref()))
+    worth_a_reconcile(stack, rollback.and_then(|r| r.rejected.as_deref()))
 }
 
 /// [`worth_a_reconcile`] for an OGXServer.
 fn server_worth_a_reconcile(server: &OGXServer) -> Option<u64> {
     let rollback = server.status.as_ref().and_then(|s| s.rollback.as_ref());
-    worth_a_reconcile(server, rollback.and_then(|r| r.rejected.as_ref()))
+    worth_a_reconcile(server, rollback.and_then(|r| r.rejected.as_deref()))
 }
 
 /// When the settings, or the APIs the cluster serves, change, every stack is reconciled again.

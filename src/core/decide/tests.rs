@@ -938,7 +938,7 @@ mod report {
         };
         let status = status_after(&cr, &decision, Ok(Some(&applied)), &judged, now);
         let memory = status.rollback.clone().unwrap();
-        assert_eq!(memory.rejected, Some(rejection));
+        assert_eq!(memory.rejected, Some(Box::new(rejection)));
         assert_eq!(condition(&status, "DeploymentUpdated").1, "RolledBack");
     }
 }
