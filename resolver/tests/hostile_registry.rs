@@ -285,3 +285,61 @@ async fn a_layer_not_matching_its_diff_id_is_refused() {
         "{err}"
     );
 }
+
+/// A registry that accepts connections and never answers (a firewall that drops packets, a
+/// hung proxy) costs each request that waits on it the whole timeout. Once a distribution's
+/// registry has failed, a request made while another asks it again gets the fallback (here the
+/// embedded config) at once, without a request of its own, instead of waiting with that one.
+#[tokio::test]
+async fn while_one_request_asks_a_failed_registry_again_the_others_keep_the_fallback() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let (accepted, mut connections) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        // Each connection is held, unanswered, until the test drops it.
+        while let Ok((socket, _)) = listener.accept().await {
+            let _ = accepted.send(socket);
+        }
+    });
+    let overrides = [(
+        "starter".to_owned(),
+        format!("{host}/ogxai/distribution-starter:1.3.0"),
+    )]
+    .into();
+    let mut options = ResolverOptions::new(Catalog::embedded().unwrap().with_overrides(&overrides));
+    options.insecure_registries = vec![host.clone()];
+    options.failure_ttl = std::time::Duration::from_millis(1);
+    options.timeout = std::time::Duration::from_secs(20);
+    let resolver = Arc::new(Resolver::new(options).unwrap());
+    let starter = Distribution::Name("starter".to_owned());
+    let ask = |resolver: &Arc<Resolver>| {
+        let (resolver, starter) = (resolver.clone(), starter.clone());
+        tokio::spawn(async move { resolver.resolve(&starter, &Keyring::default()).await })
+    };
+
+    // The first request finds the registry failing (the connection closed unanswered).
+    let first = ask(&resolver);
+    drop(connections.recv().await.unwrap());
+    let first = first.await.unwrap().expect("the embedded fallback");
+    assert!(first.stale.is_some() && !first.pinned, "{first:?}");
+
+    // Its failure forgotten, the next request asks the registry again, and hangs there.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let retry = ask(&resolver);
+    let held = connections.recv().await.unwrap();
+    let meanwhile = resolver
+        .resolve(&starter, &Keyring::default())
+        .await
+        .expect("the fallback");
+    assert!(
+        meanwhile.stale.is_some() && !meanwhile.pinned,
+        "{meanwhile:?}"
+    );
+    assert!(!retry.is_finished(), "answered only once the retry was");
+    assert!(connections.try_recv().is_err(), "a connection of its own");
+
+    // The retry's answer (another failure) comes when the registry lets go.
+    drop(held);
+    let retried = retry.await.unwrap().expect("the embedded fallback");
+    assert!(retried.stale.is_some());
+}

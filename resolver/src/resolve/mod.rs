@@ -9,7 +9,10 @@
 //! fails); `verified` (signature checks that passed, by rule and digest); `clients` (registry
 //! host -> HTTP client). Keys that come from a registry include a fingerprint of the credentials
 //! used, so a namespace never gets a result its own pull secrets could not fetch. Concurrent
-//! requests for one key share one fetch.
+//! requests for one key share one fetch, except once the key's registry has failed: then one
+//! request at a time asks it again (`retrying`), and the others get the fallback meanwhile
+//! instead of waiting (a registry behind a firewall that drops packets costs each wait the
+//! whole timeout, and every reconcile of that distribution would wait together).
 
 mod credentials;
 mod layers;
@@ -67,12 +70,49 @@ pub struct Resolver {
     digests: Cache<String, Arc<PinnedImage>>,
     configs: Cache<String, Arc<ConfigOutcome>>,
     failures: Cache<String, Arc<ResolveError>>,
+    /// The last failure of each request not followed by a success (kept after `failures`
+    /// forgets it): a request that finds its key here has a fallback to give while another asks.
+    failed_before: Cache<String, Arc<ResolveError>>,
+    /// Requests whose registry failed before and is being asked again.
+    retrying: std::sync::Mutex<std::collections::HashSet<String>>,
     last_good: Cache<String, Resolution>,
     /// Verified signature checks by rule, digest and signature repository (a signature of an
     /// immutable digest stays valid; a new policy makes a new resolver). Failures are not kept
     /// here: a signature may be pushed after the image.
     verified: Cache<String, Arc<SignatureCheck>>,
     memo: Memo,
+}
+
+/// A request asking again a registry that failed before; the next one may ask once it is
+/// dropped (answered, or its future dropped mid-request).
+struct Retry<'a> {
+    retrying: &'a std::sync::Mutex<std::collections::HashSet<String>>,
+    key: String,
+}
+
+impl<'a> Retry<'a> {
+    /// Marks `key` as being asked again, unless another request already does.
+    fn start(
+        retrying: &'a std::sync::Mutex<std::collections::HashSet<String>>,
+        key: &str,
+    ) -> Option<Self> {
+        let mut keys = retrying
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        keys.insert(key.to_owned()).then(|| Self {
+            retrying,
+            key: key.to_owned(),
+        })
+    }
+}
+
+impl Drop for Retry<'_> {
+    fn drop(&mut self) {
+        self.retrying
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.key);
+    }
 }
 
 impl Resolver {
@@ -131,6 +171,8 @@ impl Resolver {
                 .max_capacity(4096)
                 .time_to_live(options.failure_ttl)
                 .build(),
+            failed_before: Cache::builder().max_capacity(4096).build(),
+            retrying: std::sync::Mutex::default(),
             last_good: Cache::builder().max_capacity(4096).build(),
             verified: Cache::builder().max_capacity(4096).build(),
             memo: Memo::new(
@@ -156,8 +198,6 @@ impl Resolver {
         self.options.repin_after
     }
 
-    /// The reference a distribution resolves from now (catalog, overrides and mirrors applied;
-    /// no registry request).
     /// The catalog this resolver looks names up in (`image-overrides` applied).
     pub fn catalog(&self) -> &Catalog {
         &self.options.catalog
@@ -246,6 +286,18 @@ impl Resolver {
         if let Some(err) = self.failures.get(&key).await {
             return self.fallback(&key, distribution, config, &image, err).await;
         }
+        let retry = match self.failed_before.get(&key).await {
+            Some(err) => match Retry::start(&self.retrying, &key) {
+                Some(retry) => Some(retry),
+                // Another request asks the registry again: this one does not wait for it when
+                // it has a fallback (and joins that request's fetch when it has none).
+                None => match self.fallback(&key, distribution, config, &image, err).await {
+                    Ok(fallback) => return Ok(fallback),
+                    Err(_) => None,
+                },
+            },
+            None => None,
+        };
         let (node, provider_failures) = self.node_credentials(&name).await;
         let creds = in_kubelet_order(keyring, &node, &name);
         match self
@@ -255,11 +307,17 @@ impl Resolver {
         {
             Ok((resolution, expires)) => {
                 self.memo.put(key.clone(), &resolution, expires);
+                self.failed_before.invalidate(&key).await;
                 self.last_good.insert(key, resolution.clone()).await;
+                drop(retry);
                 Ok(resolution)
             }
             Err(err) => {
                 self.failures.insert(key.clone(), err.clone()).await;
+                if err.is_registry_failure() {
+                    self.failed_before.insert(key.clone(), err.clone()).await;
+                }
+                drop(retry);
                 self.fallback(&key, distribution, config, &image, err).await
             }
         }
