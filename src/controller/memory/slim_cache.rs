@@ -413,6 +413,56 @@ mod tests {
         assert!(!has_digests(&built));
     }
 
+    /// The status step remembers its writes of the last seconds by this: two statuses that
+    /// differ only in what the cache keeps as digests (the providers, the available
+    /// distributions) or compact (the conditions) are remembered apart.
+    #[test]
+    fn statuses_differing_only_in_what_digests_stand_for_are_remembered_apart() {
+        let remembered_of = |mut status: LlamaStackDistributionStatus| {
+            slim_status(&mut status);
+            remembered(&status)
+        };
+        let base = status(&[json!({"url": "http://v"})]);
+        let mut other_providers = base.clone();
+        other_providers
+            .distribution_config
+            .as_mut()
+            .unwrap()
+            .providers = status(&[json!({"url": "http://w"})])
+            .distribution_config
+            .unwrap()
+            .providers;
+        let mut other_available = base.clone();
+        other_available
+            .distribution_config
+            .as_mut()
+            .unwrap()
+            .available_distributions = Some([("starter".to_owned(), "s:1".to_owned())].into());
+        let mut other_condition: LlamaStackDistributionStatus = serde_json::from_value(json!({
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "m",
+                "lastTransitionTime": "2026-12-02T17:12:44Z"}]
+        }))
+        .unwrap();
+        other_condition.distribution_config = base.distribution_config.clone();
+        let all = [
+            base.clone(),
+            other_providers,
+            other_available,
+            other_condition,
+        ];
+        let remembered: Vec<Value> = all.into_iter().map(remembered_of).collect();
+        for (i, a) in remembered.iter().enumerate() {
+            for b in &remembered[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(
+            remembered_of(base.clone()),
+            remembered_of(base),
+            "the same status"
+        );
+    }
+
     /// What the cache holds for one Ready stack as the API server served it (the scale bench's,
     /// `tests/fixtures/scale/`): the decoded, slimmed object inline and on the heap, the way the
     /// watch decodes it. Issue 62 asks for half the memory; the LLSD cache was 7.1 KiB a stack
