@@ -598,6 +598,51 @@ fn a_status_written_from_the_cache_keeps_the_providers_the_server_listed() {
     });
 }
 
+/// The same for an `OGXServer`, whose cache is slimmed the same way (issue 62): a status written
+/// from the cache keeps the list its server reported.
+#[test]
+fn an_ogx_servers_status_written_from_the_cache_keeps_the_providers_the_server_listed() {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let f = Fixture::new(&client, "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let server: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "listed"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("listed").await.unwrap()), f.ctx.clone()).await.unwrap();
+        // As the OGX operator's schema requires them: a healthy provider's empty message too.
+        let providers = json!([
+            {"api": "files", "provider_id": "localfs", "provider_type": "inline::localfs", "config": {},
+             "health": {"status": "Not Implemented", "message": "Provider does not implement health check"}},
+            {"api": "inference", "provider_id": "vllm", "provider_type": "remote::vllm",
+             "config": {"base_url": "http://vllm:8000/v1", "max_tokens": 4096, "api_token": "********", "tls_verify": true},
+             "health": {"status": "OK", "message": ""}},
+        ]);
+        let mut status = serde_json::to_value(servers.get("listed").await.unwrap().status).unwrap();
+        status["distributionConfig"]["providers"] = providers.clone();
+        status.as_object_mut().unwrap().remove("conditions");
+        let apply = json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer", "status": status});
+        let as_operator = PatchParams::apply(llama_stack_operator::naming::FIELD_MANAGER).force();
+        servers.patch_status("listed", &as_operator, &Patch::Apply(&apply)).await.unwrap();
+
+        let mut cached = servers.get("listed").await.unwrap();
+        llama_stack_operator::controller::slim_cache::slim_server(&mut cached);
+        let kept = cached.status.as_ref().and_then(|s| s.distribution_config.as_ref());
+        assert_eq!(kept.and_then(|d| d.providers.as_ref()), None, "the cache keeps a digest only");
+        let restarted = Fixture::new(&client, "default");
+        let before = plane.audit_writes("admin").unwrap().len();
+        reconcile_ogx(Arc::new(cached), restarted.ctx.clone()).await.expect("reconcile succeeds");
+        let writes = plane.audit_writes("admin").unwrap().len() - before;
+        assert!(writes > 0, "the status was written");
+        let after = serde_json::to_value(servers.get("listed").await.unwrap().status).unwrap();
+        assert!(after["conditions"].as_array().is_some_and(|c| !c.is_empty()), "{after}");
+        assert_eq!(after["distributionConfig"]["providers"], providers, "the stored list, as it was");
+    });
+}
+
 /// A write the API server refuses (here a ResourceQuota allowing no Deployment) is reported in
 /// the status with the API server's own message, not only in the operator's log.
 #[test]

@@ -22,13 +22,12 @@ const CATEGORIES: &[(&str, &[&str])] = &[
         &["reflector::store", "reflector::reflector", "slim_cache"],
     ),
     (
-        "per-stack controller state (scheduler, runner, recent writes, rollback marks)",
+        "per-stack controller state (scheduler, runner, the owned index, recent writes, Event series, prune marks)",
         &[
             "kube_runtime::controller",
             "kube_runtime::scheduler",
-            "controller::recent",
+            "controller::memory::",
             "core::rollback",
-            "controller::prune",
         ],
     ),
     (
@@ -46,7 +45,9 @@ const CATEGORIES: &[(&str, &[&str])] = &[
         "metrics registry",
         &["prometheus_client", "llama_stack_operator::metrics"],
     ),
-    ("logging", &["tracing"]),
+    // Not `tracing` alone: every reconcile runs inside its `Instrumented` future, so that
+    // would take every allocation a reconcile makes.
+    ("logging", &["tracing_subscriber", "tracing_core"]),
     ("the async runtime (tokio)", &["tokio::"]),
 ];
 

@@ -108,14 +108,14 @@ fn spec(
     }
     let networking = spec.networking.clone().unwrap_or_default();
     Ok(OGXServerSpec {
-        praxis_mode: spec.gateway.as_deref().map(praxis_mode),
+        praxis_mode: spec.gateway.as_deref().map(praxis_mode).map(Box::new),
         distribution: ogx::DistributionSpec {
             name: spec.distribution.name.clone(),
             image: spec.distribution.image.clone(),
         },
-        providers: providers(spec)?,
-        resources: resources(spec)?,
-        storage: spec.storage.as_ref().map(|s| ogx::StateStorageSpec {
+        providers: providers(spec)?.map(Box::new),
+        resources: resources(spec)?.map(Box::new),
+        storage: spec.storage.as_ref().map(|s| Box::new(ogx::StateStorageSpec {
             kv: s.kv.as_ref().map(|kv| ogx::KvStorageSpec {
                 type_: match kv.type_ {
                     KvStorageType::Sqlite => ogx::KvStorageType::Sqlite,
@@ -133,26 +133,28 @@ fn spec(
             }),
             backends: s.backends.clone(),
             stores: s.stores.clone(),
-        }),
+        })),
         disabled_apis: disabled(spec, notes)?,
         registry_refresh_interval_seconds: None,
-        network: Some(network(&networking, spec.gateway.is_some())?),
-        tls: trust(&networking)?,
-        workload: workload(spec)?,
+        network: Some(Box::new(network(&networking, spec.gateway.is_some())?)),
+        tls: trust(&networking)?.map(Box::new),
+        workload: workload(spec)?.map(Box::new),
         monitoring: None,
-        base_config: spec.base_config.as_ref().map(|b| ogx::ConfigMapKeyRef {
-            name: b.config_map_name.clone(),
-            key: b.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
+        base_config: spec.base_config.as_ref().map(|b| {
+            Box::new(ogx::ConfigMapKeyRef {
+                name: b.config_map_name.clone(),
+                key: b.key.clone().unwrap_or_else(|| "config.yaml".to_owned()),
+            })
         }),
         override_config: spec.override_config.as_ref().map(|o| {
             let key = o.key.clone().unwrap_or_else(|| {
                 notes.push(format!("spec.overrideConfig.key: OGXServer names the key; config.yaml is assumed (the LlamaStackDistribution took config.yaml, else run.yaml, else the ConfigMap's only key): check ConfigMap {}", o.config_map_name));
                 "config.yaml".to_owned()
             });
-            ogx::ConfigMapKeyRef {
+            Box::new(ogx::ConfigMapKeyRef {
                 name: o.config_map_name.clone(),
                 key,
-            }
+            })
         }),
     })
 }

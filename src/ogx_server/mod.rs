@@ -84,7 +84,7 @@ pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
 
 /// The spec in the model.
 pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untranslatable> {
-    let gateway = gateway(spec.praxis_mode.as_ref())?;
+    let gateway = gateway(spec.praxis_mode.as_deref())?;
     let unguarded = spec
         .network
         .as_ref()
@@ -115,8 +115,8 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
             ..DistributionType::default()
         },
         providers: providers.map(Box::new),
-        resources: spec.resources.as_ref().map(resources),
-        storage: spec.storage.as_ref().map(storage).map(Box::new),
+        resources: spec.resources.as_deref().map(resources),
+        storage: spec.storage.as_deref().map(storage).map(Box::new),
         disabled: spec.disabled_apis.as_ref().map(|list| {
             list.iter()
                 .map(|api| spec_api_name(api.config_name()))

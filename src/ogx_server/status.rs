@@ -30,13 +30,76 @@ pub fn from_model(
     {
         config.insert("observedGeneration".to_owned(), generation);
     }
+    for provider in providers_mut(&mut json) {
+        complete_for_ogx(provider);
+    }
     serde_json::from_value(json)
+}
+
+/// The providers' entries in a status as JSON.
+fn providers_mut(json: &mut Value) -> impl Iterator<Item = &mut Value> {
+    json.pointer_mut("/distributionConfig/providers")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+}
+
+/// A provider as the OGX operator's schema requires it (`config`, `health` with its `status` and
+/// `message`), what the model leaves out written empty, as that operator's Go types write it: a
+/// healthy provider's health has no message (the server's `HealthResponse` for `OK`).
+fn complete_for_ogx(provider: &mut Value) {
+    let Value::Object(entry) = provider else {
+        return;
+    };
+    entry
+        .entry("config")
+        .or_insert_with(|| Value::Object(Default::default()));
+    let health = entry
+        .entry("health")
+        .or_insert_with(|| serde_json::json!({"status": ""}));
+    if let Value::Object(health) = health {
+        health
+            .entry("message")
+            .or_insert_with(|| Value::String(String::new()));
+    }
+}
+
+/// A provider of an OGXServer's status as the model holds it, [`complete_for_ogx`] undone: an
+/// empty message is none (the model never holds an empty one: the server's are dropped when
+/// empty), and a health with neither status nor message is none.
+fn as_reported(provider: &mut Value) {
+    let Some(Value::Object(health)) = provider.get_mut("health") else {
+        return;
+    };
+    if health.get("message").is_some_and(|m| m == "") {
+        health.remove("message");
+    }
+    let blank = health.get("status").is_none_or(|s| s == "") && health.get("message").is_none();
+    if blank && let Value::Object(entry) = provider {
+        entry.remove("health");
+    }
+}
+
+/// An OGXServer's list of providers as the model's, as [`into_model`] reads it (an error only
+/// for a defect: both types hold the same fields).
+pub fn providers_into_model(
+    providers: &[crate::api::ogx::ProviderInfo],
+) -> Result<Vec<crate::api::common::ProviderInfo>, serde_json::Error> {
+    providers
+        .iter()
+        .map(|provider| {
+            let mut json = serde_json::to_value(provider)?;
+            as_reported(&mut json);
+            serde_json::from_value(json)
+        })
+        .collect()
 }
 
 /// An `OGXServer`'s status as the model's (what earlier reconciles recorded: the pin, the
 /// rollback memory, the conditions the next report starts from). Both types hold the same
 /// fields under the names above; `configSource` values the model does not know (the OGX
-/// operator's) are read as unknown.
+/// operator's) are read as unknown. A status from the operator's cache comes with what the cache
+/// keeps outside its fields ([`carry_cached`]).
 pub fn into_model(
     status: &OGXServerStatus,
 ) -> Result<LlamaStackDistributionStatus, serde_json::Error> {
@@ -61,7 +124,34 @@ pub fn into_model(
             resolved.remove("configSource");
         }
     }
-    serde_json::from_value(json)
+    for provider in providers_mut(&mut json) {
+        as_reported(provider);
+    }
+    let mut model = serde_json::from_value(json)?;
+    carry_cached(status, &mut model);
+    Ok(model)
+}
+
+/// What the operator's cache keeps of `status` outside its serialized fields
+/// (`controller::slim_cache::slim_server`), into `model`: the conditions, expanded (a reconcile
+/// reads them whole), and the digests standing for the lists of providers and of available
+/// distributions (put back from a fresh read before a write, as a stack's are).
+fn carry_cached(status: &OGXServerStatus, model: &mut LlamaStackDistributionStatus) {
+    if model.conditions.is_none()
+        && let Some(compact) = &status.compact_conditions
+    {
+        model.conditions = Some(compact.expand());
+    }
+    let Some(cached) = status.distribution_config.as_ref() else {
+        return;
+    };
+    if cached.providers_digest.is_some() || cached.available_digest.is_some() {
+        let config = model
+            .distribution_config
+            .get_or_insert_with(Default::default);
+        config.providers_digest = cached.providers_digest;
+        config.available_digest = cached.available_digest;
+    }
 }
 
 fn rename(json: &mut Value, parent: &[&str], from: &str, to: &str) {

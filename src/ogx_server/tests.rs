@@ -234,10 +234,10 @@ fn what_is_not_served_is_refused_with_its_field() {
         spec(&spec_).unwrap_err().field
     };
     let mut based = base.clone();
-    based.base_config = Some(ogx::ConfigMapKeyRef {
+    based.base_config = Some(Box::new(ogx::ConfigMapKeyRef {
         name: "b".into(),
         key: "base.yaml".into(),
-    });
+    }));
     let model = spec(&based).unwrap().base_config.unwrap();
     assert_eq!(
         (model.config_map_name.as_str(), model.key.as_deref()),
@@ -248,7 +248,7 @@ fn what_is_not_served_is_refused_with_its_field() {
     // caller but Praxis away from a server trusting its headers.
     let praxis = |enabled: Option<bool>, job: bool| {
         move |s: &mut OGXServerSpec| {
-            s.praxis_mode = Some(ogx::PraxisModeSpec {
+            s.praxis_mode = Some(Box::new(ogx::PraxisModeSpec {
                 enabled,
                 migration_job: job.then(|| ogx::MigrationJobSpec {
                     target_connection_string: ogx::SecretKeyRef {
@@ -258,7 +258,7 @@ fn what_is_not_served_is_refused_with_its_field() {
                     ..Default::default()
                 }),
                 ..Default::default()
-            })
+            }))
         }
     };
     let mut legacy = base.clone();
@@ -267,18 +267,18 @@ fn what_is_not_served_is_refused_with_its_field() {
     assert_eq!(refused(&praxis(None, true)), "spec.praxisMode.migrationJob");
     let unguarded = |s: &mut OGXServerSpec| {
         praxis(Some(true), false)(s);
-        s.network = Some(ogx::NetworkSpec {
+        s.network = Some(Box::new(ogx::NetworkSpec {
             policy: Some(ogx::NetworkPolicySpec {
                 enabled: Some(false),
                 ..Default::default()
             }),
             ..Default::default()
-        });
+        }));
     };
     assert_eq!(refused(&unguarded), "spec.network.policy.enabled");
     // A client identity is served: the certificate's ConfigMap and the key's Secret.
     let mut identified = base.clone();
-    identified.tls = Some(ogx::TlsClientConfig {
+    identified.tls = Some(Box::new(ogx::TlsClientConfig {
         trust: None,
         identity: Some(ogx::IdentityConfig {
             cert: ogx::ConfigMapKeyRef {
@@ -290,7 +290,7 @@ fn what_is_not_served_is_refused_with_its_field() {
                 key: "tls.key".into(),
             },
         }),
-    });
+    }));
     let networking = spec(&identified).unwrap().networking.unwrap();
     let identity = networking.tls.unwrap().client_identity.unwrap();
     assert_eq!(
@@ -312,7 +312,7 @@ fn what_is_not_served_is_refused_with_its_field() {
     let workload = spec(&claiming).unwrap().workload.unwrap();
     assert_eq!(workload.resource_claims, Some(vec![claim]));
     let two = |s: &mut OGXServerSpec| {
-        s.tls = Some(ogx::TlsClientConfig {
+        s.tls = Some(Box::new(ogx::TlsClientConfig {
             trust: Some(ogx::TrustConfig {
                 ca_certificates: Some(vec![
                     ogx::ConfigMapKeyRef {
@@ -326,7 +326,7 @@ fn what_is_not_served_is_refused_with_its_field() {
                 ]),
             }),
             identity: None,
-        })
+        }))
     };
     // Several ConfigMaps: the first is the model's caBundle, the others its additional ones,
     // keys grouped by ConfigMap; and they come back as the same certificates.
@@ -363,7 +363,7 @@ fn what_is_not_served_is_refused_with_its_field() {
         ["b"]
     );
     let mut nine = base.clone();
-    nine.tls = Some(ogx::TlsClientConfig {
+    nine.tls = Some(Box::new(ogx::TlsClientConfig {
         trust: Some(ogx::TrustConfig {
             ca_certificates: Some(
                 (0..10)
@@ -375,21 +375,21 @@ fn what_is_not_served_is_refused_with_its_field() {
             ),
         }),
         identity: None,
-    });
+    }));
     assert_eq!(
         refused(&|s: &mut OGXServerSpec| s.tls = nine.tls.clone()),
         "spec.tls.trust.caCertificates"
     );
     // Rules of one's own are fine when the policy is off.
     let mut off = base.clone();
-    off.network = Some(ogx::NetworkSpec {
+    off.network = Some(Box::new(ogx::NetworkSpec {
         policy: Some(ogx::NetworkPolicySpec {
             enabled: Some(false),
             ingress: Some(vec![Default::default()]),
             ..Default::default()
         }),
         ..Default::default()
-    });
+    }));
     assert!(spec(&off).is_ok());
 }
 
@@ -480,6 +480,39 @@ fn the_status_keeps_every_field_both_ways_under_the_ogx_names() {
     assert_eq!(json["configGeneration"]["observedGeneration"], 3);
     assert_eq!(json["resolvedDistribution"]["configSource"], "oci-label");
     assert!(json.get("routeURL").is_none());
+    assert_eq!(status::into_model(&ogx).unwrap(), model);
+}
+
+/// What servers report of their providers, in an OGXServer's status: a healthy provider's
+/// health has no message (llama-stack's and OGX's `HealthResponse` for `OK`), and the OGX
+/// operator's schema requires one, as it requires a config (`ogx.io_ogxservers.yaml`:
+/// `required: [message, status]`, `[api, config, health, provider_id, provider_type]`); its Go
+/// types write them empty. Both ways, nothing the model holds changes.
+#[test]
+fn providers_the_ogx_schema_requires_more_of_are_written_complete_and_read_back_as_reported() {
+    let model: crate::api::v1alpha2::LlamaStackDistributionStatus = serde_json::from_value(json!({
+        "phase": "Ready",
+        "distributionConfig": {"activeDistribution": "starter", "providers": [
+            {"api": "inference", "provider_id": "vllm", "provider_type": "remote::vllm",
+             "config": {"base_url": "http://vllm:8000/v1"}, "health": {"status": "OK"}},
+            {"api": "files", "provider_id": "localfs", "provider_type": "inline::localfs",
+             "config": {}, "health": {"status": "Not Implemented", "message": "Provider does not implement health check"}},
+            {"api": "safety", "provider_id": "guard", "provider_type": "inline::llama-guard", "config": {}}
+        ]}
+    }))
+    .unwrap();
+    let ogx = status::from_model(&model).expect("a status the OGX types can hold");
+    let json = serde_json::to_value(&ogx).unwrap();
+    let listed = &json["distributionConfig"]["providers"];
+    assert_eq!(listed[0]["health"], json!({"status": "OK", "message": ""}));
+    assert_eq!(
+        listed[1]["health"]["message"],
+        "Provider does not implement health check"
+    );
+    assert_eq!(listed[2]["health"], json!({"status": "", "message": ""}));
+    for provider in listed.as_array().unwrap() {
+        assert!(provider["config"].is_object(), "{provider}");
+    }
     assert_eq!(status::into_model(&ogx).unwrap(), model);
 }
 

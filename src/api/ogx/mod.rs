@@ -108,13 +108,13 @@ pub struct OGXServerSpec {
     pub distribution: DistributionSpec,
     /// Providers per API, typed per provider type, with a `custom` escape hatch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub providers: Option<ProvidersSpec>,
+    pub providers: Option<Box<ProvidersSpec>>,
     /// Resources registered when the server starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourcesSpec>,
+    pub resources: Option<Box<ResourcesSpec>>,
     /// The server's own key-value and SQL stores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage: Option<StateStorageSpec>,
+    pub storage: Option<Box<StateStorageSpec>>,
     /// APIs the server does not serve (their providers are removed too).
     #[serde(
         default,
@@ -130,26 +130,26 @@ pub struct OGXServerSpec {
     pub registry_refresh_interval_seconds: Option<i32>,
     /// How the server is reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<NetworkSpec>,
+    pub network: Option<Box<NetworkSpec>>,
     /// TLS of the server's outbound connections.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TlsClientConfig>,
+    pub tls: Option<Box<TlsClientConfig>>,
     /// How the server runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<WorkloadSpec>,
+    pub workload: Option<Box<WorkloadSpec>>,
     /// Prometheus metrics of the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub monitoring: Option<MonitoringSpec>,
+    pub monitoring: Option<Box<MonitoringSpec>>,
     /// A ConfigMap key holding the config the generated one starts from, instead of the image's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_config: Option<ConfigMapKeyRef>,
+    pub base_config: Option<Box<ConfigMapKeyRef>>,
     /// A ConfigMap key holding the whole config, used as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub override_config: Option<ConfigMapKeyRef>,
+    pub override_config: Option<Box<ConfigMapKeyRef>>,
     /// Serving behind Praxis, which then answers `/v1/responses` and `/v1/conversations` (the
     /// OGX operator's opt-in mode for RHOAI 3.6; absent, the server serves them itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub praxis_mode: Option<PraxisModeSpec>,
+    pub praxis_mode: Option<Box<PraxisModeSpec>>,
 }
 
 /// Praxis in front of the server.
@@ -615,6 +615,17 @@ pub struct DistributionConfig {
     /// The catalog: distribution names and their images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_distributions: Option<BTreeMap<String, String>>,
+    /// The operator's own memory, never serialized nor in the schema: in its cache the list of
+    /// providers is kept as this digest (`controller::slim_cache`), as a stack's is.
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub providers_digest: Option<crate::api::common::ProvidersDigest>,
+    /// The same for the catalog.
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub available_digest: Option<[u8; 16]>,
 }
 
 /// Versions.
@@ -717,6 +728,13 @@ pub struct OGXServerStatus {
     /// SecretsResolved, DeploymentUpdated, Available, ServerResponding, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// The operator's own memory, never serialized nor in the schema: in its cache the
+    /// conditions are kept here, compact (`controller::slim_cache`), and read back into the model
+    /// with the rest of the status (`ogx_server::status::into_model`).
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub compact_conditions: Option<crate::api::compact_conditions::CompactConditions>,
     /// Ready replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_replicas: Option<i32>,

@@ -1,5 +1,6 @@
-//! What the operator's cache of LlamaStackDistributions keeps: everything a reconcile reads,
-//! and nothing else. Dropped before the cache: `managedFields` (the operator's writes are
+//! What the operator's caches of LlamaStackDistributions and OGXServers keep: everything a
+//! reconcile reads, and nothing else (an OGXServer's status holds the same parts as a stack's,
+//! and is slimmed the same way). Dropped before the cache: `managedFields` (the operator's writes are
 //! server-side applies; owned objects' field managers are read fresh) and kubectl's
 //! last-applied copy of the manifest. The list of providers in the status (what the server
 //! reported: the largest part of a stack's object, about 17 KiB of heap a stack as decoded) is
@@ -21,8 +22,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::field_digest::FieldDigest;
-use crate::api::common::{ProviderInfo, ProvidersDigest};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::api::common::{DistributionConfig, ProviderInfo, ProvidersDigest};
 use crate::api::compact_conditions::CompactConditions;
+use crate::api::ogx::{self, OGXServer};
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
 
 /// What kubectl keeps on an object of the last `kubectl apply`: the whole spec again.
@@ -30,14 +34,50 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Slims `stack` for the cache (see the module documentation).
 pub fn slim(stack: &mut LlamaStackDistribution) {
-    stack.metadata.managed_fields = None;
-    if let Some(annotations) = stack.metadata.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED);
-    }
+    slim_metadata(&mut stack.metadata);
     if let Some(status) = stack.status.as_mut() {
         slim_status(status);
     }
     *stack = stack.clone();
+}
+
+/// Slims `server` for the OGXServers' cache as [`slim`] does a stack: both statuses hold the
+/// same conditions and the same [`DistributionConfig`], and an OGXServer's is read into the
+/// model with the digests and the conditions it keeps here (`ogx_server::status::into_model`).
+pub fn slim_server(server: &mut OGXServer) {
+    slim_metadata(&mut server.metadata);
+    if let Some(status) = server.status.as_mut() {
+        if let Some(conditions) = status.conditions.take() {
+            status.compact_conditions = Some(CompactConditions::new(&conditions));
+        }
+        if let Some(config) = status.distribution_config.as_mut() {
+            slim_server_config(config);
+        }
+    }
+    *server = server.clone();
+}
+
+/// [`slim_config`] for an OGXServer's: its providers are digested as the model reads them, so
+/// that the digest is the one the status step computes for the same list.
+fn slim_server_config(config: &mut ogx::DistributionConfig) {
+    if let Some(providers) = config.providers.take() {
+        match crate::ogx_server::status::providers_into_model(&providers) {
+            Ok(model) => config.providers_digest = Some(providers_digest(&model)),
+            // A defect (both hold the same fields): the list is kept whole.
+            Err(_) => config.providers = Some(providers),
+        }
+    }
+    if let Some(available) = config.available_distributions.take() {
+        config.available_digest = Some(available_digest(&available));
+    }
+}
+
+/// What no reconcile reads of an object's metadata: its field managers and kubectl's copy.
+fn slim_metadata(metadata: &mut ObjectMeta) {
+    metadata.managed_fields = None;
+    if let Some(annotations) = metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
 }
 
 /// Replaces the list of providers and the map of available distributions in `status` with
@@ -47,9 +87,13 @@ pub(in crate::controller) fn slim_status(status: &mut LlamaStackDistributionStat
     if let Some(conditions) = status.conditions.take() {
         status.compact_conditions = Some(CompactConditions::new(&conditions));
     }
-    let Some(config) = status.distribution_config.as_mut() else {
-        return;
-    };
+    if let Some(config) = status.distribution_config.as_mut() {
+        slim_config(config);
+    }
+}
+
+/// The lists of `config` as their digests.
+fn slim_config(config: &mut DistributionConfig) {
     if let Some(providers) = config.providers.take() {
         config.providers_digest = Some(providers_digest(&providers));
     }
@@ -515,5 +559,75 @@ mod tests {
             "a cached Ready stack holds {total} bytes ({inline} inline, {heap} on the heap; \
              cloned exactly: {parts:?})"
         );
+    }
+
+    /// The scale bench's Ready stack (`tests/fixtures/scale/`) as an `OGXServer`: its metadata,
+    /// the distribution of the OGX operator's sample (`tests/fixtures/ogx-operator/`), and its
+    /// status as this operator writes it for an OGXServer (`ogx_server::status::from_model`).
+    fn ready_server_text() -> String {
+        let stack: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/scale/ready-stack.json"
+        ))
+        .unwrap();
+        let status: LlamaStackDistributionStatus =
+            serde_json::from_value(stack["status"].clone()).unwrap();
+        let status = crate::ogx_server::status::from_model(&status).unwrap();
+        json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer", "metadata": stack["metadata"],
+            "spec": {"distribution": {"name": "starter"}}, "status": status})
+        .to_string()
+    }
+
+    /// Issue 62 asks for the OGXServers' cache to keep only what a step reads too: a Ready
+    /// OGXServer costs it no more than a stack's share.
+    #[test]
+    fn a_ready_ogx_server_costs_the_cache_no_more_than_a_stack_does() {
+        let text = ready_server_text();
+        let held = |slimmed: bool| {
+            let (_, heap) = crate::heap_count::held_by(|| {
+                let mut server: OGXServer = serde_json::from_str(&text).unwrap();
+                if slimmed {
+                    slim_server(&mut server);
+                }
+                server
+            });
+            heap + std::mem::size_of::<OGXServer>()
+        };
+        let (decoded, cached) = (held(false), held(true));
+        println!("a Ready OGXServer: {decoded} bytes as decoded, {cached} in the cache");
+        assert!(
+            cached <= 7 * 1024 / 2,
+            "a cached Ready OGXServer holds {cached} bytes ({decoded} as decoded)"
+        );
+    }
+
+    /// What the reconcile of an OGXServer reads from the cache is what it would read from the
+    /// object served: the conditions whole and in their order, the lists as digests that compare
+    /// as the status step compares, and put back from the stored status, the stored one.
+    #[test]
+    fn an_ogx_servers_cached_status_reads_into_the_model_as_the_served_one() {
+        let served: OGXServer = serde_json::from_str(&ready_server_text()).unwrap();
+        let mut cached = served.clone();
+        slim_server(&mut cached);
+        let kept = cached.status.as_ref().unwrap();
+        assert!(kept.conditions.is_none(), "kept compact");
+        let config = kept.distribution_config.as_ref().unwrap();
+        assert!(config.providers.is_none() && config.available_distributions.is_none());
+        assert!(cached.metadata.managed_fields.is_none());
+
+        let into_model = |server: &OGXServer| {
+            crate::ogx_server::status::into_model(server.status.as_ref().unwrap()).unwrap()
+        };
+        let (whole, from_cache) = (into_model(&served), into_model(&cached));
+        assert!(whole.conditions.as_ref().is_some_and(|c| c.len() > 3));
+        assert_eq!(from_cache.conditions, whole.conditions);
+        assert!(has_digests(&from_cache), "{from_cache:?}");
+        let slimmed = |mut status: LlamaStackDistributionStatus| {
+            slim_status(&mut status);
+            status
+        };
+        assert_eq!(slimmed(from_cache.clone()), slimmed(whole.clone()));
+        let mut restored = from_cache;
+        restore(&mut restored, &whole);
+        assert_eq!(restored, whole);
     }
 }

@@ -407,6 +407,7 @@ async fn run_ogx_servers(
         "OGXServer",
         health.clone(),
     )
+    .modify(memory::slim_cache::slim_server)
     .reflect(writer)
     .inspect(move |event| {
         if let Ok(event) = event {
