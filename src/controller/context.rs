@@ -47,6 +47,8 @@ pub struct Context {
     /// The pull secrets of the namespaces' `default` ServiceAccounts, as their watches listed
     /// them, so a reconcile reads the account only when they cannot say.
     pub(super) default_accounts: super::memory::default_accounts::DefaultAccounts,
+    /// The OGXServers known to hold no Service or Ingress taken from another stack.
+    pub(super) handed_back: super::memory::handed_back::HandedBack,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -89,6 +91,7 @@ impl Context {
             rediscovery: super::memory::discovery::REDISCOVERY_PERIOD,
             owned: super::memory::owned_index::OwnedIndex::default(),
             default_accounts: super::memory::default_accounts::DefaultAccounts::default(),
+            handed_back: super::memory::handed_back::HandedBack::default(),
         }
     }
 

@@ -24,5 +24,5 @@ pub use context::{Context, DEFAULT_CONCURRENCY};
 pub use error::{ApiError, Error};
 pub use memory::discovery::{ServedApis, follow as follow_served_apis, served_apis};
 pub use memory::slim_cache;
-pub use reconcile::{reconcile, reconcile_ogx, reconcile_stack};
+pub use reconcile::{reconcile, reconcile_ogx, reconcile_server, reconcile_stack};
 pub use watches::{run, run_in};

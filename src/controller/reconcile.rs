@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::FutureExt as _;
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::Action;
@@ -79,6 +80,16 @@ pub async fn reconcile_stack(
 /// Reconciles one OGXServer through the same pipeline, as the model it maps into, and records
 /// it in the metrics. One whose fields the model cannot carry yet is refused with the field.
 pub async fn reconcile_ogx(cr: Arc<OGXServer>, ctx: Arc<Context>) -> Result<Action, Error> {
+    reconcile_server(cr, ctx, None).await
+}
+
+/// [`reconcile_ogx`], except that what a LlamaStackDistribution of the same name recorded is
+/// looked up in `stacks` (the stacks' controller's cache) once it has listed, instead of read.
+pub async fn reconcile_server(
+    cr: Arc<OGXServer>,
+    ctx: Arc<Context>,
+    stacks: Option<Store<LlamaStackDistribution>>,
+) -> Result<Action, Error> {
     match ogx_server::to_model(&cr) {
         Ok(mut model) => {
             if model
@@ -86,7 +97,7 @@ pub async fn reconcile_ogx(cr: Arc<OGXServer>, ctx: Arc<Context>) -> Result<Acti
                 .as_ref()
                 .is_none_or(|s| s.resolved_distribution.is_none())
             {
-                adopt_recorded(&mut model, &ctx).await;
+                adopt_recorded(&mut model, &ctx, stacks.as_ref()).await;
             }
             reconcile_model(&model, Door::of_ogx_server(&cr), &ctx).await
         }
@@ -104,14 +115,36 @@ pub async fn reconcile_ogx(cr: Arc<OGXServer>, ctx: Arc<Context>) -> Result<Acti
 /// What a LlamaStackDistribution of the same name recorded (the pinned image, the rollback
 /// memory), for an OGXServer that has recorded nothing yet: a stack moved from one API to the
 /// other keeps running the same image, and its rollout to the new names is judged as before.
-async fn adopt_recorded(model: &mut LlamaStackDistribution, ctx: &Context) {
+/// From `stacks` once it has listed (a server that never resolves, say for a missing Secret,
+/// would read it on every look: at 100 new servers 1.3 reads each, issue 62), else read.
+async fn adopt_recorded(
+    model: &mut LlamaStackDistribution,
+    ctx: &Context,
+    stacks: Option<&Store<LlamaStackDistribution>>,
+) {
     let (ns, name) = (model.namespace().unwrap_or_default(), model.name_any());
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
-    // Best effort: without it the OGXServer resolves its distribution afresh.
-    let Ok(Some(previous)) = llsds.get_opt(&name).await else {
-        return;
+    let listed = stacks.filter(|store| {
+        store
+            .wait_until_ready()
+            .now_or_never()
+            .is_some_and(|r| r.is_ok())
+    });
+    let previous = match listed {
+        Some(store) => store
+            .get(&ObjectRef::new(&name).within(&ns))
+            .and_then(|cached| cached.status.clone()),
+        None => {
+            let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
+            // Best effort: without it the OGXServer resolves its distribution afresh.
+            llsds
+                .get_opt(&name)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|read| read.status)
+        }
     };
-    let Some(recorded) = previous.status else {
+    let Some(recorded) = previous else {
         return;
     };
     let status = model.status.get_or_insert_with(Default::default);

@@ -287,9 +287,19 @@ impl Taker<'_> {
     }
 
     async fn networking(&self, requests: &Requests, survey: &mut Survey) -> Result<(), ApiError> {
+        let uid = &self.owner.uid;
         let Some(source) = &requests.networking else {
-            let returned = self.hand_back::<Service>(Kind::Service, survey).await?
-                + self.hand_back::<Ingress>(Kind::Ingress, survey).await?;
+            let now = std::time::Instant::now();
+            let returned = if self.ctx.handed_back.holds_nothing(uid, now) {
+                0
+            } else {
+                let returned = self.hand_back::<Service>(Kind::Service, survey).await?
+                    + self.hand_back::<Ingress>(Kind::Ingress, survey).await?;
+                if returned == 0 {
+                    self.ctx.handed_back.found_nothing(uid, now);
+                }
+                returned
+            };
             if returned > 0 || was_true(self.previous, ConditionType::NetworkingAdopted) {
                 survey.adopted.said.push(Said::new(
                     ConditionType::NetworkingAdopted,
@@ -301,6 +311,7 @@ impl Taker<'_> {
             }
             return Ok(());
         };
+        self.ctx.handed_back.may_take(uid);
         let at = now();
         let services = self.api::<Service>();
         let service_name = service_name(source);

@@ -1,7 +1,7 @@
 //! What the process keeps between reconciles: what the watches saw of the owned objects
 //! (owned_index, listing), the stacks' cache slimmed (slim_cache, field_digest), who refers to
 //! which Secret or ConfigMap (referrers), the namespaces' `default` ServiceAccounts' pull secrets
-//! (default_accounts), which optional APIs the cluster serves (discovery), each stack's last
+//! (default_accounts), which OGXServers hold nothing taken from another stack (handed_back), which optional APIs the cluster serves (discovery), each stack's last
 //! prune (prune_marks), the servers' own answers, read at a rate and masked (server_info,
 //! secret_mask), the status writes of the last seconds (recent_writes) and the Event
 //! series (event_series).
@@ -10,6 +10,7 @@ pub(in crate::controller) mod default_accounts;
 pub mod discovery;
 pub(in crate::controller) mod event_series;
 pub(in crate::controller) mod field_digest;
+pub(in crate::controller) mod handed_back;
 pub(in crate::controller) mod listing;
 pub(in crate::controller) mod owned_index;
 pub(in crate::controller) mod prune_marks;

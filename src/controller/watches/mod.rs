@@ -36,7 +36,7 @@ use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::memory;
 use crate::controller::memory::referrers::Referrers;
-use crate::controller::reconcile::{reconcile_ogx, reconcile_stack};
+use crate::controller::reconcile::{reconcile_server, reconcile_stack};
 use crate::core::door::OGX_MANAGED_BY;
 use crate::metrics::WatchHealth;
 use crate::naming::{FIELD_MANAGER, labels};
@@ -80,6 +80,8 @@ async fn run_serving(
     // The watches start again: what the previous ones said must not answer.
     ctx.owned.clear();
     ctx.default_accounts.clear();
+    // Another replica may have taken objects for a server meanwhile.
+    ctx.handed_back.clear();
     let ogx = served.ogx_servers;
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
@@ -198,19 +200,22 @@ async fn run_scope(
     ogx_triggered: Option<mpsc::Receiver<()>>,
 ) {
     let scope = scope.as_deref();
+    let stacks = reflector::store();
     match ogx_triggered {
-        None => run_stacks(ctx, scope, triggered, None).await,
+        None => run_stacks(ctx, scope, triggered, None, stacks).await,
         Some(ogx_triggered) => {
+            let stacks_seen = stacks.0.clone();
             let (reader, writer) = reflector::store();
             // The OGXServers' controller and its watches start with the first OGXServer seen:
             // an operator that serves none pays only for one metadata watch.
             let (seen, first) = watch::channel(false);
             tokio::join!(
-                run_stacks(ctx.clone(), scope, triggered, Some(seen)),
+                run_stacks(ctx.clone(), scope, triggered, Some(seen), stacks),
                 async move {
                     let mut first = first;
                     if first.wait_for(|seen| *seen).await.is_ok() {
-                        run_ogx_servers(ctx, scope, ogx_triggered, (reader, writer)).await;
+                        let stores = ((reader, writer), stacks_seen);
+                        run_ogx_servers(ctx, scope, ogx_triggered, stores).await;
                     }
                 },
             );
@@ -327,10 +332,13 @@ async fn run_stacks(
     scope: Option<&str>,
     triggered: mpsc::Receiver<()>,
     seen: Option<watch::Sender<bool>>,
+    (reader, writer): (
+        Store<LlamaStackDistribution>,
+        reflector::store::Writer<LlamaStackDistribution>,
+    ),
 ) {
     let client = ctx.client.clone();
     let health = ctx.metrics.watches();
-    let (reader, writer) = reflector::store();
     let stacks = resilient(
         watcher(
             scoped::<LlamaStackDistribution>(&client, scope),
@@ -393,7 +401,10 @@ async fn run_ogx_servers(
     ctx: Arc<Context>,
     scope: Option<&str>,
     triggered: mpsc::Receiver<()>,
-    (reader, writer): (Store<OGXServer>, reflector::store::Writer<OGXServer>),
+    ((reader, writer), stacks): (
+        (Store<OGXServer>, reflector::store::Writer<OGXServer>),
+        Store<LlamaStackDistribution>,
+    ),
 ) {
     let client = ctx.client.clone();
     let health = ctx.metrics.watches();
@@ -429,7 +440,11 @@ async fn run_ogx_servers(
         ObjectRef::<OGXServer>::new(&r.name).within(&ns)
     })
     .shutdown_on_signal()
-    .run(reconcile_ogx, error_policy, ctx)
+    .run(
+        move |cr, ctx| reconcile_server(cr, ctx, Some(stacks.clone())),
+        error_policy,
+        ctx,
+    )
     .for_each(|result| async move {
         if let Err(error) = result {
             tracing::debug!(%error, "reconcile error");
