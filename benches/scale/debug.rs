@@ -2,11 +2,11 @@
 //! recorded them (status writes with their phase and conditions), and the stacks whose status
 //! lacks their server's version. For finding where an unexpected write or a lost field came from.
 
-use kube::api::{Api, ListParams};
-use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
+use kube::api::ListParams;
 
+use crate::made::Made;
+use crate::namespace_writes;
 use crate::support::control_plane::ControlPlane;
-use crate::{NAMESPACE, namespace_writes};
 
 /// Whether the debug output is asked for.
 pub fn enabled() -> bool {
@@ -50,24 +50,20 @@ pub fn print_writes(plane: &ControlPlane, from: usize) {
 
 /// Prints the conditions of every stack whose status lacks its server's version.
 pub async fn print_unanswered(client: &kube::Client) {
-    let llsds: Api<LlamaStackDistribution> = Api::namespaced(client.clone(), NAMESPACE);
-    let Ok(list) = llsds.list(&ListParams::default()).await else {
+    let made = Made::from_env();
+    let Ok(list) = made.api(client).list(&ListParams::default()).await else {
         return;
     };
     for cr in list.items {
-        let status = cr.status.unwrap_or_default();
-        if status
-            .version
-            .as_ref()
-            .is_some_and(|v| v.llama_stack_server_version.is_some())
-        {
+        let status = cr.data.get("status").cloned().unwrap_or_default();
+        if made.server_version(&status).is_some() {
             continue;
         }
         let name = cr.metadata.name.unwrap_or_default();
-        for c in status.conditions.unwrap_or_default() {
+        for c in status["conditions"].as_array().into_iter().flatten() {
             println!(
                 "{name}: {} {} {} {}",
-                c.type_, c.status, c.reason, c.message
+                c["type"], c["status"], c["reason"], c["message"]
             );
         }
     }

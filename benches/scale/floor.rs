@@ -1,10 +1,10 @@
 //! The floor (issue 62): the fastest client that makes what the operator makes, timed on a test
 //! cluster of the same kind. For each stack, as soon as it is created, it creates the objects the
 //! operator's own `render` prints for the bench's stack (ConfigMap, ServiceAccount, Deployment,
-//! Service), writes one status (server-side apply, as the operator does) and creates one Event:
-//! no read, no watch, as the operator's user, as many stacks at once as the operator reconciles
-//! (its default of 4) and with the same client (kube-rs, no rate limit). The operator's time to
-//! every Deployment is then reported as a ratio to this one's.
+//! Service, and an `OGXServer`'s NetworkPolicy), writes one status (server-side apply, as the
+//! operator does) and creates one Event: no read, no watch, as the operator's user, as many stacks
+//! at once as the operator reconciles (its default of 4) and with the same client (kube-rs, no
+//! rate limit). The operator's time to every Deployment is then reported as a ratio to this one's.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,21 +12,24 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use llama_stack_operator::api::v1alpha2::LlamaStackDistribution;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 
-use super::support::kube_objects::{create_namespace, create_stack};
+use super::made::Made;
+use super::support::kube_objects::create_namespace;
 use super::{
-    NAMESPACE, bench_cluster, deadline, deployment_count, namespace_writes, stack_name, stack_spec,
+    NAMESPACE, bench_cluster, deadline, deployment_count, namespace_writes, stack_name,
     wait_for_all,
 };
 
 /// The stacks made at once, as the operator's default concurrency.
 const AT_ONCE: usize = llama_stack_operator::controller::DEFAULT_CONCURRENCY as usize;
-/// The writes the floor makes a stack: four objects, a status, an Event.
-pub const WRITES_PER_STACK: usize = 6;
+/// The writes the floor makes a stack of `objects` objects: those, a status, an Event.
+pub fn writes_per_stack(objects: usize) -> usize {
+    objects + 2
+}
 
 /// What the floor measured for one size.
 pub struct Floor {
@@ -37,12 +40,14 @@ pub struct Floor {
     pub done: Duration,
     /// Its writes in the stacks' namespace, from the audit log.
     pub writes: usize,
+    /// The objects it made a stack (what the operator's `render` prints for it).
+    pub objects: usize,
 }
 
 /// The objects the operator applies for the bench's first stack, as its `render` prints them.
 fn template(binary: &std::path::Path, port: u16) -> Vec<Value> {
-    let manifest = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-        "metadata": {"name": stack_name(0), "namespace": NAMESPACE}, "spec": stack_spec(0, port)});
+    let made = Made::from_env();
+    let manifest = made.manifest(0, port);
     let dir = tempfile::tempdir().expect("temporary directory");
     let file = dir.path().join("stack.json");
     std::fs::write(&file, manifest.to_string()).expect("the stack's manifest");
@@ -63,9 +68,13 @@ fn template(binary: &std::path::Path, port: u16) -> Vec<Value> {
         .map(|doc| serde_saphyr::from_str(doc).expect("render prints YAML"))
         .collect();
     let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    let mut expected = vec!["ConfigMap", "ServiceAccount", "Deployment", "Service"];
+    if made == Made::OgxServers {
+        // The OGX operator's NetworkPolicy, on by default.
+        expected.push("NetworkPolicy");
+    }
     assert_eq!(
-        kinds,
-        ["ConfigMap", "ServiceAccount", "Deployment", "Service"],
+        kinds, expected,
         "the floor makes what the operator makes for the bench's stack"
     );
     objects
@@ -76,9 +85,10 @@ fn objects_for(template: &[Value], i: usize, uid: &str) -> Vec<Value> {
     let text = serde_json::to_string(template).expect("JSON");
     let mut objects: Vec<Value> =
         serde_json::from_str(&text.replace(&stack_name(0), &stack_name(i))).expect("JSON");
+    let (api_version, kind) = Made::from_env().type_meta();
     for object in &mut objects {
         object["metadata"]["ownerReferences"] = json!([{
-            "apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "apiVersion": api_version, "kind": kind,
             "name": stack_name(i), "uid": uid, "controller": true}]);
     }
     objects
@@ -108,15 +118,18 @@ async fn make(client: &kube::Client, template: &[Value], i: usize, uid: &str) {
             Some("ServiceAccount") => create::<ServiceAccount>(client, object).await,
             Some("Deployment") => create::<Deployment>(client, object).await,
             Some("Service") => create::<Service>(client, object).await,
+            Some("NetworkPolicy") => create::<NetworkPolicy>(client, object).await,
             other => panic!("the floor makes no {other:?}"),
         }
     }
     let name = stack_name(i);
-    let status = json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+    let made = Made::from_env();
+    let (api_version, kind) = made.type_meta();
+    let status = json!({"apiVersion": api_version, "kind": kind,
         "status": {"phase": "Initializing", "observedGeneration": 1, "conditions": [{
             "type": "Ready", "status": "False", "reason": "Initializing",
             "message": "the Deployment is rolling out", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
-    Api::<LlamaStackDistribution>::namespaced(client.clone(), NAMESPACE)
+    made.api(client)
         .patch_status(
             &name,
             &PatchParams::apply("floor").force(),
@@ -129,7 +142,7 @@ async fn make(client: &kube::Client, template: &[Value], i: usize, uid: &str) {
         "eventTime": "2026-01-01T00:00:00.000000Z", "action": "Create", "reason": "Created",
         "type": "Normal", "note": "the floor made the stack's objects",
         "reportingController": "floor", "reportingInstance": "floor",
-        "regarding": {"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+        "regarding": {"apiVersion": api_version, "kind": kind,
             "name": name, "namespace": NAMESPACE, "uid": uid}}))
     .expect("an Event");
     Api::<Event>::namespaced(client.clone(), NAMESPACE)
@@ -141,6 +154,7 @@ async fn make(client: &kube::Client, template: &[Value], i: usize, uid: &str) {
 /// The floor for `n` stacks, on a fresh cluster like the operator's run (`kwok` as there).
 pub fn run(binary: &std::path::Path, n: usize, port: u16, kwok: bool) -> Floor {
     let template = Arc::new(template(binary, port));
+    let objects = template.len();
     let (plane, rt, client) = bench_cluster(kwok);
     rt.block_on(async {
         create_namespace(&client, NAMESPACE)
@@ -166,11 +180,9 @@ pub fn run(binary: &std::path::Path, n: usize, port: u16, kwok: bool) -> Floor {
             })
             .collect();
         let creating = async {
+            let made = Made::from_env();
             for i in 0..n {
-                let stack = create_stack(&client, NAMESPACE, &stack_name(i), stack_spec(i, port))
-                    .await
-                    .expect("create");
-                let uid = stack.metadata.uid.expect("a created stack's uid");
+                let uid = made.create(&client, i, port).await;
                 send.send((i, uid)).expect("the floor's workers");
             }
             drop(send);
@@ -193,6 +205,7 @@ pub fn run(binary: &std::path::Path, n: usize, port: u16, kwok: bool) -> Floor {
             deployments,
             done,
             writes: namespace_writes(&plane).len(),
+            objects,
         }
     })
 }
