@@ -1534,12 +1534,13 @@ fn the_running_controller_serves_ogx_servers_from_watches() {
     });
 }
 
-/// An OGXServer that asks to take nothing lists the Services and Ingresses it might have taken
-/// (to hand them back) once, not on every look, and never reads a LlamaStackDistribution of its
-/// name that the stacks' cache can answer for: at 100 servers those three reads were 7.4 of the
-/// 10 a server cost until quiet, and two of the three a resync cost (issue 62). One server
-/// becomes Ready-bound (its Deployment made), one waits for a Secret and so never records a
-/// resolved distribution, which every look then looked up again.
+/// OGXServers that ask to take nothing list the Services and Ingresses they might have taken (to
+/// hand them back) once a namespace, not on every look nor once a server, and never read a
+/// LlamaStackDistribution of their name that the stacks' cache can answer for: at 100 servers
+/// those three reads were 7.4 of the 10 a server cost until quiet, and two of the three a resync
+/// cost; listed once a server, 2 of 4.5 (issue 62). One server becomes Ready-bound (its
+/// Deployment made), one waits for a Secret and so never records a resolved distribution, which
+/// every look then looked up again; a third, made after the namespace was listed, lists nothing.
 #[test]
 fn an_ogx_server_looks_again_without_listing_what_it_never_took_or_reading_a_stack() {
     use llama_stack_operator::api::ogx::OGXServer;
@@ -1573,9 +1574,26 @@ fn an_ogx_server_looks_again_without_listing_what_it_never_took_or_reading_a_sta
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         assert!(made, "the plain server's Deployment and the waiting one's status");
+        let lists = || plane.audit_reads().unwrap().iter()
+            .filter(|r| r["verb"] == "list" && r["objectRef"]["namespace"] == ns
+                && (r["objectRef"]["resource"] == "services" || r["objectRef"]["resource"] == "ingresses"))
+            .count();
+        let listed = lists();
+        let later: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "later"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        servers.create(&PostParams::default(), &later).await.unwrap();
+        let mut later_made = false;
+        for _ in 0..100 {
+            if deployments.get_opt("later").await.unwrap().is_some() {
+                later_made = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(later_made, "the later server's Deployment");
         // Each server looked at three times more (a label starts a reconcile).
         for round in 0..3 {
-            for name in ["plain", "waiting"] {
+            for name in ["plain", "waiting", "later"] {
                 servers.patch(name, &PatchParams::default(),
                     &Patch::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}))).await.unwrap();
             }
@@ -1592,11 +1610,108 @@ fn an_ogx_server_looks_again_without_listing_what_it_never_took_or_reading_a_sta
         let count = |wanted: &str| in_ns.iter().filter(|r| r.starts_with(wanted)).count();
         // A look at a server with a Deployment reads it (its rollout state is reported).
         assert!(count("get deployments/plain") >= 4, "the plain server was looked at again: {in_ns:?}");
-        // Once for each server, in each kind: nothing was found, so nothing is listed again.
+        // At most once for each of the first two servers (their first looks may run at once), in
+        // each kind; the namespace listed, nothing more.
         assert!(count("list services/") <= 2 && count("list ingresses/") <= 2,
             "listed again what the servers never took: {in_ns:?}");
+        assert_eq!(lists(), listed, "a server made after its namespace was listed lists it again: {in_ns:?}");
         assert_eq!(count("get llamastackdistributions/"), 0,
             "read a stack the stacks' cache knows does not exist: {in_ns:?}");
+        controller.abort();
+    });
+}
+
+/// A reconcile reads a Secret it names once per change, not on every look (issue 62, item 1):
+/// the Secret a stack references, the pull secret of the namespace's `default` ServiceAccount (on
+/// OpenShift every one names a dockercfg Secret, which every look of every stack read) and a
+/// Secret that does not exist are not read again while they stay as they are, once their watch
+/// has listed; a change is read once, and what it says is what the stack reports.
+#[test]
+fn a_stack_reads_the_secrets_it_names_once_per_change() {
+    let (plane, rt, admin) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let operator = plane.operator_client().await.expect("the operator's client");
+        let ns = "default";
+        let secrets: Api<Secret> = Api::namespaced(admin.clone(), ns);
+        let pull: Secret = serde_json::from_value(json!({"metadata": {"name": "default-dockercfg-x7k2p"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": r#"{"auths":{"registry.example":{"auth":"dTpw"}}}"#}})).unwrap();
+        secrets.create(&PostParams::default(), &pull).await.unwrap();
+        let key: Secret = serde_json::from_value(json!({"metadata": {"name": "api-key"}, "stringData": {"token": "t"}})).unwrap();
+        secrets.create(&PostParams::default(), &key).await.unwrap();
+        let account: k8s_openapi::api::core::v1::ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "default"},
+            "imagePullSecrets": [{"name": "default-dockercfg-x7k2p"}]})).unwrap();
+        Api::namespaced(admin.clone(), ns).create(&PostParams::default(), &account).await.unwrap();
+        let controller = tokio::spawn(llama_stack_operator::controller::run(Fixture::new(&operator, ns).ctx));
+        let llsds: Api<LlamaStackDistribution> = Api::namespaced(operator.clone(), ns);
+        for (name, secret) in [("keyed", "api-key"), ("waiting", "never-made")] {
+            let cr: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+                "kind": "LlamaStackDistribution", "metadata": {"name": name}, "spec": {"distribution": {"name": "starter"},
+                "providers": {"inference": {"provider": "vllm", "endpoint": "http://v",
+                    "apiKey": {"secretKeyRef": {"name": secret, "key": "token"}}}}}})).unwrap();
+            llsds.create(&PostParams::default(), &cr).await.unwrap();
+        }
+        let secrets_resolved = |name: &'static str| {
+            let llsds = llsds.clone();
+            async move {
+                let conditions = llsds.get(name).await.unwrap().status.and_then(|s| s.conditions).unwrap_or_default();
+                conditions.into_iter().find(|c| c.type_ == "SecretsResolved").map(|c| (c.status, c.message))
+            }
+        };
+        let deployments: Api<Deployment> = Api::namespaced(operator.clone(), ns);
+        let mut settled = false;
+        for _ in 0..100 {
+            let waiting = secrets_resolved("waiting").await.is_some_and(|(status, _)| status == "False");
+            if waiting && deployments.get_opt("keyed").await.unwrap().is_some() {
+                settled = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(settled, "the keyed stack's Deployment and the waiting one's status");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let secret_reads = || {
+            let mut counts = std::collections::BTreeMap::new();
+            for read in plane.audit_reads().unwrap() {
+                if read["verb"] == "get" && read["objectRef"]["resource"] == "secrets" && read["objectRef"]["namespace"] == ns {
+                    *counts.entry(read["objectRef"]["name"].as_str().unwrap_or_default().to_owned()).or_insert(0) += 1;
+                }
+            }
+            counts
+        };
+        let deployment_reads = || plane.audit_reads().unwrap().iter()
+            .filter(|r| r["verb"] == "get" && r["objectRef"]["resource"] == "deployments" && r["objectRef"]["name"] == "keyed").count();
+        let before = secret_reads();
+        let looks_before = deployment_reads();
+        assert!(before.contains_key("api-key") && before.contains_key("default-dockercfg-x7k2p"), "read at first: {before:?}");
+        // Each stack looked at three times more (a label starts a reconcile).
+        for round in 0..3 {
+            for name in ["keyed", "waiting"] {
+                llsds.patch(name, &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}))).await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        assert!(deployment_reads() >= looks_before + 3, "the keyed stack was looked at again");
+        assert_eq!(secret_reads(), before, "a Secret read again, unchanged (or read though its watch knows it is missing)");
+
+        // The key goes from the Secret: read once, and reported.
+        secrets.patch("api-key", &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"token": null, "other": "eA=="}}))).await.unwrap();
+        let mut reported = None;
+        for _ in 0..50 {
+            if let Some((status, message)) = secrets_resolved("keyed").await.filter(|(status, _)| status == "False") {
+                reported = Some((status, message));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let (_, message) = reported.expect("the changed Secret is read and its missing key reported");
+        assert!(message.contains(r#"Key "token" not found in Secret "default/api-key""#), "{message}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let after = secret_reads();
+        assert_eq!(after["api-key"], before["api-key"] + 1, "the change read once: {after:?}");
+        assert_eq!(after.get("never-made"), before.get("never-made"), "{after:?}");
         controller.abort();
     });
 }

@@ -36,6 +36,7 @@ mod heap;
 mod made;
 mod peer;
 mod plot;
+mod starter_image;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -95,7 +96,9 @@ struct Sample {
     rss_resync_kib: u64,
     peak_kib: u64,
     node_ready: bool,
-    /// Stacks whose status shows their server's version.
+    /// Stacks whose status says Ready (with kwok), and of those, whose status shows their
+    /// server's version.
+    ready: usize,
     answered: usize,
     /// Whether kwok ran Pods (above `LLSO_SCALE_KWOK_MAX` stacks only the API server and etcd
     /// run: Deployments are made, no Pod starts, so no stack becomes Ready).
@@ -302,12 +305,16 @@ fn reads(plane: &ControlPlane) -> Vec<serde_json::Value> {
     plane.audit_reads().expect("audit log")
 }
 
-/// `reads` by verb and resource, most first: `get deployments 6000, ...`.
+/// `reads` by verb and resource, most first: `get deployments 6000, ...`; a read of no resource
+/// (discovery: `/api`, `/apis/ogx.io/v1beta1`) by its path.
 fn reads_by_resource(reads: &[serde_json::Value]) -> String {
     let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for read in reads {
         let verb = read["verb"].as_str().unwrap_or_default();
-        let resource = read["objectRef"]["resource"].as_str().unwrap_or_default();
+        let resource = read["objectRef"]["resource"]
+            .as_str()
+            .or_else(|| read["requestURI"].as_str())
+            .unwrap_or_default();
         *counts.entry(format!("{verb} {resource}")).or_default() += 1;
     }
     let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
@@ -501,7 +508,11 @@ async fn measure(
         heap::dump(pid, &heap::path(n));
         println!("{}", heap::summary(&heap::path(n), n));
     }
-    let answered = if kwok { ready_count(client).await.1 } else { 0 };
+    let (ready, answered) = if kwok {
+        ready_count(client).await
+    } else {
+        (0, 0)
+    };
     if answered < n && debug::enabled() {
         debug::print_unanswered(client).await;
     }
@@ -546,6 +557,7 @@ async fn measure(
         rss_resync_kib: after.resident,
         peak_kib: after.peak,
         node_ready: !kwok || node_ready(client).await,
+        ready,
         answered,
         kwok,
         deployments,
@@ -606,9 +618,18 @@ async fn create_operator_namespace(client: &kube::Client) {
 }
 
 /// One size on a cluster and operator of its own, so that each figure is that size's alone.
-fn run_size(n: usize, port: u16, windows: Windows, kwok: bool) -> Sample {
+fn run_size(
+    n: usize,
+    port: u16,
+    windows: Windows,
+    kwok: bool,
+    starter: Option<&starter_image::StarterImage>,
+) -> Sample {
     let (plane, rt, client) = bench_cluster(kwok);
     rt.block_on(create_operator_namespace(&client));
+    if let Some(starter) = starter {
+        rt.block_on(starter.name_for_this_operator(&client));
+    }
     let kubeconfig = plane.operator_kubeconfig().expect("operator kubeconfig");
     #[cfg(feature = "heap-profile")]
     let profile = heap::path(n).display().to_string();
@@ -764,6 +785,8 @@ fn main() {
         peer_binary.is_none() || Made::from_env() == Made::OgxServers,
         "LLSO_SCALE_PEER runs the OGX operator's manager: it needs LLSO_SCALE_KIND=ogx"
     );
+    // OGXServers run the starter image a registry of the bench serves, for both operators.
+    let starter = (Made::from_env() == Made::OgxServers).then(starter_image::StarterImage::serve);
     let mut broken = Vec::new();
     // Above this many stacks kwok stays off: one fake kubelet and kube-controller-manager on two
     // cores would measure themselves, not the operator.
@@ -772,7 +795,7 @@ fn main() {
     });
     for &n in &sizes {
         let kwok = n <= kwok_max;
-        let mut sample = run_size(n, shared.port, windows, kwok);
+        let mut sample = run_size(n, shared.port, windows, kwok, starter.as_ref());
         let floor = floor::run(&operator_binary(), n, shared.port, kwok);
         println!(
             "{n}: the floor: every Deployment after {:.1} s, its last write at {:.1} s, {} writes",
@@ -783,8 +806,8 @@ fn main() {
         sample.floor = Some(floor);
         broken.extend(budget_violations(&sample));
         samples.push(sample);
-        if let Some(binary) = &peer_binary {
-            peers.push(peer::run(binary, n, shared.port, windows, kwok));
+        if let (Some(binary), Some(starter)) = (&peer_binary, &starter) {
+            peers.push(peer::run(binary, starter, n, shared.port, windows, kwok));
         }
     }
     print!("{}", table(&samples));

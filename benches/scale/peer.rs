@@ -6,15 +6,19 @@
 //! never be), its writes and reads in a minute at rest, its resident memory and CPU time.
 //!
 //! The bench builds nothing of the peer: whoever runs it builds the manager from the OGX
-//! operator's source and names the commit in `LLSO_SCALE_PEER_COMMIT`, which the report prints.
+//! operator's source, names the commit in `LLSO_SCALE_PEER_COMMIT` (the report prints it) and
+//! the source's `controllers/manifests` in `LLSO_SCALE_PEER_MANIFESTS`.
 //! The manager is started as its own Deployment would start it, outside a cluster: its namespace
 //! in `OPERATOR_NAMESPACE`, leader election off, metrics and probes on loopback, and serving
 //! certificates for the webhook server it always starts (no webhook configuration points at it).
+//! Its `ogx-operator-config` names the starter image the bench's registry serves
+//! (`starter_image.rs`), as this operator's settings do.
 
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::starter_image::StarterImage;
 use super::support::control_plane::ControlPlane;
 use super::support::operator::{OPERATOR_NAMESPACE, webhook_certificates};
 use super::support::process::{free_port, spawn_tied};
@@ -27,6 +31,22 @@ use super::{
 /// The peer's manager binary, if the run names one.
 pub fn binary() -> Option<PathBuf> {
     std::env::var_os("LLSO_SCALE_PEER").map(PathBuf::from)
+}
+
+/// The manifests the manager renders each server from (`controllers/manifests` of its source,
+/// `/manifests` in its image, read relative to its working directory): `LLSO_SCALE_PEER_MANIFESTS`.
+fn manifests() -> PathBuf {
+    let dir = std::env::var_os("LLSO_SCALE_PEER_MANIFESTS")
+        .map(PathBuf::from)
+        .expect(
+            "LLSO_SCALE_PEER_MANIFESTS: the controllers/manifests directory of the peer's source",
+        );
+    assert!(
+        dir.join("base/kustomization.yaml").is_file(),
+        "LLSO_SCALE_PEER_MANIFESTS={}: no base/kustomization.yaml there",
+        dir.display()
+    );
+    dir
 }
 
 /// What the peer measured at one size.
@@ -66,6 +86,9 @@ fn spawn(plane: &ControlPlane, binary: &std::path::Path) -> Peer {
     let certs = tmp.path().join("k8s-webhook-server/serving-certs");
     std::fs::create_dir_all(&certs).expect("the certificates' directory");
     webhook_certificates(&certs).expect("serving certificates");
+    // Its working directory holds `manifests/`, as its image's `/` does.
+    std::os::unix::fs::symlink(manifests(), tmp.path().join("manifests"))
+        .expect("the manifests' link");
     let metrics = free_port().expect("a port");
     let probes = free_port().expect("a port");
     let child = spawn_tied(
@@ -76,6 +99,7 @@ fn spawn(plane: &ControlPlane, binary: &std::path::Path) -> Peer {
             .env("KUBECONFIG", &kubeconfig)
             .env("OPERATOR_NAMESPACE", OPERATOR_NAMESPACE)
             .env("TMPDIR", tmp.path())
+            .current_dir(tmp.path())
             .env_remove("KUBERNETES_SERVICE_HOST"),
         &plane.dir().join("peer.log"),
     )
@@ -86,6 +110,7 @@ fn spawn(plane: &ControlPlane, binary: &std::path::Path) -> Peer {
 /// The peer at `n` OGXServers, on a cluster of its own.
 pub fn run(
     binary: &std::path::Path,
+    starter: &StarterImage,
     n: usize,
     port: u16,
     windows: Windows,
@@ -93,6 +118,7 @@ pub fn run(
 ) -> PeerSample {
     let (plane, rt, client) = bench_cluster(kwok);
     rt.block_on(create_operator_namespace(&client));
+    rt.block_on(starter.name_for_the_peer(&client));
     let mut peer = spawn(&plane, binary);
     let pid = peer.child.id();
     rt.block_on(async {
@@ -149,68 +175,104 @@ pub fn run(
             rss_kib: rss_kib(pid).resident,
             cpu_seconds: cpu_seconds(pid),
         };
-        println!("{n}: the peer: {}", row(&sample));
+        println!("{n}: the peer:\n{HEADER}{}", Figures::peer(&sample).row());
         sample
     })
 }
 
-/// One size's figures of the peer, as a sentence.
-fn row(s: &PeerSample) -> String {
-    let per_minute = AT_REST.as_secs_f64() / 60.0;
-    format!(
-        "every Deployment after {:.1} s; {} writes ({:.1} an object) {}; at rest {:.0} writes and {:.0} reads a minute; {} Ready; RSS {:.1} MiB; CPU {:.1} s",
-        s.deployments.as_secs_f64(),
-        s.writes,
-        s.writes as f64 / s.stacks as f64,
-        if s.quiet {
-            "until quiet"
-        } else {
-            "in 300 s, never quiet"
-        },
-        s.rest_writes as f64 / per_minute,
-        s.rest_reads as f64 / per_minute,
-        s.ready,
-        mib(s.rss_kib),
-        s.cpu_seconds
-    )
+/// One operator's figures at one size, as the side-by-side table prints them.
+struct Figures {
+    operator: &'static str,
+    stacks: usize,
+    deployments: Duration,
+    writes: usize,
+    /// Whether its writes were counted until quiet (or only until the limit).
+    quiet: bool,
+    /// Writes and reads in the window at rest (`None`: not measured).
+    rest_writes: Option<usize>,
+    rest_reads: Option<usize>,
+    ready: Option<usize>,
+    rss_kib: u64,
+    rss_when: &'static str,
+    cpu_seconds: f64,
+    cpu_when: &'static str,
 }
+
+impl Figures {
+    fn ours(s: &super::Sample) -> Self {
+        Figures {
+            operator: "this one",
+            stacks: s.stacks,
+            deployments: s.deployments,
+            writes: s.writes,
+            quiet: true,
+            rest_writes: s.rest_writes,
+            rest_reads: s.rest_reads,
+            ready: s.kwok.then_some(s.ready),
+            rss_kib: s.rss_resync_kib,
+            rss_when: " (after a resync)",
+            cpu_seconds: s.cpu_seconds,
+            cpu_when: " (with the resync)",
+        }
+    }
+
+    fn peer(p: &PeerSample) -> Self {
+        Figures {
+            operator: "the peer",
+            stacks: p.stacks,
+            deployments: p.deployments,
+            writes: p.writes,
+            quiet: p.quiet,
+            rest_writes: Some(p.rest_writes),
+            rest_reads: Some(p.rest_reads),
+            ready: Some(p.ready),
+            rss_kib: p.rss_kib,
+            rss_when: "",
+            cpu_seconds: p.cpu_seconds,
+            cpu_when: "",
+        }
+    }
+
+    fn row(&self) -> String {
+        let per_minute = |count: Option<usize>| {
+            count.map_or_else(
+                || "not measured".to_owned(),
+                |c| format!("{:.0}", c as f64 / (AT_REST.as_secs_f64() / 60.0)),
+            )
+        };
+        format!(
+            "| {} | {} | {:.1} s | {:.1}{} | {} | {} | {} | {:.1} MiB{} | {:.1} s{} |",
+            self.stacks,
+            self.operator,
+            self.deployments.as_secs_f64(),
+            self.writes as f64 / self.stacks as f64,
+            if self.quiet { "" } else { " (never quiet)" },
+            per_minute(self.rest_writes),
+            per_minute(self.rest_reads),
+            self.ready
+                .map_or_else(|| "not counted".to_owned(), |r| r.to_string()),
+            mib(self.rss_kib),
+            self.rss_when,
+            self.cpu_seconds,
+            self.cpu_when,
+        )
+    }
+}
+
+const HEADER: &str = "| OGXServers | operator | every Deployment | writes an object | writes a minute at rest | reads a minute at rest | Ready | RSS | CPU |\n\
+                      |---|---|---|---|---|---|---|---|---|\n";
 
 /// The side-by-side table: this operator's figures and the peer's, one pair of rows a size.
 pub fn table(ours: &[super::Sample], peers: &[PeerSample]) -> String {
-    use std::fmt::Write as _;
     let commit =
         std::env::var("LLSO_SCALE_PEER_COMMIT").unwrap_or_else(|_| "(commit not named)".to_owned());
-    let per_minute = AT_REST.as_secs_f64() / 60.0;
-    let mut out = format!(
-        "\nSide by side with the peer (LLSO_SCALE_PEER, built from {commit}):\n\n\
-         | OGXServers | operator | every Deployment | writes an object | writes a minute at rest | reads a minute at rest | RSS | CPU |\n\
-         |---|---|---|---|---|---|---|---|\n"
-    );
+    let mut out =
+        format!("\nSide by side with the peer (LLSO_SCALE_PEER, built from {commit}):\n\n{HEADER}");
     for (s, p) in ours.iter().zip(peers) {
-        let n = s.stacks as f64;
-        let _ = writeln!(
-            out,
-            "| {} | this one | {:.1} s | {:.1} | {:.0} | {:.0} | {:.1} MiB (after a resync) | {:.1} s (with the resync) |",
-            s.stacks,
-            s.deployments.as_secs_f64(),
-            s.writes as f64 / n,
-            s.rest_writes.unwrap_or(0) as f64 / per_minute,
-            s.rest_reads.unwrap_or(0) as f64 / per_minute,
-            mib(s.rss_resync_kib),
-            s.cpu_seconds
-        );
-        let _ = writeln!(
-            out,
-            "| {} | the peer | {:.1} s | {:.1}{} | {:.0} | {:.0} | {:.1} MiB | {:.1} s |",
-            p.stacks,
-            p.deployments.as_secs_f64(),
-            p.writes as f64 / n,
-            if p.quiet { "" } else { " (never quiet)" },
-            p.rest_writes as f64 / per_minute,
-            p.rest_reads as f64 / per_minute,
-            mib(p.rss_kib),
-            p.cpu_seconds
-        );
+        out.push_str(&Figures::ours(s).row());
+        out.push('\n');
+        out.push_str(&Figures::peer(p).row());
+        out.push('\n');
     }
     out
 }

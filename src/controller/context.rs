@@ -49,6 +49,11 @@ pub struct Context {
     pub(super) default_accounts: super::memory::default_accounts::DefaultAccounts,
     /// The OGXServers known to hold no Service or Ingress taken from another stack.
     pub(super) handed_back: super::memory::handed_back::HandedBack,
+    /// The Secrets and ConfigMaps in scope, as their metadata watches see them, and those read
+    /// by name as read at their current version.
+    pub(super) secrets: super::memory::read_once::ReadOnce<k8s_openapi::api::core::v1::Secret>,
+    pub(super) config_maps:
+        super::memory::read_once::ReadOnce<k8s_openapi::api::core::v1::ConfigMap>,
 }
 
 /// Reconciles run at once by default. Unbounded, a full resync (an operator ConfigMap change)
@@ -92,6 +97,8 @@ impl Context {
             owned: super::memory::owned_index::OwnedIndex::default(),
             default_accounts: super::memory::default_accounts::DefaultAccounts::default(),
             handed_back: super::memory::handed_back::HandedBack::default(),
+            secrets: super::memory::read_once::ReadOnce::default(),
+            config_maps: super::memory::read_once::ReadOnce::default(),
         }
     }
 

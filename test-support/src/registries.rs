@@ -50,6 +50,12 @@ impl Registry {
     }
 }
 
+/// One plain-HTTP registry on loopback (no TLS, no auth) with its storage and log under `dir`,
+/// for a harness that needs no other (the scale bench's `OGXServer`s).
+pub fn start_plain(dir: &Path, name: &str) -> Result<Registry, Error> {
+    start_registry(dir, name, "127.0.0.1", "", "")
+}
+
 impl Drop for Registry {
     fn drop(&mut self) {
         self.stop();
@@ -233,7 +239,7 @@ impl Registries {
 
     /// A further plain-HTTP registry the test owns (and may stop).
     pub fn start_extra_plain(&self, name: &str) -> Result<Registry, Error> {
-        start_registry(self.dir.path(), name, "127.0.0.1", "", "")
+        start_plain(self.dir.path(), name)
     }
 
     /// A further registry over TLS (the same certificate, so the same addresses) that anyone

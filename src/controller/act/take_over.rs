@@ -8,6 +8,8 @@
 //! run (a missing Secret, an image that does not resolve, ...) takes nothing, so the old stack
 //! keeps serving.
 
+use std::collections::HashSet;
+
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -288,16 +290,21 @@ impl Taker<'_> {
 
     async fn networking(&self, requests: &Requests, survey: &mut Survey) -> Result<(), ApiError> {
         let uid = &self.owner.uid;
+        let seen = std::time::Instant::now();
         let Some(source) = &requests.networking else {
-            let now = std::time::Instant::now();
-            let returned = if self.ctx.handed_back.holds_nothing(uid, now) {
+            let (memory, ns) = (&self.ctx.handed_back, self.stack.namespace);
+            let returned = if memory.holds_nothing(ns, uid, seen) {
                 0
             } else {
-                let returned = self.hand_back::<Service>(Kind::Service, survey).await?
-                    + self.hand_back::<Ingress>(Kind::Ingress, survey).await?;
-                if returned == 0 {
-                    self.ctx.handed_back.found_nothing(uid, now);
-                }
+                let ticket = memory.begin_list();
+                let mut holders = HashSet::new();
+                let returned = self
+                    .hand_back::<Service>(Kind::Service, survey, &mut holders)
+                    .await?
+                    + self
+                        .hand_back::<Ingress>(Kind::Ingress, survey, &mut holders)
+                        .await?;
+                memory.listed(ns, ticket, holders);
                 returned
             };
             if returned > 0 || was_true(self.previous, ConditionType::NetworkingAdopted) {
@@ -311,7 +318,7 @@ impl Taker<'_> {
             }
             return Ok(());
         };
-        self.ctx.handed_back.may_take(uid);
+        self.ctx.handed_back.may_take(uid, seen);
         let at = now();
         let services = self.api::<Service>();
         let service_name = service_name(source);
@@ -354,11 +361,13 @@ impl Taker<'_> {
     }
 
     /// Plans handing back the objects of kind `K` taken before (labelled and controlled by the
-    /// server); returns how many.
+    /// server); returns how many. The controllers of all the namespace's taken objects of that
+    /// kind, the server's or another's, go to `holders`.
     async fn hand_back<K: NamespacedKind>(
         &self,
         kind: Kind,
         survey: &mut Survey,
+        holders: &mut HashSet<String>,
     ) -> Result<usize, ApiError> {
         let taken = self
             .api::<K>()
@@ -372,6 +381,10 @@ impl Taker<'_> {
             let (Some(name), Some(source)) = (meta.name.as_ref(), source) else {
                 continue;
             };
+            let mut owners = meta.owner_references.iter().flatten();
+            if let Some(holder) = owners.find(|r| r.controller == Some(true)) {
+                holders.insert(holder.uid.clone());
+            }
             if !controlled_by(meta, &self.owner.uid) {
                 continue;
             }

@@ -1,8 +1,8 @@
 //! The image pull secrets of each namespace's `default` ServiceAccount, as watches of those
 //! accounts last listed them. A server Pod that names no ServiceAccount pulls with the `default`
 //! one's secrets, so every reconcile needs that list; read from the API server it was a third of
-//! the reads a converging stack cost (issue 62). The Secrets themselves are still read: their
-//! values are not kept here.
+//! the reads a converging stack cost (issue 62). The Secrets themselves are read once per change
+//! (`read_once`), not here.
 //!
 //! Each watch (one per scope and door) answers only once it has listed every account, and not
 //! while it lists again; before that, and in a reconcile run without watches (the tests' direct

@@ -1,27 +1,19 @@
 //! Which rollout state each stack's old ConfigMaps were last pruned at, so the prune (a LIST of
-//! ConfigMaps) runs once per settled rollout and not on every resync. Stacks not reconciled for
-//! [`FORGET_AFTER`] (deleted ones: nothing else tells a controller without finalizers) are dropped,
-//! so the map never outgrows the stacks that exist.
+//! ConfigMaps) runs once per settled rollout and not on every resync. Stacks not reconciled for a
+//! while (deleted ones: nothing else tells a controller without finalizers) are dropped
+//! (`recently_seen`), so the map never outgrows the stacks that exist.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Longer than the resync period (5 min), so a live stack is always seen again before.
-const FORGET_AFTER: Duration = Duration::from_secs(30 * 60);
+use super::recently_seen::RecentlySeen;
 
 /// The rollout state a prune ran at: the Deployment's generation and whether it had settled.
 pub(in crate::controller) type RolloutState = (i64, bool);
 
-struct Mark {
-    state: RolloutState,
-    seen: Instant,
-}
-
 /// Per object uid, the rollout state of its last prune.
 #[derive(Default)]
 pub(in crate::controller) struct PruneMarks {
-    marks: Mutex<HashMap<String, Mark>>,
+    marks: RecentlySeen<RolloutState>,
 }
 
 impl PruneMarks {
@@ -32,31 +24,21 @@ impl PruneMarks {
         state: RolloutState,
         now: Instant,
     ) -> bool {
-        let mut marks = self.marks.lock().unwrap_or_else(|p| p.into_inner());
-        match marks.get_mut(uid) {
-            Some(mark) => {
-                mark.seen = now;
-                mark.state != state
-            }
-            None => true,
-        }
+        self.marks
+            .look(uid, now, |pruned_at| *pruned_at != state)
+            .unwrap_or(true)
     }
 
-    /// Records a prune of `uid` at `state`, and forgets stacks not seen for [`FORGET_AFTER`].
+    /// Records a prune of `uid` at `state`.
     pub(in crate::controller) fn pruned(&self, uid: &str, state: RolloutState, now: Instant) {
-        let mut marks = self.marks.lock().unwrap_or_else(|p| p.into_inner());
-        marks.retain(|_, mark| now.duration_since(mark.seen) < FORGET_AFTER);
-        marks.insert(uid.to_owned(), Mark { state, seen: now });
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.marks.lock().map(|m| m.len()).unwrap_or(0)
+        self.marks.remember(uid, state, now);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -86,7 +68,7 @@ mod tests {
             assert!(!marks.needs_prune("live", (1, true), now));
         }
         marks.pruned("new", (1, false), now);
-        assert_eq!(marks.len(), 2, "the deleted stack's mark is gone");
+        assert_eq!(marks.marks.len(), 2, "the deleted stack's mark is gone");
         assert!(
             !marks.needs_prune("live", (1, true), now),
             "the live one stays"

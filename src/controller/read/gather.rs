@@ -22,6 +22,7 @@ use llama_stack_resolver::add_pull_secret;
 use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 
+use super::by_name::{self, Absence, Named};
 use super::observe;
 use crate::api::object_refs::RefKind;
 use crate::controller::act::take_over;
@@ -67,7 +68,7 @@ pub(in crate::controller) async fn gather(
         Some(named) => {
             let (ns, name, field) = (stack.namespace, named.name, named.role.field());
             let action = format!("read ConfigMap {ns}/{name} ({field})");
-            config_map(ctx, ns, name, action)
+            config_map(ctx, stack, ns, name, action)
                 .await
                 .map_err(Error::gather(Gathering::Plan))?
         }
@@ -84,7 +85,7 @@ pub(in crate::controller) async fn gather(
     let client_certificate = match stack.networking.client_identity {
         Some(identity) => {
             let (ns, name) = (stack.namespace, &identity.certificate.name);
-            config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
+            config_map(ctx, stack, ns, name, format!("read ConfigMap {ns}/{name}"))
                 .await
                 .map_err(Error::gather(Gathering::References))?
         }
@@ -170,7 +171,7 @@ async fn ca_bundles(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<Option<Confi
             .as_deref()
             .unwrap_or(stack.namespace);
         let name = &config.config_map_name;
-        let read = config_map(ctx, ns, name, format!("read ConfigMap {ns}/{name}"))
+        let read = config_map(ctx, stack, ns, name, format!("read ConfigMap {ns}/{name}"))
             .await
             .map_err(Error::gather(Gathering::References))?;
         bundles.push(read);
@@ -228,10 +229,15 @@ async fn pull_keyring(
     };
     let mut keyring = Keyring::default();
     for name in &names {
-        let secret = Api::<Secret>::namespaced(ctx.client.clone(), ns)
-            .get_opt(name)
-            .await
-            .map_err(api_err(format!("read pull secret {ns}/{name}")))?;
+        let named = Named {
+            namespace: ns,
+            name,
+            door: stack.door.managed_by(),
+        };
+        let secret = by_name::read(&ctx.client, &ctx.secrets, named, Absence::Confirmed, || {
+            format!("read pull secret {ns}/{name}")
+        })
+        .await?;
         let Some(secret) = secret else { continue };
         let data = secret
             .data
@@ -251,17 +257,24 @@ async fn pull_keyring(
     Ok((Ok(keyring), names))
 }
 
-/// The ConfigMap `ns/name`, if it exists (`action` says what was read, for an error).
+/// The ConfigMap `ns/name` the stack references, if it exists (`action` says what was read, for
+/// an error).
 async fn config_map(
     ctx: &Context,
+    stack: &Stack<'_>,
     ns: &str,
     name: &str,
     action: String,
 ) -> Result<Option<ConfigMap>, ApiError> {
-    Api::<ConfigMap>::namespaced(ctx.client.clone(), ns)
-        .get_opt(name)
-        .await
-        .map_err(api_err(action))
+    let named = Named {
+        namespace: ns,
+        name,
+        door: stack.door.managed_by(),
+    };
+    by_name::read(&ctx.client, &ctx.config_maps, named, Absence::Taken, || {
+        action
+    })
+    .await
 }
 
 /// Every Secret the spec references, each read once.
@@ -270,7 +283,6 @@ async fn referenced_secrets(
     ctx: &Context,
 ) -> Result<BTreeMap<String, Option<Secret>>, ApiError> {
     let ns = stack.namespace;
-    let api = Api::<Secret>::namespaced(ctx.client.clone(), ns);
     let mut fetched = BTreeMap::new();
     for r in stack
         .references
@@ -280,10 +292,15 @@ async fn referenced_secrets(
         if fetched.contains_key(&r.name) {
             continue;
         }
-        let secret = api
-            .get_opt(&r.name)
-            .await
-            .map_err(api_err(format!("read Secret {ns}/{}", r.name)))?;
+        let named = Named {
+            namespace: ns,
+            name: &r.name,
+            door: stack.door.managed_by(),
+        };
+        let secret = by_name::read(&ctx.client, &ctx.secrets, named, Absence::Taken, || {
+            format!("read Secret {ns}/{}", r.name)
+        })
+        .await?;
         fetched.insert(r.name.clone(), secret);
     }
     Ok(fetched)

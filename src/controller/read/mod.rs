@@ -1,5 +1,6 @@
 //! The shell's reads from the API server: what the decision needs (gather), and what the core
 //! asks to look at after the act (observe).
 
+pub(in crate::controller) mod by_name;
 pub(in crate::controller) mod gather;
 pub(in crate::controller) mod observe;

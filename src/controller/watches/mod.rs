@@ -82,6 +82,8 @@ async fn run_serving(
     ctx.default_accounts.clear();
     // Another replica may have taken objects for a server meanwhile.
     ctx.handed_back.clear();
+    ctx.secrets.clear();
+    ctx.config_maps.clear();
     let ogx = served.ogx_servers;
     let scopes: Vec<Option<String>> = if namespaces.is_empty() {
         vec![None]
@@ -381,7 +383,13 @@ async fn run_stacks(
     let controller = owned_objects(controller, &ctx, scope, FIELD_MANAGER);
     let controller = default_accounts(controller, &ctx, scope, FIELD_MANAGER, in_namespace);
     let controller = server_pods(controller, &client, scope, &health);
-    referenced_objects(controller, &client, scope, &health, referrers, |r| r)
+    let watched = Referenced {
+        ctx: &ctx,
+        scope,
+        door: FIELD_MANAGER,
+        health: &health,
+    };
+    referenced_objects(controller, watched, referrers, |r| r)
         .shutdown_on_signal()
         .run(
             move |cr, ctx| reconcile_stack(cr, ctx, ogx_servers.clone()),
@@ -435,7 +443,13 @@ async fn run_ogx_servers(
     let controller = owned_objects(controller, &ctx, scope, OGX_MANAGED_BY);
     let controller = default_accounts(controller, &ctx, scope, OGX_MANAGED_BY, in_namespace);
     let controller = server_pods(controller, &client, scope, &health);
-    referenced_objects(controller, &client, scope, &health, referrers, |r| {
+    let watched = Referenced {
+        ctx: &ctx,
+        scope,
+        door: OGX_MANAGED_BY,
+        health: &health,
+    };
+    referenced_objects(controller, watched, referrers, |r| {
         let ns = r.namespace.clone().unwrap_or_default();
         ObjectRef::<OGXServer>::new(&r.name).within(&ns)
     })
@@ -629,30 +643,67 @@ fn server_pods<K: Watched>(
     )
 }
 
+/// Whose watches of the Secrets and ConfigMaps in scope these are.
+struct Referenced<'a> {
+    ctx: &'a Arc<Context>,
+    scope: Option<&'a str>,
+    /// The door's `managed-by` value: its reconciles read what its watches saw.
+    door: &'static str,
+    health: &'a Arc<WatchHealth>,
+}
+
+impl Referenced<'_> {
+    /// The metadata watch of every `K` in scope; what it sees also feeds `memory`
+    /// ([`memory::read_once`]) before the controller's queue.
+    fn watch<K>(
+        &self,
+        memory: fn(&Context) -> &memory::read_once::ReadOnce<K>,
+    ) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let kind = match K::kind(&()) {
+            std::borrow::Cow::Borrowed(kind) => kind,
+            std::borrow::Cow::Owned(_) => "object",
+        };
+        let ctx = self.ctx.clone();
+        let scope = self.scope.map(str::to_owned);
+        let door = self.door;
+        let api = scoped::<PartialObjectMeta<K>>(&self.ctx.client, self.scope);
+        resilient(
+            watcher(api, watcher::Config::default()),
+            kind,
+            self.health.clone(),
+        )
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                memory(&ctx).observe(scope.as_deref(), door, event);
+            }
+        })
+        .touched_objects()
+    }
+}
+
 /// Referenced Secrets and ConfigMaps, by metadata only (no value is read here), mapped back to
 /// the stacks that refer to them (`to_ref` names them as the controller's resource): users label
 /// nothing.
 fn referenced_objects<K: Watched>(
     controller: Controller<K>,
-    client: &kube::Client,
-    scope: Option<&str>,
-    health: &Arc<WatchHealth>,
+    watched: Referenced<'_>,
     referrers: Referrers,
     to_ref: fn(ObjectRef<LlamaStackDistribution>) -> ObjectRef<K>,
 ) -> Controller<K> {
     let for_config_maps = referrers.clone();
-    let secrets = metadata_objects(
-        scoped::<PartialObjectMeta<Secret>>(client, scope),
-        watcher::Config::default(),
-        health,
-    );
+    let secrets = watched.watch::<Secret>(|ctx| &ctx.secrets);
     // Cluster-wide, a CA bundle in a shared namespace is followed too; a namespaced install sees
     // its own namespaces only (namespaced RBAC), and re-reads on resync.
-    let config_maps = metadata_objects(
-        scoped::<PartialObjectMeta<ConfigMap>>(client, scope),
-        watcher::Config::default(),
-        health,
-    );
+    let config_maps = watched.watch::<ConfigMap>(|ctx| &ctx.config_maps);
     controller
         .watches_stream(secrets, move |s| {
             referrers
