@@ -2,9 +2,11 @@
 //! secrets of the server's ServiceAccount), read once per change instead of on every look (issue
 //! 62). The metadata watches that map a referenced object's change to its stacks already see every
 //! such object in scope; this keeps, per object, its resource version, and the object as last
-//! read while that version stands. A reconcile then reads nothing for an object the watch says
-//! does not exist, nor for one whose version it read before; any event moves the version and
-//! drops the copy, so the next look reads the new one.
+//! read while that version stands. A reconcile then reads nothing for an object whose version it
+//! read before, nor for one a read found missing while the watch still sees none; any event moves
+//! the version and drops the copy, so the next look reads the new one. A missing object is read
+//! once before the watch's word is taken: an object created just before the stack that names it
+//! may reach the stack's reconcile before its own watch event does.
 //!
 //! On OpenShift every namespace's `default` ServiceAccount names a dockercfg pull secret, which
 //! every look of every stack read. The copies hold Secret values, as any controller's cache of
@@ -17,7 +19,7 @@
 //! keyed by a digest of their namespace and name, about 50 bytes an object without a copy: a
 //! digest shared by two names can only make an absent object look present, which costs a read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use kube::core::PartialObjectMeta;
@@ -30,9 +32,10 @@ use super::listing::Listing;
 pub(in crate::controller) enum Known<T> {
     /// No watch that would see it answers (or its version is not a number): read it.
     Unknown,
-    /// It does not exist.
+    /// It does not exist (a read found none, and the watch has seen none since).
     Absent,
-    /// It exists at a version not read yet: read it, and [`ReadOnce::keep`] what was read.
+    /// It exists at a version not read yet, or the watch has not seen it and no read has found
+    /// it missing: read it, and [`ReadOnce::keep`] what was read.
     Changed,
     /// It exists as it was read at its current version.
     Read(Arc<T>),
@@ -49,9 +52,28 @@ struct Entry<T> {
 /// `managed-by` value).
 type WatchId = (Option<String>, &'static str);
 
+/// What one watch has listed, and the objects a read found missing while it saw none.
+struct Watch<T> {
+    listing: Listing<u128, Entry<T>>,
+    read_missing: HashSet<u128>,
+}
+
+impl<T> Default for Watch<T> {
+    fn default() -> Self {
+        Self {
+            listing: Listing::default(),
+            read_missing: HashSet::new(),
+        }
+    }
+}
+
+/// At most this many objects found missing are remembered a watch; beyond it they are forgotten
+/// at once, which costs a read, not a wrong answer.
+const MAX_READ_MISSING: usize = 100_000;
+
 /// The objects of one kind, per watch (see the module documentation).
 pub(in crate::controller) struct ReadOnce<T> {
-    watches: Mutex<HashMap<WatchId, Listing<u128, Entry<T>>>>,
+    watches: Mutex<HashMap<WatchId, Watch<T>>>,
 }
 
 impl<T> Default for ReadOnce<T> {
@@ -103,7 +125,10 @@ impl<T> ReadOnce<T> {
         let Ok(mut watches) = self.watches.lock() else {
             return;
         };
-        let listing = watches.entry((scope.map(str::to_owned), door)).or_default();
+        let listing = &mut watches
+            .entry((scope.map(str::to_owned), door))
+            .or_default()
+            .listing;
         match event {
             Event::Init => listing.begin(),
             Event::InitApply(object) => {
@@ -141,11 +166,13 @@ impl<T> ReadOnce<T> {
         let Ok(watches) = self.watches.lock() else {
             return Known::Unknown;
         };
-        let Some(listing) = covering(&watches, namespace, door) else {
+        let Some(watch) = covering(&watches, namespace, door) else {
             return Known::Unknown;
         };
-        match listing.entries().get(&key(namespace, name)) {
-            None => Known::Absent,
+        let key = key(namespace, name);
+        match watch.listing.entries().get(&key) {
+            None if watch.read_missing.contains(&key) => Known::Absent,
+            None => Known::Changed,
             Some(Entry { version: None, .. }) => Known::Unknown,
             Some(Entry {
                 copy: Some(copy), ..
@@ -171,14 +198,35 @@ impl<T> ReadOnce<T> {
         let Ok(mut watches) = self.watches.lock() else {
             return;
         };
-        let Some(listing) = covering_mut(&mut watches, namespace, door) else {
+        let Some(watch) = covering_mut(&mut watches, namespace, door) else {
             return;
         };
-        if let Some(entry) = listing.entries_mut().get_mut(&key(namespace, name))
+        if let Some(entry) = watch.listing.entries_mut().get_mut(&key(namespace, name))
             && entry.version == Some(read_at)
         {
             entry.copy = Some(object);
         }
+    }
+}
+
+impl<T> ReadOnce<T> {
+    /// Records that a read found no `namespace/name`; it answers as missing while `door`'s watch
+    /// sees none (one it saw meanwhile was created after the read).
+    pub(in crate::controller) fn read_missing(&self, namespace: &str, name: &str, door: &str) {
+        let Ok(mut watches) = self.watches.lock() else {
+            return;
+        };
+        let Some(watch) = covering_mut(&mut watches, namespace, door) else {
+            return;
+        };
+        let key = key(namespace, name);
+        if watch.listing.entries().contains_key(&key) {
+            return;
+        }
+        if watch.read_missing.len() >= MAX_READ_MISSING {
+            watch.read_missing.clear();
+        }
+        watch.read_missing.insert(key);
     }
 }
 
@@ -187,25 +235,25 @@ fn covers(id: &WatchId, namespace: &str, door: &str) -> bool {
 }
 
 fn covering<'a, T>(
-    watches: &'a HashMap<WatchId, Listing<u128, Entry<T>>>,
+    watches: &'a HashMap<WatchId, Watch<T>>,
     namespace: &str,
     door: &str,
-) -> Option<&'a Listing<u128, Entry<T>>> {
+) -> Option<&'a Watch<T>> {
     watches
         .iter()
-        .find(|(id, listing)| covers(id, namespace, door) && listing.answers())
-        .map(|(_, listing)| listing)
+        .find(|(id, watch)| covers(id, namespace, door) && watch.listing.answers())
+        .map(|(_, watch)| watch)
 }
 
 fn covering_mut<'a, T>(
-    watches: &'a mut HashMap<WatchId, Listing<u128, Entry<T>>>,
+    watches: &'a mut HashMap<WatchId, Watch<T>>,
     namespace: &str,
     door: &str,
-) -> Option<&'a mut Listing<u128, Entry<T>>> {
+) -> Option<&'a mut Watch<T>> {
     watches
         .iter_mut()
-        .find(|(id, listing)| covers(id, namespace, door) && listing.answers())
-        .map(|(_, listing)| listing)
+        .find(|(id, watch)| covers(id, namespace, door) && watch.listing.answers())
+        .map(|(_, watch)| watch)
 }
 
 #[cfg(test)]
@@ -250,10 +298,26 @@ mod tests {
             "not listed"
         );
         listed(&memory, &[("a", "5")]);
+        assert!(
+            matches!(memory.lookup("ns", "missing", DOOR), Known::Changed),
+            "read once: it may have been created before its event came"
+        );
+        memory.read_missing("ns", "missing", DOOR);
         assert!(matches!(
             memory.lookup("ns", "missing", DOOR),
             Known::Absent
         ));
+        memory.observe(None, DOOR, &Event::Apply(meta("missing", "9")));
+        assert!(
+            matches!(memory.lookup("ns", "missing", DOOR), Known::Changed),
+            "created"
+        );
+        memory.observe(None, DOOR, &Event::Apply(meta("late", "10")));
+        memory.read_missing("ns", "late", DOOR);
+        assert!(
+            matches!(memory.lookup("ns", "late", DOOR), Known::Changed),
+            "a read that found none before the object's event is not taken"
+        );
         assert!(
             matches!(memory.lookup("ns", "a", DOOR), Known::Changed),
             "never read"
@@ -282,8 +346,8 @@ mod tests {
 
         memory.observe(None, DOOR, &Event::Delete(meta("a", "7")));
         assert!(
-            matches!(memory.lookup("ns", "a", DOOR), Known::Absent),
-            "deleted"
+            matches!(memory.lookup("ns", "a", DOOR), Known::Changed),
+            "deleted: read once to confirm"
         );
     }
 

@@ -1,6 +1,7 @@
 //! Secrets and ConfigMaps read by name, through what their watches know
 //! ([`memory::read_once`](crate::controller::memory::read_once)): read from the API server only
-//! when the watches cannot answer, or the object changed since it was last read.
+//! when the watches cannot answer, when the object changed since it was last read, or when they
+//! see none and no read has found it missing yet.
 
 use std::sync::Arc;
 
@@ -10,17 +11,6 @@ use serde::de::DeserializeOwned;
 
 use crate::controller::error::{ApiError, api_err};
 use crate::controller::memory::read_once::{Known, ReadOnce};
-
-/// Whether a watch's word that the object does not exist is taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::controller) enum Absence {
-    /// Taken: the object's appearance reconciles the stack (a referenced object: its watch maps
-    /// it to the stacks that refer to it), so a watch that has not seen it yet is corrected.
-    Taken,
-    /// Confirmed by a read: nothing reconciles the stack when it appears (a pull secret a
-    /// ServiceAccount names; on OpenShift one always exists).
-    Confirmed,
-}
 
 /// Where the object is: its namespace, its name and the door whose watches are asked.
 pub(in crate::controller) struct Named<'a> {
@@ -35,7 +25,6 @@ pub(in crate::controller) async fn read<T>(
     client: &kube::Client,
     memory: &ReadOnce<T>,
     named: Named<'_>,
-    absence: Absence,
     action: impl FnOnce() -> String,
 ) -> Result<Option<T>, ApiError>
 where
@@ -51,18 +40,21 @@ where
     } = named;
     match memory.lookup(namespace, name, door) {
         Known::Read(copy) => return Ok(Some(T::clone(&copy))),
-        Known::Absent if absence == Absence::Taken => return Ok(None),
-        Known::Absent | Known::Unknown | Known::Changed => {}
+        Known::Absent => return Ok(None),
+        Known::Unknown | Known::Changed => {}
     }
     let read = Api::<T>::namespaced(client.clone(), namespace)
         .get_opt(name)
         .await
         .map_err(api_err(action()))?;
-    if let Some(object) = &read {
-        let mut kept = object.clone();
-        kept.managed_fields_mut().clear();
-        let version = object.resource_version();
-        memory.keep(namespace, name, door, version.as_deref(), Arc::new(kept));
+    match &read {
+        Some(object) => {
+            let mut kept = object.clone();
+            kept.managed_fields_mut().clear();
+            let version = object.resource_version();
+            memory.keep(namespace, name, door, version.as_deref(), Arc::new(kept));
+        }
+        None => memory.read_missing(namespace, name, door),
     }
     Ok(read)
 }

@@ -22,7 +22,7 @@ use llama_stack_resolver::add_pull_secret;
 use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 
-use super::by_name::{self, Absence, Named};
+use super::by_name::{self, Named};
 use super::observe;
 use crate::api::object_refs::RefKind;
 use crate::controller::act::take_over;
@@ -234,7 +234,7 @@ async fn pull_keyring(
             name,
             door: stack.door.managed_by(),
         };
-        let secret = by_name::read(&ctx.client, &ctx.secrets, named, Absence::Confirmed, || {
+        let secret = by_name::read(&ctx.client, &ctx.secrets, named, || {
             format!("read pull secret {ns}/{name}")
         })
         .await?;
@@ -271,10 +271,7 @@ async fn config_map(
         name,
         door: stack.door.managed_by(),
     };
-    by_name::read(&ctx.client, &ctx.config_maps, named, Absence::Taken, || {
-        action
-    })
-    .await
+    by_name::read(&ctx.client, &ctx.config_maps, named, || action).await
 }
 
 /// Every Secret the spec references, each read once.
@@ -297,7 +294,7 @@ async fn referenced_secrets(
             name: &r.name,
             door: stack.door.managed_by(),
         };
-        let secret = by_name::read(&ctx.client, &ctx.secrets, named, Absence::Taken, || {
+        let secret = by_name::read(&ctx.client, &ctx.secrets, named, || {
             format!("read Secret {ns}/{}", r.name)
         })
         .await?;
