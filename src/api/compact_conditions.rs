@@ -1,12 +1,14 @@
 //! A stack's conditions as the operator's cache keeps them (`controller::slim_cache`): the words
 //! this operator writes (type, status, reason) as the values of its own enums, the message and
 //! times as they are. A Kubernetes `Condition` is 128 bytes and four strings on the heap; one kept
-//! here is 64 bytes and its message. A condition in other words (another writer's) is kept whole.
+//! here is 64 bytes, and its message is shared with every condition of the same words
+//! ([`SharedText`]). A condition in other words (another writer's) is kept whole.
 //! Never serialized: it is the operator's memory, not the API.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use super::conditions::{ConditionType, Reason};
+use super::shared_text::SharedText;
 
 /// The conditions of a status, compact; [`CompactConditions::expand`] gives them back exactly.
 #[doc(hidden)]
@@ -16,7 +18,7 @@ pub struct CompactConditions(Box<[Compact]>);
 #[derive(Clone, Debug, PartialEq)]
 struct Compact {
     words: Words,
-    message: Box<str>,
+    message: SharedText,
     last_transition_time: Time,
     observed_generation: Option<i64>,
 }
@@ -100,7 +102,7 @@ impl CompactConditions {
                 .iter()
                 .map(|c| Compact {
                     words: Words::of(c),
-                    message: c.message.as_str().into(),
+                    message: SharedText::new(&c.message),
                     last_transition_time: c.last_transition_time.clone(),
                     observed_generation: c.observed_generation,
                 })
@@ -118,7 +120,7 @@ impl CompactConditions {
                     type_,
                     status,
                     reason,
-                    message: c.message.to_string(),
+                    message: c.message.as_str().to_owned(),
                     last_transition_time: c.last_transition_time.clone(),
                     observed_generation: c.observed_generation,
                 }
@@ -161,6 +163,31 @@ mod tests {
             .map(|c| matches!(c.words, Words::Own { .. }))
             .collect();
         assert_eq!(own, [true, true, true, false, false, false]);
+    }
+
+    /// The messages most stacks share are held once: a second stack of the same words holds
+    /// only its own conditions.
+    #[test]
+    fn a_second_stack_of_the_same_words_holds_no_copy_of_them() {
+        let conditions = [
+            condition(
+                "Ready",
+                "True",
+                "Ready",
+                "compact test: Deployment is ready",
+            ),
+            condition(
+                "ServiceReady",
+                "True",
+                "ServiceReady",
+                "compact test: ready",
+            ),
+        ];
+        let first = CompactConditions::new(&conditions);
+        let (second, heap) = crate::heap_count::held_by(|| CompactConditions::new(&conditions));
+        assert_eq!(heap, 2 * std::mem::size_of::<Compact>());
+        assert!(first.0[0].message.same_copy(&second.0[0].message));
+        assert_eq!(second.expand(), conditions);
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub(crate) mod object_refs;
 pub mod ogx;
 pub(crate) mod polymorphic;
 mod schema;
+pub mod shared_text;
 pub mod v1alpha1;
 pub mod v1alpha2;
 

@@ -23,14 +23,41 @@ use serde_json::{Map, Value};
 
 use super::field_digest::FieldDigest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PartialObjectMeta;
 
 use crate::api::common::{DistributionConfig, ProviderInfo, ProvidersDigest};
 use crate::api::compact_conditions::CompactConditions;
 use crate::api::ogx::{self, OGXServer};
 use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
+use crate::core::adoption;
 
 /// What kubectl keeps on an object of the last `kubectl apply`: the whole spec again.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// An object as a cache of the operator keeps it: each of its watches' caches slims what it
+/// stores (`watches::cached`).
+pub trait Slimmed {
+    /// Drops what no reader of the cache reads.
+    fn slim(&mut self);
+}
+
+impl Slimmed for LlamaStackDistribution {
+    fn slim(&mut self) {
+        slim(self);
+    }
+}
+
+impl Slimmed for OGXServer {
+    fn slim(&mut self) {
+        slim_server(self);
+    }
+}
+
+impl Slimmed for PartialObjectMeta<OGXServer> {
+    fn slim(&mut self) {
+        slim_server_meta(self);
+    }
+}
 
 /// Slims `stack` for the cache (see the module documentation).
 pub fn slim(stack: &mut LlamaStackDistribution) {
@@ -55,6 +82,28 @@ pub fn slim_server(server: &mut OGXServer) {
         }
     }
     *server = server.clone();
+}
+
+/// What the stacks' controller keeps of an OGXServer (its metadata store, which decides whether a
+/// stack stands down): where it is, and the annotations that ask to take a stack's objects.
+/// Everything else of its metadata, its field managers above all (a status written by the
+/// operator is a large `managedFields` tree), is read by no one there.
+pub fn slim_server_meta(server: &mut PartialObjectMeta<OGXServer>) {
+    let metadata = std::mem::take(&mut server.metadata);
+    let annotations: BTreeMap<String, String> = metadata
+        .annotations
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| adoption::REQUESTS.contains(&key.as_str()))
+        .collect();
+    server.metadata = ObjectMeta {
+        name: metadata.name,
+        namespace: metadata.namespace,
+        uid: metadata.uid,
+        resource_version: metadata.resource_version,
+        annotations: Some(annotations).filter(|a| !a.is_empty()),
+        ..ObjectMeta::default()
+    };
 }
 
 /// [`slim_config`] for an OGXServer's: its providers are digested as the model reads them, so
@@ -514,6 +563,9 @@ mod tests {
     #[test]
     fn a_ready_stack_costs_the_cache_at_most_its_share() {
         let text = include_str!("../../../tests/fixtures/scale/ready-stack.json");
+        // As in the cache of many stacks: the messages they share are held already.
+        let mut other: LlamaStackDistribution = serde_json::from_str(text).unwrap();
+        slim(&mut other);
         let (stack, heap) = crate::heap_count::held_by(|| {
             let mut stack: LlamaStackDistribution = serde_json::from_str(text).unwrap();
             slim(&mut stack);
@@ -582,6 +634,8 @@ mod tests {
     #[test]
     fn a_ready_ogx_server_costs_the_cache_no_more_than_a_stack_does() {
         let text = ready_server_text();
+        let mut other: OGXServer = serde_json::from_str(&text).unwrap();
+        slim_server(&mut other);
         let held = |slimmed: bool| {
             let (_, heap) = crate::heap_count::held_by(|| {
                 let mut server: OGXServer = serde_json::from_str(&text).unwrap();
@@ -597,6 +651,69 @@ mod tests {
         assert!(
             cached <= 7 * 1024 / 2,
             "a cached Ready OGXServer holds {cached} bytes ({decoded} as decoded)"
+        );
+    }
+
+    /// The stacks' controller keeps every OGXServer's metadata, to know which stacks stand down:
+    /// the Ready server's (with the field managers of its status, as served) costs it no more than
+    /// a few hundred bytes, and what `taken_over` reads of it, its name and the annotations that
+    /// ask to take a stack's objects, is kept as served.
+    #[test]
+    fn the_stacks_controller_keeps_of_an_ogx_server_only_where_it_is_and_what_it_asks_to_take() {
+        let mut server: Value = serde_json::from_str(&ready_server_text()).unwrap();
+        let last_applied = server.to_string();
+        server["metadata"]["annotations"] = [
+            (adoption::ADOPT_STORAGE, "old-stack"),
+            (adoption::ADOPT_NETWORKING, "old-stack"),
+            (LAST_APPLIED, last_applied.as_str()),
+            ("team", "platform"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), json!(value)))
+        .collect::<Map<String, Value>>()
+        .into();
+        let text = server.to_string();
+        let held = |slimmed: bool| {
+            crate::heap_count::held_by(|| {
+                let mut meta: PartialObjectMeta<OGXServer> = serde_json::from_str(&text).unwrap();
+                if slimmed {
+                    slim_server_meta(&mut meta);
+                }
+                meta
+            })
+        };
+        let ((served, decoded), (kept, cached)) = (held(false), held(true));
+        println!(
+            "an OGXServer's metadata asking to take: {decoded} bytes as decoded, {cached} kept"
+        );
+        assert!(served.metadata.managed_fields.is_some() && decoded > 8 * cached);
+        assert!(cached <= 1024, "{cached} bytes kept: {kept:?}");
+        let plain = ready_server_text();
+        let plain_held = |slimmed: bool| {
+            crate::heap_count::held_by(|| {
+                let mut meta: PartialObjectMeta<OGXServer> = serde_json::from_str(&plain).unwrap();
+                if slimmed {
+                    slim_server_meta(&mut meta);
+                }
+                meta
+            })
+            .1
+        };
+        let (plain_decoded, plain_cached) = (plain_held(false), plain_held(true));
+        println!("an OGXServer's metadata: {plain_decoded} bytes as decoded, {plain_cached} kept");
+        assert!(plain_cached <= 256, "{plain_cached} bytes kept");
+
+        assert_eq!(kept.metadata.name, served.metadata.name);
+        assert_eq!(kept.metadata.namespace, served.metadata.namespace);
+        let asked = |meta: &PartialObjectMeta<OGXServer>| {
+            adoption::requests("server", meta.metadata.annotations.as_ref()).unwrap()
+        };
+        assert_eq!(asked(&kept), asked(&served));
+        assert_eq!(asked(&kept).storage.as_deref(), Some("old-stack"));
+        assert_eq!(
+            kept.metadata.annotations.as_ref().map(BTreeMap::len),
+            Some(2),
+            "{kept:?}"
         );
     }
 

@@ -225,6 +225,23 @@ async fn run_scope(
     }
 }
 
+/// A watch's events as its cache keeps them: each object slimmed
+/// ([`Slimmed`](memory::slim_cache::Slimmed)), then stored.
+fn cached<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    writer: reflector::store::Writer<K>,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
+where
+    K: memory::slim_cache::Slimmed
+        + kube::Resource<DynamicType = ()>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    events.modify(K::slim).reflect(writer)
+}
+
 /// What a change of a stack must touch to start a reconcile (a hash of it, for kube-runtime's
 /// predicate filter): its spec (the generation), labels, annotations (the operator reads some),
 /// finalizers, deletion, and the revision its status records as rejected (`rejected`). Not the
@@ -306,9 +323,8 @@ fn stacks_named_by_ogx_servers(
         ),
         "OGXServer",
         ctx.metrics.watches(),
-    )
-    .reflect(servers_writer)
-    .touched_objects();
+    );
+    let servers = cached(servers, servers_writer).touched_objects();
     let controller = controller.watches_stream(servers, move |server| {
         seen.send_replace(true);
         let ns = server.metadata.namespace.clone().unwrap_or_default();
@@ -348,9 +364,8 @@ async fn run_stacks(
         ),
         "LlamaStackDistribution",
         health.clone(),
-    )
-    .modify(memory::slim_cache::slim)
-    .reflect(writer);
+    );
+    let stacks = cached(stacks, writer);
     let referrers = Referrers::default();
     let index = referrers.clone();
     let stacks = stacks
@@ -425,16 +440,15 @@ async fn run_ogx_servers(
         ),
         "OGXServer",
         health.clone(),
-    )
-    .modify(memory::slim_cache::slim_server)
-    .reflect(writer)
-    .inspect(move |event| {
-        if let Ok(event) = event {
-            index.observe(&as_model_event(event));
-        }
-    })
-    .applied_objects()
-    .predicate_filter(server_worth_a_reconcile, PredicateConfig::default());
+    );
+    let servers = cached(servers, writer)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                index.observe(&as_model_event(event));
+            }
+        })
+        .applied_objects()
+        .predicate_filter(server_worth_a_reconcile, PredicateConfig::default());
     let config = kube::runtime::controller::Config::default().concurrency(ctx.concurrency);
     let in_namespace = reader.clone();
     let controller = Controller::for_stream(servers, reader)
@@ -735,6 +749,43 @@ mod tests {
             "kind": "LlamaStackDistribution", "metadata": metadata,
             "spec": {"distribution": {"name": "starter"}}, "status": status}))
         .unwrap()
+    }
+
+    /// Every cache the watches fill keeps its objects slimmed: without their field managers,
+    /// whatever the watch delivered.
+    #[tokio::test]
+    async fn every_cache_keeps_what_its_watch_delivers_slimmed() {
+        async fn kept<K>(object: serde_json::Value) -> K
+        where
+            K: memory::slim_cache::Slimmed
+                + kube::Resource<DynamicType = ()>
+                + DeserializeOwned
+                + Clone
+                + Send
+                + Sync
+                + 'static,
+        {
+            let object: K = serde_json::from_value(object).unwrap();
+            let (reader, writer) = reflector::store();
+            let events = futures_util::stream::iter([Ok(watcher::Event::Apply(object))]);
+            cached(events, writer).for_each(|_| async {}).await;
+            let kept = reader.get(&ObjectRef::new("s").within("ns")).unwrap();
+            K::clone(&kept)
+        }
+        let metadata = json!({"name": "s", "namespace": "ns", "managedFields": [{"manager": "m",
+            "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]});
+        let object = |api_version: &str, kind: &str| {
+            json!({"apiVersion": api_version, "kind": kind, "metadata": metadata,
+                "spec": {"distribution": {"name": "starter"}}})
+        };
+        let stack: LlamaStackDistribution =
+            kept(object("llamastack.io/v1alpha2", "LlamaStackDistribution")).await;
+        assert_eq!(stack.metadata.managed_fields, None);
+        let server: OGXServer = kept(object("ogx.io/v1beta1", "OGXServer")).await;
+        assert_eq!(server.metadata.managed_fields, None);
+        let meta: PartialObjectMeta<OGXServer> = kept(object("ogx.io/v1beta1", "OGXServer")).await;
+        assert_eq!(meta.metadata.managed_fields, None);
+        assert_eq!(meta.metadata.name.as_deref(), Some("s"));
     }
 
     /// The operator's own status writes start no reconcile; a change of the spec, labels or

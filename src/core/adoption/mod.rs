@@ -29,6 +29,8 @@ use crate::ownership::{controller_of, is_stack, with_controller, without_control
 pub const ADOPT_STORAGE: &str = "ogx.io/adopt-storage";
 /// Asks to take over the named stack's Service and Ingress.
 pub const ADOPT_NETWORKING: &str = "ogx.io/adopt-networking";
+/// The annotations of an `OGXServer` that ask to take a stack's objects ([`requests`] reads them).
+pub const REQUESTS: [&str; 2] = [ADOPT_STORAGE, ADOPT_NETWORKING];
 /// Set on a taken object: the stack it was taken from.
 pub const ADOPTED_FROM: &str = "ogx.io/adopted-from";
 /// Set on a taken object: when (RFC 3339).
