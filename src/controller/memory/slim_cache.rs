@@ -673,33 +673,23 @@ mod tests {
         .collect::<Map<String, Value>>()
         .into();
         let text = server.to_string();
-        let held = |slimmed: bool| {
+        let held = |text: &str, slimmed: bool| {
             crate::heap_count::held_by(|| {
-                let mut meta: PartialObjectMeta<OGXServer> = serde_json::from_str(&text).unwrap();
+                let mut meta: PartialObjectMeta<OGXServer> = serde_json::from_str(text).unwrap();
                 if slimmed {
                     slim_server_meta(&mut meta);
                 }
                 meta
             })
         };
-        let ((served, decoded), (kept, cached)) = (held(false), held(true));
+        let ((served, decoded), (kept, cached)) = (held(&text, false), held(&text, true));
         println!(
             "an OGXServer's metadata asking to take: {decoded} bytes as decoded, {cached} kept"
         );
         assert!(served.metadata.managed_fields.is_some() && decoded > 8 * cached);
         assert!(cached <= 1024, "{cached} bytes kept: {kept:?}");
         let plain = ready_server_text();
-        let plain_held = |slimmed: bool| {
-            crate::heap_count::held_by(|| {
-                let mut meta: PartialObjectMeta<OGXServer> = serde_json::from_str(&plain).unwrap();
-                if slimmed {
-                    slim_server_meta(&mut meta);
-                }
-                meta
-            })
-            .1
-        };
-        let (plain_decoded, plain_cached) = (plain_held(false), plain_held(true));
+        let (plain_decoded, plain_cached) = (held(&plain, false).1, held(&plain, true).1);
         println!("an OGXServer's metadata: {plain_decoded} bytes as decoded, {plain_cached} kept");
         assert!(plain_cached <= 256, "{plain_cached} bytes kept");
 

@@ -232,12 +232,7 @@ fn cached<K>(
     writer: reflector::store::Writer<K>,
 ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
 where
-    K: memory::slim_cache::Slimmed
-        + kube::Resource<DynamicType = ()>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
+    K: memory::slim_cache::Slimmed + Watched,
 {
     events.modify(K::slim).reflect(writer)
 }
@@ -755,16 +750,7 @@ mod tests {
     /// whatever the watch delivered.
     #[tokio::test]
     async fn every_cache_keeps_what_its_watch_delivers_slimmed() {
-        async fn kept<K>(object: serde_json::Value) -> K
-        where
-            K: memory::slim_cache::Slimmed
-                + kube::Resource<DynamicType = ()>
-                + DeserializeOwned
-                + Clone
-                + Send
-                + Sync
-                + 'static,
-        {
+        async fn kept<K: memory::slim_cache::Slimmed + Watched>(object: serde_json::Value) -> K {
             let object: K = serde_json::from_value(object).unwrap();
             let (reader, writer) = reflector::store();
             let events = futures_util::stream::iter([Ok(watcher::Event::Apply(object))]);
