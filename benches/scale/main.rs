@@ -482,6 +482,14 @@ async fn measure(
         reads_until_quiet.len() as f64 / n as f64,
         reads_by_resource(&reads_until_quiet)
     );
+    let writes_until_quiet = namespace_writes(plane);
+    println!(
+        "{n}: writes until quiet: {}",
+        debug::writes_by_kind(&writes_until_quiet)
+    );
+    for line in debug::unusual_writes(&writes_until_quiet) {
+        println!("{n}: {line}");
+    }
     if debug::enabled() {
         debug::print_writes(plane, 0);
     }

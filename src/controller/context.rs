@@ -47,6 +47,9 @@ pub struct Context {
     /// The pull secrets of the namespaces' `default` ServiceAccounts, as their watches listed
     /// them, so a reconcile reads the account only when they cannot say.
     pub(super) default_accounts: super::memory::default_accounts::DefaultAccounts,
+    /// Which stacks have server Pods, as the Pods' metadata watches see them, so a look lists
+    /// the Pods only of a stack that has some.
+    pub(super) server_pods: super::memory::server_pods::ServerPods,
     /// The OGXServers known to hold no Service or Ingress taken from another stack.
     pub(super) handed_back: super::memory::handed_back::HandedBack,
     /// The Secrets and ConfigMaps in scope, as their metadata watches see them, and those read
@@ -96,6 +99,7 @@ impl Context {
             rediscovery: super::memory::discovery::REDISCOVERY_PERIOD,
             owned: super::memory::owned_index::OwnedIndex::default(),
             default_accounts: super::memory::default_accounts::DefaultAccounts::default(),
+            server_pods: super::memory::server_pods::ServerPods::default(),
             handed_back: super::memory::handed_back::HandedBack::default(),
             secrets: super::memory::read_once::ReadOnce::default(),
             config_maps: super::memory::read_once::ReadOnce::default(),

@@ -1,7 +1,7 @@
 //! What the process keeps between reconciles: what the watches saw of the owned objects
 //! (owned_index, listing), the stacks' cache slimmed (slim_cache, field_digest), who refers to
 //! which Secret or ConfigMap (referrers), the namespaces' `default` ServiceAccounts' pull secrets
-//! (default_accounts), the Secrets and ConfigMaps read by name, once per change (read_once),
+//! (default_accounts), which stacks have server Pods (server_pods), the Secrets and ConfigMaps read by name, once per change (read_once),
 //! which OGXServers hold nothing taken from another stack (handed_back),
 //! which optional APIs the cluster serves (discovery), each stack's last prune (prune_marks), the
 //! last two forgetting objects no longer reconciled (recently_seen), the servers' own answers,
@@ -22,4 +22,5 @@ pub(in crate::controller) mod recently_seen;
 pub(in crate::controller) mod referrers;
 pub(in crate::controller) mod secret_mask;
 pub(in crate::controller) mod server_info;
+pub(in crate::controller) mod server_pods;
 pub mod slim_cache;

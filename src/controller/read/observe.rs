@@ -42,7 +42,8 @@ pub(in crate::controller) async fn look(
     })
 }
 
-/// The server Pods, when the look needs them (`None` otherwise: no read).
+/// The server Pods, when the look needs them (`None` otherwise: no read); none without a read
+/// where the Pods' watch knows the stack has none.
 pub(in crate::controller) async fn server_pods(
     stack: &Stack<'_>,
     ctx: &Context,
@@ -55,6 +56,10 @@ pub(in crate::controller) async fn server_pods(
     }
     let ns = stack.namespace;
     let name = stack.name;
+    // Every server Pod's change wakes its stack: none seen is none to list.
+    if ctx.server_pods.none_of(ns, name, stack.door.managed_by()) {
+        return Ok(Some(Vec::new()));
+    }
     let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns)
         .list(&ListParams::default().labels(&stack.owned_by))
         .await

@@ -80,6 +80,7 @@ async fn run_serving(
     // The watches start again: what the previous ones said must not answer.
     ctx.owned.clear();
     ctx.default_accounts.clear();
+    ctx.server_pods.clear();
     // Another replica may have taken objects for a server meanwhile.
     ctx.handed_back.clear();
     ctx.secrets.clear();
@@ -170,27 +171,6 @@ where
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     }
-}
-
-/// The objects of one metadata-only watch, for the controller.
-fn metadata_objects<K>(
-    api: Api<PartialObjectMeta<K>>,
-    config: watcher::Config,
-    health: &Arc<WatchHealth>,
-) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
-{
-    let kind = match K::kind(&()) {
-        std::borrow::Cow::Borrowed(kind) => kind,
-        std::borrow::Cow::Owned(_) => "object",
-    };
-    resilient(watcher(api, config), kind, health.clone()).touched_objects()
 }
 
 /// The controllers over one scope (a namespace, or all of them): LlamaStackDistributions, and
@@ -392,7 +372,7 @@ async fn run_stacks(
     }
     let controller = owned_objects(controller, &ctx, scope, FIELD_MANAGER);
     let controller = default_accounts(controller, &ctx, scope, FIELD_MANAGER, in_namespace);
-    let controller = server_pods(controller, &client, scope, &health);
+    let controller = server_pods(controller, &ctx, scope, FIELD_MANAGER);
     let watched = Referenced {
         ctx: &ctx,
         scope,
@@ -451,7 +431,7 @@ async fn run_ogx_servers(
         .reconcile_all_on(on_trigger(triggered));
     let controller = owned_objects(controller, &ctx, scope, OGX_MANAGED_BY);
     let controller = default_accounts(controller, &ctx, scope, OGX_MANAGED_BY, in_namespace);
-    let controller = server_pods(controller, &client, scope, &health);
+    let controller = server_pods(controller, &ctx, scope, OGX_MANAGED_BY);
     let watched = Referenced {
         ctx: &ctx,
         scope,
@@ -626,30 +606,46 @@ fn default_accounts<K: Watched>(
     controller.reconcile_on(changed)
 }
 
-/// Server Pods that install external providers (labelled from the template): their init
-/// containers are the install steps the status reports.
+/// The server Pods of either door (labelled from the template, `managed-by` and `instance`), by
+/// metadata: every change of one wakes its stack (a crash loop, an image that cannot be pulled,
+/// an init container installing external providers, a container become ready), so a rollout
+/// needs no timed look for what happens inside its Pods ([`crate::core::next_look`]); and what
+/// they show feeds the index of which stacks have Pods at all ([`memory::server_pods`]), so a
+/// look lists the Pods only of a stack that has some. Both doors' Pods: a stack moved from one
+/// API to the other keeps its old revision's Pods until the new one rolls out.
 fn server_pods<K: Watched>(
     controller: Controller<K>,
-    client: &kube::Client,
+    ctx: &Arc<Context>,
     scope: Option<&str>,
-    health: &Arc<WatchHealth>,
+    door: &'static str,
 ) -> Controller<K> {
-    let config = watcher::Config::default().labels(&format!("{}=true", labels::EXTERNAL_PROVIDERS));
-    controller.watches_stream(
-        metadata_objects(
-            scoped::<PartialObjectMeta<Pod>>(client, scope),
-            config,
-            health,
-        ),
-        |pod| {
-            let ns = pod.metadata.namespace.clone().unwrap_or_default();
-            pod.metadata
-                .labels
-                .as_ref()?
-                .get(labels::INSTANCE)
-                .map(|name| ObjectRef::<K>::new(name).within(&ns))
-        },
+    let config = watcher::Config::default().labels(&format!(
+        "{} in ({FIELD_MANAGER},{OGX_MANAGED_BY})",
+        labels::MANAGED_BY
+    ));
+    let index = ctx.clone();
+    let scope_name = scope.map(str::to_owned);
+    let pods = resilient(
+        watcher(scoped::<PartialObjectMeta<Pod>>(&ctx.client, scope), config),
+        "Pod",
+        ctx.metrics.watches(),
     )
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            index
+                .server_pods
+                .observe(scope_name.as_deref(), door, event);
+        }
+    })
+    .touched_objects();
+    controller.watches_stream(pods, |pod| {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        pod.metadata
+            .labels
+            .as_ref()?
+            .get(labels::INSTANCE)
+            .map(|name| ObjectRef::<K>::new(name).within(&ns))
+    })
 }
 
 /// Whose watches of the Secrets and ConfigMaps in scope these are.
