@@ -267,6 +267,13 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     let stack = &stack;
     let now = jiff::Timestamp::now();
     let looks = reads::looks(stack, &decision, &observed, act.acted(), now);
+    let pods_matter = looks.pods != reads::PodsNeeded::No;
+    ctx.server_pods.matter(
+        stack.door.managed_by(),
+        stack.namespace,
+        stack.name,
+        pods_matter,
+    );
     let seen = observe::look(stack, ctx, &looks).await?;
     let resolver = ctx.resolver();
     let around = Around {

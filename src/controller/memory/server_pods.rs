@@ -1,15 +1,19 @@
-//! Which stacks have server Pods, as the Pods' metadata watches see them. Every change of a
-//! server Pod wakes its stack (a crash loop, an image that cannot be pulled, a container that
-//! became ready), so a look at a rollout needs the Pods' list only where the watch knows of a
-//! Pod: a stack whose rollout cannot start anywhere (no node, a quota) has none, and its looks
-//! cost no request (issue 62: at 10,000 stacks that wait, a list of none in every look was half
-//! of the operator's reads).
+//! Which stacks have server Pods, as the Pods' metadata watches see them, and whose Pods' changes
+//! matter to them. A change of a server Pod wakes its stack where the status reads its Pods (a
+//! rollout gone 10 s without progress: a crash loop, an image that cannot be pulled; external
+//! providers installing; a rollback due on them: [`crate::core::reads::pods_needed`]); elsewhere
+//! the Deployment's own events say what a Pod would (one became ready or unavailable), and a
+//! young rollout gets its look at 10 s. So a look at a rollout needs the Pods' list only where
+//! the watch knows of a Pod: a stack whose rollout cannot start anywhere (no node, a quota) has
+//! none, and its looks cost no request (issue 62: at 10,000 stacks that wait, a list of none in
+//! every look was half of the operator's reads).
 //!
 //! Each watch (one per scope and door) answers only once it has listed, and not while it lists
 //! again; before that, and in a reconcile run without watches (the tests' direct reconciles),
 //! [`ServerPods::none_of`] says `false` and the Pods are listed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -28,10 +32,26 @@ type Pods = Listing<PodKey, String>;
 /// Which watch: the namespace it watches (`None`: all) and the door it serves.
 type WatchId = (Option<String>, &'static str);
 
-/// The server Pods each watch has seen (see the module documentation).
+/// The server Pods each watch has seen, and the stacks whose Pods matter (see the module
+/// documentation).
 #[derive(Default)]
 pub struct ServerPods {
     watches: Mutex<HashMap<WatchId, Pods>>,
+    /// The stacks (by [`stack_key`]) whose last reconcile read, or would have read, their Pods.
+    matter: Mutex<HashSet<u64>>,
+}
+
+/// At most this many stacks are remembered as having Pods that matter; beyond it all are
+/// forgotten at once (deleted stacks are never removed otherwise), which costs their Pods' events
+/// until each stack's next look (at most the resync), not a wrong status.
+const MAX_MATTER: usize = 200_000;
+
+/// A stack of a door, as a digest (a collision only wakes a stack once more, or once less until
+/// its next look).
+fn stack_key(door: &str, namespace: &str, name: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (door, namespace, name).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A Pod's key and the stack it serves, if it names one.
@@ -103,11 +123,44 @@ impl ServerPods {
             })
     }
 
+    /// Records whether the stack's Pods matter to it: its reconcile read them, or would have
+    /// (none could exist yet).
+    pub(in crate::controller) fn matter(
+        &self,
+        door: &str,
+        namespace: &str,
+        name: &str,
+        matter: bool,
+    ) {
+        let Ok(mut set) = self.matter.lock() else {
+            return;
+        };
+        let key = stack_key(door, namespace, name);
+        if !matter {
+            set.remove(&key);
+            return;
+        }
+        if set.len() >= MAX_MATTER {
+            set.clear();
+        }
+        set.insert(key);
+    }
+
+    /// Whether a change of the stack's Pods is to wake it ([`Self::matter`]).
+    pub(in crate::controller) fn matters(&self, door: &str, namespace: &str, name: &str) -> bool {
+        self.matter
+            .lock()
+            .is_ok_and(|set| set.contains(&stack_key(door, namespace, name)))
+    }
+
     /// Forgets everything: the controllers and their watches start again, and a watch that no
     /// longer runs must not answer.
     pub(in crate::controller) fn clear(&self) {
         if let Ok(mut watches) = self.watches.lock() {
             watches.clear();
+        }
+        if let Ok(mut set) = self.matter.lock() {
+            set.clear();
         }
     }
 }
@@ -165,6 +218,28 @@ mod tests {
         );
         index.clear();
         assert!(!index.none_of("ns", "a", DOOR), "forgotten");
+    }
+
+    #[test]
+    fn a_stacks_pods_matter_from_the_look_that_needs_them_to_the_one_that_does_not() {
+        let index = ServerPods::default();
+        assert!(!index.matters(DOOR, "ns", "a"), "never looked at");
+        index.matter(DOOR, "ns", "a", true);
+        assert!(index.matters(DOOR, "ns", "a"));
+        assert!(!index.matters(DOOR, "ns", "b"), "another stack");
+        assert!(
+            !index.matters("another door", "ns", "a"),
+            "another door's a"
+        );
+        assert!(!index.matters(DOOR, "other", "a"), "another namespace's a");
+        index.matter(DOOR, "ns", "a", false);
+        assert!(!index.matters(DOOR, "ns", "a"), "a look that needs no Pods");
+        index.matter(DOOR, "ns", "a", true);
+        index.clear();
+        assert!(
+            !index.matters(DOOR, "ns", "a"),
+            "forgotten with the watches"
+        );
     }
 
     #[test]

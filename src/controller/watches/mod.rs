@@ -607,12 +607,15 @@ fn default_accounts<K: Watched>(
 }
 
 /// The server Pods of either door (labelled from the template, `managed-by` and `instance`), by
-/// metadata: every change of one wakes its stack (a crash loop, an image that cannot be pulled,
-/// an init container installing external providers, a container become ready), so a rollout
-/// needs no timed look for what happens inside its Pods ([`crate::core::next_look`]); and what
-/// they show feeds the index of which stacks have Pods at all ([`memory::server_pods`]), so a
-/// look lists the Pods only of a stack that has some. Both doors' Pods: a stack moved from one
-/// API to the other keeps its old revision's Pods until the new one rolls out.
+/// metadata: a change of one wakes its stack where its Pods matter to its status (a crash loop
+/// or an image that cannot be pulled in a rollout gone 10 s without progress, an init container
+/// installing external providers, a rollback due on them), so a rollout needs no timed look for
+/// what happens inside its Pods ([`crate::core::next_look`]); and what they show feeds the index
+/// of which stacks have Pods at all ([`memory::server_pods`]), so a look lists the Pods only of
+/// a stack that has some. Elsewhere a Pod's change is the Deployment's too (a replica ready or
+/// gone), whose event wakes the stack; waking it for the Pod as well cost a read of the
+/// Deployment a stack more at 300 stacks. Both doors' Pods: a stack moved from one API to the
+/// other keeps its old revision's Pods until the new one rolls out.
 fn server_pods<K: Watched>(
     controller: Controller<K>,
     ctx: &Arc<Context>,
@@ -638,13 +641,14 @@ fn server_pods<K: Watched>(
         }
     })
     .touched_objects();
-    controller.watches_stream(pods, |pod| {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        pod.metadata
-            .labels
-            .as_ref()?
-            .get(labels::INSTANCE)
-            .map(|name| ObjectRef::<K>::new(name).within(&ns))
+    let memory = ctx.clone();
+    controller.watches_stream(pods, move |pod| {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let name = pod.metadata.labels.as_ref()?.get(labels::INSTANCE)?;
+        memory
+            .server_pods
+            .matters(door, ns, name)
+            .then(|| ObjectRef::<K>::new(name).within(ns))
     })
 }
 
