@@ -93,13 +93,7 @@ pub fn writes_by_kind(writes: &[serde_json::Value]) -> String {
             .entry(format!("{verb} {} {code}", kind(w)))
             .or_default() += 1;
     }
-    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
-    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    counts
-        .iter()
-        .map(|(what, n)| format!("{what}: {n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::most_first(counts, ": ")
 }
 
 /// The writes of every object written more often than most of its kind are (a Deployment

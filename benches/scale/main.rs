@@ -317,11 +317,16 @@ fn reads_by_resource(reads: &[serde_json::Value]) -> String {
             .unwrap_or_default();
         *counts.entry(format!("{verb} {resource}")).or_default() += 1;
     }
+    most_first(counts, " ")
+}
+
+/// Counts as `what<between>n, ...`, the largest first (ties by name).
+fn most_first(counts: std::collections::BTreeMap<String, usize>, between: &str) -> String {
     let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
     counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     counts
         .iter()
-        .map(|(what, n)| format!("{what} {n}"))
+        .map(|(what, n)| format!("{what}{between}{n}"))
         .collect::<Vec<_>>()
         .join(", ")
 }

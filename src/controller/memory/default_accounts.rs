@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::runtime::watcher::Event;
 
-use super::listing::Listing;
+use super::listing::{Listing, WatchId, answering};
 
 /// The account whose pull secrets a Pod without a ServiceAccount of its own uses.
 pub(in crate::controller) const DEFAULT_ACCOUNT: &str = "default";
@@ -22,10 +22,6 @@ pub(in crate::controller) const DEFAULT_ACCOUNT: &str = "default";
 /// What one watch has listed: per namespace with a `default` account, its pull secrets' names,
 /// in order.
 type Accounts = Listing<String, Vec<String>>;
-
-/// Which watch: the namespace it watches (`None`: all) and the door it serves (its
-/// `managed-by` value): each door's reconciles read their own watch, whose events start them.
-type WatchId = (Option<String>, &'static str);
 
 /// The accounts' pull secrets, per watch (see the module documentation).
 #[derive(Default)]
@@ -123,21 +119,15 @@ impl DefaultAccounts {
         namespace: &str,
         door: &str,
     ) -> Option<Vec<String>> {
+        // Each door's reconciles read their own watch, whose events start them.
         let watches = self.watches.lock().ok()?;
-        watches
-            .iter()
-            .find(|((scope, watch_door), listing)| {
-                *watch_door == door
-                    && listing.answers()
-                    && scope.as_deref().is_none_or(|s| s == namespace)
-            })
-            .map(|(_, listing)| {
-                listing
-                    .entries()
-                    .get(namespace)
-                    .cloned()
-                    .unwrap_or_default()
-            })
+        answering(&watches, namespace, door).map(|listing| {
+            listing
+                .entries()
+                .get(namespace)
+                .cloned()
+                .unwrap_or_default()
+        })
     }
 
     /// Forgets everything: the controllers and their watches start again, and a watch that no

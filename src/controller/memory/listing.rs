@@ -15,6 +15,26 @@ pub(in crate::controller) struct Listing<K, V> {
     relisting: Option<HashMap<K, V>>,
 }
 
+/// Which watch a listing is of: the namespace it watches (`None`: all) and the door it serves
+/// (its `managed-by` value).
+pub(in crate::controller) type WatchId = (Option<String>, &'static str);
+
+/// The listing of `door`'s watch that covers `namespace` and answers ([`Listing::answers`]).
+pub(in crate::controller) fn answering<'a, K: Eq + Hash, V>(
+    watches: &'a HashMap<WatchId, Listing<K, V>>,
+    namespace: &str,
+    door: &str,
+) -> Option<&'a Listing<K, V>> {
+    watches
+        .iter()
+        .find(|((scope, watch_door), listing)| {
+            *watch_door == door
+                && listing.answers()
+                && scope.as_deref().is_none_or(|s| s == namespace)
+        })
+        .map(|(_, listing)| listing)
+}
+
 impl<K, V> Default for Listing<K, V> {
     fn default() -> Self {
         Self {

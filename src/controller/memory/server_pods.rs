@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::Event;
 
-use super::listing::Listing;
+use super::listing::{Listing, WatchId, answering};
 use crate::naming::labels;
 
 /// A Pod: its namespace and name.
@@ -28,9 +28,6 @@ type PodKey = (String, String);
 
 /// What one watch has listed: each server Pod, with the stack it serves (its `instance` label).
 type Pods = Listing<PodKey, String>;
-
-/// Which watch: the namespace it watches (`None`: all) and the door it serves.
-type WatchId = (Option<String>, &'static str);
 
 /// The server Pods each watch has seen, and the stacks whose Pods matter (see the module
 /// documentation).
@@ -108,19 +105,12 @@ impl ServerPods {
         let Ok(watches) = self.watches.lock() else {
             return false;
         };
-        watches
-            .iter()
-            .find(|((scope, watch_door), listing)| {
-                *watch_door == door
-                    && listing.answers()
-                    && scope.as_deref().is_none_or(|s| s == namespace)
-            })
-            .is_some_and(|(_, listing)| {
-                !listing
-                    .entries()
-                    .iter()
-                    .any(|((ns, _), of)| ns == namespace && of == instance)
-            })
+        answering(&watches, namespace, door).is_some_and(|listing| {
+            !listing
+                .entries()
+                .iter()
+                .any(|((ns, _), of)| ns == namespace && of == instance)
+        })
     }
 
     /// Records whether the stack's Pods matter to it: its reconcile read them, or would have
