@@ -24,11 +24,6 @@ pub fn is_stack(owner: &OwnerReference, name: &str) -> bool {
         && owner.name == name
 }
 
-/// Whether `meta` is controlled by the LlamaStackDistribution `name` (any version of the group).
-pub fn controlled_by_stack(meta: &ObjectMeta, name: &str) -> bool {
-    controller_of(meta).is_some_and(|c| is_stack(c, name))
-}
-
 /// The owner references of `meta` but its controller.
 pub fn without_controller(meta: &ObjectMeta) -> Vec<OwnerReference> {
     meta.owner_references
@@ -39,9 +34,35 @@ pub fn without_controller(meta: &ObjectMeta) -> Vec<OwnerReference> {
         .collect()
 }
 
-/// The owner references of `meta` with `owner` as the controller in place of any other.
-pub fn with_controller(meta: &ObjectMeta, owner: &OwnerReference) -> Vec<OwnerReference> {
-    let mut owners = without_controller(meta);
+/// Whether `meta` names the LlamaStackDistribution `name` among its owners, as its controller
+/// or not.
+pub fn owned_by_stack(meta: &ObjectMeta, name: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| is_stack(o, name))
+}
+
+/// The owner references of `meta` handed to `owner`: `owner` becomes the controller, and the
+/// controller before it stays an owner, no longer the controller. The garbage collector deletes
+/// an object only once every owner is gone, so deleting either one of the two leaves the object
+/// with the other: the step can be undone until both are deleted.
+pub fn handed_to(meta: &ObjectMeta, owner: &OwnerReference) -> Vec<OwnerReference> {
+    let mut owners: Vec<OwnerReference> = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|o| o.uid != owner.uid)
+        .cloned()
+        .map(|mut o| {
+            if o.controller == Some(true) {
+                o.controller = Some(false);
+                // Blocking is a controller's: a plain owner's deletion waits for nothing.
+                o.block_owner_deletion = None;
+            }
+            o
+        })
+        .collect();
     owners.push(owner.clone());
     owners
 }
@@ -62,7 +83,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_controller_counts_and_a_new_one_replaces_it() {
+    fn only_the_controller_counts() {
         let meta = ObjectMeta {
             owner_references: Some(vec![owner("other", false), owner("uid-1", true)]),
             ..ObjectMeta::default()
@@ -72,15 +93,43 @@ mod tests {
             !controlled_by(&meta, "other"),
             "an owner that does not control"
         );
-        assert!(controlled_by_stack(&meta, "old"));
-        assert!(!controlled_by_stack(&meta, "new"));
-        let given = with_controller(&meta, &owner("uid-2", true));
-        let uids: Vec<(&str, Option<bool>)> = given
+        assert!(owned_by_stack(&meta, "old"));
+        assert!(!owned_by_stack(&meta, "new"));
+        assert_eq!(without_controller(&meta).len(), 1);
+        assert!(!controlled_by(&ObjectMeta::default(), "uid-1"));
+    }
+
+    /// Handing over keeps the controller before as a plain owner (the undo), replaces none,
+    /// and gives again to the same owner without a second entry.
+    #[test]
+    fn a_handed_object_keeps_its_old_controller_as_an_owner() {
+        let meta = ObjectMeta {
+            owner_references: Some(vec![owner("other", false), owner("uid-1", true)]),
+            ..ObjectMeta::default()
+        };
+        let handed = handed_to(&meta, &owner("uid-2", true));
+        let refs: Vec<(&str, Option<bool>)> = handed
             .iter()
             .map(|o| (o.uid.as_str(), o.controller))
             .collect();
-        assert_eq!(uids, [("other", Some(false)), ("uid-2", Some(true))]);
-        assert_eq!(without_controller(&meta).len(), 1);
-        assert!(!controlled_by(&ObjectMeta::default(), "uid-1"));
+        assert_eq!(
+            refs,
+            [
+                ("other", Some(false)),
+                ("uid-1", Some(false)),
+                ("uid-2", Some(true))
+            ]
+        );
+        let again = ObjectMeta {
+            owner_references: Some(handed.clone()),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(handed_to(&again, &owner("uid-2", true)), handed);
+        assert!(owned_by_stack(&again, "old"));
+        let demoted = ObjectMeta {
+            owner_references: Some(vec![handed[1].clone()]),
+            ..ObjectMeta::default()
+        };
+        assert!(owned_by_stack(&demoted, "old") && controller_of(&demoted).is_none());
     }
 }

@@ -1169,20 +1169,25 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         reconcile_stack(Arc::new(f.llsds().get("moving").await.unwrap()), f.ctx.clone(), Some(unsynced)).await.unwrap();
         assert_eq!(f.deployment("moving").await.metadata.resource_version, after.metadata.resource_version, "nothing written");
         assert_eq!(after.spec.as_ref().unwrap().selector, before.spec.as_ref().unwrap().selector);
+        // The OGXServer controls it; the LLSD stays a plain owner (the undo: deleting the
+        // OGXServer leaves every object to it).
         let owners = after.metadata.owner_references.clone().unwrap();
-        assert_eq!(owners.len(), 1, "{owners:?}");
-        assert_eq!(owners[0].kind, "OGXServer");
+        let kinds: Vec<(&str, Option<bool>)> = owners.iter().map(|o| (o.kind.as_str(), o.controller)).collect();
+        assert_eq!(kinds, [("LlamaStackDistribution", Some(false)), ("OGXServer", Some(true))], "{owners:?}");
+        assert_eq!(owners[0].block_owner_deletion, None, "a plain owner blocks nothing");
         let container = &after.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0];
         assert_eq!(container.name, "ogx");
         assert_eq!(container.image.as_deref(), pinned.image.as_deref());
         let service = Api::<Service>::namespaced(client.clone(), "default").get("moving-service").await.unwrap();
         assert_eq!(service.spec.unwrap().cluster_ip, service_ip);
-        assert_eq!(service.metadata.owner_references.unwrap()[0].kind, "OGXServer");
+        let controller = service.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| o.kind.clone());
+        assert_eq!(controller.as_deref(), Some("OGXServer"));
         let moved = servers.get("moving").await.unwrap().status.unwrap();
         let resolved = moved.resolved_distribution.unwrap();
         assert_eq!((resolved.image, resolved.pinned_at), (pinned.image, pinned.pinned_at), "the pin is kept");
-        // Deleting the LLSD now takes nothing with it: it owns nothing any more, the data volume
-        // and every generated config included (the garbage collector deletes what it owns).
+        // Deleting the LLSD now takes nothing with it: it controls nothing any more, and every
+        // object it still owns the OGXServer owns too, the data volume and every generated
+        // config included (the garbage collector deletes an object only with its last owner).
         let llsd_uid = f.llsds().get("moving").await.unwrap().metadata.uid.unwrap();
         let server_uid = servers.get("moving").await.unwrap().metadata.uid.unwrap();
         let mut owned_by_llsd = Vec::new();
@@ -1191,8 +1196,10 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
             ($($kind:ty),+) => {$(
                 for o in Api::<$kind>::namespaced(client.clone(), "default").list_metadata(&ListParams::default()).await.unwrap().items {
                     let name = format!("{} {}", stringify!($kind), o.metadata.name.clone().unwrap());
-                    for r in o.metadata.owner_references.iter().flatten() {
-                        if r.uid == llsd_uid { owned_by_llsd.push(name.clone()); }
+                    let refs: Vec<_> = o.metadata.owner_references.iter().flatten().collect();
+                    let by_server = refs.iter().any(|r| r.uid == server_uid);
+                    for r in &refs {
+                        if r.uid == llsd_uid && (r.controller == Some(true) || !by_server) { owned_by_llsd.push(name.clone()); }
                         if r.uid == server_uid && r.controller == Some(true) { handed.push(name.clone()); }
                     }
                 }
@@ -1200,7 +1207,7 @@ fn an_ogx_server_is_served_and_takes_a_stack_over_in_place() {
         }
         sort_out!(ConfigMap, Secret, Service, Deployment, k8s_openapi::api::core::v1::PersistentVolumeClaim,
             k8s_openapi::api::core::v1::ServiceAccount, k8s_openapi::api::networking::v1::NetworkPolicy);
-        assert!(owned_by_llsd.is_empty(), "still the LLSD's: {owned_by_llsd:?}");
+        assert!(owned_by_llsd.is_empty(), "still the LLSD's alone, or controlled by it: {owned_by_llsd:?}");
         for kind in ["PersistentVolumeClaim moving-pvc", "ConfigMap moving-config-", "NetworkPolicy moving-network-policy", "Deployment moving"] {
             assert!(handed.iter().any(|h| h.contains(kind)), "{kind} not the OGXServer's: {handed:?}");
         }
@@ -1501,7 +1508,8 @@ fn the_running_controller_serves_ogx_servers_from_watches() {
         // Stays moved: the LLSD's controller does not take it back.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let d = deployments.get("live").await.unwrap();
-        assert_eq!(d.metadata.owner_references.unwrap()[0].kind, "OGXServer");
+        let controlling = d.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| o.kind.clone());
+        assert_eq!(controlling.as_deref(), Some("OGXServer"));
 
         let waiting: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
             "metadata": {"name": "waiting"}, "spec": {"distribution": {"name": "starter"},
@@ -1803,14 +1811,18 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         assert_eq!((status.as_str(), reason.as_str()), ("False", "WaitingForLegacyPods"), "{message}");
         assert!(ns().get_opt(name).await.unwrap().is_none(), "nothing of its own runs beside the old Pods");
         assert_eq!(controller_uid(&claims.get(&old_claim).await.unwrap().metadata.owner_references), Some(llsd_uid.clone()), "not taken yet");
-        // The Service is the server's already, selecting its Pods; same address.
-        let service = services.get(&format!("{old}-service")).await.unwrap();
+        // The scale-down is labelled with the server and the replicas before, to be given back
+        // if the take is abandoned.
+        let scaled = f.deployment(old).await.metadata;
         let server_uid = servers.get(name).await.unwrap().metadata.uid.unwrap();
-        assert_eq!(controller_uid(&service.metadata.owner_references), Some(server_uid.clone()));
-        assert_eq!(service.metadata.labels.as_ref().unwrap()["ogx.io/adopted-from"], old);
-        assert_eq!(service.spec.as_ref().unwrap().cluster_ip, service_ip);
+        assert_eq!(scaled.labels.unwrap()["llamastack.io/scaled-down-by"], server_uid);
+        assert_eq!(scaled.annotations.unwrap()["llamastack.io/replicas-before"], "1");
+        // The Service stays the old stack's, selecting its Pods, until the server serves.
+        let service = services.get(&format!("{old}-service")).await.unwrap();
+        assert_eq!(controller_uid(&service.metadata.owner_references), Some(llsd_uid.clone()));
+        assert_eq!(service.spec.as_ref().unwrap().selector.as_ref().unwrap()["app.kubernetes.io/instance"], old);
         let (status, reason, _) = server_condition("NetworkingAdopted").await;
-        assert_eq!((status.as_str(), reason.as_str()), ("True", "NetworkingAdopted"));
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "WaitingForServer"));
 
         // Still a Pod: still waiting. And a Pod of any other kind that mounts the volume (a
         // debugging Pod, a backup Job's) counts too: one server writes a volume at a time.
@@ -1818,6 +1830,13 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
             "spec": {"containers": [{"name": "sh", "image": "x"}],
                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": old_claim}}]}})).unwrap();
         pods.create(&PostParams::default(), &debugger).await.unwrap();
+        // A backup Job's Pod that mounted it and finished, still listed, writes nothing: it
+        // does not count (it used to hold the take forever).
+        let backup: Pod = serde_json::from_value(json!({"metadata": {"name": "backup"},
+            "spec": {"containers": [{"name": "sh", "image": "x"}], "restartPolicy": "Never",
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": old_claim}}]}})).unwrap();
+        pods.create(&PostParams::default(), &backup).await.unwrap();
+        pods.patch_status("backup", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Succeeded"}}))).await.unwrap();
         reconcile_server().await;
         let (_, reason, message) = server_condition("StorageAdopted").await;
         assert_eq!(reason, "WaitingForLegacyPods");
@@ -1844,6 +1863,23 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         let mounted: Vec<_> = pod_spec.volumes.iter().flatten().filter_map(|v| v.persistent_volume_claim.as_ref()).map(|c| c.claim_name.clone()).collect();
         assert_eq!(mounted, std::slice::from_ref(&old_claim));
         assert!(claims.get_opt(&format!("{name}-pvc")).await.unwrap().is_none(), "no fresh volume beside the adopted one");
+        assert!(!f.deployment(old).await.metadata.labels.unwrap_or_default().contains_key("llamastack.io/scaled-down-by"), "the volume changed hands: the scale-down is for good");
+        // Not serving yet (no kubelet here): the address stays the old stack's.
+        let (status, reason, _) = server_condition("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "WaitingForServer"));
+        assert_eq!(controller_uid(&services.get(&format!("{old}-service")).await.unwrap().metadata.owner_references), Some(llsd_uid.clone()));
+        // An available replica of the revision it runs: the Service is the server's, selecting
+        // its Pods; same address; the old stack stays an owner (the undo).
+        let available = json!({"status": {"replicas": 1, "availableReplicas": 1, "readyReplicas": 1, "updatedReplicas": 1}});
+        ns().patch_status(name, &PatchParams::default(), &Patch::Merge(&available)).await.unwrap();
+        reconcile_server().await;
+        let service = services.get(&format!("{old}-service")).await.unwrap();
+        assert_eq!(controller_uid(&service.metadata.owner_references), Some(server_uid.clone()));
+        assert!(service.metadata.owner_references.iter().flatten().any(|o| o.uid == llsd_uid && o.controller == Some(false)), "{:?}", service.metadata.owner_references);
+        assert_eq!(service.metadata.labels.as_ref().unwrap()["ogx.io/adopted-from"], old);
+        assert_eq!(service.spec.as_ref().unwrap().cluster_ip, service_ip);
+        let (status, reason, _) = server_condition("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "NetworkingAdopted"));
         // The adopted Service selects exactly the new Pods.
         let selector = services.get(&format!("{old}-service")).await.unwrap().spec.unwrap().selector.unwrap();
         let pod_labels = deployment.spec.unwrap().template.metadata.unwrap().labels.unwrap();
@@ -1895,7 +1931,87 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
         let (status, reason, message) = server_condition("AdoptionConfigInvalid").await;
         assert_eq!((status.as_str(), reason.as_str()), ("True", "AdoptionConfigInvalid"), "{message}");
         assert!(message.starts_with("ogx.io/adopt-networking: \"Not_A_Name\""), "{message}");
+        // Nothing taken is let go: the taken volume stays mounted and no fresh one is made (it
+        // used to mount a fresh `my-server-pvc`), and the old stack, which the value may name,
+        // stands down instead of resuming beside the server.
+        assert_eq!(mounted().await, std::slice::from_ref(&old_claim), "the taken volume stays mounted");
+        assert!(claims.get_opt(&format!("{name}-pvc")).await.unwrap().is_none());
+        reconcile_old().await;
+        let (status, reason, message) = f.condition(old, "ConfigGenerated").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptedByOGXServer"), "{message}");
+        assert!(message.contains("whatever its unreadable ogx.io/adopt-* annotation names"), "{message}");
         drop(plane);
+    }))
+    };
+    on_a_big_stack(body);
+}
+
+/// The address is taken only from a server that serves, and a Service taken from a stack that
+/// was deleted since stays the server's when the annotation goes: it used to be handed back to
+/// the deleted stack, ownerless, selecting Pods nobody makes (issue 84, the fifth order).
+#[test]
+fn an_address_taken_from_a_stack_deleted_since_stays_with_the_server() {
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    let body = || {
+        rt.block_on(Box::pin(async {
+        let f = Fixture::new(&client, "default");
+        let services: Api<Service> = Api::namespaced(client.clone(), "default");
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+        let old: LlamaStackDistribution = serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
+            "metadata": {"name": "old"}, "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        f.llsds().create(&PostParams::default(), &old).await.unwrap();
+        f.reconcile("old").await;
+        let address = services.get("old-service").await.unwrap().spec.unwrap().cluster_ip;
+        let server: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "new", "annotations": {"ogx.io/adopt-networking": "old"}},
+            "spec": {"distribution": {"name": "starter"}}})).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        let reconcile_new = || async { reconcile_ogx(Arc::new(servers.get("new").await.unwrap()), f.ctx.clone()).await.unwrap() };
+        let said = |type_: &'static str| {
+            let servers = servers.clone();
+            async move {
+                let status = serde_json::to_value(servers.get("new").await.unwrap().status).unwrap();
+                let c = status["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == type_).cloned().unwrap_or(Value::Null);
+                (c["status"].as_str().unwrap_or("absent").to_owned(), c["reason"].as_str().unwrap_or_default().to_owned(), c["message"].as_str().unwrap_or_default().to_owned())
+            }
+        };
+        let selects = || async { services.get("old-service").await.unwrap().spec.unwrap().selector.unwrap()["app.kubernetes.io/instance"].clone() };
+
+        // Its Deployment made, not available (a quota without room, an image still pulling):
+        // the old address serves the old Pods.
+        reconcile_new().await;
+        assert!(deployments.get_opt("new").await.unwrap().is_some());
+        let (status, reason, message) = said("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "WaitingForServer"), "{message}");
+        assert_eq!(selects().await, "old");
+
+        // Available: taken, same address.
+        let available = json!({"status": {"replicas": 1, "availableReplicas": 1, "readyReplicas": 1, "updatedReplicas": 1}});
+        deployments.patch_status("new", &PatchParams::default(), &Patch::Merge(&available)).await.unwrap();
+        reconcile_new().await;
+        let (status, reason, message) = said("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "NetworkingAdopted"), "{message}");
+        assert_eq!(selects().await, "new");
+
+        // The old stack deleted (the guide's last step), then the annotation removed: the
+        // Service stays the server's, serving its Pods at the same address, and says so.
+        f.llsds().delete("old", &Default::default()).await.unwrap();
+        let removed = json!({"metadata": {"annotations": {"ogx.io/adopt-networking": null}}});
+        servers.patch("new", &PatchParams::default(), &Patch::Merge(&removed)).await.unwrap();
+        reconcile_new().await;
+        let service = services.get("old-service").await.unwrap();
+        let server_uid = servers.get("new").await.unwrap().metadata.uid.unwrap();
+        let controller = service.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| o.uid.clone());
+        assert_eq!(controller, Some(server_uid));
+        let spec = service.spec.unwrap();
+        assert_eq!((spec.cluster_ip, spec.selector.unwrap()["app.kubernetes.io/instance"].as_str()), (address, "new"));
+        let (status, reason, message) = said("NetworkingAdopted").await;
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "AdoptionAnnotationRemoved"), "{message}");
+        assert!(message.contains("old-service stay this server's"), "{message}");
     }))
     };
     on_a_big_stack(body);
@@ -1969,13 +2085,13 @@ fn a_blocked_ogx_server_takes_nothing_from_the_old_stack() {
         reconcile_new().await;
         let after = old_stack().await;
         assert_eq!(after.0, Some(0), "scaled down once the server can run");
-        assert_ne!(after.2, before.2, "the Service is the server's");
-        assert_eq!(said("NetworkingAdopted").await, ("True".into(), "NetworkingAdopted".into()));
+        assert_eq!((after.1.as_ref(), after.2.as_ref()), (before.1.as_ref(), before.2.as_ref()), "the address waits for the server to serve");
+        assert_eq!(said("NetworkingAdopted").await, ("False".into(), "WaitingForServer".into()));
         let scaled = f.deployment("old").await;
         let managers: Vec<String> = scaled.metadata.managed_fields.into_iter().flatten().filter_map(|m| m.manager).collect();
         assert!(managers.iter().any(|m| m == "llama-stack-operator-adoption"), "the scale-down carries the operator's field manager: {managers:?}");
 
-        // Abandoned before the volume was taken: the Service is handed back, and the old stack,
+        // Abandoned before the volume was taken: the server gives the replicas back, and the old stack,
         // named by no annotation now, resumes with its replicas (its drift repair takes
         // `spec.replicas` back from the adoption's field manager).
         let removed = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
@@ -1986,9 +2102,11 @@ fn a_blocked_ogx_server_takes_nothing_from_the_old_stack() {
         assert_eq!(resumed.0, before.0, "the old Deployment's replicas are restored");
         assert_eq!((resumed.1.as_ref(), resumed.2.as_ref(), resumed.3.as_ref()), (before.1.as_ref(), before.2.as_ref(), before.3.as_ref()), "its Service and claim are its own again");
 
-        // A name that is no stack's volume (a typo): refused, and no fresh volume is made.
+        // A name that is no stack's volume (a typo): refused, and no fresh volume is made; the
+        // Service the same server asks for is not taken either (a server that never starts
+        // must not take the old address: it used to).
         let typo: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
-            "metadata": {"name": "typo", "annotations": {"ogx.io/adopt-storage": "olld"}},
+            "metadata": {"name": "typo", "annotations": {"ogx.io/adopt-storage": "olld", "ogx.io/adopt-networking": "old"}},
             "spec": {"distribution": {"name": "starter"}, "workload": {"storage": {}}}})).unwrap();
         servers.create(&PostParams::default(), &typo).await.unwrap();
         reconcile_ogx(Arc::new(servers.get("typo").await.unwrap()), f.ctx.clone()).await.unwrap();
@@ -1996,6 +2114,9 @@ fn a_blocked_ogx_server_takes_nothing_from_the_old_stack() {
         assert_eq!(json_condition(&status, "StorageAdopted"), ("False".into(), "AdoptionSourceNotFound".into()), "{status:#}");
         assert!(claims.get_opt("typo-pvc").await.unwrap().is_none(), "no fresh volume hides the typo");
         assert!(Api::<Deployment>::namespaced(client.clone(), "default").get_opt("typo").await.unwrap().is_none());
+        assert_eq!(json_condition(&status, "NetworkingAdopted"), ("False".into(), "AdoptionDeferred".into()), "{status:#}");
+        let service = old_stack().await;
+        assert_eq!((service.1.as_ref(), service.2.as_ref()), (before.1.as_ref(), before.2.as_ref()), "the old address stays with the old stack");
     }))
     };
     on_a_big_stack(body);

@@ -816,8 +816,10 @@ fn the_operator_finds_its_own_image_in_its_pod(env: &Env) -> Result<(), Failed> 
 
 /// The OGX operator's adoption annotations, run by the operator process under its own
 /// ServiceAccount and the RBAC the install grants: the volume detached, labelled and mounted; the
-/// Service taken; with the annotations removed, the volume found again by its labels (a list of
-/// claims) and the Service handed back. The API server runs OpenShift's
+/// Service taken once the server's Pod is available; the old resource deleted (the guide's last
+/// step) and then the annotations removed: the volume found again by its labels (a list of
+/// claims) and the Service kept by the server at the same address, serving its Pods (it used to
+/// be handed back to the deleted stack, selecting Pods nobody makes). The API server runs OpenShift's
 /// OwnerReferencesPermissionEnforcement: every owner reference the operator sets or changes needs
 /// the grants it checks (`update` on `ogxservers/finalizers`, `delete` on the object). A verb
 /// missing from the RBAC fails the reconcile, so the conditions below never come.
@@ -827,6 +829,16 @@ fn adoption_runs_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
 
     let ns = "adoption";
     env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    // A volume for the old stack's claim (the cluster has no provisioner): without one, no Pod
+    // that mounts it is scheduled, and the new server, never available, would never take the
+    // old address.
+    env.apply(
+        json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "adoption-old"},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+            "claimRef": {"namespace": ns, "name": "old-pvc"},
+            "hostPath": {"path": "/tmp/llso-adoption-old", "type": "DirectoryOrCreate"}}}),
+    )?;
     env.apply(
         json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
         "metadata": {"name": "old", "namespace": ns},
@@ -889,25 +901,29 @@ fn adoption_runs_on_the_operators_own_rbac(env: &Env) -> Result<(), Failed> {
     )?;
     let removed = json!({"metadata": {"annotations": {"ogx.io/adopt-storage": null, "ogx.io/adopt-networking": null}}});
     rt.block_on(servers.patch("new", &PatchParams::default(), &Patch::Merge(&removed)))?;
-    env.eventually("the adopted Service handed back", || {
+    env.eventually("the annotation's removal said", || {
         said("NetworkingAdopted", "AdoptionAnnotationRemoved")
     })?;
-    // Handed back, never deleted: its address stays, and it selects the old stack's Pods.
+    // Kept, never deleted: its address stays, and it selects the server's Pods.
     let services: Api<Service> = Api::namespaced(env.client.clone(), ns);
-    let returned = rt.block_on(services.get("old-service"))?;
+    let kept = rt.block_on(services.get("old-service"))?;
+    let server_uid = rt
+        .block_on(servers.get("new"))?
+        .metadata
+        .uid
+        .unwrap_or_default();
     assert!(
-        returned
-            .metadata
+        kept.metadata
             .owner_references
             .iter()
             .flatten()
-            .all(|o| o.controller != Some(true)),
+            .any(|o| o.controller == Some(true) && o.uid == server_uid),
         "{:?}",
-        returned.metadata.owner_references
+        kept.metadata.owner_references
     );
     assert_eq!(
-        returned.spec.and_then(|s| s.selector).unwrap_or_default()["app.kubernetes.io/instance"],
-        "old"
+        kept.spec.and_then(|s| s.selector).unwrap_or_default()["app.kubernetes.io/instance"],
+        "new"
     );
     assert_eq!(
         mounted(rt.block_on(deployments.get("new"))?),

@@ -132,6 +132,9 @@ status_words! {
         /// `StorageAdopted` or `NetworkingAdopted` False: the server cannot run yet (its other
         /// conditions say why), so nothing is taken and the old stack keeps serving.
         AdoptionDeferred,
+        /// `NetworkingAdopted` False: the Service and Ingress are taken once the server has an
+        /// available replica; until then they keep serving the old stack.
+        WaitingForServer,
         /// The registry could not be reached or refused the credentials.
         RegistryError,
         /// The image's base config cannot be read or used.

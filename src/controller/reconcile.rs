@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::FutureExt as _;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::Action;
@@ -37,7 +38,7 @@ use crate::core::next_look::RESYNC;
 use crate::core::reads;
 use crate::core::report::Report;
 use crate::core::stack::{Invalid, Stack};
-use crate::core::subject::Subject;
+use crate::core::subject::{Subject, namesake_owner};
 use crate::ogx_server;
 
 /// Reconciles one LlamaStackDistribution, and records it in the metrics.
@@ -74,7 +75,7 @@ pub async fn reconcile_stack(
         let result = refuse(&cr, Door::LlamaStackDistribution, &ctx, message).await;
         return record(&ctx, started, result);
     }
-    reconcile_model(&cr, Door::LlamaStackDistribution, &ctx).await
+    reconcile_model(&cr, Door::LlamaStackDistribution, &ctx, None).await
 }
 
 /// Reconciles one OGXServer through the same pipeline, as the model it maps into, and records
@@ -92,14 +93,16 @@ pub async fn reconcile_server(
 ) -> Result<Action, Error> {
     match ogx_server::to_model(&cr) {
         Ok(mut model) => {
+            let namesake = namesake(&model, &ctx, stacks.as_ref()).await;
             if model
                 .status
                 .as_ref()
                 .is_none_or(|s| s.resolved_distribution.is_none())
             {
-                adopt_recorded(&mut model, &ctx, stacks.as_ref()).await;
+                adopt_recorded(&mut model, namesake.as_ref());
             }
-            reconcile_model(&model, Door::of_ogx_server(&cr), &ctx).await
+            let owner = namesake.as_ref().and_then(namesake_reference);
+            reconcile_model(&model, Door::of_ogx_server(&cr), &ctx, owner).await
         }
         Err(untranslatable) => {
             let started = Instant::now();
@@ -112,16 +115,15 @@ pub async fn reconcile_server(
     }
 }
 
-/// What a LlamaStackDistribution of the same name recorded (the pinned image, the rollback
-/// memory), for an OGXServer that has recorded nothing yet: a stack moved from one API to the
-/// other keeps running the same image, and its rollout to the new names is judged as before.
-/// From `stacks` once it has listed (a server that never resolves, say for a missing Secret,
-/// would read it on every look: at 100 new servers 1.3 reads each, issue 62), else read.
-async fn adopt_recorded(
-    model: &mut LlamaStackDistribution,
+/// The LlamaStackDistribution of the server's name, if one exists: from `stacks` once it has
+/// listed (a server that never resolves, say for a missing Secret, would read it on every look:
+/// at 100 new servers 1.3 reads each, issue 62), else read (best effort: without it the server
+/// resolves its distribution afresh, and its objects carry no plain owner).
+async fn namesake(
+    model: &LlamaStackDistribution,
     ctx: &Context,
     stacks: Option<&Store<LlamaStackDistribution>>,
-) {
+) -> Option<Arc<LlamaStackDistribution>> {
     let (ns, name) = (model.namespace().unwrap_or_default(), model.name_any());
     let listed = stacks.filter(|store| {
         store
@@ -129,22 +131,35 @@ async fn adopt_recorded(
             .now_or_never()
             .is_some_and(|r| r.is_ok())
     });
-    let previous = match listed {
-        Some(store) => store
-            .get(&ObjectRef::new(&name).within(&ns))
-            .and_then(|cached| cached.status.clone()),
+    match listed {
+        Some(store) => store.get(&ObjectRef::new(&name).within(&ns)),
         None => {
             let llsds: Api<LlamaStackDistribution> = Api::namespaced(ctx.client.clone(), &ns);
-            // Best effort: without it the OGXServer resolves its distribution afresh.
-            llsds
-                .get_opt(&name)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|read| read.status)
+            llsds.get_opt(&name).await.ok().flatten().map(Arc::new)
         }
-    };
-    let Some(recorded) = previous else {
+    }
+}
+
+/// The plain owner reference to the namesake, unless it is being deleted (the garbage
+/// collector is removing it from every object then).
+fn namesake_reference(namesake: &Arc<LlamaStackDistribution>) -> Option<OwnerReference> {
+    let meta = &namesake.metadata;
+    if meta.deletion_timestamp.is_some() {
+        return None;
+    }
+    let (name, uid) = (meta.name.as_deref()?, meta.uid.as_deref()?);
+    let api_version = <LlamaStackDistribution as kube::Resource>::api_version(&());
+    Some(namesake_owner(&api_version, name, uid))
+}
+
+/// What a LlamaStackDistribution of the same name recorded (the pinned image, the rollback
+/// memory), for an OGXServer that has recorded nothing yet: a stack moved from one API to the
+/// other keeps running the same image, and its rollout to the new names is judged as before.
+fn adopt_recorded(
+    model: &mut LlamaStackDistribution,
+    namesake: Option<&Arc<LlamaStackDistribution>>,
+) {
+    let Some(recorded) = namesake.and_then(|n| n.status.clone()) else {
         return;
     };
     let status = model.status.get_or_insert_with(Default::default);
@@ -189,6 +204,7 @@ async fn reconcile_model(
     model: &LlamaStackDistribution,
     door: Door,
     ctx: &Context,
+    namesake: Option<OwnerReference>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
     let span = tracing::info_span!(
@@ -200,7 +216,10 @@ async fn reconcile_model(
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
     let result = match Stack::read_through(model, door) {
-        Ok(stack) => Box::pin(reconcile_once(stack, ctx).instrument(span)).await,
+        Ok(mut stack) => {
+            stack.subject.namesake = namesake;
+            Box::pin(reconcile_once(stack, ctx).instrument(span)).await
+        }
         Err(Invalid::NoDistribution) => {
             let refusal = (
                 Reason::ConfigGenerationFailed,

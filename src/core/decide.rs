@@ -18,6 +18,9 @@ use super::take_over::{self, Survey};
 use super::{adoption, dereference, rollback};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{RejectedRevision, RevisionStatus};
+use crate::naming::DESIRED_HASH;
+use crate::ownership::controlled_by;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// What one reconcile does.
 #[derive(Debug)]
@@ -31,6 +34,12 @@ pub struct Decision {
     /// What is taken over from another stack, first of the apply: nothing while `next` blocks
     /// (the old stack keeps serving), only what is handed back.
     pub take_over: Survey,
+    /// A move in place: what the LlamaStackDistribution of the stack's name owns is handed to
+    /// its `OGXServer` first of all ([`take_over::moves_in_place`]), whether or not the server
+    /// can run yet: the LlamaStackDistribution stands down as soon as its `OGXServer` exists,
+    /// and deleting it then must leave every object to the server (it stays an owner, so
+    /// deleting the server instead leaves them to it).
+    pub moves_in_place: bool,
 }
 
 /// What to apply.
@@ -42,9 +51,9 @@ pub struct Intent {
     pub desired: Desired,
     /// A rejected revision the plan would build again, held back instead.
     pub hold: Option<Hold>,
-    /// A move in place: what the LlamaStackDistribution of the stack's name controls is handed to
-    /// its `OGXServer` first of the apply ([`take_over::moves_in_place`]).
-    pub moves_in_place: bool,
+    /// The patch that takes the data volume back from an `OGXServer` that took it and no longer
+    /// exists ([`adoption::reclaim_patch`]), made before the volume is mounted.
+    pub reclaim: Option<serde_json::Value>,
 }
 
 /// A revision that could not start, held back: the plan builds it again (nothing it is built
@@ -87,11 +96,17 @@ pub fn decide(
     operator: &Operator<'_>,
 ) -> Result<Decision, BuildError> {
     let (secrets_found, next) = next(stack, observed, operator)?;
-    let take_over = take_over::decided(&observed.take_over, next.is_ok());
+    let serving = next
+        .as_ref()
+        .is_ok_and(|intent| serves_as_is(stack, observed.deployment.as_ref(), intent));
+    let take_over = take_over::decided(&observed.take_over, next.is_ok(), serving);
+    let moves_in_place =
+        take_over::moves_in_place(stack, observed.deployment.as_ref(), observed.claim.as_ref());
     Ok(Decision {
         secrets_found,
         next,
         take_over,
+        moves_in_place,
     })
 }
 
@@ -106,8 +121,9 @@ fn next(
     let current = observed.deployment.as_ref();
     let blocked = |secrets_found, blocked| Ok((secrets_found, Err(blocked)));
     // Two servers must never write one volume: one an `OGXServer` took is not mounted here.
-    let taken =
-        (observed.claim.as_ref()).and_then(|c| adoption::taken_by_another(&c.metadata, stack.name));
+    let taken = (observed.claim.as_ref())
+        .filter(|_| !observed.claim_taker_gone)
+        .and_then(|c| adoption::taken_by_another(&c.metadata, stack.name));
     if let Some(message) = taken {
         let blocked_by = Blocked::spec(
             ConditionType::ConfigGenerated,
@@ -151,9 +167,38 @@ fn next(
         planned,
         desired,
         hold,
-        moves_in_place: take_over::moves_in_place(stack, current, observed.claim.as_ref()),
+        reclaim: reclaim(stack, observed),
     };
     Ok((found, Ok(intent)))
+}
+
+/// Whether the stack's own Deployment (`current`) has an available replica and this reconcile
+/// leaves it as it is (no rollout begins): only then does it take another stack's address.
+fn serves_as_is(stack: &Stack<'_>, current: Option<&Deployment>, intent: &Intent) -> bool {
+    let Some(current) = current.filter(|d| controlled_by(&d.metadata, &stack.subject.uid)) else {
+        return false;
+    };
+    let available = current
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .is_some_and(|n| n > 0);
+    let hash = |meta: &ObjectMeta| meta.annotations.as_ref()?.get(DESIRED_HASH).cloned();
+    let unchanged = intent.keeps_deployment()
+        || hash(&current.metadata)
+            .is_some_and(|h| Some(h) == hash(&intent.desired.deployment.metadata));
+    available && unchanged
+}
+
+/// The claim patch that takes the stack's volume back, where an `OGXServer` took it and is gone.
+fn reclaim(stack: &Stack<'_>, observed: &Observed) -> Option<serde_json::Value> {
+    let claim = observed
+        .claim
+        .as_ref()
+        .filter(|_| observed.claim_taker_gone)?;
+    adoption::taker(&claim.metadata, stack.name)?;
+    let owner = stack.subject.owner.as_ref()?;
+    Some(adoption::reclaim_patch(&claim.metadata, stack.name, owner))
 }
 
 /// What the spec's references give the objects, once judged.

@@ -61,6 +61,9 @@ pub struct Observed {
     /// The data volume's claim (the stack's own or the one taken over), read when the stack asks
     /// for storage; `None` when it does not exist yet.
     pub claim: Option<PersistentVolumeClaim>,
+    /// Whether the `OGXServer` that took the claim (another's, [`super::adoption::taker`]) no
+    /// longer exists: read only for such a claim.
+    pub claim_taker_gone: bool,
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
     /// returned from ([`rollback::may_restore`]).
     pub replica_sets: Option<Vec<ReplicaSet>>,

@@ -24,8 +24,39 @@ pub struct Subject {
     pub generation: Option<i64>,
     /// The controller owner reference of its objects (none for an object not yet stored).
     pub owner: Option<OwnerReference>,
+    /// For an `OGXServer`, the LlamaStackDistribution of its name while it exists: a plain owner
+    /// of every object beside the server (no controller, no blocking), so deleting the server
+    /// before it (the undo of a move in place) leaves every object, the data volume and the
+    /// Service's address first, to it; the garbage collector removes the reference once it is
+    /// deleted.
+    pub namesake: Option<OwnerReference>,
     /// The resource as its Events name it.
     pub regarding: ObjectReference,
+}
+
+impl Subject {
+    /// The owner references of every object the stack applies: its namesake's, if any, and its
+    /// own controller reference.
+    pub fn owners(&self) -> Vec<OwnerReference> {
+        self.namesake
+            .iter()
+            .chain(self.owner.iter())
+            .cloned()
+            .collect()
+    }
+}
+
+/// The plain owner reference an `OGXServer`'s objects carry to the LlamaStackDistribution
+/// `name` (uid `uid`) of its name (see [`Subject::namesake`]).
+pub fn namesake_owner(api_version: &str, name: &str, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.to_owned(),
+        kind: "LlamaStackDistribution".to_owned(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        controller: Some(false),
+        block_owner_deletion: None,
+    }
 }
 
 impl Subject {
@@ -58,6 +89,7 @@ impl Subject {
             uid: meta.uid.clone().unwrap_or_default(),
             generation: meta.generation,
             owner,
+            namesake: None,
             regarding: ObjectReference {
                 api_version: Some(api_version.to_owned()),
                 kind: Some(kind.to_owned()),

@@ -74,7 +74,14 @@ pub(super) fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_
         let llsd = env.json(&["get", "llsd", old, "-n", ns])?;
         Ok(condition(&llsd["status"], "ConfigGenerated")["reason"] == "AdoptedByOGXServer")
     })?;
-    let ready = wait_phase_ready(env, "ogxserver", ns, name)?;
+    wait_phase_ready(env, "ogxserver", ns, name)?;
+    // The address is taken once the server has an available replica: at the reconcile that
+    // sees it, which may come just after the one that reported Ready.
+    eventually("the old address taken", || {
+        let server = env.json(&["get", "ogxserver", name, "-n", ns])?;
+        Ok(condition(&server["status"], "NetworkingAdopted")["status"] == "True")
+    })?;
+    let ready = env.json(&["get", "ogxserver", name, "-n", ns])?;
     let status = &ready["status"];
     for (type_, reason) in [
         ("StorageAdopted", "StorageAdopted"),

@@ -1012,7 +1012,19 @@ fn an_ogx_server_runs_and_a_stack_moves_to_one_in_place(env: &Env) -> Result<(),
         "the same Service address"
     );
     let moved = env.json(&["get", "deployment", "moving", "-n", ns])?;
-    assert_eq!(moved["metadata"]["ownerReferences"][0]["kind"], "OGXServer");
+    // The OGXServer controls it; the LLSD stays a plain owner until it is deleted (the undo).
+    let controller = moved["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|o| o["controller"] == true)
+        .map(|o| o["kind"].clone());
+    assert_eq!(
+        controller,
+        Some(json!("OGXServer")),
+        "{}",
+        moved["metadata"]
+    );
     // The old resource goes; nothing goes with it.
     env.kubectl(&["delete", "llsd", "moving", "-n", ns, "--wait=true"], None)?;
     std::thread::sleep(Duration::from_secs(3));

@@ -7,8 +7,8 @@
 use super::around::around_the_server;
 use super::deployment::apply_deployment;
 use super::for_the_pods::what_the_pods_need;
+use super::prune;
 use super::write::Indexed;
-use super::{hand_over, prune};
 use crate::controller::context::Context;
 use crate::controller::error::ApiError;
 use crate::core::decide::Intent;
@@ -23,19 +23,17 @@ pub(in crate::controller) async fn apply(
     ctx: &Context,
     intent: &Intent,
     observed: &Observed,
+    moved: bool,
 ) -> Result<Applied, ApiError> {
-    if intent.moves_in_place {
-        hand_over::hand_over(stack, ctx).await?;
-    }
     // Objects just handed over are still in the old door's watches as the old stack's: this
     // reconcile reads them all.
-    let index = (!intent.moves_in_place).then_some(Indexed {
+    let index = (!moved).then_some(Indexed {
         index: &ctx.owned,
         generation: stack.generation,
         untouched: !stack.recorded.written,
     });
     let desired = &intent.desired;
-    let pvc_phase = what_the_pods_need(stack, ctx, desired, observed, index).await?;
+    let pvc_phase = what_the_pods_need(stack, ctx, intent, observed, index).await?;
     let current = observed.deployment.as_ref();
     let deployment = match current.filter(|_| intent.keeps_deployment()) {
         Some(kept) => Some(kept.clone()),

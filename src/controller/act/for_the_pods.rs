@@ -13,6 +13,7 @@ use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
 use crate::controller::memory::owned_index::{Known, OwnedIndex};
 use crate::core::builders::Desired;
+use crate::core::decide::Intent;
 use crate::core::observed::Observed;
 use crate::core::stack::Stack;
 use crate::naming::{self, FIELD_MANAGER};
@@ -22,10 +23,11 @@ use crate::naming::{self, FIELD_MANAGER};
 pub(in crate::controller) async fn what_the_pods_need(
     stack: &Stack<'_>,
     ctx: &Context,
-    desired: &Desired,
+    intent: &Intent,
     observed: &Observed,
     index: Option<Indexed<'_>>,
 ) -> Result<Option<String>, ApiError> {
+    let desired = &intent.desired;
     // Every field named: an object added to `Desired` is written here or around the server, or
     // said to be written elsewhere.
     let Desired {
@@ -67,6 +69,14 @@ pub(in crate::controller) async fn what_the_pods_need(
     match pvc {
         Some(pvc) => {
             let api = Api::namespaced(client.clone(), ns);
+            if let Some(reclaim) = &intent.reclaim {
+                let name = pvc.name_any();
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(reclaim))
+                    .await
+                    .map_err(api_err(format!(
+                        "take PersistentVolumeClaim {name} back from the OGXServer that took it"
+                    )))?;
+            }
             Ok(Some(
                 sync_pvc(&api, pvc, observed.claim.as_ref(), grow).await?,
             ))

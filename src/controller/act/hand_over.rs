@@ -26,17 +26,22 @@ use crate::api::conditions::Reason;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
 use crate::controller::publish::events;
+use crate::core::adoption::ADOPTED_FROM;
 use crate::core::builders;
 use crate::core::stack::Stack;
-use crate::naming::{FIELD_MANAGER, ingress_name};
-use crate::ownership::{controlled_by_stack, with_controller};
+use crate::core::take_over::service_back_patch;
+use crate::naming::{FIELD_MANAGER, ingress_name, service_name};
+use crate::ownership::{controlled_by, handed_to, owned_by_stack};
+use kube::ResourceExt as _;
 
-/// The patch that hands `meta` to `owner`: its controller reference replaced, the other owners
-/// kept; carries the resource version read, so a change in between fails the write.
+/// The patch that hands `meta` to `owner`: `owner` its controller, the LlamaStackDistribution
+/// that controlled it kept as a plain owner (so deleting the `OGXServer` before it, the undo of
+/// the move, leaves every object to it, the data volume first; [`handed_to`]); carries the
+/// resource version read, so a change in between fails the write.
 pub(in crate::controller) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerReference) -> Value {
     json!({"metadata": {
         "resourceVersion": meta.resource_version,
-        "ownerReferences": with_controller(meta, owner),
+        "ownerReferences": handed_to(meta, owner),
     }})
 }
 
@@ -109,6 +114,13 @@ struct Handing<'a> {
 }
 
 impl Handing<'_> {
+    /// Whether `meta` is to be handed over: the LlamaStackDistribution of the stack's name owns
+    /// it (as its controller, or as an owner left by an undone move) and the server does not
+    /// control it yet.
+    fn to_hand(&self, meta: &ObjectMeta) -> bool {
+        owned_by_stack(meta, self.stack.name) && !controlled_by(meta, &self.owner.uid)
+    }
+
     async fn kind<K: NamespacedKind>(&self, plural: &str) -> Result<usize, ApiError> {
         let (ns, name) = (self.stack.namespace, self.stack.name);
         let api: Api<K> = Api::namespaced(self.ctx.client.clone(), ns);
@@ -122,7 +134,7 @@ impl Handing<'_> {
                 .metadata
                 .name
                 .as_deref()
-                .filter(|_| controlled_by_stack(&object.metadata, name))
+                .filter(|_| self.to_hand(&object.metadata))
             else {
                 continue;
             };
@@ -132,6 +144,18 @@ impl Handing<'_> {
                 .map_err(api_err(format!(
                     "handing {object_name} ({plural}) over from LlamaStackDistribution {name}"
                 )))?;
+            if K::kind(&()) == "Service"
+                && object_name == service_name(name)
+                && object.labels().contains_key(ADOPTED_FROM)
+            {
+                let patch = service_back_patch(name);
+                Api::<Service>::namespaced(self.ctx.client.clone(), ns)
+                    .patch(object_name, &patch_by(FIELD_MANAGER), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_err(format!(
+                        "pointing Service {object_name} at the Pods of {name} again"
+                    )))?;
+            }
             handed += 1;
         }
         Ok(handed)
@@ -147,7 +171,7 @@ impl Handing<'_> {
             .get_metadata_opt(&route_name)
             .await
             .map_err(api_err(format!("reading Route {ns}/{route_name}")))?;
-        let Some(route) = route.filter(|r| controlled_by_stack(&r.metadata, name)) else {
+        let Some(route) = route.filter(|r| self.to_hand(&r.metadata)) else {
             return Ok(0);
         };
         let patch = hand_over_patch(&route.metadata, self.owner);
@@ -190,13 +214,13 @@ mod tests {
     }
 
     #[test]
-    fn only_the_stack_of_the_same_name_as_controller_counts() {
+    fn only_the_stack_of_the_same_name_counts_as_an_owner() {
         let llsd = "llamastack.io/v1alpha1";
-        assert!(controlled_by_stack(
+        assert!(owned_by_stack(
             &owned_by("LlamaStackDistribution", llsd, "s", true),
             "s"
         ));
-        assert!(controlled_by_stack(
+        assert!(owned_by_stack(
             &owned_by(
                 "LlamaStackDistribution",
                 "llamastack.io/v1alpha2",
@@ -205,19 +229,21 @@ mod tests {
             ),
             "s"
         ));
-        assert!(!controlled_by_stack(
+        assert!(!owned_by_stack(
             &owned_by("LlamaStackDistribution", llsd, "other", true),
             "s"
         ));
-        assert!(!controlled_by_stack(
+        // An owner that no longer controls (an undone move) is still handed over: the garbage
+        // collector would delete the object with it.
+        assert!(owned_by_stack(
             &owned_by("LlamaStackDistribution", llsd, "s", false),
             "s"
         ));
-        assert!(!controlled_by_stack(
+        assert!(!owned_by_stack(
             &owned_by("LlamaStackDistribution", "example.com/v1", "s", true),
             "s"
         ));
-        assert!(!controlled_by_stack(
+        assert!(!owned_by_stack(
             &owned_by("OGXServer", "ogx.io/v1beta1", "s", true),
             "s"
         ));
@@ -249,6 +275,13 @@ mod tests {
             .iter()
             .map(|o| o["uid"].as_str().unwrap())
             .collect();
-        assert_eq!(uids, ["u-keep", "u-new"]);
+        assert_eq!(uids, ["u-keep", "u-old", "u-new"]);
+        let controllers: Vec<Option<bool>> = patch["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["controller"].as_bool())
+            .collect();
+        assert_eq!(controllers, [None, Some(false), Some(true)]);
     }
 }

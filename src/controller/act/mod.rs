@@ -48,8 +48,9 @@ impl Act {
 }
 
 /// Writes what was decided: first what taking over was decided to make (only hand-backs while
-/// the server cannot run: the old stack keeps serving), then, unless taking over holds the
-/// server back, the decision's objects. The stack's view of what it took is the decision's.
+/// the server cannot run: the old stack keeps serving), then a move in place's hand-over
+/// (whatever the decision: see [`Decision::moves_in_place`]), then, unless taking over holds
+/// the server back, the decision's objects. The stack's view of what it took is the decision's.
 pub(in crate::controller) async fn act(
     stack: &mut Stack<'_>,
     ctx: &Context,
@@ -60,17 +61,28 @@ pub(in crate::controller) async fn act(
     take_over::carry_out(stack, ctx, &decision.take_over.writes)
         .await
         .map_err(|e| Error::Act(Acting::TakeOver, e))?;
+    if decision.moves_in_place
+        && let Err(error) = hand_over::hand_over(stack, ctx).await
+    {
+        return Ok(Act::Refused {
+            message: crate::error_chain(&error),
+            error,
+        });
+    }
     if let Some(hold) = decision.take_over.adopted.hold {
         return Ok(Act::Held(hold));
     }
     let Ok(intent) = &decision.next else {
         return Ok(Act::Applied(None));
     };
-    Ok(match apply::apply(stack, ctx, intent, observed).await {
-        Ok(applied) => Act::Applied(Some(Box::new(applied))),
-        Err(error) => Act::Refused {
-            message: crate::error_chain(&error),
-            error,
+    let moved = decision.moves_in_place;
+    Ok(
+        match apply::apply(stack, ctx, intent, observed, moved).await {
+            Ok(applied) => Act::Applied(Some(Box::new(applied))),
+            Err(error) => Act::Refused {
+                message: crate::error_chain(&error),
+                error,
+            },
         },
-    })
+    )
 }

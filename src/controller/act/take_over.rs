@@ -2,38 +2,41 @@
 //! [`crate::core::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or that took a
 //! volume before.
 //!
-//! Reading, choosing and writing are apart: [`survey`] reads before the server's own decision and
-//! says what would be written; `decide` keeps the writes that take something only when the server
-//! will run ([`decided`]); [`carry_out`] makes those kept, first of the apply. A server that cannot
-//! run (a missing Secret, an image that does not resolve, ...) takes nothing, so the old stack
-//! keeps serving.
+//! Reading, choosing and writing are apart: [`survey`] reads into one value before the server's
+//! own decision ([`Seen`]) and the core says what would be written ([`survey::survey`]); `decide`
+//! keeps the writes that take something only when the server will run
+//! ([`crate::core::take_over::decided`]); [`carry_out`] makes those kept, first of the apply. A
+//! server that cannot run (a missing Secret, an image that does not resolve, ...) takes nothing,
+//! so the old stack keeps serving.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ListParams, Patch};
-use serde_json::json;
 
 use super::write::{NamespacedKind, patch_by};
-use crate::api::conditions::{ConditionType, Reason};
+use crate::api::ogx::OGXServer;
+use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
 use crate::core::adoption::{
-    ADOPTED_FROM, Adopted, Hold, Requests, Said, StorageSeen, StorageStep, TransferStep,
-    config_said, detach_patch, hand_back_patch, networking_said, requests, selector_patch,
-    storage_said, storage_step, transfer_patch, transfer_step, was_true,
+    ADOPT_STORAGE, ADOPTED_FROM, Requests, SCALED_DOWN_BY, SCALED_DOWN_FOR, requests,
 };
 use crate::core::builders;
 use crate::core::door::Door;
 use crate::core::stack::Stack;
+use crate::core::take_over::seen::{
+    Held, NetworkingSource, OldDeployment, PodSeen, Seen, StorageSource,
+};
+use crate::core::take_over::survey::{self, Server, ours_or_orphaned};
 use crate::core::take_over::{Kind, Survey, Write};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
-use crate::ownership::controlled_by;
+use crate::ownership::controller_of;
 
-/// Makes the `writes` [`decided`] kept, first of the apply.
+/// Makes the `writes` [`crate::core::take_over::decided`] kept, first of the apply.
 pub(in crate::controller) async fn carry_out(
     stack: &Stack<'_>,
     ctx: &Context,
@@ -69,334 +72,270 @@ async fn patch<K: NamespacedKind>(
 }
 
 /// Reads what the stack's annotations ask to take over, and says what taking it needs and how
-/// far it would get; writes nothing.
+/// far it would get ([`survey::survey`], pure); writes nothing.
 pub(in crate::controller) async fn survey(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Survey, ApiError> {
-    let previous = stack.recorded.conditions;
     let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.subject.owner.as_ref()) else {
         return Ok(Survey::default());
     };
-    let annotations = stack.annotations;
-    let mut survey = Survey::default();
-    let requests = match requests(stack.name, annotations) {
-        Ok(requests) => {
-            survey.adopted.said.extend(config_said(previous, None));
-            requests
-        }
-        Err(invalid) => {
-            // As the OGX operator does: nothing is taken, and nothing taken before is let go.
-            survey
-                .adopted
-                .said
-                .extend(config_said(previous, Some(&invalid)));
-            return Ok(survey);
-        }
-    };
-    let taker = Taker {
-        stack,
-        ctx,
+    let seen = Reader { stack, ctx, owner }.read().await?;
+    let selector = builders::pod_selector_labels(stack);
+    let server = Server {
+        name: stack.name,
         owner,
-        previous,
+        selector: &selector,
+        previous: stack.recorded.conditions,
     };
-    taker.storage(&requests, &mut survey).await?;
-    taker.networking(&requests, &mut survey).await?;
-    Ok(survey)
+    Ok(survey::survey(&server, &seen, &now()))
 }
 
-struct Taker<'a> {
+struct Reader<'a> {
     stack: &'a Stack<'a>,
     ctx: &'a Context,
     owner: &'a OwnerReference,
-    previous: &'a [Condition],
 }
 
-impl Taker<'_> {
+impl Reader<'_> {
     fn api<K: NamespacedKind>(&self) -> Api<K> {
         Api::namespaced(self.ctx.client.clone(), self.stack.namespace)
     }
 
-    async fn storage(&self, requests: &Requests, survey: &mut Survey) -> Result<(), ApiError> {
-        let adopted = &mut survey.adopted;
-        let name = self.stack.name;
-        let source = match (&requests.storage, self.stack.storage) {
-            (Some(source), Some(_)) => source,
-            (Some(source), None) => {
-                adopted.said.push(Said::new(
-                    ConditionType::StorageAdopted,
-                    false,
-                    Reason::NoStorageToAdoptInto,
-                    format!(
-                        "ogx.io/adopt-storage names {source}, but spec.workload.storage is not set, so there is nowhere to mount its volume: nothing was taken"
-                    ),
-                ));
-                return Ok(());
-            }
-            // Found by its labels, whatever the status says (it may be lost or older).
-            (None, Some(_)) => return self.taken_before(adopted).await,
-            (None, _) => return Ok(()),
+    /// Every read the take-over needs, and only those its annotations make needed.
+    async fn read(&self) -> Result<Seen, ApiError> {
+        let annotations = self.stack.annotations;
+        let requests = requests(self.stack.name, annotations);
+        let has_storage = self.stack.storage.is_some();
+        let mut seen = Seen {
+            asks_storage: annotations.is_some_and(|a| a.contains_key(ADOPT_STORAGE)),
+            has_storage,
+            ..Seen::default()
         };
-        let claims = self.api::<PersistentVolumeClaim>();
-        let claim_name = pvc_name(source);
-        let claim = claims
-            .get_metadata_opt(&claim_name)
-            .await
-            .map_err(api_err(format!("reading PVC {claim_name}")))?;
-        let free = claim.as_ref().is_some_and(|c| {
-            !c.metadata
-                .labels
-                .iter()
-                .flatten()
-                .any(|(k, _)| k == ADOPTED_FROM)
-        });
-        let (deployment, pods) = if free {
-            self.legacy_workload(source, &claim_name).await?
-        } else {
-            (None, 0)
-        };
-        let seen = StorageSeen {
-            claim: claim.as_ref().map(|c| &c.metadata),
-            replicas: deployment
-                .as_ref()
-                .map(|d| d.spec.as_ref().and_then(|s| s.replicas)),
-            deployment: deployment.as_ref().map(|d| &d.metadata),
-            pods,
-        };
-        let step = storage_step(name, source, seen);
-        match &step {
-            StorageStep::ScaleDown => survey.writes.push(Write {
-                kind: Kind::Deployment,
-                name: source.clone(),
-                patch: json!({"spec": {"replicas": 0}}),
-                takes: true,
-            }),
-            StorageStep::Detach => {
-                if let Some(meta) = seen.claim {
-                    survey.writes.push(Write {
-                        kind: Kind::Claim,
-                        name: claim_name.clone(),
-                        patch: detach_patch(meta, name, source, &now()),
-                        takes: true,
-                    });
-                }
-            }
-            _ => {}
+        let named = requests.as_ref().ok();
+        match named.and_then(|r| r.storage.as_deref()) {
+            Some(source) if has_storage => seen.storage = Some(self.storage_source(source).await?),
+            Some(_) => {}
+            None if has_storage => seen.claims_taken = self.claims_taken().await?,
+            None => {}
         }
-        let adopted = &mut survey.adopted;
-        if matches!(step, StorageStep::Taken | StorageStep::Detach) {
-            adopted.claim = Some(claim_name);
+        if let Some(source) = named.and_then(|r| r.networking.as_deref()) {
+            seen.networking = Some(self.networking_source(source).await?);
         }
-        adopted.hold = step.hold();
-        adopted.said.push(storage_said(source, &step));
-        Ok(())
+        let asks = named.is_some_and(|r| r.networking.is_some() || r.storage.is_some());
+        seen.held = self.held(asks).await?;
+        seen.live_sources = self.live_sources(&seen.held, named).await?;
+        seen.live_servers = self.live_servers(&seen.held).await?;
+        seen.requests = requests;
+        Ok(seen)
     }
 
-    /// The old Deployment (if it exists), and how many Pods would still write the volume: the
-    /// old stack's, and any that mounts the claim `claim` (a Job, a debugging Pod, ...).
-    async fn legacy_workload(
-        &self,
-        source: &str,
-        claim: &str,
-    ) -> Result<(Option<Deployment>, usize), ApiError> {
+    /// The named stack's claim, its Deployment, and the namespace's Pods (one may still write
+    /// the volume; read only while the claim is free to take).
+    async fn storage_source(&self, source: &str) -> Result<StorageSource, ApiError> {
+        let claim_name = pvc_name(source);
+        let claim = self
+            .api::<PersistentVolumeClaim>()
+            .get_metadata_opt(&claim_name)
+            .await
+            .map_err(api_err(format!("reading PVC {claim_name}")))?
+            .map(|c| c.metadata);
+        let free = claim
+            .as_ref()
+            .is_some_and(|c| !c.labels.iter().flatten().any(|(k, _)| k == ADOPTED_FROM));
+        if !free {
+            return Ok(StorageSource {
+                claim,
+                ..StorageSource::default()
+            });
+        }
         let deployment = self
             .api::<Deployment>()
             .get_opt(source)
             .await
-            .map_err(api_err(format!("reading Deployment {source}")))?;
+            .map_err(api_err(format!("reading Deployment {source}")))?
+            .map(|d| OldDeployment {
+                replicas: d.spec.as_ref().and_then(|s| s.replicas),
+                meta: d.metadata,
+            });
         let pods = self
             .api::<Pod>()
             .list(&ListParams::default())
             .await
             .map_err(api_err(format!(
-                "listing the Pods that may mount PVC {claim}"
-            )))?;
-        let writers = pods
+                "listing the Pods that may mount PVC {claim_name}"
+            )))?
             .items
-            .iter()
-            .filter(|pod| {
-                let of_source = pod
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(labels::INSTANCE))
-                    .is_some_and(|instance| instance == source);
-                let mounts = pod
-                    .spec
-                    .iter()
-                    .flat_map(|s| s.volumes.iter().flatten())
-                    .any(|v| {
-                        v.persistent_volume_claim
-                            .as_ref()
-                            .is_some_and(|c| c.claim_name == claim)
-                    });
-                of_source || mounts
-            })
-            .count();
-        Ok((deployment, writers))
+            .into_iter()
+            .map(PodSeen::of)
+            .collect();
+        Ok(StorageSource {
+            claim,
+            deployment,
+            pods,
+        })
     }
 
-    /// With the annotation gone, the volume taken before is found by its labels and stays
-    /// mounted (the OGX operator's rule: data outlives the annotation).
-    async fn taken_before(&self, adopted: &mut Adopted) -> Result<(), ApiError> {
-        let name = self.stack.name;
-        let selector = format!("{ADOPTED_FROM},{}={name}", labels::INSTANCE);
+    /// The claims labelled as taken by this server.
+    async fn claims_taken(&self) -> Result<Vec<String>, ApiError> {
+        let selector = format!("{ADOPTED_FROM},{}={}", labels::INSTANCE, self.stack.name);
         let found = self
             .api::<PersistentVolumeClaim>()
             .list_metadata(&ListParams::default().labels(&selector))
             .await
             .map_err(api_err("listing adopted PVCs"))?;
-        let names: Vec<String> = found
+        Ok(found
             .items
             .into_iter()
             .filter_map(|c| c.metadata.name)
-            .collect();
-        match names.as_slice() {
-            [one] => {
-                adopted.claim = Some(one.clone());
-                adopted.said.push(Said::new(
-                    ConditionType::StorageAdopted,
-                    true,
-                    Reason::StorageAdopted,
-                    format!("PVC {one} adopted"),
-                ));
-            }
-            // Nothing was ever taken, or what was is gone: said only when it had been said
-            // before.
-            [] if was_true(self.previous, ConditionType::StorageAdopted) => {
-                adopted.said.push(Said::new(
-                    ConditionType::StorageAdopted,
-                    false,
-                    Reason::AdoptionSourceNotFound,
-                    format!(
-                        "no PVC labelled {ADOPTED_FROM} for {name} is left: the server has a volume of its own"
-                    ),
-                ));
-            }
-            [] => {}
-            several => {
-                adopted.said.extend(config_said(
-                    self.previous,
-                    Some(&format!(
-                        "several PVCs are labelled {ADOPTED_FROM} for {name} ({}): remove the label from all but one",
-                        several.join(", ")
-                    )),
-                ));
-                adopted.hold = Some(Hold::Refused);
-            }
-        }
-        Ok(())
+            .collect())
     }
 
-    async fn networking(&self, requests: &Requests, survey: &mut Survey) -> Result<(), ApiError> {
-        let uid = &self.owner.uid;
-        let seen = std::time::Instant::now();
-        let Some(source) = &requests.networking else {
-            let (memory, ns) = (&self.ctx.handed_back, self.stack.namespace);
-            let returned = if memory.holds_nothing(ns, uid, seen) {
-                0
-            } else {
-                let ticket = memory.begin_list();
-                let mut holders = HashSet::new();
-                let returned = self
-                    .hand_back::<Service>(Kind::Service, survey, &mut holders)
-                    .await?
-                    + self
-                        .hand_back::<Ingress>(Kind::Ingress, survey, &mut holders)
-                        .await?;
-                memory.listed(ns, ticket, holders);
-                returned
-            };
-            if returned > 0 || was_true(self.previous, ConditionType::NetworkingAdopted) {
-                survey.adopted.said.push(Said::new(
-                    ConditionType::NetworkingAdopted,
-                    false,
-                    Reason::AdoptionAnnotationRemoved,
-                    "Adoption annotation removed: the adopted Service and Ingress were handed back (the Service selects the old stack's Pods again, at the same address)"
-                        .to_owned(),
-                ));
-            }
-            return Ok(());
-        };
-        self.ctx.handed_back.may_take(uid, seen);
-        let at = now();
-        let services = self.api::<Service>();
+    /// The named stack's Service and Ingress.
+    async fn networking_source(&self, source: &str) -> Result<NetworkingSource, ApiError> {
         let service_name = service_name(source);
-        let service = services
+        let service = self
+            .api::<Service>()
             .get_opt(&service_name)
             .await
-            .map_err(api_err(format!("reading Service {service_name}")))?;
-        let service_step = transfer_step(service.as_ref().map(|s| &s.metadata), source, self.owner);
-        if let (TransferStep::Transfer, Some(service)) = (&service_step, &service) {
-            let mut patch = transfer_patch(&service.metadata, source, self.owner, &at);
-            let selector = builders::pod_selector_labels(self.stack);
-            patch["spec"] = selector_patch(service, &selector)["spec"].take();
-            survey.writes.push(Write {
-                kind: Kind::Service,
-                name: service_name.clone(),
-                patch,
-                takes: true,
+            .map_err(api_err(format!("reading Service {service_name}")))?
+            .map(|s| {
+                let selector = s.spec.and_then(|s| s.selector).unwrap_or_default();
+                (s.metadata, selector)
             });
-        }
-        let ingresses = self.api::<Ingress>();
         let ingress_name = ingress_name(source);
-        let ingress = ingresses
+        let ingress = self
+            .api::<Ingress>()
             .get_metadata_opt(&ingress_name)
             .await
-            .map_err(api_err(format!("reading Ingress {ingress_name}")))?;
-        let ingress_step = transfer_step(ingress.as_ref().map(|i| &i.metadata), source, self.owner);
-        if let (TransferStep::Transfer, Some(ingress)) = (&ingress_step, &ingress) {
-            survey.writes.push(Write {
-                kind: Kind::Ingress,
-                name: ingress_name.clone(),
-                patch: transfer_patch(&ingress.metadata, source, self.owner, &at),
-                takes: true,
-            });
-        }
-        survey
-            .adopted
-            .said
-            .extend(networking_said(source, [&service_step, &ingress_step]));
-        Ok(())
+            .map_err(api_err(format!("reading Ingress {ingress_name}")))?
+            .map(|i| i.metadata);
+        Ok(NetworkingSource { service, ingress })
     }
 
-    /// Plans handing back the objects of kind `K` taken before (labelled and controlled by the
-    /// server); returns how many. The controllers of all the namespace's taken objects of that
-    /// kind, the server's or another's, go to `holders`.
-    async fn hand_back<K: NamespacedKind>(
+    /// The Services and Ingresses of the namespace labelled as taken and the Deployments
+    /// labelled as scaled down, unless the server is known to hold none and asks for none (then
+    /// nothing is listed: issue 62's reads).
+    async fn held(&self, asks: bool) -> Result<Vec<Held>, ApiError> {
+        let (memory, ns, uid) = (&self.ctx.handed_back, self.stack.namespace, &self.owner.uid);
+        let seen = std::time::Instant::now();
+        if asks {
+            memory.may_take(uid, seen);
+        } else if memory.holds_nothing(ns, uid, seen) {
+            return Ok(Vec::new());
+        }
+        let ticket = memory.begin_list();
+        let mut held = self
+            .labelled::<Service>(Kind::Service, ADOPTED_FROM)
+            .await?;
+        held.extend(
+            self.labelled::<Ingress>(Kind::Ingress, ADOPTED_FROM)
+                .await?,
+        );
+        held.extend(
+            self.labelled::<Deployment>(Kind::Deployment, SCALED_DOWN_BY)
+                .await?,
+        );
+        if !asks {
+            let holders = held
+                .iter()
+                .filter_map(|h| match h.kind {
+                    Kind::Deployment => h.meta.labels.as_ref()?.get(SCALED_DOWN_BY).cloned(),
+                    _ => controller_of(&h.meta).map(|c| c.uid.clone()),
+                })
+                .collect();
+            memory.listed(ns, ticket, holders);
+        }
+        Ok(held)
+    }
+
+    async fn labelled<K: NamespacedKind>(
         &self,
         kind: Kind,
-        survey: &mut Survey,
-        holders: &mut HashSet<String>,
-    ) -> Result<usize, ApiError> {
-        let taken = self
+        label: &str,
+    ) -> Result<Vec<Held>, ApiError> {
+        let found = self
             .api::<K>()
-            .list_metadata(&ListParams::default().labels(ADOPTED_FROM))
+            .list_metadata(&ListParams::default().labels(label))
             .await
             .map_err(api_err("listing adopted objects"))?;
-        let mut returned = 0;
-        for object in taken.items {
-            let meta = &object.metadata;
-            let source = meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM));
-            let (Some(name), Some(source)) = (meta.name.as_ref(), source) else {
+        Ok(found
+            .items
+            .into_iter()
+            .map(|o| Held {
+                kind,
+                meta: o.metadata,
+            })
+            .collect())
+    }
+
+    /// Of the other servers that scaled a listed Deployment down, the uids of those that still
+    /// exist (read by the name they left beside their uid; rare).
+    async fn live_servers(&self, held: &[Held]) -> Result<BTreeSet<String>, ApiError> {
+        let scalers: BTreeSet<(&str, &str)> = held
+            .iter()
+            .filter(|h| h.kind == Kind::Deployment)
+            .filter_map(|h| {
+                let uid = h.meta.labels.as_ref()?.get(SCALED_DOWN_BY)?;
+                let name = h.meta.annotations.as_ref()?.get(SCALED_DOWN_FOR)?;
+                Some((uid.as_str(), name.as_str()))
+            })
+            .filter(|(uid, _)| *uid != self.owner.uid)
+            .collect();
+        let servers: Api<OGXServer> = self.api();
+        let mut live = BTreeSet::new();
+        for (uid, name) in scalers {
+            let found = servers
+                .get_metadata_opt(name)
+                .await
+                .map_err(api_err(format!("reading OGXServer {name}")))?;
+            if found.is_some_and(|s| s.metadata.uid.as_deref() == Some(uid)) {
+                live.insert(uid.to_owned());
+            }
+        }
+        Ok(live)
+    }
+
+    /// Of the stacks the objects this server holds were taken from, those that still exist:
+    /// read only for what may be handed back (rare), so no read is made on a quiet look.
+    async fn live_sources(
+        &self,
+        held: &[Held],
+        named: Option<&Requests>,
+    ) -> Result<BTreeSet<String>, ApiError> {
+        let requested = named.and_then(|r| r.networking.as_deref());
+        let orphaned = |h: &&Held| controller_of(&h.meta).is_none();
+        let mut sources: BTreeSet<&str> = BTreeSet::new();
+        for held in held.iter().filter(|h| h.kind != Kind::Deployment) {
+            let Some(source) = held.meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM)) else {
                 continue;
             };
-            let mut owners = meta.owner_references.iter().flatten();
-            if let Some(holder) = owners.find(|r| r.controller == Some(true)) {
-                holders.insert(holder.uid.clone());
+            // What the survey may hand back: what this server holds and no longer asks for,
+            // and any orphan (only orphans while the annotations cannot be read).
+            let may_return = match named {
+                Some(_) => {
+                    orphaned(&held)
+                        || (ours_or_orphaned(&held.meta, &self.owner.uid)
+                            && Some(source.as_str()) != requested)
+                }
+                None => orphaned(&held),
+            };
+            if may_return {
+                sources.insert(source);
             }
-            if !controlled_by(meta, &self.owner.uid) {
-                continue;
-            }
-            survey.writes.push(Write {
-                kind,
-                name: name.clone(),
-                patch: hand_back_patch(meta, source, kind == Kind::Service),
-                takes: false,
-            });
-            returned += 1;
         }
-        Ok(returned)
+        let stacks: Api<LlamaStackDistribution> = self.api();
+        let mut live = BTreeSet::new();
+        for source in sources {
+            let found = stacks
+                .get_metadata_opt(source)
+                .await
+                .map_err(api_err(format!("reading LlamaStackDistribution {source}")))?;
+            if found.is_some_and(|s| s.metadata.deletion_timestamp.is_none()) {
+                live.insert(source.to_owned());
+            }
+        }
+        Ok(live)
     }
 }
 

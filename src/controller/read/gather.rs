@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use llama_stack_resolver::add_pull_secret;
 use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError, Resolver};
@@ -25,22 +25,29 @@ use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 use super::by_name::{self, Named};
 use super::observe;
 use crate::api::object_refs::RefKind;
+use crate::api::ogx::OGXServer;
 use crate::controller::act::take_over;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, Error, Gathering, api_err};
 use crate::controller::memory::default_accounts::DEFAULT_ACCOUNT;
 use crate::controller::memory::owned_index::Known;
+use crate::core::adoption;
 use crate::core::observed::{Observed, Reach};
 use crate::core::reads;
 use crate::core::stack::Stack;
+use crate::core::take_over::seen::{PodSeen, other_writers};
 
-/// Reads everything the decision needs, in the order the decision uses it. First what the
-/// stack's annotations ask to take over ([`take_over::survey`], reads only): it names the volume
-/// the stack mounts, kept in `stack.adoption` for the reads and the objects after it.
+/// Reads everything the decision needs, in the order the decision uses it. First the
+/// Deployment, then what the stack's annotations ask to take over
+/// ([`take_over::survey`], reads only): it names the volume the stack mounts, kept in
+/// `stack.adoption` for the reads and the objects after it.
 pub(in crate::controller) async fn gather(
     stack: &mut Stack<'_>,
     ctx: &Context,
 ) -> Result<Observed, Error> {
+    let deployment = deployment(stack, ctx)
+        .await
+        .map_err(Error::gather(Gathering::Workload))?;
     let take_over = take_over::survey(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::TakeOver))?;
@@ -48,9 +55,6 @@ pub(in crate::controller) async fn gather(
     let stack: &Stack<'_> = stack;
     let resolver = ctx.resolver();
     let (reference, kept) = reads::image(stack, &resolver, jiff::Timestamp::now());
-    let deployment = deployment(stack, ctx)
-        .await
-        .map_err(Error::gather(Gathering::Workload))?;
     let (keyring, pull_secrets) = pull_keyring(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::Plan))?;
@@ -92,6 +96,9 @@ pub(in crate::controller) async fn gather(
         None => None,
     };
     let claim = claim(stack, ctx).await?;
+    let claim_taker_gone = taker_gone(stack, ctx, claim.as_ref())
+        .await
+        .map_err(Error::gather(Gathering::Workload))?;
     let replica_sets = match later.replica_sets {
         true => Some(
             observe::revisions(stack, ctx)
@@ -114,6 +121,7 @@ pub(in crate::controller) async fn gather(
         ca_bundles,
         client_certificate,
         claim,
+        claim_taker_gone,
         replica_sets,
         take_over,
     })
@@ -190,6 +198,48 @@ async fn claim(stack: &Stack<'_>, ctx: &Context) -> Result<Option<PersistentVolu
         .await
         .map_err(api_err(format!("read PersistentVolumeClaim {ns}/{name}")))
         .map_err(Error::gather(Gathering::Workload))
+}
+
+/// Whether the `OGXServer` that took the stack's claim no longer exists, nor its Deployment
+/// (which would make Pods again until the garbage collector deletes it), and no Pod of another
+/// may still write the claim (read only for a stack whose claim another took: rare): then the
+/// stack takes it back (a LlamaStackDistribution whose server was deleted, or an `OGXServer` of
+/// its name moved in place since). While the server's Pods stop, it waits, as a take does.
+async fn taker_gone(
+    stack: &Stack<'_>,
+    ctx: &Context,
+    claim: Option<&PersistentVolumeClaim>,
+) -> Result<bool, ApiError> {
+    let Some(taker) = claim.and_then(|c| adoption::taker(&c.metadata, stack.name)) else {
+        return Ok(false);
+    };
+    let ns = stack.namespace;
+    let server = Api::<OGXServer>::namespaced(ctx.client.clone(), ns)
+        .get_metadata_opt(taker)
+        .await
+        .map_err(api_err(format!("read OGXServer {ns}/{taker}")))?;
+    if server.is_some_and(|s| s.metadata.deletion_timestamp.is_none()) {
+        return Ok(false);
+    }
+    let deployment = Api::<Deployment>::namespaced(ctx.client.clone(), ns)
+        .get_metadata_opt(taker)
+        .await
+        .map_err(api_err(format!("read Deployment {ns}/{taker}")))?;
+    if deployment.is_some() {
+        return Ok(false);
+    }
+    let claim_name = stack.claim_name();
+    let pods: Vec<PodSeen> = Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map_err(api_err(format!(
+            "list the Pods that may mount PVC {claim_name}"
+        )))?
+        .items
+        .into_iter()
+        .map(PodSeen::of)
+        .collect();
+    Ok(other_writers(&pods, stack.name, &claim_name) == 0)
 }
 
 /// The credentials kubelet would use for the server Pod, and their Secret names: the pod template

@@ -17,13 +17,12 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference};
 use serde_json::{Value, json};
 
 use crate::api::conditions::{ConditionType, Reason};
 use crate::naming::labels;
-use crate::ownership::{controller_of, is_stack, with_controller, without_controller};
+use crate::ownership::{controller_of, handed_to, is_stack, without_controller};
 
 /// Asks to take over the named stack's volume.
 pub const ADOPT_STORAGE: &str = "ogx.io/adopt-storage";
@@ -35,6 +34,16 @@ pub const REQUESTS: [&str; 2] = [ADOPT_STORAGE, ADOPT_NETWORKING];
 pub const ADOPTED_FROM: &str = "ogx.io/adopted-from";
 /// Set on a taken object: when (RFC 3339).
 pub const ADOPTED_AT: &str = "ogx.io/adopted-at";
+
+/// Set on the old stack's Deployment a server scaled to zero to take its volume: that server's
+/// uid. While the volume has not changed hands, a server that no longer asks for it gives the
+/// replicas back ([`REPLICAS_BEFORE`]); once it has, the label goes (the old stack must not run
+/// beside the server that writes its volume).
+pub const SCALED_DOWN_BY: &str = "llamastack.io/scaled-down-by";
+/// Set with [`SCALED_DOWN_BY`]: the Deployment's `spec.replicas` before.
+pub const REPLICAS_BEFORE: &str = "llamastack.io/replicas-before";
+/// Set with [`SCALED_DOWN_BY`]: that server's name (whether it still exists is read by it).
+pub const SCALED_DOWN_FOR: &str = "llamastack.io/scaled-down-for";
 
 /// What an `OGXServer`'s annotations ask to take over: the names of the stacks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -126,15 +135,21 @@ pub fn requests(
     })
 }
 
+/// What the stack `stack` gives up an unreadable annotation may name (see [`gives_up`]).
+pub const UNREADABLE: &str = "whatever its unreadable ogx.io/adopt-* annotation names";
+
 /// Which of the annotations of the `OGXServer` `server` name the stack `stack` (of another
-/// name): what that stack gives up, for its own status.
+/// name): what that stack gives up, for its own status. An annotation that cannot be read may
+/// name any stack of the namespace, and the server keeps what it took until it is fixed: every
+/// stack stands down meanwhile ([`UNREADABLE`]), so none re-applies an object the server holds
+/// (two controllers, refused at every reconcile) or resumes beside it.
 pub fn gives_up(
     server: &str,
     annotations: Option<&BTreeMap<String, String>>,
     stack: &str,
 ) -> Vec<&'static str> {
     let Ok(requests) = requests(server, annotations) else {
-        return Vec::new();
+        return vec![UNREADABLE];
     };
     let mut given = Vec::new();
     if requests.storage.as_deref() == Some(stack) {
@@ -175,6 +190,30 @@ pub enum StorageStep {
     WaitForPods(usize),
     /// Free: detach and label it.
     Detach,
+}
+
+/// The `OGXServer` other than `holder` that took the claim `claim` (`ogx.io/adopted-from`, and
+/// the instance label it was given), if one did.
+pub fn taker<'a>(claim: &'a ObjectMeta, holder: &str) -> Option<&'a str> {
+    let labels = claim.labels.as_ref()?;
+    labels.get(ADOPTED_FROM)?;
+    let taker = labels
+        .get(labels::INSTANCE)
+        .map_or("(unnamed)", String::as_str);
+    (taker != holder).then_some(taker)
+}
+
+/// The patch that gives the stack `stack` (its controller reference `owner`) back the claim
+/// `meta` an `OGXServer` took and that no longer exists: unlabelled, its instance the stack's
+/// again, and the stack its controller, as before the take. Without it the stack would stay
+/// stopped on a volume no server mounts, and deleting the server would not undo the take.
+pub fn reclaim_patch(meta: &ObjectMeta, stack: &str, owner: &OwnerReference) -> Value {
+    json!({"metadata": {
+        "resourceVersion": meta.resource_version,
+        "ownerReferences": handed_to(meta, owner),
+        "labels": {ADOPTED_FROM: null, labels::INSTANCE: stack},
+        "annotations": {ADOPTED_AT: null},
+    }})
 }
 
 /// Why the stack `holder` must not mount the claim `claim`: an `OGXServer` other than it took
@@ -300,7 +339,7 @@ pub fn transfer_step(
 pub fn transfer_patch(meta: &ObjectMeta, source: &str, owner: &OwnerReference, at: &str) -> Value {
     json!({"metadata": {
         "resourceVersion": meta.resource_version,
-        "ownerReferences": with_controller(meta, owner),
+        "ownerReferences": handed_to(meta, owner),
         "labels": {ADOPTED_FROM: source},
         "annotations": {ADOPTED_AT: at},
     }})
@@ -326,13 +365,12 @@ pub fn hand_back_patch(meta: &ObjectMeta, source: &str, is_service: bool) -> Val
 
 /// The patch that makes the Service `service` select `selector` and nothing else (a merge
 /// patch merges maps, so the old keys are removed by name).
-pub fn selector_patch(service: &Service, selector: &BTreeMap<String, String>) -> Value {
-    let mut patched: serde_json::Map<String, Value> = service
-        .spec
-        .as_ref()
-        .and_then(|s| s.selector.as_ref())
-        .into_iter()
-        .flatten()
+pub fn selector_patch(
+    current: &BTreeMap<String, String>,
+    selector: &BTreeMap<String, String>,
+) -> Value {
+    let mut patched: serde_json::Map<String, Value> = current
+        .iter()
         .filter(|(key, _)| !selector.contains_key(*key))
         .map(|(key, _)| (key.clone(), Value::Null))
         .collect();

@@ -1,6 +1,5 @@
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use serde_json::json;
 
 use super::*;
@@ -81,6 +80,10 @@ fn the_annotations_name_stacks_and_the_servers_own_name_asks_for_nothing() {
         gives_up("old", Some(&both), "old").is_empty(),
         "the move in place is not adoption"
     );
+    // Unreadable, it may name any stack: each stands down until it is fixed.
+    let unreadable = annotations(&[(ADOPT_NETWORKING, "Not_A_Name")]);
+    assert_eq!(gives_up("new", Some(&unreadable), "any"), [UNREADABLE]);
+    assert!(gives_up("new", None, "any").is_empty());
 }
 
 #[test]
@@ -244,23 +247,25 @@ fn a_service_changes_controller_and_selects_only_the_new_pods() {
     );
 
     let patch = transfer_patch(&service_meta, "old", &server(), "t");
-    assert_eq!(patch["metadata"]["ownerReferences"], json!([server()]));
+    // The old stack stays an owner, no longer the controller: deleting the server leaves the
+    // Service (and its address) to it.
+    let mut demoted = llsd("old");
+    demoted.controller = Some(false);
+    demoted.block_owner_deletion = None;
+    assert_eq!(
+        patch["metadata"]["ownerReferences"],
+        json!([demoted, server()])
+    );
     assert_eq!(patch["metadata"]["resourceVersion"], "7");
 
-    let service = Service {
-        spec: Some(ServiceSpec {
-            selector: Some(annotations(&[
-                (labels::NAME, "llama-stack"),
-                (labels::INSTANCE, "old"),
-                ("extra", "x"),
-            ])),
-            ..ServiceSpec::default()
-        }),
-        ..Service::default()
-    };
+    let current = annotations(&[
+        (labels::NAME, "llama-stack"),
+        (labels::INSTANCE, "old"),
+        ("extra", "x"),
+    ]);
     let new = annotations(&[(labels::NAME, "llama-stack"), (labels::INSTANCE, "new")]);
     assert_eq!(
-        selector_patch(&service, &new),
+        selector_patch(&current, &new),
         json!({"spec": {"selector": {
             "extra": null, labels::NAME: "llama-stack", labels::INSTANCE: "new"
         }}})

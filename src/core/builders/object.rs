@@ -76,7 +76,7 @@ impl Common {
             namespace: Some(stack.namespace)
                 .filter(|ns| !ns.is_empty())
                 .map(str::to_owned),
-            owners: stack.subject.owner.clone().into_iter().collect(),
+            owners: stack.subject.owners(),
         }
     }
 }

@@ -445,9 +445,25 @@ fn what_a_stack_that_is_not_blocked_runs() {
         observed.take_over = taking_everything();
         change(&mut observed);
         let decision = decide_on(&cr, &observed, &operator());
+        // Every take is made but the address's: the server has no available replica yet.
         let surveyed = &observed.take_over;
-        assert_eq!(decision.take_over.writes, surveyed.writes, "{what}");
-        assert_eq!(decision.take_over.adopted, surveyed.adopted, "{what}");
+        let made: Vec<&str> = (decision.take_over.writes.iter())
+            .map(|w| w.name.as_str())
+            .collect();
+        assert_eq!(made, ["old", "old-pvc", "given-up-service"], "{what}");
+        assert_eq!(
+            decision.take_over.adopted.claim, surveyed.adopted.claim,
+            "{what}"
+        );
+        assert_eq!(
+            decision.take_over.adopted.hold, surveyed.adopted.hold,
+            "{what}"
+        );
+        let networking: Vec<_> = (decision.take_over.adopted.said.iter())
+            .filter(|s| s.condition == ConditionType::NetworkingAdopted)
+            .map(|s| s.reason)
+            .collect();
+        assert_eq!(networking, [Reason::WaitingForServer], "{what}");
         let intent = decision
             .next
             .unwrap_or_else(|b| panic!("{what}: blocked: {}", b.message));
@@ -941,4 +957,63 @@ mod report {
         assert_eq!(memory.rejected, Some(Box::new(rejection)));
         assert_eq!(condition(&status, "DeploymentUpdated").1, "RolledBack");
     }
+}
+
+/// The old address is taken only from a server whose own Deployment (controlled by it) has an
+/// available replica and that this reconcile leaves as it is: not while a rollout begins, and
+/// not on the word of a Deployment of its name another resource controls.
+#[test]
+fn the_address_is_taken_only_from_a_server_that_serves_as_it_is() {
+    use k8s_openapi::api::apps::v1::DeploymentStatus;
+
+    let cr = resource(starter().0, json!({}));
+    let mut observed = resolved();
+    observed.take_over = taking_everything();
+    let first = decide_on(&cr, &observed, &operator());
+    let desired = first.next.as_ref().unwrap().desired.deployment.clone();
+    let running = |available: i32, controller: &str, hash: Option<&str>| {
+        let mut deployment = desired.clone();
+        deployment.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+                "kind": "LlamaStackDistribution", "name": "s", "uid": controller,
+                "controller": true}))
+            .unwrap(),
+        ]);
+        if let Some(hash) = hash {
+            deployment
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(crate::naming::DESIRED_HASH.to_owned(), hash.to_owned());
+        }
+        deployment.status = Some(DeploymentStatus {
+            available_replicas: Some(available),
+            ..DeploymentStatus::default()
+        });
+        deployment
+    };
+    let takes_address = |deployment| {
+        let mut observed = resolved();
+        observed.take_over = taking_everything();
+        observed.deployment = Some(deployment);
+        let decision = decide_on(&cr, &observed, &operator());
+        decision
+            .take_over
+            .writes
+            .iter()
+            .any(|w| w.name == "old-service" && w.takes)
+    };
+    assert!(takes_address(running(1, "u-1", None)), "serving as it is");
+    assert!(
+        !takes_address(running(0, "u-1", None)),
+        "no available replica"
+    );
+    assert!(
+        !takes_address(running(1, "another", None)),
+        "a Deployment of its name another resource controls"
+    );
+    assert!(
+        !takes_address(running(1, "u-1", Some("an older revision"))),
+        "a rollout begins"
+    );
 }

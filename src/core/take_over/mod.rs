@@ -1,16 +1,22 @@
-//! Taking over another stack's objects, as data: the writes a survey found and which of them
-//! a decision keeps ([`decided`]). The reads and the writes themselves are the controller's
-//! (`controller::take_over`); the next step for each object is [`super::adoption`]'s.
+//! Taking over another stack's objects, as data: what was read ([`seen::Seen`]), the writes it
+//! comes to ([`survey::survey`]) and which of them a decision keeps ([`decided`]). The reads and
+//! the writes themselves are the controller's (`controller::act::take_over`); the next step for
+//! each object is [`super::adoption`]'s.
+
+#[cfg(test)]
+mod road;
+pub mod seen;
+pub mod survey;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use serde_json::Value;
 
-use super::adoption::{Adopted, Said};
+use super::adoption::{ADOPTED_AT, ADOPTED_FROM, Adopted, Hold, Said};
 use super::door::Door;
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
-use crate::ownership::controlled_by_stack;
+use crate::ownership::{controlled_by, owned_by_stack};
 
 /// The kinds taking over writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,41 +55,56 @@ pub struct Survey {
 }
 
 /// What taking over comes to once the server's own decision is known (pure; `decide` asks it):
-/// every write of `survey` when the server `runs`. Otherwise nothing is taken from the old stack
-/// (a hand-back is still made: it gives something back), the conditions say why, the claim to be
-/// detached is not mounted, and nothing holds the server's own objects (its decision already
-/// does).
-pub fn decided(survey: &Survey, runs: bool) -> Survey {
-    if runs {
-        return survey.clone();
-    }
+/// every write of `survey` when the server `runs` and the volume asked for can be taken, the
+/// Service and Ingress only once it is `serving` (an available replica of the revision it runs,
+/// and none about to roll: a server that never starts, for a quota without room or an image
+/// that never pulls, must not take the old address). Otherwise nothing is taken from the old
+/// stack (a hand-back is still made: it gives something back), the conditions say why, and
+/// the claim to be detached is not mounted. A server that cannot run holds nothing of its own
+/// here (its decision already does); a refused volume holds the server, and takes neither the
+/// volume nor the address.
+pub fn decided(survey: &Survey, runs: bool, serving: bool) -> Survey {
+    let refused = survey.adopted.hold == Some(Hold::Refused);
     let mut decided = survey.clone();
-    decided.adopted.hold = None;
+    if runs && !refused {
+        if !serving {
+            wait_for_the_server(&mut decided);
+        }
+        return decided;
+    }
+    if !runs {
+        decided.adopted.hold = None;
+    }
     let (takes, kept): (Vec<Write>, Vec<Write>) = decided.writes.drain(..).partition(|w| w.takes);
     decided.writes = kept;
     let taken: Vec<Kind> = takes.iter().map(|w| w.kind).collect();
-    let waits = |condition: ConditionType| {
-        Said::new(
-            condition,
-            false,
-            Reason::AdoptionDeferred,
-            "nothing is taken while this server cannot run (its other conditions say why): the old stack keeps serving as it is".to_owned(),
-        )
-    };
-    for (condition, kinds) in [
-        (
-            ConditionType::StorageAdopted,
-            &[Kind::Deployment, Kind::Claim][..],
-        ),
-        (
-            ConditionType::NetworkingAdopted,
-            &[Kind::Service, Kind::Ingress][..],
-        ),
-    ] {
-        if taken.iter().any(|k| kinds.contains(k)) {
-            decided.adopted.said.retain(|s| s.condition != condition);
-            decided.adopted.said.push(waits(condition));
+    let why = match runs {
+        false => {
+            "nothing is taken while this server cannot run (its other conditions say why): the old stack keeps serving as it is"
         }
+        true => {
+            "nothing is taken while the volume cannot be taken (StorageAdopted or AdoptionConfigInvalid says why): the old stack keeps serving as it is"
+        }
+    };
+    let waits = |condition: ConditionType| {
+        Said::new(condition, false, Reason::AdoptionDeferred, why.to_owned())
+    };
+    let mut deferred = Vec::new();
+    if taken
+        .iter()
+        .any(|k| matches!(k, Kind::Deployment | Kind::Claim))
+    {
+        deferred.push(ConditionType::StorageAdopted);
+    }
+    if taken
+        .iter()
+        .any(|k| matches!(k, Kind::Service | Kind::Ingress))
+    {
+        deferred.push(ConditionType::NetworkingAdopted);
+    }
+    for condition in deferred {
+        decided.adopted.said.retain(|s| s.condition != condition);
+        decided.adopted.said.push(waits(condition));
     }
     if taken.contains(&Kind::Claim) {
         decided.adopted.claim = None;
@@ -91,10 +112,51 @@ pub fn decided(survey: &Survey, runs: bool) -> Survey {
     decided
 }
 
+/// Drops the takes of the Service and Ingress until the server serves; says so.
+fn wait_for_the_server(decided: &mut Survey) {
+    let (waiting, kept): (Vec<Write>, Vec<Write>) = decided
+        .writes
+        .drain(..)
+        .partition(|w| w.takes && matches!(w.kind, Kind::Service | Kind::Ingress));
+    decided.writes = kept;
+    if waiting.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = waiting.iter().map(|w| w.name.as_str()).collect();
+    let condition = ConditionType::NetworkingAdopted;
+    decided.adopted.said.retain(|s| s.condition != condition);
+    decided.adopted.said.push(Said::new(
+        condition,
+        false,
+        Reason::WaitingForServer,
+        format!(
+            "{} taken once this server has an available replica of the revision it runs: until then the old stack's Pods serve there",
+            names.join(" and ")
+        ),
+    ));
+}
+
+/// The patch that gives the stack `name`, moved in place, its own Service back where another
+/// server had taken it (`ogx.io/adopted-from`) and was deleted since: selecting the stack's
+/// Pods again, unlabelled. The move hands the Service over whatever the server's decision, and
+/// its apply (which would set the selector too) may wait on it: the address must not select a
+/// deleted server's Pods meanwhile.
+pub fn service_back_patch(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {
+            "labels": {ADOPTED_FROM: null},
+            "annotations": {ADOPTED_AT: null},
+        },
+        "spec": {"selector": crate::naming::selector_labels(name)},
+    })
+}
+
 /// Whether the `OGXServer` reconciled as `stack` moves in place: the LlamaStackDistribution of its
-/// name still controls its Deployment or its data volume (`deployment` and `claim`, as read), so
-/// every object that one controls is handed over before anything else is written (once per
-/// move: the hand-over's lists are made only then).
+/// name still owns its Deployment or its data volume (`deployment` and `claim`, as read) and the
+/// server does not control it yet, so every such object is handed over before anything else is
+/// written (once per move: the hand-over's lists are made only then). Owned and not controlled
+/// counts too: a volume the garbage collector would delete with the LlamaStackDistribution
+/// (an undone move leaves it so) must be the server's before that can happen.
 pub fn moves_in_place(
     stack: &Stack<'_>,
     deployment: Option<&Deployment>,
@@ -108,7 +170,7 @@ pub fn moves_in_place(
     [deployment, claim]
         .into_iter()
         .flatten()
-        .any(|meta| controlled_by_stack(meta, stack.name))
+        .any(|meta| owned_by_stack(meta, stack.name) && !controlled_by(meta, &stack.subject.uid))
 }
 
 #[cfg(test)]
@@ -116,7 +178,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::core::adoption::Hold;
 
     /// Only an `OGXServer` moves in place, and only while the LlamaStackDistribution of its own
     /// name controls its Deployment or its data volume: a stranger's objects, another stack's,
@@ -241,7 +302,7 @@ mod tests {
                 },
                 writes: writes.to_vec(),
             };
-            let blocked = decided(&survey, false);
+            let blocked = decided(&survey, false, true);
             for (condition, reason) in expected {
                 let now: Vec<&Said> = blocked
                     .adopted
@@ -260,10 +321,55 @@ mod tests {
             let hand_backs: Vec<Write> = writes.iter().filter(|w| !w.takes).cloned().collect();
             assert_eq!(blocked.writes, hand_backs, "only hand-backs are made");
             // A server that runs makes every write, and says what the survey said.
-            let runs = decided(&survey, true);
+            let runs = decided(&survey, true, true);
             assert_eq!(runs.writes, writes, "{writes:?}");
             assert_eq!(runs.adopted.said, survey.adopted.said);
             assert_eq!(runs.adopted.hold, Some(Hold::Waiting));
         }
+    }
+
+    /// A server that runs but does not serve yet (no available replica of the revision it
+    /// runs) takes the volume's steps but not the address; once it serves, it does.
+    #[test]
+    fn the_address_is_taken_only_from_a_server_that_serves() {
+        let survey = Survey {
+            adopted: Adopted {
+                said: vec![said(
+                    ConditionType::NetworkingAdopted,
+                    Reason::NetworkingAdopted,
+                )],
+                ..Adopted::default()
+            },
+            writes: vec![
+                write(Kind::Deployment, true),
+                write(Kind::Service, true),
+                write(Kind::Ingress, true),
+                write(Kind::Service, false),
+            ],
+        };
+        let waiting = decided(&survey, true, false);
+        let kinds: Vec<(Kind, bool)> = waiting.writes.iter().map(|w| (w.kind, w.takes)).collect();
+        assert_eq!(kinds, [(Kind::Deployment, true), (Kind::Service, false)]);
+        let networking: Vec<&Said> = waiting
+            .adopted
+            .said
+            .iter()
+            .filter(|s| s.condition == ConditionType::NetworkingAdopted)
+            .collect();
+        assert_eq!(networking.len(), 1);
+        assert_eq!(
+            (networking[0].ok, networking[0].reason),
+            (false, Reason::WaitingForServer)
+        );
+        assert_eq!(decided(&survey, true, true).writes, survey.writes);
+        // A refused volume takes nothing, serving or not.
+        let refused = Survey {
+            adopted: Adopted {
+                hold: Some(Hold::Refused),
+                ..survey.adopted.clone()
+            },
+            writes: vec![write(Kind::Service, true)],
+        };
+        assert!(decided(&refused, true, true).writes.is_empty());
     }
 }
