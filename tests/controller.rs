@@ -895,6 +895,29 @@ fn an_api_error_while_planning_is_retried_and_never_fails_the_stack() {
 /// the OGXServer of the same name in place: the Deployment (its selector, the Service's address
 /// and the pinned image) is kept, the names OGX users rely on are applied, the LLSD stands down.
 /// `(status, reason)` of the condition `type_` in a status read as JSON (an `OGXServer`'s).
+/// The condition `type_` of the `OGXServer` `name` as stored: its status (`absent` when there
+/// is none), reason and message.
+async fn server_said(
+    servers: &Api<llama_stack_operator::api::ogx::OGXServer>,
+    name: &str,
+    type_: &str,
+) -> (String, String, String) {
+    let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
+    let c = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+        .cloned()
+        .unwrap_or(Value::Null);
+    let text = |key: &str, or: &str| c[key].as_str().unwrap_or(or).to_owned();
+    (
+        text("status", "absent"),
+        text("reason", ""),
+        text("message", ""),
+    )
+}
+
 fn json_condition(status: &Value, type_: &str) -> (String, String) {
     let c = status["conditions"]
         .as_array()
@@ -1782,15 +1805,7 @@ fn an_ogx_server_adopts_the_volume_and_service_of_a_stack_of_another_name() {
             let (servers, ctx) = (servers.clone(), f.ctx.clone());
             async move { reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), ctx).await.unwrap() }
         };
-        let server_condition = |type_: &'static str| {
-            let servers = servers.clone();
-            async move {
-                let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
-                let c = status["conditions"].as_array().into_iter().flatten()
-                    .find(|c| c["type"] == type_).cloned().unwrap_or(Value::Null);
-                (c["status"].as_str().unwrap_or("absent").to_owned(), c["reason"].as_str().unwrap_or_default().to_owned(), c["message"].as_str().unwrap_or_default().to_owned())
-            }
-        };
+        let server_condition = |type_: &'static str| server_said(&servers, name, type_);
 
         // The old stack, reconciled with the server as the OGXServer watch holds it now.
         let reconcile_old = || async {
@@ -1971,14 +1986,7 @@ fn an_address_taken_from_a_stack_deleted_since_stays_with_the_server() {
             "spec": {"distribution": {"name": "starter"}}})).unwrap();
         servers.create(&PostParams::default(), &server).await.unwrap();
         let reconcile_new = || async { reconcile_ogx(Arc::new(servers.get("new").await.unwrap()), f.ctx.clone()).await.unwrap() };
-        let said = |type_: &'static str| {
-            let servers = servers.clone();
-            async move {
-                let status = serde_json::to_value(servers.get("new").await.unwrap().status).unwrap();
-                let c = status["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == type_).cloned().unwrap_or(Value::Null);
-                (c["status"].as_str().unwrap_or("absent").to_owned(), c["reason"].as_str().unwrap_or_default().to_owned(), c["message"].as_str().unwrap_or_default().to_owned())
-            }
-        };
+        let said = |type_: &'static str| server_said(&servers, "new", type_);
         let selects = || async { services.get("old-service").await.unwrap().spec.unwrap().selector.unwrap()["app.kubernetes.io/instance"].clone() };
 
         // Its Deployment made, not available (a quota without room, an image still pulling):

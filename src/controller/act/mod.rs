@@ -37,6 +37,14 @@ pub(in crate::controller) enum Act {
 }
 
 impl Act {
+    /// The API server refused `error`'s write; its message, with its causes, for the status.
+    fn refused(error: ApiError) -> Self {
+        Self::Refused {
+            message: crate::error_chain(&error),
+            error,
+        }
+    }
+
     /// As the core reads it.
     pub(in crate::controller) fn acted(&self) -> Acted<'_> {
         match self {
@@ -64,10 +72,7 @@ pub(in crate::controller) async fn act(
     if decision.moves_in_place
         && let Err(error) = hand_over::hand_over(stack, ctx).await
     {
-        return Ok(Act::Refused {
-            message: crate::error_chain(&error),
-            error,
-        });
+        return Ok(Act::refused(error));
     }
     if let Some(hold) = decision.take_over.adopted.hold {
         return Ok(Act::Held(hold));
@@ -79,10 +84,7 @@ pub(in crate::controller) async fn act(
     Ok(
         match apply::apply(stack, ctx, intent, observed, moved).await {
             Ok(applied) => Act::Applied(Some(Box::new(applied))),
-            Err(error) => Act::Refused {
-                message: crate::error_chain(&error),
-                error,
-            },
+            Err(error) => Act::refused(error),
         },
     )
 }

@@ -31,7 +31,7 @@ use crate::core::stack::Stack;
 use crate::core::take_over::seen::{
     Held, NetworkingSource, OldDeployment, PodSeen, Seen, StorageSource,
 };
-use crate::core::take_over::survey::{self, Server, ours_or_orphaned};
+use crate::core::take_over::survey::{self, Server, may_hand_back};
 use crate::core::take_over::{Kind, Survey, Write};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
 use crate::ownership::controller_of;
@@ -89,6 +89,26 @@ pub(in crate::controller) async fn survey(
         previous: stack.recorded.conditions,
     };
     Ok(survey::survey(&server, &seen, &now()))
+}
+
+/// The namespace's Pods, each as far as whether it may write a volume (`claim` names the
+/// volume in an error): what a volume changing hands waits on ([`PodSeen::may_write`],
+/// [`crate::core::take_over::seen::other_writers`]).
+pub(in crate::controller) async fn pods_seen(
+    ctx: &Context,
+    ns: &str,
+    claim: &str,
+) -> Result<Vec<PodSeen>, ApiError> {
+    Ok(Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map_err(api_err(format!(
+            "listing the Pods that may mount PVC {claim}"
+        )))?
+        .items
+        .into_iter()
+        .map(PodSeen::of)
+        .collect())
 }
 
 struct Reader<'a> {
@@ -158,17 +178,7 @@ impl Reader<'_> {
                 replicas: d.spec.as_ref().and_then(|s| s.replicas),
                 meta: d.metadata,
             });
-        let pods = self
-            .api::<Pod>()
-            .list(&ListParams::default())
-            .await
-            .map_err(api_err(format!(
-                "listing the Pods that may mount PVC {claim_name}"
-            )))?
-            .items
-            .into_iter()
-            .map(PodSeen::of)
-            .collect();
+        let pods = pods_seen(self.ctx, self.stack.namespace, &claim_name).await?;
         Ok(StorageSource {
             claim,
             deployment,
@@ -303,27 +313,14 @@ impl Reader<'_> {
         held: &[Held],
         named: Option<&Requests>,
     ) -> Result<BTreeSet<String>, ApiError> {
-        let requested = named.and_then(|r| r.networking.as_deref());
-        let orphaned = |h: &&Held| controller_of(&h.meta).is_none();
-        let mut sources: BTreeSet<&str> = BTreeSet::new();
-        for held in held.iter().filter(|h| h.kind != Kind::Deployment) {
-            let Some(source) = held.meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM)) else {
-                continue;
-            };
-            // What the survey may hand back: what this server holds and no longer asks for,
-            // and any orphan (only orphans while the annotations cannot be read).
-            let may_return = match named {
-                Some(_) => {
-                    orphaned(&held)
-                        || (ours_or_orphaned(&held.meta, &self.owner.uid)
-                            && Some(source.as_str()) != requested)
-                }
-                None => orphaned(&held),
-            };
-            if may_return {
-                sources.insert(source);
-            }
-        }
+        let sources: BTreeSet<&str> = held
+            .iter()
+            .filter(|h| h.kind != Kind::Deployment)
+            .filter_map(|h| {
+                let source = h.meta.labels.as_ref()?.get(ADOPTED_FROM)?;
+                may_hand_back(&h.meta, source, &self.owner.uid, named).then_some(source.as_str())
+            })
+            .collect();
         let stacks: Api<LlamaStackDistribution> = self.api();
         let mut live = BTreeSet::new();
         for source in sources {

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use llama_stack_resolver::add_pull_secret;
 use llama_stack_resolver::{CredentialSource, Keyring};
 use llama_stack_resolver::{Resolution, ResolveError, Resolver};
@@ -35,7 +35,7 @@ use crate::core::adoption;
 use crate::core::observed::{Observed, Reach};
 use crate::core::reads;
 use crate::core::stack::Stack;
-use crate::core::take_over::seen::{PodSeen, other_writers};
+use crate::core::take_over::seen::other_writers;
 
 /// Reads everything the decision needs, in the order the decision uses it. First the
 /// Deployment, then what the stack's annotations ask to take over
@@ -229,16 +229,7 @@ async fn taker_gone(
         return Ok(false);
     }
     let claim_name = stack.claim_name();
-    let pods: Vec<PodSeen> = Api::<Pod>::namespaced(ctx.client.clone(), ns)
-        .list(&ListParams::default())
-        .await
-        .map_err(api_err(format!(
-            "list the Pods that may mount PVC {claim_name}"
-        )))?
-        .items
-        .into_iter()
-        .map(PodSeen::of)
-        .collect();
+    let pods = take_over::pods_seen(ctx, ns, &claim_name).await?;
     Ok(other_writers(&pods, stack.name, &claim_name) == 0)
 }
 

@@ -549,17 +549,7 @@ impl World {
             }
             Some(_) => {}
             None if server.storage => {
-                seen.claims_taken = self
-                    .objects
-                    .iter()
-                    .filter(|((kind, _), obj)| {
-                        let labels = obj.meta.labels.clone().unwrap_or_default();
-                        *kind == K::Claim
-                            && labels.contains_key(ADOPTED_FROM)
-                            && labels.get(INSTANCE) == Some(&server.name)
-                    })
-                    .map(|((_, name), _)| name.clone())
-                    .collect();
+                seen.claims_taken = self.claims_taken_by(&server.name);
             }
             None => {}
         }
@@ -593,6 +583,20 @@ impl World {
         seen.live_servers.insert(server.uid.clone());
         seen.requests = requests;
         seen
+    }
+
+    /// The claims labelled as taken by the server `name`.
+    fn claims_taken_by(&self, name: &str) -> Vec<String> {
+        self.objects
+            .iter()
+            .filter(|((kind, _), obj)| {
+                let labels = obj.meta.labels.clone().unwrap_or_default();
+                *kind == K::Claim
+                    && labels.contains_key(ADOPTED_FROM)
+                    && labels.get(INSTANCE).map(String::as_str) == Some(name)
+            })
+            .map(|((_, claim), _)| claim.clone())
+            .collect()
     }
 
     fn pods_seen(&self) -> Vec<PodSeen> {
@@ -1030,23 +1034,13 @@ impl World {
         if let Some(server) = &self.server
             && let Some(deployment) = self.get(K::Deployment, &server.name)
         {
-            let taken: Vec<&String> = self
-                .objects
-                .iter()
-                .filter(|((kind, _), c)| {
-                    let labels = c.meta.labels.clone().unwrap_or_default();
-                    *kind == K::Claim
-                        && labels.contains_key(ADOPTED_FROM)
-                        && labels.get(INSTANCE) == Some(&server.name)
-                })
-                .map(|((_, name), _)| name)
-                .collect();
+            let taken = self.claims_taken_by(&server.name);
             if let [one] = taken.as_slice()
                 && controller_of(&deployment.meta).is_some_and(|c| c.uid == server.uid)
                 && deployment
                     .claim
                     .as_ref()
-                    .is_some_and(|mounted| mounted != *one)
+                    .is_some_and(|mounted| mounted != one)
             {
                 return Err(format!(
                     "server {} mounts {:?} beside the volume it took, {one}",

@@ -276,33 +276,49 @@ fn hand_back(
     writes: &mut Vec<Write>,
 ) -> Handed {
     let mut handed = Handed::default();
-    // Unreadable annotations: nothing this server holds is let go, only orphans.
-    let Some(requests) = requests else {
-        let orphans = seen
-            .held
-            .iter()
-            .filter(|h| h.kind != Kind::Deployment && controller_of(&h.meta).is_none());
-        for Held { kind, meta } in orphans {
-            let source = meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM));
-            if let (Some(name), Some(source)) = (meta.name.as_ref(), source)
-                && seen.live_sources.contains(source)
-            {
-                writes.push(Write {
-                    kind: *kind,
-                    name: name.clone(),
-                    patch: hand_back_patch(meta, source, *kind == Kind::Service),
-                    takes: false,
-                });
-            }
+    if let Some(requests) = requests {
+        give_replicas_back(server, requests, seen, writes);
+    }
+    let uid = &server.owner.uid;
+    for Held { kind, meta } in seen.held.iter().filter(|h| h.kind != Kind::Deployment) {
+        let source = meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM));
+        let (Some(name), Some(source)) = (meta.name.as_ref(), source) else {
+            continue;
+        };
+        if !may_hand_back(meta, source, uid, requests) {
+            continue;
         }
-        return handed;
-    };
+        // Taken from a stack of its own name (moved in place since): it is its own again
+        // (with annotations it can read).
+        let its_own = requests.is_some() && *source == server.name;
+        if !seen.live_sources.contains(source) && !its_own {
+            handed.kept.push(name.clone());
+            continue;
+        }
+        writes.push(Write {
+            kind: *kind,
+            name: name.clone(),
+            patch: hand_back_patch(meta, source, *kind == Kind::Service),
+            takes: false,
+        });
+        handed.returned += 1;
+    }
+    handed
+}
+
+/// Plans giving the replicas back to every old Deployment scaled down for a volume that did not
+/// change hands: this server's own scale-down no longer asked for, or one of a server since
+/// deleted (nobody else would give them back while another server names the stack).
+fn give_replicas_back(
+    server: &Server<'_>,
+    requests: &Requests,
+    seen: &Seen,
+    writes: &mut Vec<Write>,
+) {
     for Held { meta, .. } in seen.held.iter().filter(|h| h.kind == Kind::Deployment) {
         let (Some(name), Some(by)) = (meta.name.as_ref(), scaled_down_by(meta)) else {
             continue;
         };
-        // Its own scale-down no longer asked for, or one of a server since deleted (nobody
-        // else would give the replicas back while another server names the stack).
         let orphaned = by != server.owner.uid && !seen.live_servers.contains(by);
         if (by != server.owner.uid && !orphaned) || requests.storage.as_ref() == Some(name) {
             continue;
@@ -326,42 +342,24 @@ fn hand_back(
             takes: false,
         });
     }
-    let requested = requests.networking.as_deref();
-    let held = seen.held.iter().filter(|held| {
-        held.kind != Kind::Deployment && ours_or_orphaned(&held.meta, &server.owner.uid)
-    });
-    for Held { kind, meta } in held {
-        let source = meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM));
-        let (Some(name), Some(source)) = (meta.name.as_ref(), source) else {
-            continue;
-        };
-        // Still asked for, and held: kept. An orphan (its server deleted) selects that server's
-        // Pods: it goes back even when asked for again, and is taken anew once this one serves.
-        if requested == Some(source.as_str()) && controller_of(meta).is_some() {
-            continue;
-        }
-        // Taken from a stack of its own name (moved in place since): it is its own again.
-        if !seen.live_sources.contains(source) && source != server.name {
-            handed.kept.push(name.clone());
-            continue;
-        }
-        writes.push(Write {
-            kind: *kind,
-            name: name.clone(),
-            patch: hand_back_patch(meta, source, *kind == Kind::Service),
-            takes: false,
-        });
-        handed.returned += 1;
-    }
-    handed
 }
 
-/// Whether a taken object is this server's to hand back: it controls it, or nothing does (the
-/// server that took it was deleted and the garbage collector removed its reference; the
-/// Service still selects that server's Pods, and the stack it was taken from stands down while
-/// another server names it, so nobody else would give it back).
-pub fn ours_or_orphaned(meta: &ObjectMeta, server_uid: &str) -> bool {
-    controlled_by(meta, server_uid) || controller_of(meta).is_none()
+/// Whether the Service or Ingress `meta`, taken from the stack `source`, is the server
+/// `server_uid`'s to hand back, its annotations read as `requests` (`None`: they cannot be
+/// read). An orphan always (the server that took it was deleted and the garbage collector
+/// removed its reference; it still selects that server's Pods, and the stack it was taken from
+/// stands down while another server names it, so nobody else would give it back); one this
+/// server controls once no annotation it can read asks for `source` (unreadable, nothing it
+/// holds is let go). The shell reads whether `source` still exists for exactly these.
+pub fn may_hand_back(
+    meta: &ObjectMeta,
+    source: &str,
+    server_uid: &str,
+    requests: Option<&Requests>,
+) -> bool {
+    let asked = |r: &Requests| r.networking.as_deref() == Some(source);
+    controller_of(meta).is_none()
+        || (controlled_by(meta, server_uid) && requests.is_some_and(|r| !asked(r)))
 }
 
 fn removed_said(handed: &Handed) -> Said {
