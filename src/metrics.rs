@@ -6,7 +6,7 @@ mod health;
 mod process;
 pub(crate) mod server;
 
-pub use health::{Health, WatchHealth, WatchLabels};
+pub use health::{Health, WatchHealth, WatchId, WatchLabels};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -347,7 +347,7 @@ fn watch_health(registry: &mut Registry) -> Arc<WatchHealth> {
     let watch_relists = registered(
         registry,
         "watch_relists",
-        "Full lists of the controller's watches, by kind: one at start, then one after each expired or broken watch",
+        "Full lists the controller's watches finished, by kind: one at start, then one after each expired or broken watch",
         Family::<WatchLabels, Counter>::default(),
     );
     Arc::new(WatchHealth::new(watch_errors, watch_relists))
@@ -442,16 +442,16 @@ mod tests {
         let t0 = std::time::Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         watches.set_stuck_after(Duration::from_millis(50));
-        watches.failed_at("Deployment", &"connection refused", at(0));
+        watches.failed_at(&WatchId::of("Deployment"), &"connection refused", at(0));
         assert_eq!(health.problem_at(at(10)), None, "within the bound");
         let problem = health.problem_at(at(80)).expect("stuck");
         assert!(
-            problem.contains("Deployment: connection refused"),
+            problem.contains("Deployment in all namespaces: connection refused"),
             "{problem}"
         );
-        watches.succeeded("Deployment", true);
+        watches.succeeded(&WatchId::of("Deployment"), true);
         assert_eq!(health.problem_at(at(80)), None, "recovered");
-        watches.failed_at("Secret", &"410 Expired", at(100));
+        watches.failed_at(&WatchId::of("Secret"), &"410 Expired", at(100));
         assert!(health.problem_at(at(180)).is_some());
         watches.clear();
         assert_eq!(
@@ -461,12 +461,12 @@ mod tests {
         );
         // A watch that resumed without sending an event: no new error for a while means it works.
         watches.set_recovery_quiet(Duration::from_millis(100));
-        watches.failed_at("Pod", &"connection refused", at(200));
-        watches.failed_at("Pod", &"connection refused", at(260));
+        watches.failed_at(&WatchId::of("Pod"), &"connection refused", at(200));
+        watches.failed_at(&WatchId::of("Pod"), &"connection refused", at(260));
         assert!(health.problem_at(at(260)).is_some(), "still failing");
         assert_eq!(health.problem_at(at(380)), None, "quiet: working again");
         // An error after a quiet spell starts a new failure, not yet stuck.
-        watches.failed_at("Pod", &"connection refused", at(400));
+        watches.failed_at(&WatchId::of("Pod"), &"connection refused", at(400));
         assert_eq!(
             health.problem_at(at(420)),
             None,
@@ -483,6 +483,46 @@ mod tests {
         );
     }
 
+    /// A namespaced install whose RoleBinding is missing in one namespace: that namespace's watch
+    /// of a kind fails while the same kind's watch lists fine in the next one, and of the other
+    /// door. The one that fails is stuck and named; its siblings' answers do not clear it.
+    #[test]
+    fn a_failing_watch_is_judged_apart_from_its_siblings_of_the_same_kind() {
+        let m = Metrics::new(Arc::default());
+        let watches = m.watches();
+        let health = Health::default();
+        health.follow_watches(watches.clone());
+        watches.set_stuck_after(Duration::from_millis(50));
+        let t0 = std::time::Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let secrets = |ns: &str| {
+            WatchId::of("Secret")
+                .for_door("llama-stack-operator")
+                .within(Some(ns))
+        };
+        let forbidden = "secrets is forbidden";
+        watches.failed_at(&secrets("team-b"), &forbidden, at(0));
+        watches.failed_at(&secrets("team-b"), &forbidden, at(60));
+        watches.succeeded(&secrets("team-a"), true);
+        watches.succeeded(
+            &WatchId::of("Secret")
+                .for_door("ogx-operator")
+                .within(Some("team-b")),
+            true,
+        );
+        watches.succeeded(&WatchId::of("Secret"), true);
+        let problem = health.problem_at(at(70)).expect("team-b's watch is stuck");
+        assert!(
+            problem.contains(
+                "Secret for llama-stack-operator in namespace team-b: secrets is forbidden"
+            ),
+            "{problem}"
+        );
+        assert!(!problem.contains("team-a"), "{problem}");
+        watches.succeeded(&secrets("team-b"), true);
+        assert_eq!(health.problem_at(at(70)), None, "it lists again");
+    }
+
     /// Every sample name the operator exports, with each family populated.
     fn exported_samples() -> std::collections::BTreeSet<String> {
         let stats = Arc::new(Stats::default());
@@ -497,8 +537,9 @@ mod tests {
         m.follow_stacks(Box::new(|| {
             vec![("Failed".to_owned(), Some("ServerCrashLooping".to_owned()))]
         }));
-        m.watches().failed("Deployment", &"410 Expired");
-        m.watches().succeeded("Deployment", true);
+        m.watches()
+            .failed(&WatchId::of("Deployment"), &"410 Expired");
+        m.watches().succeeded(&WatchId::of("Deployment"), true);
         let text = m.encode().unwrap();
         text.lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())

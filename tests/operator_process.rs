@@ -814,6 +814,121 @@ fn the_operator_finds_its_own_image_in_its_pod(env: &Env) -> Result<(), Failed> 
     Ok(())
 }
 
+/// A namespaced install (`deploy/overlays/namespaced`: RoleBindings per watched namespace, no
+/// cluster-wide grant) told to watch two namespaces, one of them without its RoleBindings: the
+/// watches of the unbound namespace are refused at every list while the same kinds list fine
+/// in the bound one, and `/healthz` fails naming the unbound namespace's watches (one healthy
+/// sibling of a kind used to hide them, and the watcher's "list begins" counted as working).
+/// Once the RoleBindings are there, it is healthy again without a restart.
+fn a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch(
+    env: &Env,
+) -> Result<(), Failed> {
+    const ACCOUNT: &str = "llso-namespaced";
+    const BOUND: &str = "llama-stack";
+    const UNBOUND: &str = "llso-unbound";
+    for ns in [BOUND, UNBOUND] {
+        env.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))?;
+    }
+    env.apply(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": ACCOUNT, "namespace": NS}}))?;
+    // The overlay's own grants, for an account of this test's (the cluster-wide install's
+    // account already holds ClusterRoleBindings), under names of their own.
+    let overlay = format!("{}/deploy/overlays/namespaced", root());
+    let rendered =
+        kubectl(&env.plane, &["kustomize", &overlay], None).map_err(|e| e.to_string())?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered).map_err(|e| e.to_string())?;
+    let grants: Vec<Value> = docs
+        .into_iter()
+        .filter(|d| d["kind"] == "RoleBinding")
+        .map(|mut d| {
+            let name = format!(
+                "{}-{ACCOUNT}",
+                d["metadata"]["name"].as_str().unwrap_or_default()
+            );
+            d["metadata"]["name"] = json!(name);
+            d["subjects"] = json!([{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NS}]);
+            d
+        })
+        .collect();
+    let in_bound = grants
+        .iter()
+        .filter(|d| d["metadata"]["namespace"] == BOUND)
+        .count();
+    if in_bound < 2 || !grants.iter().any(|d| d["metadata"]["namespace"] == NS) {
+        return Err(format!("the namespaced overlay's RoleBindings moved: {grants:?}").into());
+    }
+    for grant in &grants {
+        env.apply(grant.clone())?;
+    }
+    let token = kubectl(
+        &env.plane,
+        &["create", "token", ACCOUNT, "-n", NS, "--duration=1h"],
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let kubeconfig = env
+        .plane
+        .kubeconfig_with_token(ACCOUNT, token.trim())
+        .map_err(|e| e.to_string())?;
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+    let watch = format!("--watch-namespaces={BOUND},{UNBOUND}");
+    let process = spawn_operator(
+        &env.plane,
+        bin,
+        "namespaced",
+        &kubeconfig,
+        &[&watch, "--watch-stuck-after=5", "--log-format=json"],
+    )
+    .map_err(|e| e.to_string())?;
+    let log = env.plane.dir().join("operator-namespaced.log");
+    let healthz = format!("{}/healthz", process.metrics);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()?;
+    let probe = || async {
+        let response = http.get(&healthz).send().await.ok()?;
+        Some((response.status().as_u16(), response.text().await.ok()?))
+    };
+    let with_log = |e: Failed| -> Failed {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(20).collect();
+        format!("{}\n{}", e.message().unwrap_or_default(), tail.join("\n")).into()
+    };
+    let unhealthy = env
+        .eventually("/healthz fails for the unbound namespace", || async {
+            probe().await.filter(|(code, _)| *code != 200)
+        })
+        .map_err(with_log)?;
+    let (code, body) = unhealthy;
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body.contains(&format!(
+            "LlamaStackDistribution for llama-stack-operator in namespace {UNBOUND}: "
+        )) && body.contains("forbidden"),
+        "{body}"
+    );
+    assert!(
+        !body.contains(&format!("in namespace {BOUND}:")),
+        "the bound namespace's watches work: {body}"
+    );
+    // The missing RoleBindings, as the overlay's comment says to add them.
+    for grant in grants
+        .iter()
+        .filter(|d| d["metadata"]["namespace"] == BOUND)
+    {
+        let mut grant = grant.clone();
+        grant["metadata"]["namespace"] = json!(UNBOUND);
+        env.apply(grant)?;
+    }
+    env.eventually("/healthz passes once the namespace is bound", || async {
+        probe().await.filter(|(code, _)| *code == 200)
+    })
+    .map_err(with_log)?;
+    drop(process);
+    Ok(())
+}
+
 /// The OGX operator's adoption annotations, run by the operator process under its own
 /// ServiceAccount and the RBAC the install grants: the volume detached, labelled and mounted; the
 /// Service taken once the server's Pod is available; the old resource deleted (the guide's last
@@ -1065,6 +1180,10 @@ fn main() -> ExitCode {
             (
                 "adoption_runs_on_the_operators_own_rbac",
                 adoption_runs_on_the_operators_own_rbac,
+            ),
+            (
+                "a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch",
+                a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch,
             ),
         ]),
         "the cluster and two operator processes",

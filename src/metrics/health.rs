@@ -1,5 +1,9 @@
 //! The operator's health: whether start-up finished, and whether a watch of the controller has
 //! been failing for too long (then `/healthz` fails and the kubelet restarts the operator).
+//!
+//! Each watch is judged on its own ([`WatchId`]: its kind and role, the door it serves, the
+//! namespace it covers): a namespaced install whose RoleBinding is missing in one namespace has
+//! that namespace's watches failing while the same kinds list fine elsewhere.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,19 +21,71 @@ pub struct WatchLabels {
     pub kind: String,
 }
 
+/// One watch: what it watches (the kind, with its role where a kind is watched for more than one
+/// thing), whose it is (the door whose reconciles read it; none for the operator's own
+/// settings) and where (one namespace, or all of them).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WatchId {
+    /// The watched kind (`Secret`, `ServiceAccount default`, …): the metrics' `kind` label.
+    pub kind: &'static str,
+    /// The door's `managed-by` value, if the watch is one door's.
+    pub door: Option<&'static str>,
+    /// The namespace watched; `None` for all of them.
+    pub namespace: Option<String>,
+}
+
+impl WatchId {
+    /// The watch of `kind` in every namespace, of no door.
+    pub fn of(kind: &'static str) -> Self {
+        Self {
+            kind,
+            door: None,
+            namespace: None,
+        }
+    }
+
+    /// This watch, as `door`'s.
+    #[must_use]
+    pub fn for_door(mut self, door: &'static str) -> Self {
+        self.door = Some(door);
+        self
+    }
+
+    /// This watch, over `namespace` only (`None`: all of them).
+    #[must_use]
+    pub fn within(mut self, namespace: Option<&str>) -> Self {
+        self.namespace = namespace.map(str::to_owned);
+        self
+    }
+}
+
+impl std::fmt::Display for WatchId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind)?;
+        if let Some(door) = self.door {
+            write!(f, " for {door}")?;
+        }
+        match &self.namespace {
+            Some(namespace) => write!(f, " in namespace {namespace}"),
+            None => f.write_str(" in all namespaces"),
+        }
+    }
+}
+
 /// How long a watch may keep failing before the health endpoints say the operator is stuck.
 pub const DEFAULT_WATCH_STUCK_AFTER: Duration = Duration::from_secs(60);
 
 /// How often a watch that keeps failing is logged again at warning level.
 const WARN_EVERY: Duration = Duration::from_secs(30);
 
-/// The health of the controller's watches: each one's failures, counted, logged (at warning
-/// level, with the kind and the reason, at most every 30 s while it keeps failing) and judged.
+/// The health of the controller's watches: each one's failures, counted (by kind), logged (at
+/// warning level, with the watch and the reason, at most every 30 s while it keeps failing) and
+/// judged, each watch on its own.
 #[derive(Debug)]
 pub struct WatchHealth {
     stuck_after: Mutex<Duration>,
     quiet: Mutex<Duration>,
-    kinds: Mutex<BTreeMap<&'static str, Failing>>,
+    failing: Mutex<BTreeMap<WatchId, Failing>>,
     errors: Family<WatchLabels, Counter>,
     relists: Family<WatchLabels, Counter>,
 }
@@ -58,7 +114,7 @@ impl WatchHealth {
         Self {
             stuck_after: Mutex::new(DEFAULT_WATCH_STUCK_AFTER),
             quiet: Mutex::new(QUIET_MEANS_RECOVERED),
-            kinds: Mutex::new(BTreeMap::new()),
+            failing: Mutex::new(BTreeMap::new()),
             errors,
             relists,
         }
@@ -69,36 +125,32 @@ impl WatchHealth {
         *lock(&self.stuck_after) = bound;
     }
 
-    /// Records an event of `kind`'s watch: it works again. `relist` when it was a new list.
-    pub fn succeeded(&self, kind: &'static str, relist: bool) {
+    /// Records that `watch` answered (listed, or sent an event): it works again. `relist` when it
+    /// finished a new list.
+    pub fn succeeded(&self, watch: &WatchId, relist: bool) {
         if relist {
-            self.relists.get_or_create(&labels(kind)).inc();
+            self.relists.get_or_create(&labels(watch.kind)).inc();
         }
-        if let Some(failing) = lock(&self.kinds).remove(kind) {
-            tracing::info!(kind, after = ?failing.since.elapsed(), "watch recovered");
+        if let Some(failing) = lock(&self.failing).remove(watch) {
+            tracing::info!(%watch, after = ?failing.since.elapsed(), "watch recovered");
         }
     }
 
-    /// Records an error of `kind`'s watch (it is retried after its own backoff).
-    pub fn failed(&self, kind: &'static str, error: &dyn std::fmt::Display) {
-        self.failed_at(kind, error, Instant::now());
+    /// Records an error of `watch` (it is retried after its own backoff).
+    pub fn failed(&self, watch: &WatchId, error: &dyn std::fmt::Display) {
+        self.failed_at(watch, error, Instant::now());
     }
 
     /// [`WatchHealth::failed`] at `now`.
-    pub(super) fn failed_at(
-        &self,
-        kind: &'static str,
-        error: &dyn std::fmt::Display,
-        now: Instant,
-    ) {
-        self.errors.get_or_create(&labels(kind)).inc();
+    pub(super) fn failed_at(&self, watch: &WatchId, error: &dyn std::fmt::Display, now: Instant) {
+        self.errors.get_or_create(&labels(watch.kind)).inc();
         let reason = error.to_string();
         let quiet = *lock(&self.quiet);
-        let mut kinds = lock(&self.kinds);
-        match kinds.get_mut(kind) {
+        let mut failing_watches = lock(&self.failing);
+        match failing_watches.get_mut(watch) {
             Some(failing) if now.duration_since(failing.last) < quiet => {
                 if now.duration_since(failing.warned) >= WARN_EVERY {
-                    tracing::warn!(kind, %reason, failing_for = ?now.duration_since(failing.since), "watch still failing; retrying");
+                    tracing::warn!(%watch, %reason, failing_for = ?now.duration_since(failing.since), "watch still failing; retrying");
                     failing.warned = now;
                 }
                 failing.reason = reason;
@@ -106,21 +158,21 @@ impl WatchHealth {
             }
             // New, or the first error after a quiet spell: a new failure.
             _ => {
-                tracing::warn!(kind, %reason, "watch failed; retrying");
+                tracing::warn!(%watch, %reason, "watch failed; retrying");
                 let failing = Failing {
                     since: now,
                     warned: now,
                     last: now,
                     reason,
                 };
-                kinds.insert(kind, failing);
+                failing_watches.insert(watch.clone(), failing);
             }
         }
     }
 
     /// Forgets every watch (the controller stopped: its watches no longer run).
     pub fn clear(&self) {
-        lock(&self.kinds).clear();
+        lock(&self.failing).clear();
     }
 
     /// Sets how long without a new error means a watch works again.
@@ -129,7 +181,7 @@ impl WatchHealth {
     }
 
     /// The watches failing for longer than the bound (and still failing), each as
-    /// `kind: reason (for …)`.
+    /// `<watch>: reason (for …)`.
     pub fn stuck(&self) -> Vec<String> {
         self.stuck_at(Instant::now())
     }
@@ -138,14 +190,14 @@ impl WatchHealth {
     pub(super) fn stuck_at(&self, now: Instant) -> Vec<String> {
         let bound = *lock(&self.stuck_after);
         let quiet = *lock(&self.quiet);
-        lock(&self.kinds)
+        lock(&self.failing)
             .iter()
             .filter(|(_, f)| {
                 now.duration_since(f.since) > bound && now.duration_since(f.last) < quiet
             })
-            .map(|(kind, f)| {
+            .map(|(watch, f)| {
                 let failing_for = now.duration_since(f.since);
-                format!("{kind}: {} (for {failing_for:?})", f.reason)
+                format!("{watch}: {} (for {failing_for:?})", f.reason)
             })
             .collect()
     }

@@ -11,7 +11,7 @@ use kube::api::Api;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use super::{OGX_IMAGE_OVERRIDES, OGX_OPERATOR_CONFIG_MAP, OPERATOR_CONFIG_MAP};
-use crate::metrics::WatchHealth;
+use crate::metrics::{WatchHealth, WatchId};
 use crate::watch_backoff::resilient;
 
 /// The operator ConfigMap's data in `namespace` (empty while it does not exist), with the OGX
@@ -54,7 +54,8 @@ fn config_map_data(
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut changes = ConfigMapChanges::default();
-    resilient(watcher(api, config), kind, health)
+    let watch = WatchId::of(kind).within(Some(namespace));
+    resilient(watcher(api, config), watch, health)
         .filter_map(move |event| std::future::ready(event.ok().and_then(|e| changes.on(e))))
 }
 

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::runtime::watcher::Event;
 
-use super::listing::{Listing, WatchId, answering};
+use super::listing::{Listing, WatchScope, answering};
 
 /// The account whose pull secrets a Pod without a ServiceAccount of its own uses.
 pub(in crate::controller) const DEFAULT_ACCOUNT: &str = "default";
@@ -26,7 +26,7 @@ type Accounts = Listing<String, Vec<String>>;
 /// The accounts' pull secrets, per watch (see the module documentation).
 #[derive(Default)]
 pub struct DefaultAccounts {
-    watches: Mutex<HashMap<WatchId, Accounts>>,
+    watches: Mutex<HashMap<WatchScope, Accounts>>,
 }
 
 /// The namespace and pull secrets of an account, if it is a namespace's `default` one.

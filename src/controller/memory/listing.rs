@@ -15,13 +15,13 @@ pub(in crate::controller) struct Listing<K, V> {
     relisting: Option<HashMap<K, V>>,
 }
 
-/// Which watch a listing is of: the namespace it watches (`None`: all) and the door it serves
-/// (its `managed-by` value).
-pub(in crate::controller) type WatchId = (Option<String>, &'static str);
+/// Which of a kind's watches a listing is of: the namespace it watches (`None`: all) and the
+/// door it serves (its `managed-by` value).
+pub(in crate::controller) type WatchScope = (Option<String>, &'static str);
 
 /// The listing of `door`'s watch that covers `namespace` and answers ([`Listing::answers`]).
 pub(in crate::controller) fn answering<'a, K: Eq + Hash, V>(
-    watches: &'a HashMap<WatchId, Listing<K, V>>,
+    watches: &'a HashMap<WatchScope, Listing<K, V>>,
     namespace: &str,
     door: &str,
 ) -> Option<&'a Listing<K, V>> {

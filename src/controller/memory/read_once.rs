@@ -26,7 +26,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::Event;
 use sha2::{Digest as _, Sha256};
 
-use super::listing::Listing;
+use super::listing::{Listing, WatchScope};
 
 /// What the watches know of one object.
 pub(in crate::controller) enum Known<T> {
@@ -47,10 +47,6 @@ struct Entry<T> {
     /// The object as read at `version`.
     copy: Option<Arc<T>>,
 }
-
-/// Which watch: the namespace it watches (`None`: all) and the door it serves (its
-/// `managed-by` value).
-type WatchId = (Option<String>, &'static str);
 
 /// What one watch has listed, and the objects a read found missing while it saw none.
 struct Watch<T> {
@@ -73,7 +69,7 @@ const MAX_READ_MISSING: usize = 100_000;
 
 /// The objects of one kind, per watch (see the module documentation).
 pub(in crate::controller) struct ReadOnce<T> {
-    watches: Mutex<HashMap<WatchId, Watch<T>>>,
+    watches: Mutex<HashMap<WatchScope, Watch<T>>>,
 }
 
 impl<T> Default for ReadOnce<T> {
@@ -230,12 +226,12 @@ impl<T> ReadOnce<T> {
     }
 }
 
-fn covers(id: &WatchId, namespace: &str, door: &str) -> bool {
+fn covers(id: &WatchScope, namespace: &str, door: &str) -> bool {
     id.1 == door && id.0.as_deref().is_none_or(|s| s == namespace)
 }
 
 fn covering<'a, T>(
-    watches: &'a HashMap<WatchId, Watch<T>>,
+    watches: &'a HashMap<WatchScope, Watch<T>>,
     namespace: &str,
     door: &str,
 ) -> Option<&'a Watch<T>> {
@@ -246,7 +242,7 @@ fn covering<'a, T>(
 }
 
 fn covering_mut<'a, T>(
-    watches: &'a mut HashMap<WatchId, Watch<T>>,
+    watches: &'a mut HashMap<WatchScope, Watch<T>>,
     namespace: &str,
     door: &str,
 ) -> Option<&'a mut Watch<T>> {

@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::Event;
 
-use super::listing::{Listing, WatchId, answering};
+use super::listing::{Listing, WatchScope, answering};
 use crate::naming::labels;
 
 /// A Pod: its namespace and name.
@@ -33,7 +33,7 @@ type Pods = Listing<PodKey, String>;
 /// documentation).
 #[derive(Default)]
 pub struct ServerPods {
-    watches: Mutex<HashMap<WatchId, Pods>>,
+    watches: Mutex<HashMap<WatchScope, Pods>>,
     /// The stacks (by [`stack_key`]) whose last reconcile read, or would have read, their Pods.
     matter: Mutex<HashSet<u64>>,
 }

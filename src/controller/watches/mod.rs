@@ -38,7 +38,7 @@ use crate::controller::memory;
 use crate::controller::memory::referrers::Referrers;
 use crate::controller::reconcile::{reconcile_server, reconcile_stack};
 use crate::core::door::OGX_MANAGED_BY;
-use crate::metrics::WatchHealth;
+use crate::metrics::{WatchHealth, WatchId};
 use crate::naming::{FIELD_MANAGER, labels};
 use crate::watch_backoff::resilient;
 use settings::Settings;
@@ -296,7 +296,9 @@ fn stacks_named_by_ogx_servers(
             scoped::<PartialObjectMeta<OGXServer>>(&ctx.client, scope),
             watcher::Config::default(),
         ),
-        "OGXServer",
+        WatchId::of("OGXServer")
+            .for_door(FIELD_MANAGER)
+            .within(scope),
         ctx.metrics.watches(),
     );
     let servers = cached(servers, servers_writer).touched_objects();
@@ -337,7 +339,9 @@ async fn run_stacks(
             scoped::<LlamaStackDistribution>(&client, scope),
             watcher::Config::default(),
         ),
-        "LlamaStackDistribution",
+        WatchId::of("LlamaStackDistribution")
+            .for_door(FIELD_MANAGER)
+            .within(scope),
         health.clone(),
     );
     let stacks = cached(stacks, writer);
@@ -413,7 +417,9 @@ async fn run_ogx_servers(
             scoped::<OGXServer>(&client, scope),
             watcher::Config::default(),
         ),
-        "OGXServer",
+        WatchId::of("OGXServer")
+            .for_door(OGX_MANAGED_BY)
+            .within(scope),
         health.clone(),
     );
     let servers = cached(servers, writer)
@@ -478,7 +484,7 @@ fn owned_objects<K: Watched>(
     controller: Controller<K>,
     ctx: &Arc<Context>,
     scope: Option<&str>,
-    managed_by: &str,
+    managed_by: &'static str,
 ) -> Controller<K> {
     let managed =
         watcher::Config::default().labels(&format!("{}={managed_by}", labels::MANAGED_BY));
@@ -530,7 +536,7 @@ struct Owned<'a> {
     scope: Option<&'a str>,
     config: &'a watcher::Config,
     /// The door's `managed-by` label value.
-    managed_by: &'a str,
+    managed_by: &'static str,
 }
 
 impl Owned<'_> {
@@ -546,7 +552,10 @@ impl Owned<'_> {
         let scope = self.scope.map(str::to_owned);
         let managed_by = self.managed_by.to_owned();
         let health = self.ctx.metrics.watches();
-        let objects = resilient(watcher(api, self.config.clone()), kind, health)
+        let watch = WatchId::of(kind)
+            .for_door(self.managed_by)
+            .within(self.scope);
+        let objects = resilient(watcher(api, self.config.clone()), watch, health)
             .inspect(move |event| {
                 if let Ok(event) = event {
                     ctx.owned
@@ -576,7 +585,9 @@ fn default_accounts<K: Watched>(
     let scope_name = scope.map(str::to_owned);
     let changed = resilient(
         watcher(scoped::<ServiceAccount>(&ctx.client, scope), config),
-        "ServiceAccount default",
+        WatchId::of("ServiceAccount default")
+            .for_door(door)
+            .within(scope),
         ctx.metrics.watches(),
     )
     .filter_map(move |event| {
@@ -630,7 +641,7 @@ fn server_pods<K: Watched>(
     let scope_name = scope.map(str::to_owned);
     let pods = resilient(
         watcher(scoped::<PartialObjectMeta<Pod>>(&ctx.client, scope), config),
-        "Pod",
+        WatchId::of("Pod").for_door(door).within(scope),
         ctx.metrics.watches(),
     )
     .inspect(move |event| {
@@ -687,7 +698,7 @@ impl Referenced<'_> {
         let api = scoped::<PartialObjectMeta<K>>(&self.ctx.client, self.scope);
         resilient(
             watcher(api, watcher::Config::default()),
-            kind,
+            WatchId::of(kind).for_door(door).within(self.scope),
             self.health.clone(),
         )
         .inspect(move |event| {

@@ -22,6 +22,7 @@ use llama_stack_resolver::{Resolver, ResolverOptions};
 use tokio::sync::mpsc;
 
 use crate::controller::context::Context;
+use crate::metrics::WatchId;
 use crate::operator_config::{self, KeySecrets, stream::operator_config_data};
 
 /// How the failing read of a key Secret is named in the watch health and metrics.
@@ -46,6 +47,11 @@ pub(in crate::controller) struct Settings {
 }
 
 impl Settings {
+    /// The key Secrets' reads, as the watch health names them.
+    fn key_secrets(&self) -> WatchId {
+        WatchId::of(KEY_SECRETS).within(Some(&self.namespace))
+    }
+
     /// Waits until the ConfigMap and every key Secret it names are read and a resolver is built
     /// from them, and puts that resolver in `ctx`. Never gives up and never falls back to running
     /// without them: a start without its settings could deploy an image the overrides, mirrors or
@@ -97,7 +103,11 @@ impl Settings {
                 }
                 Err(problem) => {
                     tracing::warn!(%problem, "cannot read the operator's settings; reconciling nothing until they are read");
-                    settings.ctx.metrics.watches().failed(KEY_SECRETS, &problem);
+                    settings
+                        .ctx
+                        .metrics
+                        .watches()
+                        .failed(&settings.key_secrets(), &problem);
                     // A fixed ConfigMap (naming another Secret) is taken as soon as it comes.
                     tokio::select! {
                         changed = settings.changes.next() => {
@@ -111,7 +121,11 @@ impl Settings {
                 }
             }
         }
-        settings.ctx.metrics.watches().succeeded(KEY_SECRETS, false);
+        settings
+            .ctx
+            .metrics
+            .watches()
+            .succeeded(&settings.key_secrets(), false);
         settings.ctx.metrics.settings_loaded(true);
         tracing::info!(namespace = %settings.namespace, "operator settings read");
         settings
