@@ -42,6 +42,27 @@ async fn create_v1alpha1(client: &kube::Client, name: &str) -> Result<(), kube::
         .map(|_| ())
 }
 
+/// Every replica serves the certificate the Secret holds.
+async fn assert_one_bundle(client: &kube::Client, replicas: &[&CertManager]) {
+    let secret = Api::<Secret>::namespaced(client.clone(), "llama-stack-operator-system")
+        .get("llama-stack-operator-webhook-certs")
+        .await
+        .unwrap();
+    let data = secret.data.unwrap_or_default();
+    let held = data
+        .get("tls.crt")
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned());
+    for replica in replicas {
+        let served = std::fs::read_to_string(&replica.cert_file).unwrap();
+        assert_eq!(
+            Some(served),
+            held,
+            "{} serves another certificate than the Secret's",
+            replica.cert_file.display()
+        );
+    }
+}
+
 #[test]
 fn self_managed_certificates_are_created_injected_and_rotated() {
     let plane = ControlPlane::start().expect("control plane");
@@ -69,7 +90,32 @@ fn self_managed_certificates_are_created_injected_and_rotated() {
         // The certificate must exist before the server can start; the CRD and webhook
         // configuration may come later and get the bundle on the next reconcile.
         let now = OffsetDateTime::now_utc();
-        assert_eq!(manager.reconcile(now).await.unwrap(), Plan::Create);
+        // Two replicas start together (deploy/ runs two): both find no Secret and create one; the
+        // one refused (409) reads again and serves the other's.
+        // Each with a client of its own, connected, so that their reads go out together.
+        let twin_dir = tempfile::tempdir().unwrap();
+        let twin = CertManager {
+            client: plane.client().await.unwrap(),
+            cert_file: twin_dir.path().join("tls.crt"),
+            key_file: twin_dir.path().join("tls.key"),
+            ..manager.clone()
+        };
+        let secrets = Api::<Secret>::namespaced(client.clone(), "llama-stack-operator-system");
+        for round in 0..5 {
+            for replica in [&manager, &twin] {
+                Api::<Namespace>::all(replica.client.clone()).get("llama-stack-operator-system").await.unwrap();
+            }
+            let (first, second) = tokio::join!(
+                tokio::spawn({ let m = manager.clone(); async move { m.reconcile(now).await } }),
+                tokio::spawn({ let m = twin.clone(); async move { m.reconcile(now).await } }),
+            );
+            let plans = [first.unwrap().expect("the first replica"), second.unwrap().expect("the second replica")];
+            assert!(plans.contains(&Plan::Create), "{plans:?}");
+            assert_one_bundle(&client, &[&manager, &twin]).await;
+            if round < 4 {
+                secrets.delete("llama-stack-operator-webhook-certs", &Default::default()).await.unwrap();
+            }
+        }
         let state = WebhookState { catalog: Arc::new(LiveCatalog::new(Catalog::embedded().unwrap())), client: None };
         let (server, addr, _task) = serve("127.0.0.1:0".parse().unwrap(), cert_file.clone(), key_file.clone(), state).await.unwrap();
         let mut crd = committed_crd().unwrap();

@@ -50,6 +50,17 @@ pub enum CertError {
     },
 }
 
+impl CertError {
+    /// Whether the API server refused a write because the object was written meanwhile (409:
+    /// created by another replica, or replaced since it was read).
+    fn is_conflict(&self) -> bool {
+        matches!(self, Self::Api { source: kube::Error::Api(status), .. } if status.code == 409)
+    }
+}
+
+/// How many writes in a row may lose a race to another replica before a reconcile gives up.
+const MAX_CONFLICTS: usize = 3;
+
 /// The material kept in the Secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertBundle {
@@ -266,7 +277,24 @@ impl CertManager {
     /// Ensures valid material, writes the serving files and injects the CA bundle. Returns the
     /// plan that was carried out. `now` decides what is due; certificates are always issued
     /// from the real clock.
+    ///
+    /// Replicas starting together race for the Secret and the injections: a write refused as a
+    /// conflict (another replica wrote first) is followed by a new read, which finds that
+    /// replica's material valid and serves it (`Keep`), so every replica ends on one bundle.
     pub async fn reconcile(&self, now: OffsetDateTime) -> Result<Plan, CertError> {
+        let mut conflicts = 0;
+        loop {
+            match self.reconcile_once(now).await {
+                Err(error) if error.is_conflict() && conflicts < MAX_CONFLICTS => {
+                    conflicts += 1;
+                    tracing::debug!(%error, "webhook certificates: another replica wrote first; reading again");
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn reconcile_once(&self, now: OffsetDateTime) -> Result<Plan, CertError> {
         let api_err = |action: String| move |source| CertError::Api { action, source };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
         let current = secrets
