@@ -401,14 +401,22 @@ fn a_release_installs_upgrades_and_uninstalls_keeping_the_crd() {
             ns,
             "--reuse-values",
             "--set",
-            "replicas=2",
+            "replicas=3",
             "--set",
             "watchNamespaces={team-a}",
         ],
     );
     assert!(ok, "upgrade: {out}{err}");
     let upgraded = deployment(&plane);
-    assert_eq!(upgraded["spec"]["replicas"], 2);
+    assert_eq!(upgraded["spec"]["replicas"], 3);
+    let (ok, budget, err) = kubectl(
+        &plane,
+        &["get", "pdb", "llama-stack-operator", "-n", ns, "-o", "json"],
+        None,
+    );
+    assert!(ok, "more than one replica, a PodDisruptionBudget: {err}");
+    let budget: Value = serde_json::from_str(&budget).unwrap();
+    assert_eq!(budget["spec"]["maxUnavailable"], 1, "{budget}");
     let args = upgraded["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(args.contains("--watch-namespaces=team-a"), "{args}");
     let (cluster_wide, _, _) = kubectl(

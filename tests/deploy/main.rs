@@ -94,6 +94,12 @@ fn overlays_render_and_pass_a_server_side_dry_run() {
             rendered.contains("- --leader-elect"),
             "{overlay}: leader election stays on"
         );
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&rendered).unwrap();
+        assert_eq!(
+            operator_pod_selectors(&docs).len(),
+            5,
+            "{overlay}: the Deployment, its anti-affinity, two Services and the budget"
+        );
         assert!(
             rendered.contains("- --metrics-auth=kubernetes")
                 && rendered.contains("name: llama-stack-operator-metrics\n"),
@@ -136,6 +142,66 @@ fn overlays_render_and_pass_a_server_side_dry_run() {
 /// `deploy/overlays/ogx-operator`: everything in the OGX operator's namespace, its names where
 /// they are taken, and every reference following them (the e2e suite that runs on this install,
 /// `tests/ogx_operator_e2e.rs`, never converts a LlamaStackDistribution).
+/// Every selector of the operator's own Pods (the Deployment's, its anti-affinity's, the
+/// Services' and the PodDisruptionBudget's), each checked to select the Pods the Deployment
+/// makes: a renamed label that one of them missed would leave a Service without endpoints or a
+/// budget that protects nothing.
+fn operator_pod_selectors(docs: &[serde_json::Value]) -> Vec<(String, serde_json::Value)> {
+    let deployment = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "Deployment"
+                && d["spec"]["template"]["spec"]["containers"][0]["name"] == "manager"
+        })
+        .expect("the manager Deployment");
+    let pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        .as_object()
+        .expect("the Pods' labels");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let mut selectors = vec![(
+        "Deployment".to_owned(),
+        deployment["spec"]["selector"]["matchLabels"].clone(),
+    )];
+    for term in
+        pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .into_iter()
+            .flatten()
+    {
+        selectors.push((
+            "anti-affinity".to_owned(),
+            term["podAffinityTerm"]["labelSelector"]["matchLabels"].clone(),
+        ));
+    }
+    for doc in docs {
+        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        match doc["kind"].as_str() {
+            Some("Service") => {
+                selectors.push((format!("Service {name}"), doc["spec"]["selector"].clone()))
+            }
+            Some("PodDisruptionBudget") => selectors.push((
+                format!("PodDisruptionBudget {name}"),
+                doc["spec"]["selector"]["matchLabels"].clone(),
+            )),
+            _ => {}
+        }
+    }
+    for (whose, selector) in &selectors {
+        let selector = selector
+            .as_object()
+            .unwrap_or_else(|| panic!("{whose} selects nothing"));
+        assert!(!selector.is_empty(), "{whose} selects everything");
+        for (key, value) in selector {
+            assert_eq!(
+                pod_labels.get(key),
+                Some(value),
+                "{whose} selects {key}={value}, which the operator's Pods do not carry ({pod_labels:?})"
+            );
+        }
+    }
+    selectors
+}
+
 #[test]
 fn the_ogx_operator_overlay_moves_every_reference_to_its_names() {
     let plane = ControlPlane::start().expect("control plane");
@@ -162,12 +228,12 @@ fn the_ogx_operator_overlay_moves_every_reference_to_its_names() {
         "{rendered}"
     );
     assert!(rendered.contains("- --webhook-service=ogx-k8s-operator-webhook-service"));
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&rendered).unwrap();
+    let selectors = operator_pod_selectors(&docs);
     assert_eq!(
-        rendered
-            .matches("app.kubernetes.io/name: ogx-k8s-operator\n")
-            .count(),
-        4,
-        "the Deployment's selector and Pods, and both Services' selectors: {rendered}"
+        selectors.len(),
+        5,
+        "the Deployment's selector, its anti-affinity, both Services' selectors and the budget's: {selectors:?}"
     );
     let (ok, out, err) = server_dry_run(&plane, None, &rendered);
     assert!(ok, "server-side dry run refused the manifests:\n{err}");

@@ -21,7 +21,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition,
 };
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use libtest_mimic::Failed;
 use llama_stack_operator::webhook::live_catalog::LiveCatalog;
 use llama_stack_operator::webhook::{WebhookServer, WebhookState, serve};
@@ -812,6 +812,36 @@ fn webhook_down(env: &Env) -> Result<(), Failed> {
         other => {
             return Err(format!(
                 "with the webhook down a write must fail (failurePolicy Fail), got {other:?}"
+            )
+            .into());
+        }
+    }
+    // What the webhook has nothing to judge is not sent to it (the shipped matchConditions):
+    // labels, annotations and finalizers change while it is down; a spec change does not.
+    let kept = api(env, &ns, "v1alpha2");
+    let metadata_only = json!({"metadata": {"labels": {"team": "b"},
+        "annotations": {"example.com/owner": "b"}, "finalizers": ["example.com/hold"]}});
+    env.rt
+        .block_on(kept.patch(
+            "kept",
+            &PatchParams::default(),
+            &Patch::Merge(&metadata_only),
+        ))
+        .map_err(|e| format!("a metadata-only update with the webhook down: {e}"))?;
+    let released =
+        json!({"metadata": {"finalizers": null, "annotations": {"example.com/owner": null}}});
+    env.rt
+        .block_on(kept.patch("kept", &PatchParams::default(), &Patch::Merge(&released)))
+        .map_err(|e| format!("a finalizer's removal with the webhook down: {e}"))?;
+    let spec = json!({"spec": {"workload": {"replicas": 2}}});
+    match env
+        .rt
+        .block_on(kept.patch("kept", &PatchParams::default(), &Patch::Merge(&spec)))
+    {
+        Err(kube::Error::Api(s)) if s.message.contains("failed calling webhook") => {}
+        other => {
+            return Err(format!(
+                "with the webhook down a spec change must fail (failurePolicy Fail), got {other:?}"
             )
             .into());
         }

@@ -53,6 +53,7 @@ pub fn bundle(rendered: &Rendered, version: &str) -> Result<Vec<(String, String)
     let ogx_crd = rendered.one("CustomResourceDefinition", "ogxservers.ogx.io")?;
     let service = rendered.one("Service", "llama-stack-operator-metrics")?;
     let reader = rendered.one("ClusterRole", "llama-stack-operator-metrics-reader")?;
+    let budget = rendered.one("PodDisruptionBudget", "llama-stack-operator")?;
     let csv = cluster_service_version(rendered, (crd, ogx_crd), version)?;
     let yaml = |v: &Value| serde_saphyr::to_string(v).map_err(|e| e.to_string());
     let mut files = vec![(
@@ -69,6 +70,10 @@ pub fn bundle(rendered: &Rendered, version: &str) -> Result<Vec<(String, String)
         (
             "manifests/llama-stack-operator-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
             reader,
+        ),
+        (
+            "manifests/llama-stack-operator_policy_v1_poddisruptionbudget.yaml",
+            budget,
         ),
     ] {
         files.push((path.to_owned(), yaml(&without_namespace(doc))?));
@@ -282,7 +287,9 @@ fn manager_spec(deployment: &Value) -> Result<Value, String> {
 }
 
 /// The validating webhook of deploy/base and the CRD's conversion webhook, served by the manager
-/// on its webhook port with the certificate OLM issues.
+/// on its webhook port with the certificate OLM issues. OLM's webhook definitions have no
+/// `matchConditions`: under OLM, updates that leave the spec as it was still reach the webhook
+/// (which admits them), and the two replicas and the budget keep one answering.
 fn webhooks(rendered: &Rendered, crd: &Value) -> Result<Vec<Value>, String> {
     let config = rendered.one("ValidatingWebhookConfiguration", "llama-stack-operator")?;
     let mut definitions = Vec::new();
