@@ -929,6 +929,157 @@ fn a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch(
     Ok(())
 }
 
+/// The webhook never blocks the cluster: a webhook-only replica serving the webhooks as
+/// `deploy/base` registers them (its `matchConditions` included) is stopped while a foreground
+/// delete of an `OGXServer` waits on the garbage collector and an annotation is removed from
+/// another; both complete with no replica answering (the collector's removal of
+/// `foregroundDeletion` and the annotation's removal write no spec, so they are not sent), while
+/// a spec change is still refused (failurePolicy Fail). Started again, it judges again.
+fn a_foreground_delete_and_an_annotation_removal_complete_while_the_webhook_restarts(
+    env: &Env,
+) -> Result<(), Failed> {
+    use llama_stack_operator::api::ogx::OGXServer;
+
+    const NS_LABEL: (&str, &str) = ("llso-test/admission", "operator-d");
+    let ns = "webhook-restart";
+    let (key, value) = NS_LABEL;
+    env.apply(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": ns, "labels": {key: value}}}))?;
+    let kubeconfig = install_operator_rbac(&env.plane).map_err(|e| e.to_string())?;
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_llama-stack-operator"));
+    let cert = ServingCert::new()?;
+    let addr = format!("127.0.0.1:{}", free_port().map_err(|e| e.to_string())?);
+    let start = || {
+        spawn_operator_with_webhooks(
+            &env.plane,
+            bin,
+            "operator-d",
+            &kubeconfig,
+            &addr,
+            cert.dir.path(),
+            &["--no-controller", "--log-format=json"],
+        )
+        .map_err(|e| Failed::from(e.to_string()))
+    };
+    let webhook = start()?;
+    // The shipped webhooks, for this namespace only, called at this replica.
+    let shipped =
+        std::fs::read_to_string(format!("{}/deploy/base/validating_webhook.yaml", root()))?;
+    let mut config: Value = serde_saphyr::from_str(&shipped).map_err(|e| e.to_string())?;
+    config["metadata"]["name"] = json!("llama-stack-operator-d");
+    for hook in config["webhooks"].as_array_mut().ok_or("no webhooks")? {
+        hook["clientConfig"] = json!({"url": format!("https://{addr}/validate"),
+            "caBundle": B64.encode(&cert.ca_pem)});
+        hook["namespaceSelector"] = json!({"matchLabels": {key: value}});
+    }
+    env.apply(config)?;
+    let servers: Api<OGXServer> = Api::namespaced(env.client.clone(), ns);
+    let server = |name: &str, annotations: Value| {
+        json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+            "spec": {"distribution": {"name": "starter"}}})
+    };
+    // The API server picks the configuration up on its own time: until it calls the replica,
+    // a name the catalog does not hold is admitted.
+    env.eventually("the webhook judging this namespace", || async {
+        let probe: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1",
+            "kind": "OGXServer", "metadata": {"name": "probe"},
+            "spec": {"distribution": {"name": "not-a-distribution"}}}))
+        .ok()?;
+        let dry = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        match servers.create(&dry, &probe).await {
+            Err(kube::Error::Api(s)) if s.message.contains("denied the request") => Some(()),
+            _ => None,
+        }
+    })?;
+    env.apply(server("doomed", json!({})))?;
+    env.apply(server("kept", json!({"example.com/owner": "team-b"})))?;
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), ns);
+    env.eventually(
+        "the doomed server's Deployment, blocking its owner's deletion",
+        || async {
+            let deployment = deployments.get_opt("doomed").await.ok()??;
+            deployment
+                .owner_references()
+                .iter()
+                .any(|o| o.kind == "OGXServer" && o.block_owner_deletion == Some(true))
+                .then_some(())
+        },
+    )?;
+    drop(webhook);
+    // Both in flight with no replica answering.
+    kubectl(
+        &env.plane,
+        &[
+            "delete",
+            "ogxserver",
+            "doomed",
+            "-n",
+            ns,
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    kubectl(
+        &env.plane,
+        &[
+            "annotate",
+            "ogxserver",
+            "kept",
+            "-n",
+            ns,
+            "example.com/owner-",
+        ],
+        None,
+    )
+    .map_err(|e| format!("the annotation's removal with the webhook down: {e}"))?;
+    env.eventually(
+        "the foreground delete done by the garbage collector",
+        || async {
+            servers
+                .get_opt("doomed")
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )?;
+    let kept = env.rt.block_on(servers.get("kept"))?;
+    assert!(
+        !kept.annotations().contains_key("example.com/owner"),
+        "{:?}",
+        kept.annotations()
+    );
+    let spec_change = json!({"spec": {"workload": {"replicas": 2}}});
+    let patch = || {
+        env.rt
+            .block_on(servers.patch("kept", &PatchParams::default(), &Patch::Merge(&spec_change)))
+    };
+    match patch() {
+        Err(kube::Error::Api(s)) if s.message.contains("failed calling webhook") => {}
+        other => {
+            return Err(format!(
+                "with the webhook down a spec change must be refused (failurePolicy Fail), got {other:?}"
+            )
+            .into());
+        }
+    }
+    let _webhook = start()?;
+    env.eventually("the restarted webhook admitting a spec change", || async {
+        servers
+            .patch("kept", &PatchParams::default(), &Patch::Merge(&spec_change))
+            .await
+            .ok()
+            .map(|_| ())
+    })?;
+    Ok(())
+}
+
 /// The OGX operator's adoption annotations, run by the operator process under its own
 /// ServiceAccount and the RBAC the install grants: the volume detached, labelled and mounted; the
 /// Service taken once the server's Pod is available; the old resource deleted (the guide's last
@@ -1184,6 +1335,10 @@ fn main() -> ExitCode {
             (
                 "a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch",
                 a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch,
+            ),
+            (
+                "a_foreground_delete_and_an_annotation_removal_complete_while_the_webhook_restarts",
+                a_foreground_delete_and_an_annotation_removal_complete_while_the_webhook_restarts,
             ),
         ]),
         "the cluster and two operator processes",
