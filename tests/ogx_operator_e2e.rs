@@ -92,12 +92,17 @@ const DESIGN_DIFFERENCES: &[(&str, Difference)] = &[
         "TestE2E/tls/should_create_OGXServer_with_CA_bundle",
         Difference::Fails("CA bundle volume not found in deployment"),
     ),
+    // It wants exactly one ready replica of the operator; this one runs two, so that admission
+    // never waits on a restart (issue 84). The harness waits for both to be Ready.
+    (
+        "TestE2E/validation/should_validate_operator_deployment",
+        Difference::Fails("Operator deployment not ready"),
+    ),
 ];
 
 /// Every other subtest of the suite at v0.14.0 (its leaves), each of which must pass.
 const MUST_PASS: &[&str] = &[
     "TestE2E/validation/should_validate_CRDs",
-    "TestE2E/validation/should_validate_operator_deployment",
     "TestE2E/validation/should_validate_operator_pods",
     "TestE2E/validation/should_validate_prerequisites",
     "TestE2E/creation-deletion-starter/creation/should_create_OGXServer",
