@@ -14,6 +14,9 @@ use llama_stack_test_support as support;
 
 llama_stack_test_support::seal_network!();
 
+#[path = "operator_process/road.rs"]
+mod road;
+
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -1339,6 +1342,10 @@ fn main() -> ExitCode {
             (
                 "a_foreground_delete_and_an_annotation_removal_complete_while_the_webhook_restarts",
                 a_foreground_delete_and_an_annotation_removal_complete_while_the_webhook_restarts,
+            ),
+            (
+                "the_road_keeps_every_address_and_volume_on_the_real_api_server",
+                road::the_road_keeps_every_address_and_volume_on_the_real_api_server,
             ),
         ]),
         "the cluster and two operator processes",
