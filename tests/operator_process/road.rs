@@ -501,11 +501,12 @@ impl Road {
                 .as_ref()
                 .is_some_and(|l| l.contains_key("app.kubernetes.io/managed-by"))
         };
-        // Not yet: a claim detached for a take (labelled `ogx.io/adopted-from`, no controller) whose
-        // server stopped asking for it before mounting it keeps no owner, and its stack, named
-        // by the server's other annotation, stands down and never applies it again (found by
-        // this runner: issue 84's note, sequences 4 and 12; the old stack serves on it all the
-        // same, but deleting the stack would leave it behind).
+        // A taken claim has no owner by design: the take detaches it (labelled
+        // `ogx.io/adopted-from`, no owner reference) so that deleting neither resource collects
+        // the data, and the server finds it by its labels. Left out here. What that leaves open
+        // (found by this runner, sequences 4 and 12, issue 84's note): one detached for a server
+        // that stopped asking for it before mounting it stays labelled for that server while the
+        // old stack serves on it again, and nobody owns it: deleting the old stack leaves it.
         let detached = |meta: &kube::core::ObjectMeta| {
             meta.labels
                 .as_ref()
