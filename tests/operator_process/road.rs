@@ -558,14 +558,9 @@ impl Road {
 /// The steps' writes.
 struct Writes<'a> {
     env: &'a Env,
-    client: kube::Client,
 }
 
 impl Writes<'_> {
-    fn apply(&self, manifest: &Value) -> Result<(), Failed> {
-        self.env.apply(manifest.clone())
-    }
-
     async fn delete<K>(&self, ns: &str, name: &str) -> Result<(), Failed>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
@@ -573,7 +568,7 @@ impl Writes<'_> {
             + serde::de::DeserializeOwned
             + std::fmt::Debug,
     {
-        match Api::<K>::namespaced(self.client.clone(), ns)
+        match Api::<K>::namespaced(self.env.client.clone(), ns)
             .delete(name, &DeleteParams::background())
             .await
         {
@@ -620,7 +615,7 @@ impl Writes<'_> {
                 let annotations = [(STORAGE, *adopt_storage), (NETWORKING, *adopt_networking)];
                 let server = Self::server(road, name, *storage, &annotations);
                 // A merge patch, so that annotations not asked for go (apply keeps no others).
-                let servers = Api::<OGXServer>::namespaced(self.client.clone(), &ns);
+                let servers = Api::<OGXServer>::namespaced(self.env.client.clone(), &ns);
                 if road.server.is_some() {
                     let mut patch = server.clone();
                     for (key, ann) in annotations {
@@ -636,11 +631,13 @@ impl Writes<'_> {
                         .await
                     {
                         Ok(_) => {}
-                        Err(kube::Error::Api(s)) if s.code == 404 => self.apply(&server)?,
+                        Err(kube::Error::Api(s)) if s.code == 404 => {
+                            self.env.apply(server.clone())?
+                        }
                         Err(e) => return Err(e.to_string().into()),
                     }
                 } else {
-                    self.apply(&server)?;
+                    self.env.apply(server.clone())?;
                 }
                 road.server = Some(name.to_owned());
             }
@@ -654,7 +651,7 @@ impl Writes<'_> {
                 let value = |ann: &Option<Ann>| ann.map_or(Value::Null, |a| json!(a.value()));
                 let patch = json!({"metadata": {"annotations": {
                     STORAGE: value(adopt_storage), NETWORKING: value(adopt_networking)}}});
-                match Api::<OGXServer>::namespaced(self.client.clone(), &ns)
+                match Api::<OGXServer>::namespaced(self.env.client.clone(), &ns)
                     .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                 {
@@ -671,7 +668,8 @@ impl Writes<'_> {
             Step::DeleteStack => self.delete::<LlamaStackDistribution>(&ns, OLD).await?,
             Step::FinishedJobPod => {
                 road.jobs += 1;
-                self.apply(&json!({"apiVersion": "batch/v1", "kind": "Job",
+                self.env
+                    .apply(json!({"apiVersion": "batch/v1", "kind": "Job",
                     "metadata": {"name": format!("backup-{}", road.jobs), "namespace": ns},
                     "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
                         "containers": [{"name": "backup", "image": "backup:1",
@@ -681,7 +679,8 @@ impl Writes<'_> {
             }
             Step::Quota(true) => {
                 road.quota = true;
-                self.apply(&json!({"apiVersion": "v1", "kind": "ResourceQuota",
+                self.env
+                    .apply(json!({"apiVersion": "v1", "kind": "ResourceQuota",
                     "metadata": {"name": "one-pod", "namespace": ns},
                     "spec": {"hard": {"pods": "1"}}}))?;
             }
@@ -755,10 +754,7 @@ pub(super) fn the_road_keeps_every_address_and_volume_on_the_real_api_server(
 ) -> Result<(), Failed> {
     let sequences = sequences()?;
     let client = env.client.clone();
-    let writes = Writes {
-        env,
-        client: client.clone(),
-    };
+    let writes = Writes { env };
     env.rt.block_on(async {
         let mut roads = Vec::new();
         // LLSO_ROAD_ONLY=4,12 walks only those sequences (to look at one that failed).
