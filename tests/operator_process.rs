@@ -39,7 +39,7 @@ use support::control_plane::{ControlPlane, start_cluster_with_crd};
 use support::harness::{run_suite, table};
 use support::operator::{
     OPERATOR_NAMESPACE as NS, OperatorProcess, SA_USER, install_operator_rbac, kubectl,
-    spawn_operator, spawn_operator_in_pod, spawn_operator_with_webhooks,
+    shipped_webhooks, spawn_operator, spawn_operator_in_pod, spawn_operator_with_webhooks,
 };
 use support::process::free_port;
 use support::test_ca::TestCa;
@@ -966,13 +966,10 @@ fn a_foreground_delete_and_an_annotation_removal_complete_while_the_webhook_rest
     };
     let webhook = start()?;
     // The shipped webhooks, for this namespace only, called at this replica.
-    let shipped =
-        std::fs::read_to_string(format!("{}/deploy/base/validating_webhook.yaml", root()))?;
-    let mut config: Value = serde_saphyr::from_str(&shipped).map_err(|e| e.to_string())?;
+    let mut config = shipped_webhooks(&format!("https://{addr}/validate"), &cert.ca_pem)
+        .map_err(|e| e.to_string())?;
     config["metadata"]["name"] = json!("llama-stack-operator-d");
     for hook in config["webhooks"].as_array_mut().ok_or("no webhooks")? {
-        hook["clientConfig"] = json!({"url": format!("https://{addr}/validate"),
-            "caBundle": B64.encode(&cert.ca_pem)});
         hook["namespaceSelector"] = json!({"matchLabels": {key: value}});
     }
     env.apply(config)?;

@@ -127,6 +127,22 @@ pub fn install_operator_rbac(plane: &ControlPlane) -> Result<PathBuf, Error> {
     plane.kubeconfig_with_token("operator-sa", token.trim())
 }
 
+/// The ValidatingWebhookConfiguration `deploy/base` ships (its rules and `matchConditions`), each
+/// webhook called at `validate_url` and trusting `ca_pem` (in place of the webhook Service, which
+/// no local API server reaches).
+pub fn shipped_webhooks(validate_url: &str, ca_pem: &str) -> Result<Value, Error> {
+    let path = crate::workspace_root().join("deploy/base/validating_webhook.yaml");
+    let mut config: Value = serde_saphyr::from_str(&std::fs::read_to_string(path)?)?;
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    for hook in config["webhooks"]
+        .as_array_mut()
+        .ok_or("deploy/base's webhook configuration has no webhooks")?
+    {
+        hook["clientConfig"] = json!({"url": validate_url, "caBundle": ca_bundle});
+    }
+    Ok(config)
+}
+
 /// A running `llama-stack-operator run` process and its metrics URL.
 pub struct OperatorProcess {
     /// The process (killed with the test binary).

@@ -758,14 +758,8 @@ fn start() -> Result<Env, Failed> {
         "spec": {"distribution": {"name": "startr"}}}))?;
     rt.block_on(ogx_api(&client, "default").create(&PostParams::default(), &early_ogx))?;
     // The webhooks as shipped (deploy/base), called at this server.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut vwc: Value = serde_saphyr::from_str(&std::fs::read_to_string(
-        root.join("deploy/base/validating_webhook.yaml"),
-    )?)?;
-    for hook in vwc["webhooks"].as_array_mut().ok_or("no webhooks")? {
-        hook["clientConfig"] = json!({"url": format!("{base}/validate"),
-            "caBundle": ByteString(ca_pem.clone().into_bytes())});
-    }
+    let vwc = support::operator::shipped_webhooks(&format!("{base}/validate"), &ca_pem)
+        .map_err(|e| e.to_string())?;
     let vwc: ValidatingWebhookConfiguration = serde_json::from_value(vwc)?;
     rt.block_on(
         Api::<ValidatingWebhookConfiguration>::all(client.clone())
