@@ -127,7 +127,8 @@ status_words! {
         /// `StorageAdopted` False: `ogx.io/adopt-storage` without `workload.storage`.
         NoStorageToAdoptInto,
         /// `NetworkingAdopted` False: the annotation was removed and the taken Service and Ingress
-        /// were handed back (the Service selects the old stack's Pods again).
+        /// were handed back (the Service selects the old stack's Pods again). `StorageAdopted`
+        /// False: a volume taken is no longer asked for, and goes back to its stack.
         AdoptionAnnotationRemoved,
         /// `StorageAdopted` or `NetworkingAdopted` False: the server cannot run yet (its other
         /// conditions say why), so nothing is taken and the old stack keeps serving.

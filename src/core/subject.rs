@@ -59,6 +59,19 @@ pub fn namesake_owner(api_version: &str, name: &str, uid: &str) -> OwnerReferenc
     }
 }
 
+/// The controller reference a LlamaStackDistribution `name` (uid `uid`) gives its own objects,
+/// as its reconcile makes it: what a claim taken from it carries again once it goes back.
+pub fn stack_controller(name: &str, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: LlamaStackDistribution::api_version(&()).into_owned(),
+        kind: LlamaStackDistribution::kind(&()).into_owned(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }
+}
+
 impl Subject {
     /// The subject of `model`, a resource that came through `door` (an `OGXServer` is carried
     /// in the model's shape with its own uid: the references name the `OGXServer`).
@@ -122,6 +135,11 @@ mod tests {
         let model = model();
         let llsd = Subject::of(&model, Door::LlamaStackDistribution);
         assert_eq!(llsd.owner, model.controller_owner_ref(&()));
+        assert_eq!(
+            llsd.owner,
+            Some(stack_controller("s", "u-1")),
+            "a claim given back carries the stack's own reference"
+        );
         assert_eq!(llsd.regarding, model.object_ref(&()));
         assert_eq!((llsd.generation, llsd.uid.as_str()), (Some(3), "u-1"));
 

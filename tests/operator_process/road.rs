@@ -45,6 +45,8 @@ const SEED: u8 = 84;
 /// The most steps a sequence has.
 const MOST_STEPS: usize = 8;
 const OLD: &str = "old";
+const STORAGE: &str = "ogx.io/adopt-storage";
+const NETWORKING: &str = "ogx.io/adopt-networking";
 /// A namespace is quiet once nothing in it changed for this long.
 const QUIET: Duration = Duration::from_secs(3);
 /// The longest wait for quiet after a step (a step's checks run then anyway).
@@ -127,7 +129,8 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The sequences, from [`SEED`]: whether the old stack has a volume, and its steps.
+/// The sequences, from [`SEED`], then [`rows`]: whether the old stack has a volume, and its
+/// steps.
 fn sequences() -> Result<Vec<(bool, Vec<Step>)>, Failed> {
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[SEED; 32]);
     let mut runner = TestRunner::new_with_rng(Config::default(), rng);
@@ -135,14 +138,42 @@ fn sequences() -> Result<Vec<(bool, Vec<Step>)>, Failed> {
         any::<bool>(),
         proptest::collection::vec(step(), 1..=MOST_STEPS),
     );
-    (0..SEQUENCES)
+    let generated: Result<Vec<_>, Failed> = (0..SEQUENCES)
         .map(|_| {
             strategy
                 .new_tree(&mut runner)
                 .map(|tree| tree.current())
                 .map_err(|e| Failed::from(e.to_string()))
         })
-        .collect()
+        .collect();
+    Ok(generated?.into_iter().chain(rows()).collect())
+}
+
+/// Sequences named for what they reach, walked beside the generated ones (a sample of 20 may
+/// not reach them): each an order of events the first runner found and the operator was fixed
+/// for.
+fn rows() -> Vec<(bool, Vec<Step>)> {
+    let new = |storage, adopt_storage| Step::ApplyServer {
+        same_name: false,
+        storage,
+        adopt_storage,
+        adopt_networking: None,
+    };
+    vec![
+        // A volume taken, then the server's own volume dropped, the annotation kept: the claim
+        // goes back to the old stack, which mounts it again once the annotation is removed.
+        (
+            true,
+            vec![
+                new(true, Some(Ann::Old)),
+                new(false, Some(Ann::Old)),
+                Step::Annotate {
+                    adopt_storage: None,
+                    adopt_networking: None,
+                },
+            ],
+        ),
+    ]
 }
 
 /// What one namespace holds at one moment.
@@ -482,6 +513,32 @@ impl Road {
                 return Err("the old stack is back alone without its own address".to_owned());
             }
         }
+        // Progress: a stack no server names, whose volume no server took, serves.
+        if let (Some(server), Some(llsd)) = (&s.server, &s.llsd)
+            && llsd.metadata.deletion_timestamp.is_none()
+            && server.name_any() != OLD
+        {
+            let annotations = server.annotations();
+            let names_it = [STORAGE, NETWORKING]
+                .iter()
+                .filter_map(|key| annotations.get(*key))
+                .any(|v| v == OLD || v.chars().any(|c| !(c.is_ascii_lowercase() || c == '-')));
+            let volume_taken = s.claims.iter().any(|c| {
+                c.name_any() == format!("{OLD}-pvc")
+                    && c.labels().contains_key("ogx.io/adopted-from")
+            });
+            if !names_it && !volume_taken && !available(s.deployment(OLD)) {
+                let old = s.deployment(OLD);
+                let status = serde_json::to_value(&llsd.status).unwrap_or_default();
+                return Err(format!(
+                    "the old stack, named by no server, does not serve: its Deployment wants {:?} replicas ({:?} available); its conditions {}",
+                    old.and_then(|d| d.spec.as_ref()).and_then(|d| d.replicas),
+                    old.and_then(|d| d.status.as_ref())
+                        .and_then(|s| s.available_replicas),
+                    status["conditions"]
+                ));
+            }
+        }
         // Progress: a server whose annotations can be met runs.
         if let Some(server) = &s.server
             && server.metadata.deletion_timestamp.is_none()
@@ -503,16 +560,62 @@ impl Road {
         };
         // A taken claim has no owner by design: the take detaches it (labelled
         // `ogx.io/adopted-from`, no owner reference) so that deleting neither resource collects
-        // the data, and the server finds it by its labels. Left out here. What that leaves open
-        // (found by this runner, sequences 4 and 12, issue 84's note): one detached for a server
-        // that stopped asking for it before mounting it stays labelled for that server while the
-        // old stack serves on it again, and nobody owns it: deleting the old stack leaves it.
+        // the data, and the server finds it by its labels. So it is judged by whom it is for:
+        // the server it is labelled for asks for it or mounts it, or the stack it was taken
+        // from is gone (the data is kept); otherwise it went back to that stack (found by this
+        // runner: one detached for a server that stopped asking for it stayed labelled for it,
+        // owned by nobody, and the old stack could not mount it while that server existed).
         let detached = |meta: &kube::core::ObjectMeta| {
             meta.labels
                 .as_ref()
                 .is_some_and(|l| l.contains_key("ogx.io/adopted-from"))
                 && controller_uid(meta).is_none()
         };
+        let llsd_alive = s
+            .llsd
+            .as_ref()
+            .is_some_and(|l| l.metadata.deletion_timestamp.is_none());
+        for claim in s.claims.iter().filter(|c| detached(&c.metadata)) {
+            let labels = claim.labels();
+            let from = labels["ogx.io/adopted-from"].as_str();
+            let taker = labels.get(INSTANCE).map(String::as_str).unwrap_or_default();
+            if from != OLD || !llsd_alive {
+                continue;
+            }
+            let name = claim.name_any();
+            let Some(server) = s
+                .server
+                .as_ref()
+                .filter(|srv| srv.name_any() == taker && srv.metadata.deletion_timestamp.is_none())
+            else {
+                return Err(format!(
+                    "{name} is labelled for {taker}, which is gone, and the old stack has not taken it back"
+                ));
+            };
+            let annotations = server.annotations();
+            let read = |key: &str| annotations.get(key).map(String::as_str);
+            let unreadable = [read(STORAGE), read(NETWORKING)]
+                .into_iter()
+                .flatten()
+                .any(|v| {
+                    !v.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                });
+            let has_storage = server
+                .spec
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.storage.is_some());
+            let asked = unreadable || (has_storage && read(STORAGE).is_none_or(|n| n == from));
+            let mounts = s
+                .deployment(taker)
+                .is_some_and(|d| mounted(d).contains(&name));
+            if !asked && !mounts {
+                return Err(format!(
+                    "{name}, taken from {from} for {taker}, which no longer asks for it nor mounts it, was not given back"
+                ));
+            }
+        }
         let metas = s
             .deployments
             .iter()
@@ -598,8 +701,6 @@ impl Writes<'_> {
     }
 
     async fn step(&self, road: &mut Road, step: &Step) -> Result<(), Failed> {
-        const STORAGE: &str = "ogx.io/adopt-storage";
-        const NETWORKING: &str = "ogx.io/adopt-networking";
         let ns = road.ns.clone();
         match step {
             Step::ApplyServer {

@@ -9,7 +9,7 @@
 //! server that cannot run (a missing Secret, an image that does not resolve, ...) takes nothing,
 //! so the old stack keeps serving.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
@@ -22,6 +22,7 @@ use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
+use crate::controller::memory::handed_back::Holders;
 use crate::core::adoption::{
     ADOPT_STORAGE, ADOPTED_FROM, Requests, SCALED_DOWN_BY, SCALED_DOWN_FOR, requests,
 };
@@ -29,9 +30,9 @@ use crate::core::builders;
 use crate::core::door::Door;
 use crate::core::stack::Stack;
 use crate::core::take_over::seen::{
-    Held, NetworkingSource, OldDeployment, PodSeen, Seen, StorageSource,
+    Held, NetworkingSource, OldDeployment, PodSeen, Seen, StorageSource, mounted_by,
 };
-use crate::core::take_over::survey::{self, Server, may_hand_back};
+use crate::core::take_over::survey::{self, Server, may_hand_back, no_longer_asked};
 use crate::core::take_over::{Kind, Survey, Write};
 use crate::naming::{ADOPTION_FIELD_MANAGER, ingress_name, labels, pvc_name, service_name};
 use crate::ownership::controller_of;
@@ -73,14 +74,18 @@ async fn patch<K: NamespacedKind>(
 
 /// Reads what the stack's annotations ask to take over, and says what taking it needs and how
 /// far it would get ([`survey::survey`], pure); writes nothing.
+///
+/// `deployment` is the server's own, as read: the claims it mounts are not given back.
 pub(in crate::controller) async fn survey(
     stack: &Stack<'_>,
     ctx: &Context,
+    deployment: Option<&Deployment>,
 ) -> Result<Survey, ApiError> {
     let (Door::OgxServer { .. }, Some(owner)) = (stack.door, stack.subject.owner.as_ref()) else {
         return Ok(Survey::default());
     };
-    let seen = Reader { stack, ctx, owner }.read().await?;
+    let mut seen = Reader { stack, ctx, owner }.read().await?;
+    seen.mounted = deployment.map(mounted_by).unwrap_or_default();
     let selector = builders::pod_selector_labels(stack);
     let server = Server {
         name: stack.name,
@@ -146,6 +151,22 @@ impl Reader<'_> {
         seen.held = self.held(asks).await?;
         seen.live_sources = self.live_sources(&seen.held, named).await?;
         seen.live_servers = self.live_servers(&seen.held).await?;
+        // The claims that may go back wait on the Pods that may still write them.
+        let giving_back: Vec<&str> = seen
+            .held
+            .iter()
+            .filter(|h| h.kind == Kind::Claim)
+            .filter(|h| {
+                named
+                    .and_then(|r| no_longer_asked(&h.meta, self.stack.name, r, has_storage))
+                    .is_some_and(|source| seen.live_sources.contains_key(source))
+            })
+            .filter_map(|h| h.meta.name.as_deref())
+            .collect();
+        if !giving_back.is_empty() {
+            let claims = giving_back.join(", ");
+            seen.pods = pods_seen(self.ctx, self.stack.namespace, &claims).await?;
+        }
         seen.requests = requests;
         Ok(seen)
     }
@@ -223,15 +244,15 @@ impl Reader<'_> {
         Ok(NetworkingSource { service, ingress })
     }
 
-    /// The Services and Ingresses of the namespace labelled as taken and the Deployments
-    /// labelled as scaled down, unless the server is known to hold none and asks for none (then
-    /// nothing is listed: issue 62's reads).
+    /// The Services, Ingresses and claims of the namespace labelled as taken and the
+    /// Deployments labelled as scaled down, unless the server is known to hold none and asks for
+    /// none (then nothing is listed: issue 62's reads).
     async fn held(&self, asks: bool) -> Result<Vec<Held>, ApiError> {
         let (memory, ns, uid) = (&self.ctx.handed_back, self.stack.namespace, &self.owner.uid);
         let seen = std::time::Instant::now();
         if asks {
             memory.may_take(uid, seen);
-        } else if memory.holds_nothing(ns, uid, seen) {
+        } else if memory.holds_nothing(ns, (uid, self.stack.name), seen) {
             return Ok(Vec::new());
         }
         let ticket = memory.begin_list();
@@ -243,17 +264,29 @@ impl Reader<'_> {
                 .await?,
         );
         held.extend(
+            self.labelled::<PersistentVolumeClaim>(Kind::Claim, ADOPTED_FROM)
+                .await?,
+        );
+        held.extend(
             self.labelled::<Deployment>(Kind::Deployment, SCALED_DOWN_BY)
                 .await?,
         );
         if !asks {
-            let holders = held
-                .iter()
-                .filter_map(|h| match h.kind {
-                    Kind::Deployment => h.meta.labels.as_ref()?.get(SCALED_DOWN_BY).cloned(),
-                    _ => controller_of(&h.meta).map(|c| c.uid.clone()),
-                })
-                .collect();
+            let mut holders = Holders::default();
+            for h in &held {
+                let labels = h.meta.labels.as_ref();
+                match h.kind {
+                    Kind::Deployment => holders
+                        .uids
+                        .extend(labels.and_then(|l| l.get(SCALED_DOWN_BY)).cloned()),
+                    Kind::Claim => holders
+                        .names
+                        .extend(labels.and_then(|l| l.get(labels::INSTANCE)).cloned()),
+                    Kind::Service | Kind::Ingress => holders
+                        .uids
+                        .extend(controller_of(&h.meta).map(|c| c.uid.clone())),
+                }
+            }
             memory.listed(ns, ticket, holders);
         }
         Ok(held)
@@ -306,30 +339,40 @@ impl Reader<'_> {
         Ok(live)
     }
 
-    /// Of the stacks the objects this server holds were taken from, those that still exist:
-    /// read only for what may be handed back (rare), so no read is made on a quiet look.
+    /// Of the stacks the objects this server holds were taken from, those that still exist
+    /// (name and uid): read only for what may be handed back (rare), so no read is made on a
+    /// quiet look.
     async fn live_sources(
         &self,
         held: &[Held],
         named: Option<&Requests>,
-    ) -> Result<BTreeSet<String>, ApiError> {
+    ) -> Result<BTreeMap<String, String>, ApiError> {
+        let (name, uid, has_storage) = (
+            self.stack.name,
+            &self.owner.uid,
+            self.stack.storage.is_some(),
+        );
         let sources: BTreeSet<&str> = held
             .iter()
-            .filter(|h| h.kind != Kind::Deployment)
-            .filter_map(|h| {
-                let source = h.meta.labels.as_ref()?.get(ADOPTED_FROM)?;
-                may_hand_back(&h.meta, source, &self.owner.uid, named).then_some(source.as_str())
+            .filter_map(|h| match h.kind {
+                Kind::Deployment => None,
+                Kind::Claim => no_longer_asked(&h.meta, name, named?, has_storage),
+                Kind::Service | Kind::Ingress => {
+                    let source = h.meta.labels.as_ref()?.get(ADOPTED_FROM)?;
+                    may_hand_back(&h.meta, source, uid, named).then_some(source.as_str())
+                }
             })
             .collect();
         let stacks: Api<LlamaStackDistribution> = self.api();
-        let mut live = BTreeSet::new();
+        let mut live = BTreeMap::new();
         for source in sources {
             let found = stacks
                 .get_metadata_opt(source)
                 .await
                 .map_err(api_err(format!("reading LlamaStackDistribution {source}")))?;
-            if found.is_some_and(|s| s.metadata.deletion_timestamp.is_none()) {
-                live.insert(source.to_owned());
+            let found = found.filter(|s| s.metadata.deletion_timestamp.is_none());
+            if let Some(uid) = found.and_then(|s| s.metadata.uid) {
+                live.insert(source.to_owned(), uid);
             }
         }
         Ok(live)

@@ -1,9 +1,10 @@
-//! Which `OGXServer`s are known to hold no Service or Ingress taken from another stack, so a
-//! server that asks to take none lists them (to hand back what it took before) only when one
+//! Which `OGXServer`s are known to hold no Service, Ingress or claim taken from another stack, so
+//! a server that asks to take none lists them (to hand back what it took before) only when one
 //! might: at 100 servers those two lists, made on every look, were 6 of the 10 reads a server
 //! cost until quiet, and once a server, still 2 of 4.5 (issue 62). One list of a namespace answers
-//! for every server in it: what it found taken, it found with the server that holds it (its
-//! controller).
+//! for every server in it: what it found taken, it found with the server that holds it (a
+//! Service's or Ingress's controller; a claim, which a take leaves with no controller, names its
+//! server by its instance label).
 //!
 //! Only the operator takes an object for a server, and only while the server's annotation asks:
 //! a server that asks is known clean again only by a list begun after it last asked (a list under
@@ -24,8 +25,19 @@ type Tick = u64;
 struct Listed {
     /// When it began.
     began: Tick,
-    /// The uids of the servers it found holding something taken.
-    holders: HashSet<String>,
+    /// The servers it found holding something taken.
+    holders: Holders,
+}
+
+/// The servers a list found holding something taken: by uid (the controller of a Service or an
+/// Ingress) or by name (the server a claim is labelled for; a server made again under that name
+/// lists again, which costs a list and loses nothing).
+#[derive(Debug, Default)]
+pub(in crate::controller) struct Holders {
+    /// By uid.
+    pub(in crate::controller) uids: HashSet<String>,
+    /// By name.
+    pub(in crate::controller) names: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -60,11 +72,11 @@ impl HandedBack {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the server `uid` in `namespace` is known to hold nothing taken.
+    /// Whether the server `name` (uid `uid`) in `namespace` is known to hold nothing taken.
     pub(in crate::controller) fn holds_nothing(
         &self,
         namespace: &str,
-        uid: &str,
+        (uid, name): (&str, &str),
         now: Instant,
     ) -> bool {
         let state = self.state();
@@ -73,7 +85,7 @@ impl HandedBack {
             return false;
         };
         let asked_since = asked.is_some_and(|at| at >= listed.began);
-        !asked_since && !listed.holders.contains(uid)
+        !asked_since && !listed.holders.uids.contains(uid) && !listed.holders.names.contains(name)
     }
 
     /// A list of `namespace`'s taken objects begins now.
@@ -81,13 +93,13 @@ impl HandedBack {
         ListTicket(self.state().tick())
     }
 
-    /// The list begun at `ticket` found objects taken by `holders` (uids) in `namespace`; it
-    /// answers unless a list begun later already did.
+    /// The list begun at `ticket` found objects taken by `holders` in `namespace`; it answers
+    /// unless a list begun later already did.
     pub(in crate::controller) fn listed(
         &self,
         namespace: &str,
         ticket: ListTicket,
-        holders: HashSet<String>,
+        holders: Holders,
     ) {
         let mut state = self.state();
         let newer = state
@@ -129,32 +141,53 @@ mod tests {
         Instant::now()
     }
 
-    fn holders(uids: &[&str]) -> HashSet<String> {
-        uids.iter().map(|u| (*u).to_owned()).collect()
+    fn holders(uids: &[&str]) -> Holders {
+        Holders {
+            uids: uids.iter().map(|u| (*u).to_owned()).collect(),
+            names: HashSet::new(),
+        }
+    }
+
+    /// A claim names its server, not its uid: that server (or one made again under its name)
+    /// is not known clean.
+    #[test]
+    fn a_claim_labelled_for_a_server_answers_for_its_name() {
+        let memory = HandedBack::default();
+        let ticket = memory.begin_list();
+        let holders = Holders {
+            uids: HashSet::new(),
+            names: ["taker".to_owned()].into(),
+        };
+        memory.listed("ns", ticket, holders);
+        assert!(!memory.holds_nothing("ns", ("u-1", "taker"), now()));
+        assert!(memory.holds_nothing("ns", ("u-2", "other"), now()));
     }
 
     #[test]
     fn one_list_answers_for_every_server_of_its_namespace() {
         let memory = HandedBack::default();
-        assert!(!memory.holds_nothing("ns", "a", now()), "never listed");
+        assert!(
+            !memory.holds_nothing("ns", ("a", "name-a"), now()),
+            "never listed"
+        );
         let ticket = memory.begin_list();
         memory.listed("ns", ticket, holders(&["b"]));
-        assert!(memory.holds_nothing("ns", "a", now()));
+        assert!(memory.holds_nothing("ns", ("a", "name-a"), now()));
         assert!(
-            memory.holds_nothing("ns", "new", now()),
+            memory.holds_nothing("ns", ("new", "name-new"), now()),
             "a server the list saw nothing of"
         );
         assert!(
-            !memory.holds_nothing("ns", "b", now()),
+            !memory.holds_nothing("ns", ("b", "name-b"), now()),
             "it holds something"
         );
         assert!(
-            !memory.holds_nothing("other", "a", now()),
+            !memory.holds_nothing("other", ("a", "name-a"), now()),
             "another namespace"
         );
         memory.clear();
         assert!(
-            !memory.holds_nothing("ns", "a", now()),
+            !memory.holds_nothing("ns", ("a", "name-a"), now()),
             "a new term: listed again"
         );
     }
@@ -166,19 +199,19 @@ mod tests {
         memory.listed("ns", first, holders(&[]));
         memory.may_take("a", now());
         assert!(
-            !memory.holds_nothing("ns", "a", now()),
+            !memory.holds_nothing("ns", ("a", "name-a"), now()),
             "it asked after the list"
         );
         let raced = memory.begin_list();
         memory.may_take("a", now());
         memory.listed("ns", raced, holders(&[]));
         assert!(
-            !memory.holds_nothing("ns", "a", now()),
+            !memory.holds_nothing("ns", ("a", "name-a"), now()),
             "it asked while a list was under way: that list may have missed what it took"
         );
         let after = memory.begin_list();
         memory.listed("ns", after, holders(&[]));
-        assert!(memory.holds_nothing("ns", "a", now()));
+        assert!(memory.holds_nothing("ns", ("a", "name-a"), now()));
     }
 
     #[test]
@@ -189,7 +222,7 @@ mod tests {
         memory.listed("ns", new, holders(&[]));
         memory.listed("ns", old, holders(&["a"]));
         assert!(
-            memory.holds_nothing("ns", "a", now()),
+            memory.holds_nothing("ns", ("a", "name-a"), now()),
             "the newer list stands"
         );
     }

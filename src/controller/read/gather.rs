@@ -48,7 +48,7 @@ pub(in crate::controller) async fn gather(
     let deployment = deployment(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::Workload))?;
-    let take_over = take_over::survey(stack, ctx)
+    let take_over = take_over::survey(stack, ctx, deployment.as_ref())
         .await
         .map_err(Error::gather(Gathering::TakeOver))?;
     stack.adoption = take_over.adopted.clone();

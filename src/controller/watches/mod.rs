@@ -35,6 +35,7 @@ use crate::api::v1alpha2::{LlamaStackDistribution, RejectedRevision};
 use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::memory;
+use crate::controller::memory::named_before::{Named, NamedBefore};
 use crate::controller::memory::referrers::Referrers;
 use crate::controller::reconcile::{reconcile_server, reconcile_stack};
 use crate::core::door::OGX_MANAGED_BY;
@@ -277,15 +278,16 @@ fn on_trigger(triggered: mpsc::Receiver<()>) -> impl Stream<Item = ()> + Send + 
 }
 
 /// An OGXServer of the same name takes the stack over, and one of another name may take its
-/// objects: the LlamaStackDistributions it names are told at once (`seen` learns that one
-/// exists). Their metadata is kept in the store returned, apart from the OGX controller's cache
-/// (which starts later): a stack's stand-down is decided on a synced list from the first
-/// reconcile on.
+/// objects: the LlamaStackDistributions it names, or named before the change
+/// ([`NamedBefore`]), are told at once (`seen` learns that one exists); every one of the
+/// namespace (from `stacks`) while or once an annotation cannot be read. Their metadata is kept
+/// in the store returned, apart from the OGX controller's cache (which starts later): a stack's
+/// stand-down is decided on a synced list from the first reconcile on.
 fn stacks_named_by_ogx_servers(
     controller: Controller<LlamaStackDistribution>,
     ctx: &Arc<Context>,
     scope: Option<&str>,
-    seen: watch::Sender<bool>,
+    (seen, stacks): (watch::Sender<bool>, Store<LlamaStackDistribution>),
 ) -> (
     Controller<LlamaStackDistribution>,
     Store<PartialObjectMeta<OGXServer>>,
@@ -302,15 +304,34 @@ fn stacks_named_by_ogx_servers(
         ctx.metrics.watches(),
     );
     let servers = cached(servers, servers_writer).touched_objects();
+    let known = servers_seen.clone();
+    let before = NamedBefore::default();
     let controller = controller.watches_stream(servers, move |server| {
         seen.send_replace(true);
         let ns = server.metadata.namespace.clone().unwrap_or_default();
         let name = server.metadata.name.clone().unwrap_or_default();
         let annotations = server.metadata.annotations.as_ref();
-        let named = crate::core::adoption::requests(&name, annotations).unwrap_or_default();
+        let now = match crate::core::adoption::requests(&name, annotations) {
+            Ok(named) => Named::Stacks(named.storage.into_iter().chain(named.networking).collect()),
+            Err(_) => Named::Any,
+        };
+        // The store has this event already: a server it lacks was deleted.
+        let exists = known.get(&ObjectRef::new(&name).within(&ns)).is_some();
+        let told = before.tell((&ns, &name), now, exists);
+        if before.len() > known.len() + 64 {
+            before.forget_gone(|ns, name| known.get(&ObjectRef::new(name).within(ns)).is_some());
+        }
+        let named: Vec<String> = match told {
+            Named::Stacks(named) => named.into_iter().collect(),
+            Named::Any => stacks
+                .state()
+                .iter()
+                .filter(|s| s.metadata.namespace.as_deref() == Some(ns.as_str()))
+                .filter_map(|s| s.metadata.name.clone())
+                .collect(),
+        };
         std::iter::once(name)
-            .chain(named.storage)
-            .chain(named.networking)
+            .chain(named)
             .filter(|n| !n.is_empty())
             .map(move |n| ObjectRef::<LlamaStackDistribution>::new(&n).within(&ns))
             .collect::<Vec<_>>()
@@ -370,7 +391,8 @@ async fn run_stacks(
         .reconcile_all_on(on_trigger(triggered));
     let mut ogx_servers = None;
     if let Some(seen) = seen {
-        let (with_servers, servers) = stacks_named_by_ogx_servers(controller, &ctx, scope, seen);
+        let (with_servers, servers) =
+            stacks_named_by_ogx_servers(controller, &ctx, scope, (seen, in_namespace.clone()));
         controller = with_servers;
         ogx_servers = Some(servers);
     }

@@ -568,6 +568,7 @@ impl World {
                 let label = |key: &str| obj.meta.labels.iter().flatten().any(|(k, _)| k == key);
                 let kind = match kind {
                     K::Service if label(ADOPTED_FROM) => Kind::Service,
+                    K::Claim if label(ADOPTED_FROM) => Kind::Claim,
                     K::Deployment if label(SCALED_DOWN_BY) => Kind::Deployment,
                     _ => return None,
                 };
@@ -577,10 +578,16 @@ impl World {
                 })
             })
             .collect();
-        if self.llsd.is_some() {
-            seen.live_sources.insert(OLD.to_owned());
+        if let Some(llsd) = &self.llsd {
+            seen.live_sources.insert(OLD.to_owned(), llsd.uid.clone());
         }
         seen.live_servers.insert(server.uid.clone());
+        seen.mounted = self
+            .get(K::Deployment, &server.name)
+            .and_then(|d| d.claim.clone())
+            .into_iter()
+            .collect();
+        seen.pods = self.pods_seen();
         seen.requests = requests;
         seen
     }
@@ -1099,6 +1106,35 @@ impl World {
                 }
             }
         }
+        // A volume taken for a server that no longer asks for it (no volume to mount it in, or
+        // another stack named) goes back to the stack it was taken from once nothing of the
+        // server's mounts it; it stays labelled for the server only while that stack is gone.
+        if let Some(server) = &self.server {
+            let unreadable =
+                [server.adopt_storage, server.adopt_networking].contains(&Some(Ann::Invalid));
+            for claim in self.claims_taken_by(&server.name) {
+                let meta = &self.objects[&(K::Claim, claim.clone())].meta;
+                let from = meta
+                    .labels
+                    .iter()
+                    .flatten()
+                    .find(|(k, _)| *k == ADOPTED_FROM)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                let asked = unreadable
+                    || (server.storage
+                        && server.adopt_storage.is_none_or(|ann| ann.value() == from));
+                let mounted = self
+                    .get(K::Deployment, &server.name)
+                    .is_some_and(|d| d.claim.as_ref() == Some(&claim));
+                if !asked && !mounted && from == OLD && self.llsd.is_some() {
+                    return Err(format!(
+                        "{claim}, taken from {from} by {} which no longer asks for it nor mounts it, is not given back",
+                        server.name
+                    ));
+                }
+            }
+        }
         // Progress: a stack no server names reconciles (nothing of a server's is in its way).
         if self.llsd.is_some() && !self.stands_down() && self.stack_refused {
             return Err(
@@ -1414,6 +1450,45 @@ fn the_orders_the_model_found_keep_the_address_and_the_volume() {
                         adopt_networking: Some(Ann::Invalid),
                     },
                 ],
+            ]
+            .concat(),
+        ),
+        (
+            "a volume taken, then the server's own volume dropped, the annotation kept",
+            true,
+            vec![
+                new(true, Some(Ann::Old), None),
+                ReconcileServer,
+                Settle,
+                ReconcileServer,
+                new(false, Some(Ann::Old), None),
+            ],
+        ),
+        (
+            "a volume taken, then another name given for storage: the server, held, keeps it mounted",
+            true,
+            vec![
+                new(true, Some(Ann::Old), None),
+                ReconcileServer,
+                Settle,
+                ReconcileServer,
+                Annotate {
+                    adopt_storage: Some(Ann::Typo),
+                    adopt_networking: None,
+                },
+            ],
+        ),
+        (
+            "a volume taken, the annotation removed (kept by the server), then its own volume dropped",
+            true,
+            [
+                vec![new(true, Some(Ann::Old), None)],
+                took_address.to_vec(),
+                vec![Annotate {
+                    adopt_storage: None,
+                    adopt_networking: None,
+                }],
+                vec![new(false, None, None)],
             ]
             .concat(),
         ),

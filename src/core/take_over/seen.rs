@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Kind;
@@ -26,12 +28,17 @@ pub struct Seen {
     /// The claims labelled as taken by this server (`ogx.io/adopted-from`, and its instance
     /// label), read when the server has a volume and no readable annotation names one.
     pub claims_taken: Vec<String>,
-    /// The Services and Ingresses of the namespace labelled `ogx.io/adopted-from`, whoever holds
-    /// them, and the Deployments labelled [`crate::core::adoption::SCALED_DOWN_BY`] (empty when
-    /// the server is known to hold none).
+    /// The Services, Ingresses and claims of the namespace labelled `ogx.io/adopted-from`,
+    /// whoever holds them, and the Deployments labelled
+    /// [`crate::core::adoption::SCALED_DOWN_BY`] (empty when the server is known to hold none).
     pub held: Vec<Held>,
-    /// Of the stacks the held objects were taken from, those that still exist.
-    pub live_sources: BTreeSet<String>,
+    /// Of the stacks the held objects may go back to, those that still exist: name and uid.
+    pub live_sources: BTreeMap<String, String>,
+    /// The claims the server's own Deployment mounts, as read (its Pods may write them).
+    pub mounted: Vec<String>,
+    /// The namespace's Pods, read only while a claim this server no longer asks for may go back
+    /// ([`super::survey::no_longer_asked`]): it goes once none of them may write it.
+    pub pods: Vec<PodSeen>,
     /// Of the other servers that scaled a held Deployment down, the uids of those that still
     /// exist.
     pub live_servers: BTreeSet<String>,
@@ -48,7 +55,9 @@ impl Default for Seen {
             networking: None,
             claims_taken: Vec::new(),
             held: Vec::new(),
-            live_sources: BTreeSet::new(),
+            live_sources: BTreeMap::new(),
+            mounted: Vec::new(),
+            pods: Vec::new(),
             live_servers: BTreeSet::new(),
         }
     }
@@ -94,12 +103,7 @@ impl PodSeen {
                 .metadata
                 .labels
                 .and_then(|mut l| l.remove(crate::naming::labels::INSTANCE)),
-            claims: pod
-                .spec
-                .into_iter()
-                .flat_map(|s| s.volumes.into_iter().flatten())
-                .filter_map(|v| v.persistent_volume_claim.map(|c| c.claim_name))
-                .collect(),
+            claims: pod.spec.as_ref().map(claims_in).unwrap_or_default(),
         }
     }
 
@@ -115,6 +119,26 @@ impl PodSeen {
         !self.finished()
             && (self.instance.as_deref() == Some(source) || self.claims.iter().any(|c| c == claim))
     }
+}
+
+/// The claims the Pods of `spec` mount.
+pub fn claims_in(spec: &PodSpec) -> Vec<String> {
+    spec.volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.clone())
+        .collect()
+}
+
+/// The claims the Pods of `deployment` mount (its template).
+pub fn mounted_by(deployment: &Deployment) -> Vec<String> {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(claims_in)
+        .unwrap_or_default()
 }
 
 /// How many of `pods` may still write the claim `claim` and are not the stack `stack`'s own:
@@ -138,8 +162,8 @@ pub struct NetworkingSource {
     pub ingress: Option<ObjectMeta>,
 }
 
-/// A Service or Ingress labelled `ogx.io/adopted-from`, or a Deployment scaled down for a
-/// volume.
+/// A Service, Ingress or claim labelled `ogx.io/adopted-from`, or a Deployment scaled down for
+/// a volume.
 #[derive(Clone, Debug)]
 pub struct Held {
     /// Which.

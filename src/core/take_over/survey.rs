@@ -7,16 +7,17 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference};
 use serde_json::json;
 
-use super::seen::{Held, Seen};
+use super::seen::{Held, Seen, other_writers};
 use super::{Kind, Survey, Write};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::core::adoption::{
     ADOPTED_FROM, Adopted, Hold, REPLICAS_BEFORE, Requests, SCALED_DOWN_BY, SCALED_DOWN_FOR, Said,
     StorageSeen, StorageStep, TransferStep, config_said, detach_patch, hand_back_patch,
-    networking_said, selector_patch, storage_said, storage_step, transfer_patch, transfer_step,
-    was_true,
+    networking_said, reclaim_patch, selector_patch, storage_said, storage_step, transfer_patch,
+    transfer_step, was_true,
 };
-use crate::naming::{ingress_name, pvc_name, service_name};
+use crate::core::subject::stack_controller;
+use crate::naming::{ingress_name, labels, pvc_name, service_name};
 use crate::ownership::{controlled_by, controller_of};
 
 /// The server taking over: who it is, how its Pods are selected and what it said before.
@@ -64,6 +65,7 @@ pub fn survey(server: &Server<'_>, seen: &Seen, at: &str) -> Survey {
     };
     storage(server, requests, seen, &mut survey, at);
     networking(server, requests, seen, &mut survey, at);
+    give_claims_back(server, requests, seen, &mut survey);
     survey
 }
 
@@ -280,7 +282,11 @@ fn hand_back(
         give_replicas_back(server, requests, seen, writes);
     }
     let uid = &server.owner.uid;
-    for Held { kind, meta } in seen.held.iter().filter(|h| h.kind != Kind::Deployment) {
+    let addresses = seen
+        .held
+        .iter()
+        .filter(|h| matches!(h.kind, Kind::Service | Kind::Ingress));
+    for Held { kind, meta } in addresses {
         let source = meta.labels.as_ref().and_then(|l| l.get(ADOPTED_FROM));
         let (Some(name), Some(source)) = (meta.name.as_ref(), source) else {
             continue;
@@ -291,7 +297,7 @@ fn hand_back(
         // Taken from a stack of its own name (moved in place since): it is its own again
         // (with annotations it can read).
         let its_own = requests.is_some() && *source == server.name;
-        if !seen.live_sources.contains(source) && !its_own {
+        if !seen.live_sources.contains_key(source) && !its_own {
             handed.kept.push(name.clone());
             continue;
         }
@@ -344,6 +350,83 @@ fn give_replicas_back(
     }
 }
 
+/// The stack the claim `meta` was taken from, when it is labelled as taken by the server
+/// `server` and that server no longer asks for it (its annotations read as `requests`): it has
+/// no volume to mount it in (`has_storage` false), or `ogx.io/adopt-storage` names another
+/// stack. With a volume and no stack named, the claim taken before is the server's still (the
+/// OGX operator's rule: data outlives the annotation). The shell reads whether the stack still
+/// exists, and the namespace's Pods, for exactly these.
+pub fn no_longer_asked<'a>(
+    meta: &'a ObjectMeta,
+    server: &str,
+    requests: &Requests,
+    has_storage: bool,
+) -> Option<&'a str> {
+    let labels = meta.labels.as_ref()?;
+    let source = labels.get(ADOPTED_FROM)?;
+    let taken_by_it = labels.get(labels::INSTANCE).map(String::as_str) == Some(server);
+    if !taken_by_it || controller_of(meta).is_some() {
+        return None;
+    }
+    let asked = has_storage
+        && requests
+            .storage
+            .as_ref()
+            .is_none_or(|named| named == source);
+    (!asked).then_some(source.as_str())
+}
+
+/// Plans giving every claim this server took and no longer asks for ([`no_longer_asked`]) back
+/// to the stack it was taken from, as it was before the take (its controller, its instance
+/// label), once nothing of the server's may write it: its Deployment does not mount it and no
+/// Pod that may still run does (one writer per volume). The stack then mounts its own data
+/// again; without this the claim would stay labelled for a server that never mounts it, the
+/// stack would refuse to mount it while that server exists, and nobody would own it. One whose
+/// stack is gone stays as it is (the data is kept; the server mounts it again if it is given a
+/// volume and no annotation names another). Said under `StorageAdopted` unless the storage's
+/// own step said something already.
+fn give_claims_back(server: &Server<'_>, requests: &Requests, seen: &Seen, survey: &mut Survey) {
+    let claims = seen.held.iter().filter(|h| h.kind == Kind::Claim);
+    for Held { meta, .. } in claims {
+        let name = meta.name.as_deref().unwrap_or_default();
+        let Some(source) = no_longer_asked(meta, server.name, requests, seen.has_storage) else {
+            continue;
+        };
+        let writers = other_writers(&seen.pods, source, name);
+        let message = if seen.mounted.iter().any(|m| m == name) || writers > 0 {
+            format!(
+                "PVC {name}, taken from {source}, is no longer asked for: it goes back to {source} once no Pod of this server mounts it"
+            )
+        } else if let Some(uid) = seen.live_sources.get(source) {
+            survey.writes.push(Write {
+                kind: Kind::Claim,
+                name: name.to_owned(),
+                patch: reclaim_patch(meta, source, &stack_controller(source, uid)),
+                takes: false,
+            });
+            format!(
+                "PVC {name} is no longer asked for: it was given back to {source}, which it was taken from"
+            )
+        } else {
+            format!(
+                "PVC {name} is no longer asked for, and {source}, which it was taken from, no longer exists: it stays, labelled {ADOPTED_FROM}, with its data. Delete it when that data is no longer needed"
+            )
+        };
+        let said = &mut survey.adopted.said;
+        if !said
+            .iter()
+            .any(|s| s.condition == ConditionType::StorageAdopted)
+        {
+            said.push(Said::new(
+                ConditionType::StorageAdopted,
+                false,
+                Reason::AdoptionAnnotationRemoved,
+                message,
+            ));
+        }
+    }
+}
+
 /// Whether the Service or Ingress `meta`, taken from the stack `source`, is the server
 /// `server_uid`'s to hand back, its annotations read as `requests` (`None`: they cannot be
 /// read). An orphan always (the server that took it was deleted and the garbage collector
@@ -376,4 +459,251 @@ fn removed_said(handed: &Handed) -> Said {
         Reason::AdoptionAnnotationRemoved,
         message,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::core::take_over::seen::PodSeen;
+
+    /// A claim `old-pvc` taken from `old` for the server `new`.
+    fn taken_claim() -> ObjectMeta {
+        serde_json::from_value(json!({"name": "old-pvc", "resourceVersion": "9",
+            "labels": {ADOPTED_FROM: "old", "app.kubernetes.io/instance": "new"},
+            "annotations": {crate::core::adoption::ADOPTED_AT: "2026-12-06T00:00:00Z"}}))
+        .unwrap()
+    }
+
+    /// When a claim taken for a server goes back to the stack it was taken from: only once the
+    /// server no longer asks for it (no volume, or another stack named), nothing of the server's
+    /// may write it, and the stack still exists; each case says why under `StorageAdopted`.
+    #[test]
+    fn a_claim_no_longer_asked_for_goes_back_once_nothing_of_the_server_writes_it() {
+        let owner = OwnerReference {
+            api_version: "ogx.io/v1beta1".to_owned(),
+            kind: "OGXServer".to_owned(),
+            name: "new".to_owned(),
+            uid: "u-new".to_owned(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        let selector = crate::naming::selector_labels("new");
+        let server = Server {
+            name: "new",
+            owner: &owner,
+            selector: &selector,
+            previous: &[],
+        };
+        let running = |instance: &str, claims: &[&str], phase: &str| PodSeen {
+            phase: Some(phase.to_owned()),
+            instance: Some(instance.to_owned()),
+            claims: claims.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        // (case, volume, adopt-storage, mounted by the server, Pods, the stack lives,
+        //  given back, what StorageAdopted says of it)
+        type Case<'a> = (
+            &'a str,
+            bool,
+            Option<&'a str>,
+            bool,
+            Vec<PodSeen>,
+            bool,
+            bool,
+            &'a str,
+        );
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "no volume any more",
+                false,
+                Some("old"),
+                false,
+                vec![],
+                true,
+                true,
+                "given back to old",
+            ),
+            (
+                "another stack named",
+                true,
+                Some("other"),
+                false,
+                vec![],
+                true,
+                true,
+                "given back",
+            ),
+            (
+                "a volume, no stack named: kept",
+                true,
+                None,
+                false,
+                vec![],
+                true,
+                false,
+                "",
+            ),
+            (
+                "a volume, its stack named: kept",
+                true,
+                Some("old"),
+                false,
+                vec![],
+                true,
+                false,
+                "",
+            ),
+            (
+                "still mounted by the Deployment",
+                false,
+                None,
+                true,
+                vec![],
+                true,
+                false,
+                "once no Pod",
+            ),
+            (
+                "a Pod of the server still on it",
+                false,
+                None,
+                false,
+                vec![running("new", &["old-pvc"], "Running")],
+                true,
+                false,
+                "once no Pod",
+            ),
+            (
+                "a finished Job's Pod does not count",
+                false,
+                None,
+                false,
+                vec![running("backup", &["old-pvc"], "Succeeded")],
+                true,
+                true,
+                "given back",
+            ),
+            (
+                "the stack is gone: kept with its data",
+                false,
+                None,
+                false,
+                vec![],
+                false,
+                false,
+                "no longer exists",
+            ),
+        ];
+        for (case, has_storage, storage, mounted, pods, lives, given, says) in cases {
+            let seen = Seen {
+                requests: Ok(Requests {
+                    storage: storage.map(str::to_owned),
+                    networking: None,
+                }),
+                has_storage,
+                held: vec![Held {
+                    kind: Kind::Claim,
+                    meta: taken_claim(),
+                }],
+                live_sources: lives
+                    .then(|| ("old".to_owned(), "u-old".to_owned()))
+                    .into_iter()
+                    .collect(),
+                mounted: mounted.then(|| "old-pvc".to_owned()).into_iter().collect(),
+                pods,
+                ..Seen::default()
+            };
+            let mut survey = Survey::default();
+            give_claims_back(&server, seen.requests.as_ref().unwrap(), &seen, &mut survey);
+            let back: Vec<&Write> = survey
+                .writes
+                .iter()
+                .filter(|w| w.kind == Kind::Claim)
+                .collect();
+            assert_eq!(
+                back.len(),
+                usize::from(given),
+                "{case}: {:?}",
+                survey.writes
+            );
+            if let [write] = back.as_slice() {
+                assert!(
+                    !write.takes,
+                    "{case}: a hand-back is made whatever the server's state"
+                );
+                let patch = &write.patch["metadata"];
+                assert_eq!(patch["resourceVersion"], "9", "{case}");
+                assert_eq!(
+                    patch["labels"][ADOPTED_FROM],
+                    serde_json::Value::Null,
+                    "{case}"
+                );
+                assert_eq!(
+                    patch["labels"]["app.kubernetes.io/instance"], "old",
+                    "{case}"
+                );
+                let controller = &patch["ownerReferences"][0];
+                assert_eq!(
+                    (
+                        &controller["kind"],
+                        &controller["name"],
+                        &controller["uid"],
+                        &controller["controller"]
+                    ),
+                    (
+                        &json!("LlamaStackDistribution"),
+                        &json!("old"),
+                        &json!("u-old"),
+                        &json!(true)
+                    ),
+                    "{case}"
+                );
+            }
+            let said: Vec<&Said> = survey
+                .adopted
+                .said
+                .iter()
+                .filter(|s| s.condition == ConditionType::StorageAdopted)
+                .collect();
+            match says {
+                "" => assert!(said.is_empty(), "{case}: {said:?}"),
+                words => {
+                    assert_eq!(said.len(), 1, "{case}: {said:?}");
+                    assert!(
+                        !said[0].ok && said[0].message.contains(words),
+                        "{case}: {said:?}"
+                    );
+                }
+            }
+        }
+        // Unreadable annotations let nothing go.
+        let unreadable = Seen {
+            requests: Err("ogx.io/adopt-storage: not a name".to_owned()),
+            held: vec![Held {
+                kind: Kind::Claim,
+                meta: taken_claim(),
+            }],
+            live_sources: [("old".to_owned(), "u-old".to_owned())].into(),
+            ..Seen::default()
+        };
+        let surveyed = survey(&server, &unreadable, "2026-12-06T00:00:00Z");
+        assert!(surveyed.writes.is_empty(), "{:?}", surveyed.writes);
+        // Another server's claim, or one with a controller, is not this one's to give.
+        let mut others = taken_claim();
+        others
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("app.kubernetes.io/instance".to_owned(), "third".to_owned());
+        let none = Requests::default();
+        assert_eq!(no_longer_asked(&others, "new", &none, false), None);
+        let mut controlled = taken_claim();
+        controlled.owner_references = Some(vec![owner.clone()]);
+        assert_eq!(no_longer_asked(&controlled, "new", &none, false), None);
+        assert_eq!(
+            no_longer_asked(&taken_claim(), "new", &none, false),
+            Some("old")
+        );
+    }
 }
