@@ -16,7 +16,7 @@ fn committed_crd_matches_the_code() {
     let committed = std::fs::read_to_string(path).unwrap();
     assert!(
         generated == committed,
-        "crds/ is out of date: run `cargo run -- crdgen > crds/llamastackdistributions.llamastack.io.yaml`"
+        "crds/ is out of date: run scripts/regenerate.sh (it writes every generated copy)"
     );
 }
 
@@ -27,7 +27,7 @@ fn committed_ogx_server_crd_matches_the_code() {
     let committed = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         generated == committed,
-        "crds/ is out of date: run `cargo run -- crdgen --ogx-server > crds/ogxservers.ogx.io.yaml`"
+        "crds/ is out of date: run scripts/regenerate.sh (it writes every generated copy)"
     );
 }
 
@@ -38,7 +38,7 @@ fn committed_api_reference_matches_the_code() {
     let committed = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         generated == committed,
-        "docs/api-reference.md is out of date: run `cargo run -- crdgen --reference > docs/api-reference.md`"
+        "docs/api-reference.md is out of date: run scripts/regenerate.sh (it writes every generated copy)"
     );
     for field in [
         "`spec.providers.inference`",

@@ -320,7 +320,7 @@ fn the_charts_copies_of_the_crd_and_the_monitoring_files_are_current() {
         let original = std::fs::read_to_string(root().join(source)).unwrap();
         assert!(
             copied == original,
-            "{CHART}/{copy} differs from {source}: copy it again"
+            "{CHART}/{copy} differs from {source}: run scripts/regenerate.sh"
         );
     }
 }

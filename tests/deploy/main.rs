@@ -325,7 +325,7 @@ fn release_manifests_are_the_overlays_rendered_now() {
             .unwrap_or_else(|e| panic!("release/{file}: {e}"));
         assert!(
             fresh == committed,
-            "release/{file} differs from deploy/ rendered now: run scripts/build-release.sh"
+            "release/{file} differs from deploy/ rendered now: run scripts/regenerate.sh"
         );
     }
 }
@@ -598,7 +598,7 @@ fn the_olm_bundle_is_deploy_base_rendered_now() {
         let committed = std::fs::read_to_string(root.join("bundle").join(path)).unwrap();
         assert!(
             &committed == content,
-            "bundle/{path} differs from deploy/base rendered now: run scripts/build-bundle.sh"
+            "bundle/{path} differs from deploy/base rendered now: run scripts/regenerate.sh"
         );
     }
 
