@@ -3,7 +3,7 @@
 //! watches that start reconciles.
 //!
 //! [`reconcile()`] runs one pass of the pipeline `read → gather → decide → act → look → assess →
-//! publish`: `gather` ([`gather`], with the take-over's reads in `take_over`), `act` (`apply`,
+//! publish`: `gather` ([`gather`](read::gather), with the take-over's reads in `take_over`), `act` (`apply`,
 //! with the take-over's writes), `look` (`observe`) and `publish` are here; `read`, `decide` and
 //! `assess` are the core's. The Deployment is applied **once** per change, with image, config
 //! volume, env vars and hashes together; when nothing changed no write is made (every object

@@ -1,4 +1,4 @@
-//! The decide step, pure: from a stack and what [`super::gather`] read, everything a reconcile
+//! The decide step, pure: from a stack and what the shell's gather step (`controller::read::gather`) read, everything a reconcile
 //! does: which image runs which config (the pin policy and its fallback included), the desired
 //! objects, whether a rejected revision is held back and how, or what blocks the stack and why.
 //! Nothing here reads or writes; the same inputs always give the same decision.

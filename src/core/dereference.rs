@@ -1,5 +1,5 @@
 //! What a LlamaStackDistribution refers to besides its spec, judged (pure; the reads are
-//! [`super::gather`]'s): Secrets are checked and hashed, connection strings split into the parts
+//! the gather step's, `controller::read::gather`): Secrets are checked and hashed, connection strings split into the parts
 //! the server reads, and the CA bundle ConfigMap validated. Secret values are read only to hash
 //! or split them; none is ever logged or put in the status.
 

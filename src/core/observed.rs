@@ -42,7 +42,7 @@ pub struct Observed {
     pub pull_secret_unusable: Option<String>,
     /// The reference the distribution resolves from now (empty when it cannot be resolved).
     pub reference: String,
-    /// The reference of the deployed pin the resolution kept ([`pin::to_keep`]), if it kept one.
+    /// The reference of the deployed pin the resolution kept ([`super::pin::to_keep`]), if it kept one.
     pub kept_pin_from: Option<String>,
     /// The resolution of the distribution; `None` when the pull secrets were unusable.
     pub resolution: Option<Result<Resolution, Arc<ResolveError>>>,
@@ -65,7 +65,7 @@ pub struct Observed {
     /// longer exists: read only for such a claim.
     pub claim_taker_gone: bool,
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
-    /// returned from ([`rollback::may_restore`]).
+    /// returned from ([`super::rollback::may_restore`]).
     pub replica_sets: Option<Vec<ReplicaSet>>,
     /// What the stack's annotations ask to take over from another (an `OGXServer`'s), as read:
     /// the writes it needs and what they would come to.

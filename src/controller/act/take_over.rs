@@ -2,7 +2,7 @@
 //! [`crate::core::adoption`]'s): only for an `OGXServer` whose annotations ask for it, or that took a
 //! volume before.
 //!
-//! Reading, choosing and writing are apart: [`survey`] reads into one value before the server's
+//! Reading, choosing and writing are apart: [`survey()`] reads into one value before the server's
 //! own decision ([`Seen`]) and the core says what would be written ([`survey::survey`]); `decide`
 //! keeps the writes that take something only when the server will run
 //! ([`crate::core::take_over::decided`]); [`carry_out`] makes those kept, first of the apply. A

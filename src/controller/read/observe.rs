@@ -15,7 +15,7 @@ use crate::core::reads::{Looks, PodsNeeded};
 use crate::core::stack::Stack;
 use crate::naming::service_name;
 
-/// Reads what the core asked to look at after the act ([`reads::looks`]): the server Pods, the
+/// Reads what the core asked to look at after the act ([`crate::core::reads::looks`]): the server Pods, the
 /// ReplicaSets once Pods are found, the server itself.
 pub(in crate::controller) async fn look(
     stack: &Stack<'_>,

@@ -563,7 +563,7 @@ struct Owned<'a> {
 
 impl Owned<'_> {
     /// Adds the watch of one owned kind; what it sees also feeds the owned index
-    /// ([`owned_index`]), before the controller's queue.
+    /// ([`owned_index`](crate::controller::memory::owned_index)), before the controller's queue.
     fn kind<K: Watched, O: Watched>(&self, controller: Controller<K>) -> Controller<K> {
         let api = scoped::<PartialObjectMeta<O>>(&self.ctx.client, self.scope);
         let kind = match O::kind(&()) {

@@ -1,5 +1,5 @@
 //! Desired objects of a v1alpha2 LlamaStackDistribution (pure). Only the fields the operator owns
-//! are set (server-side apply). Every object carries [`DESIRED_HASH`], the hash of what the
+//! are set (server-side apply). Every object carries [`DESIRED_HASH`](crate::naming::DESIRED_HASH), the hash of what the
 //! operator wants, so an unchanged object is recognised without a write.
 
 mod ca_bundle;

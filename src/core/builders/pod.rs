@@ -105,7 +105,7 @@ fn data_dir<'a>(stack: &Stack<'a>, server: ServerRelease) -> &'a str {
         .unwrap_or(launch(server).data_dir)
 }
 
-/// Where the config ConfigMap is mounted: the door's directory ([`CONFIG_DIR`] for a
+/// Where the config ConfigMap is mounted: the door's directory ([`CONFIG_DIR`](crate::naming::CONFIG_DIR) for a
 /// LlamaStackDistribution, `/etc/ogx` for an OGXServer), unless the user mounts a volume of their
 /// own there and the config is generated (the user's mount wins, the generated config moves
 /// aside). A user's ConfigMap stays there, where its own command may name it.
