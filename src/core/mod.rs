@@ -37,4 +37,6 @@ pub mod take_over;
 pub mod user_config;
 
 #[cfg(test)]
+mod doors_tests;
+#[cfg(test)]
 mod purity;

@@ -1,0 +1,506 @@
+//! The core's doors as the reconcile walks through them (`controller::reconcile`'s
+//! `reconcile_once`): what to read first ([`reads::image`]), what to read once the Deployment and
+//! the Secrets are read ([`reads::later`]), what to look at after the act ([`reads::looks`]) and
+//! what it all comes to ([`assess`]). Each row is (spec and status, what was read, what was
+//! applied, what the look saw, `now`), called exactly as the reconcile calls them: the stack
+//! read from the resource, the decision from [`decide`] on what was read.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use llama_stack_resolver::{Catalog, Resolution, Resolver, ResolverOptions, embedded_base_config};
+use serde_json::{Value, json};
+
+use super::adoption::Hold;
+use super::assess::{Around, assess};
+use super::decide::{Decision, Operator, decide};
+use super::next_look::{ADOPTION_POLL, RESYNC, YOUNG_ROLLOUT};
+use super::observed::{Acted, Applied, Observed, Seen};
+use super::reads::{self, PodsNeeded, looks};
+use super::stack::Stack;
+use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::naming::DESIRED_HASH;
+
+const PINNED: &str = "docker.io/ogxai/distribution-starter@sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+/// A stored stack `s` in `ns`, generation 3.
+fn resource(spec: Value, status: Value) -> LlamaStackDistribution {
+    serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
+        "kind": "LlamaStackDistribution",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u-1", "generation": 3},
+        "spec": spec, "status": status}))
+    .unwrap()
+}
+
+fn starter() -> Value {
+    json!({"distribution": {"name": "starter"}})
+}
+
+/// What gather read of a stack whose distribution resolved, with `deployment` as read.
+fn read(deployment: Option<Deployment>) -> Observed {
+    Observed {
+        reference: "docker.io/ogxai/distribution-starter:1.3.0".to_owned(),
+        resolution: Some(Ok(Resolution {
+            image: PINNED.to_owned(),
+            pinned: true,
+            config: embedded_base_config("starter").unwrap().unwrap(),
+            stale: None,
+            signature: None,
+        })),
+        deployment,
+        ..Observed::default()
+    }
+}
+
+fn operator() -> Operator<'static> {
+    Operator {
+        image: Some("registry.corp/operator@sha256:33"),
+        namespace: Some("llso-system"),
+        routes_available: false,
+        monitoring_available: false,
+    }
+}
+
+fn at(time: &str) -> jiff::Timestamp {
+    time.parse().unwrap()
+}
+
+/// The Deployment the decision applies, as the API server returns it once made at `made`:
+/// `available` of its `replicas` replicas, rolled out completely when `available` reaches them.
+fn running(decision: &Decision, replicas: i32, available: i32, made: &str) -> Deployment {
+    let mut deployment = decision.next.as_ref().unwrap().desired.deployment.clone();
+    deployment.metadata.generation = Some(1);
+    deployment.metadata.creation_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(made)),
+    );
+    deployment.spec.as_mut().unwrap().replicas = Some(replicas);
+    deployment.status = Some(serde_json::from_value(json!({
+        "observedGeneration": 1, "replicas": replicas.max(available),
+        "updatedReplicas": available, "availableReplicas": available, "readyReplicas": available,
+    }))
+    .unwrap());
+    deployment
+}
+
+fn applied(deployment: Deployment) -> Applied {
+    Applied {
+        deployment: Some(deployment),
+        pvc_phase: None,
+        route_url: None,
+    }
+}
+
+/// After the act, only what the status needs is looked at: nothing when taking over held the
+/// server back or a write was refused; the Pods of a rollout that waits (none yet when this
+/// reconcile made the Deployment); the server itself once Ready with replicas; only a
+/// Deployment applied from a plan not held back is judged.
+#[test]
+fn the_look_reads_only_what_the_status_needs() {
+    let cr = resource(starter(), json!({}));
+    let stack = Stack::read(&cr).unwrap();
+    let nothing = read(None);
+    let decision = decide(&stack, &nothing, &operator()).unwrap();
+    let made = "2026-12-06T10:00:00Z";
+    let young = at("2026-12-06T10:00:05Z");
+    let old = at("2026-12-06T10:30:00Z");
+    let waiting = applied(running(&decision, 1, 0, made));
+    let ready = applied(running(&decision, 1, 1, made));
+    let stopped = applied(running(&decision, 0, 0, made));
+    let existing = read(Some(running(&decision, 1, 0, made)));
+    // (case, what was read, what was acted, now, pods, judged, the server asked)
+    type Row<'a> = (
+        &'a str,
+        &'a Observed,
+        Acted<'a>,
+        jiff::Timestamp,
+        PodsNeeded,
+        bool,
+        bool,
+    );
+    let rows: Vec<Row<'_>> = vec![
+        (
+            "taking over holds the server",
+            &nothing,
+            Acted::Held(Hold::Waiting),
+            old,
+            PodsNeeded::No,
+            false,
+            false,
+        ),
+        (
+            "a write refused",
+            &existing,
+            Acted::Refused("conflict"),
+            old,
+            PodsNeeded::No,
+            false,
+            false,
+        ),
+        (
+            "the decision blocked: what runs is looked at",
+            &existing,
+            Acted::Applied(None),
+            old,
+            PodsNeeded::List,
+            false,
+            false,
+        ),
+        (
+            "made now, a young rollout",
+            &nothing,
+            Acted::Applied(Some(&waiting)),
+            young,
+            PodsNeeded::No,
+            true,
+            false,
+        ),
+        (
+            "made now, waiting long: no Pod can exist yet",
+            &nothing,
+            Acted::Applied(Some(&waiting)),
+            old,
+            PodsNeeded::NoneYet,
+            true,
+            false,
+        ),
+        (
+            "made before, waiting long",
+            &existing,
+            Acted::Applied(Some(&waiting)),
+            old,
+            PodsNeeded::List,
+            true,
+            false,
+        ),
+        (
+            "Ready with a replica: the server is asked",
+            &existing,
+            Acted::Applied(Some(&ready)),
+            old,
+            PodsNeeded::No,
+            true,
+            true,
+        ),
+        (
+            "Ready at zero replicas: nothing to ask",
+            &existing,
+            Acted::Applied(Some(&stopped)),
+            old,
+            PodsNeeded::No,
+            true,
+            false,
+        ),
+    ];
+    for (case, observed, acted, now, pods, judged, server) in rows {
+        let looked = looks(&stack, &decision, observed, acted, now);
+        assert_eq!(looked.pods, pods, "{case}");
+        assert_eq!(looked.judged.is_some(), judged, "{case}");
+        assert_eq!(looked.server.is_some(), server, "{case}");
+        let expected = match acted {
+            Acted::Applied(Some(applied)) => applied.deployment.as_ref(),
+            _ => observed.deployment.as_ref(),
+        };
+        assert_eq!(
+            looked.deployment, expected,
+            "{case}: the Deployment as it runs now"
+        );
+        assert!(
+            !looked.replica_sets,
+            "{case}: no rollback is due without a memory"
+        );
+    }
+}
+
+/// What a reconcile comes to: held back by taking over, it says only the adoption's conditions
+/// and looks again at the adoption's pace; refused, it says why and waits for the resync (the
+/// error itself retries); applied, the status follows the Deployment, and a Ready stack looks
+/// again at the resync or when its server is due, whichever comes first.
+#[test]
+fn a_reconcile_comes_to_its_status_and_its_next_look() {
+    let cr = resource(starter(), json!({}));
+    let stack = Stack::read(&cr).unwrap();
+    let observed = read(None);
+    let decision = decide(&stack, &observed, &operator()).unwrap();
+    let catalog = Catalog::embedded().unwrap();
+    let now = at("2026-12-06T10:30:00Z");
+    let around = |server_due| Around {
+        catalog: &catalog,
+        server_due,
+        now,
+    };
+    let ready = applied(running(&decision, 1, 1, "2026-12-06T10:00:00Z"));
+    let waiting = applied(running(&decision, 1, 0, "2026-12-06T10:29:56Z"));
+    let phase = |finished: &super::report::Finished| {
+        serde_json::to_value(&finished.status).unwrap()["phase"].clone()
+    };
+    let condition = |finished: &super::report::Finished, kind: &str| {
+        let status = serde_json::to_value(&finished.status).unwrap();
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+            .cloned()
+    };
+
+    let held = Acted::Held(Hold::Waiting);
+    let looked = looks(&stack, &decision, &observed, held, now);
+    let assessed = assess(
+        &stack,
+        &decision,
+        held,
+        (&looked, Seen::default()),
+        around(None),
+    );
+    assert_eq!(assessed.requeue, ADOPTION_POLL, "held: the adoption's pace");
+    assert_eq!(
+        condition(&assessed.finished, "DeploymentUpdated"),
+        None,
+        "held: nothing of the server's is said"
+    );
+
+    let refused = Acted::Refused("admission webhook denied the request");
+    let looked = looks(&stack, &decision, &observed, refused, now);
+    let assessed = assess(
+        &stack,
+        &decision,
+        refused,
+        (&looked, Seen::default()),
+        around(None),
+    );
+    assert_eq!(assessed.requeue, RESYNC);
+    let updated = condition(&assessed.finished, "DeploymentUpdated").unwrap();
+    assert_eq!(
+        (updated["status"].as_str(), updated["reason"].as_str()),
+        (Some("False"), Some("ApplyFailed"))
+    );
+    assert!(
+        updated["message"]
+            .as_str()
+            .unwrap()
+            .contains("admission webhook denied"),
+        "{updated}"
+    );
+
+    let acted = Acted::Applied(Some(&ready));
+    let looked = looks(&stack, &decision, &observed, acted, now);
+    let assessed = assess(
+        &stack,
+        &decision,
+        acted,
+        (&looked, Seen::default()),
+        around(None),
+    );
+    assert_eq!(phase(&assessed.finished), "Ready");
+    assert!(assessed.finished.became_ready);
+    assert_eq!(assessed.requeue, RESYNC);
+    let due = Duration::from_secs(20);
+    let assessed = assess(
+        &stack,
+        &decision,
+        acted,
+        (&looked, Seen::default()),
+        around(Some(due)),
+    );
+    assert_eq!(
+        assessed.requeue, due,
+        "Ready: the server's answers are due first"
+    );
+    assert_eq!(assessed.rolled_back, None);
+
+    let acted = Acted::Applied(Some(&waiting));
+    let looked = looks(&stack, &decision, &observed, acted, now);
+    let assessed = assess(
+        &stack,
+        &decision,
+        acted,
+        (&looked, Seen::default()),
+        around(Some(due)),
+    );
+    assert_ne!(phase(&assessed.finished), "Ready");
+    assert!(!assessed.finished.became_ready);
+    assert!(
+        assessed.requeue >= YOUNG_ROLLOUT - Duration::from_secs(4) && assessed.requeue < RESYNC,
+        "a rollout 4 s old is looked at again when it turns {YOUNG_ROLLOUT:?} old: {:?}",
+        assessed.requeue
+    );
+}
+
+/// Once the Deployment and the Secrets are read: the derived Secret's holder is read only for a
+/// stack that splits a connection string whose Secret was found; the ReplicaSets only while a
+/// rejected revision of this generation may be held back by restoring the last Ready one.
+#[test]
+fn what_is_read_once_the_deployment_and_the_secrets_are() {
+    let postgres = json!({"distribution": {"name": "starter"}, "storage": {"sql": {"type": "postgres",
+        "connectionString": {"secretKeyRef": {"name": "pg", "key": "url"}}}}});
+    let url = Secret {
+        data: Some(BTreeMap::from([(
+            "url".to_owned(),
+            ByteString(b"postgres://u:p@db:5432/x".to_vec()),
+        )])),
+        ..Secret::default()
+    };
+    let found = BTreeMap::from([("pg".to_owned(), Some(url))]);
+    let missing = BTreeMap::from([("pg".to_owned(), None)]);
+    let memory = |generation: i64| {
+        json!({"rollback": {
+        "lastReady": {"desiredHash": "hash-good", "image": "registry.corp/good@sha256:44"},
+        "rejected": {"desiredHash": "hash-bad", "image": PINNED, "generation": generation,
+            "reason": "ServerCrashLooping", "message": "keeps exiting"}}})
+    };
+    let deployment = |hash: &str| -> Deployment {
+        serde_json::from_value(
+            json!({"metadata": {"name": "s", "annotations": {DESIRED_HASH: hash}},
+            "spec": {"selector": {}, "template": {}}}),
+        )
+        .unwrap()
+    };
+    let bad = deployment("hash-bad");
+    let good = deployment("hash-good");
+    // (case, spec, status, the Deployment read, the Secrets read, derived Secret read, ReplicaSets read)
+    type Row<'a> = (
+        &'a str,
+        Value,
+        Value,
+        Option<&'a Deployment>,
+        &'a BTreeMap<String, Option<Secret>>,
+        bool,
+        bool,
+    );
+    let none = BTreeMap::new();
+    let rows: Vec<Row<'_>> = vec![
+        (
+            "no connection string",
+            starter(),
+            json!({}),
+            None,
+            &none,
+            false,
+            false,
+        ),
+        (
+            "a connection string, its Secret found",
+            postgres.clone(),
+            json!({}),
+            None,
+            &found,
+            true,
+            false,
+        ),
+        (
+            "a connection string, its Secret missing",
+            postgres,
+            json!({}),
+            None,
+            &missing,
+            false,
+            false,
+        ),
+        (
+            "a rejection of this generation, the bad revision running",
+            starter(),
+            memory(3),
+            Some(&bad),
+            &none,
+            false,
+            true,
+        ),
+        (
+            "a rejection of this generation, the good one restored",
+            starter(),
+            memory(3),
+            Some(&good),
+            &none,
+            false,
+            false,
+        ),
+        (
+            "a rejection of an older generation",
+            starter(),
+            memory(2),
+            Some(&bad),
+            &none,
+            false,
+            false,
+        ),
+    ];
+    for (case, spec, status, current, secrets, derived, replica_sets) in rows {
+        let cr = resource(spec, status);
+        let stack = Stack::read(&cr).unwrap();
+        let later = reads::later(&stack, current, secrets);
+        assert_eq!(later.derived_secret.is_some(), derived, "{case}: {later:?}");
+        if let Some(name) = &later.derived_secret {
+            assert!(
+                name.starts_with("s-"),
+                "{case}: the stack's own name leads: {name}"
+            );
+        }
+        assert_eq!(later.replica_sets, replica_sets, "{case}");
+    }
+}
+
+/// The first read: the reference the distribution resolves from now, and the pin deployed kept
+/// instead of looking it up again while it was taken from that reference and no re-pin was
+/// asked for.
+#[test]
+fn the_image_is_the_pin_kept_or_the_reference_looked_up() {
+    let resolver = Resolver::new(ResolverOptions::new(Catalog::embedded().unwrap())).unwrap();
+    let now = at("2026-12-06T10:00:00Z");
+    let reference = "docker.io/ogxai/distribution-starter:1.3.0";
+    let pinned = |from: &str, request: Option<&str>| {
+        json!({"resolvedDistribution": {
+        "image": PINNED, "reference": from, "repinRequest": request, "pinnedAt": "2026-12-01T00:00:00Z"}})
+    };
+    let repin = |request: &str| {
+        let mut cr = resource(starter(), pinned(reference, Some("1")));
+        cr.metadata.annotations = Some(BTreeMap::from([(
+            crate::naming::REPIN_ANNOTATION.to_owned(),
+            request.to_owned(),
+        )]));
+        cr
+    };
+    // (case, the resource, the pin kept)
+    let rows: Vec<(&str, LlamaStackDistribution, bool)> = vec![
+        (
+            "nothing deployed yet",
+            resource(starter(), json!({})),
+            false,
+        ),
+        (
+            "pinned from the same reference",
+            resource(starter(), pinned(reference, None)),
+            true,
+        ),
+        (
+            "pinned from another reference",
+            resource(starter(), pinned("registry.corp/other:1", None)),
+            false,
+        ),
+        ("the re-pin already honoured", repin("1"), true),
+        ("a new re-pin asked for", repin("2"), false),
+    ];
+    for (case, cr, kept) in rows {
+        let stack = Stack::read(&cr).unwrap();
+        let (looked_up, pin) = reads::image(&stack, &resolver, now);
+        assert_eq!(looked_up, reference, "{case}");
+        assert_eq!(
+            pin.map(|k| (k.image, k.from)),
+            kept.then_some((PINNED, reference)),
+            "{case}"
+        );
+    }
+    let unknown = resource(
+        json!({"distribution": {"name": "no-such-distribution"}}),
+        json!({}),
+    );
+    let stack = Stack::read(&unknown).unwrap();
+    let (looked_up, pin) = reads::image(&stack, &resolver, now);
+    assert_eq!(
+        (looked_up.as_str(), pin),
+        ("", None),
+        "a name the catalog lacks: the resolution says why"
+    );
+}
