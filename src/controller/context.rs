@@ -37,8 +37,10 @@ pub struct Context {
     operator_image: Option<String>,
     /// How many reconciles run at once (see [`DEFAULT_CONCURRENCY`]).
     pub(super) concurrency: u16,
-    /// Reads what running servers say about themselves, at a bounded rate.
+    /// What running servers said about themselves, and when each is read again.
     pub(super) servers: super::memory::server_info::ServerProbe,
+    /// The HTTP client the servers are read with (`None`: none could be made).
+    pub(super) server_http: Option<reqwest::Client>,
     /// How often what the cluster serves is read again.
     pub(super) rediscovery: std::time::Duration,
     /// What the watches of owned objects say of each, so the apply reads only what they
@@ -85,7 +87,7 @@ impl Context {
         };
         Self {
             metrics: Arc::new(crate::metrics::Metrics::new(resolver.stats())),
-            recorder: EventRecorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(reporter),
             client,
             resolver: std::sync::RwLock::new(resolver),
             operator_config: None,
@@ -96,6 +98,7 @@ impl Context {
             operator_image: None,
             concurrency: DEFAULT_CONCURRENCY,
             servers: super::memory::server_info::ServerProbe::default(),
+            server_http: server_http_client(),
             rediscovery: super::memory::discovery::REDISCOVERY_PERIOD,
             owned: super::memory::owned_index::OwnedIndex::default(),
             default_accounts: super::memory::default_accounts::DefaultAccounts::default(),
@@ -184,4 +187,24 @@ impl Context {
             Err(poisoned) => *poisoned.into_inner() = resolver,
         }
     }
+}
+
+/// One request to a server's limit, connection included.
+const SERVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The HTTP client the servers are read with (`None`: none could be made; every read says so).
+pub(in crate::controller) fn server_http_client() -> Option<reqwest::Client> {
+    // reqwest is built without a default crypto provider; the operator uses ring throughout.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        // Every stack is a host of its own, read once a minute: idle connections kept per
+        // host would hold buffers for each stack (about 24 MiB at 1000 stacks).
+        .pool_max_idle_per_host(0)
+        .timeout(SERVER_TIMEOUT)
+        .connect_timeout(SERVER_TIMEOUT)
+        .tls_danger_accept_invalid_certs(true)
+        .user_agent(concat!("llama-stack-operator/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|error| tracing::warn!(%error, "no HTTP client for reading servers"))
+        .ok()
 }

@@ -13,6 +13,7 @@
 mod act;
 mod context;
 mod error;
+mod kinds;
 mod memory;
 mod publish;
 mod read;
@@ -22,7 +23,8 @@ pub(crate) mod watches;
 pub use crate::core::builders::BuildError;
 pub use context::{Context, DEFAULT_CONCURRENCY};
 pub use error::{ApiError, Error};
-pub use memory::discovery::{ServedApis, follow as follow_served_apis, served_apis};
+pub use memory::discovery::ServedApis;
 pub use memory::slim_cache;
 pub use reconcile::{reconcile, reconcile_ogx, reconcile_server, reconcile_stack};
+pub use watches::discovery::{follow as follow_served_apis, served_apis};
 pub use watches::{run, run_in};

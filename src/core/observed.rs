@@ -138,3 +138,12 @@ pub struct Seen {
     /// What the server said of itself, when it was due to be asked.
     pub server: Option<ServerInfo>,
 }
+
+/// A Service's cluster IP, unless it has none (headless, or not yet given one).
+pub fn cluster_ip(service: &k8s_openapi::api::core::v1::Service) -> Option<String> {
+    service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .filter(|ip| !ip.is_empty() && ip != "None")
+}

@@ -11,9 +11,9 @@ use kube::api::{Api, DynamicObject};
 use super::write::{Indexed, sync, sync_in};
 use crate::controller::context::Context;
 use crate::controller::error::ApiError;
-use crate::controller::memory::server_info::cluster_ip;
 use crate::core::builders::{self, Desired};
 use crate::core::door::Door;
+use crate::core::observed::cluster_ip;
 use crate::core::stack::Stack;
 use crate::naming;
 

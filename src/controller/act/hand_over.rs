@@ -21,10 +21,11 @@ use kube::api::{Api, DynamicObject, ListParams, Patch};
 use kube::runtime::events::EventType;
 use serde_json::{Value, json};
 
-use super::write::{NamespacedKind, patch_by};
+use super::write::patch_by;
 use crate::api::conditions::Reason;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
+use crate::controller::kinds::NamespacedKind;
 use crate::controller::publish::events;
 use crate::core::adoption::ADOPTED_FROM;
 use crate::core::builders;

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 
 use super::drift::foreign_field;
 use crate::controller::error::{ApiError, api_err};
+use crate::controller::kinds::NamespacedKind;
 use crate::controller::memory::owned_index::{Known, OwnedIndex};
 use crate::naming::{DESIRED_HASH, FIELD_MANAGER};
 
@@ -34,24 +35,6 @@ pub(in crate::controller) enum Change {
     Applied,
     /// Deleted (no longer wanted).
     Deleted,
-}
-
-/// A namespaced built-in kind (every namespaced k8s-openapi type): what reading, listing and
-/// patching it through an `Api` needs.
-pub(in crate::controller) trait NamespacedKind:
-    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-    + Clone
-    + DeserializeOwned
-    + Debug
-{
-}
-
-impl<K> NamespacedKind for K where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-{
 }
 
 /// What the apply does about one owned object, from what the watches know of it.

@@ -1,5 +1,6 @@
-//! Publishes Kubernetes Events (`events.k8s.io/v1`) as kube's `Recorder` does: an Event
-//! repeated within [`SERIES_WINDOW`] (same type, action, reason and object reference) becomes a
+//! The series of the Kubernetes Events (`events.k8s.io/v1`) published, kept as kube's
+//! `Recorder` keeps them (the writes are the publish step's): an Event repeated within
+//! [`SERIES_WINDOW`] (same type, action, reason and object reference) becomes a
 //! series on the first one, a patch of its count and time, instead of a new object.
 //!
 //! Unlike kube's recorder, which keeps every Event it published for that window (about 2.8 KiB
@@ -14,7 +15,6 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 
 use crate::controller::memory::field_digest::FieldDigest;
@@ -31,55 +31,53 @@ pub struct Reporter {
     pub instance: Option<String>,
 }
 
-/// Publishes Events, remembering the series of the last [`SERIES_WINDOW`].
+/// The series of the Events published in the last [`SERIES_WINDOW`], and who reports them: what
+/// publishing an Event writes ([`EventRecorder::next`]), and what was written
+/// ([`EventRecorder::published`]). The writes are the publish step's
+/// (`controller::publish::events`).
 pub struct EventRecorder {
-    client: kube::Client,
     reporter: Reporter,
     series: Mutex<SeriesMemory>,
 }
 
+/// Which series an Event belongs to (its type, action, reason and whole object reference).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeriesKey([u8; 16]);
+
 impl EventRecorder {
-    /// A recorder writing as `reporter`.
-    pub fn new(client: kube::Client, reporter: Reporter) -> Self {
+    /// A recorder of the Events `reporter` writes.
+    pub fn new(reporter: Reporter) -> Self {
         Self {
-            client,
             reporter,
             series: Mutex::new(SeriesMemory::default()),
         }
     }
 
-    /// Publishes `event` about the object `regarding`: a new Event, or the next of its series.
-    pub async fn publish(
+    /// What publishing `event` about the object `regarding` at `now` writes: a new Event (the
+    /// object to create), or the next of its series.
+    pub fn next(
         &self,
         event: &Event,
         regarding: &ObjectReference,
-    ) -> Result<(), kube::Error> {
-        let now = Timestamp::now();
+        now: Timestamp,
+    ) -> (SeriesKey, Write) {
         let key = series_key(event, regarding);
-        let next = self.memory().next(key, now);
-        let namespace = regarding.namespace.as_deref().unwrap_or("default");
-        let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
-        let name = match next {
-            Next::Repeat { name, count } => {
-                let series = EventSeries {
+        let write = match self.memory().next(key, now) {
+            Next::Repeat { name, count } => Write::Repeat {
+                name,
+                series: EventSeries {
                     count,
                     last_observed_time: MicroTime(now),
-                };
-                let patch = serde_json::json!({ "series": series });
-                events
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
-                name
-            }
-            Next::New => {
-                let created = self.new_event(event, regarding, now);
-                let name = created.metadata.name.clone().unwrap_or_default();
-                events.create(&PostParams::default(), &created).await?;
-                name
-            }
+                },
+            },
+            Next::New => Write::Create(Box::new(self.new_event(event, regarding, now))),
         };
-        self.memory().published(key, name, now);
-        Ok(())
+        (SeriesKey(key), write)
+    }
+
+    /// Notes that the Event of series `key`, named `name`, was written at `now`.
+    pub fn published(&self, key: SeriesKey, name: String, now: Timestamp) {
+        self.memory().published(key.0, name, now);
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, SeriesMemory> {
@@ -145,7 +143,21 @@ fn series_key(event: &Event, regarding: &ObjectReference) -> [u8; 16] {
     key.finish()
 }
 
-/// What to write for an Event.
+/// What publishing one Event writes.
+#[derive(Debug)]
+pub enum Write {
+    /// A new Event object.
+    Create(Box<K8sEvent>),
+    /// A patch of the series of the Event `name`.
+    Repeat {
+        /// The series' first Event.
+        name: String,
+        /// Its count and time.
+        series: EventSeries,
+    },
+}
+
+/// What the series memory says of an Event.
 #[derive(Debug, PartialEq)]
 enum Next {
     /// A new Event object.

@@ -1,10 +1,14 @@
 //! Kubernetes Events about a stack (its LlamaStackDistribution or OGXServer): what a person
 //! should look at.
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 
 use crate::api::conditions::{ConditionType, Reason};
 use crate::controller::context::Context;
+use crate::controller::memory::event_series::Write;
 use crate::core::conditions::Conditions;
 use crate::core::subject::Subject;
 
@@ -72,7 +76,36 @@ async fn publish_word(
         action: "Reconcile".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &subject.regarding).await {
+    if let Err(error) = write(ctx, &event, &subject.regarding).await {
         tracing::debug!(%error, "cannot publish an event");
     }
+}
+
+/// Writes `event` about the object `regarding`: a new Event, or the next of its series
+/// (`ctx.recorder` says which, and remembers what was written).
+async fn write(
+    ctx: &Context,
+    event: &Event,
+    regarding: &ObjectReference,
+) -> Result<(), kube::Error> {
+    let now = jiff::Timestamp::now();
+    let namespace = regarding.namespace.as_deref().unwrap_or("default");
+    let events: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), namespace);
+    let (key, next) = ctx.recorder.next(event, regarding, now);
+    let name = match next {
+        Write::Repeat { name, series } => {
+            let patch = serde_json::json!({ "series": series });
+            events
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            name
+        }
+        Write::Create(created) => {
+            let name = created.metadata.name.clone().unwrap_or_default();
+            events.create(&PostParams::default(), &created).await?;
+            name
+        }
+    };
+    ctx.recorder.published(key, name, now);
+    Ok(())
 }

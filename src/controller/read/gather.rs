@@ -24,9 +24,9 @@ use llama_stack_resolver::{Resolution, ResolveError, Resolver};
 
 use super::by_name::{self, Named};
 use super::observe;
+use super::take_over;
 use crate::api::object_refs::RefKind;
 use crate::api::ogx::OGXServer;
-use crate::controller::act::take_over;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, Error, Gathering, api_err};
 use crate::controller::memory::default_accounts::DEFAULT_ACCOUNT;

@@ -128,7 +128,7 @@ async fn service_address(stack: &Stack<'_>, ctx: &Context) -> Result<String, Str
         Ok(None) => return Err(format!("Service {ns}/{name} does not exist")),
         Err(e) => return Err(format!("cannot read Service {ns}/{name}: {e}")),
     };
-    let ip = crate::controller::memory::server_info::cluster_ip(&service)
+    let ip = crate::core::observed::cluster_ip(&service)
         .ok_or_else(|| format!("Service {ns}/{name} has no cluster IP"))?;
     ctx.servers.note_address(stack.uid(), &ip, now);
     Ok(ip)
@@ -155,7 +155,6 @@ async fn read_server(stack: &Stack<'_>, ctx: &Context) -> ServerInfo {
         .networking
         .gateway
         .map(|_| crate::stack_config::OPERATOR_CALLER);
-    ctx.servers
-        .read(&format!("{scheme}://{host}:{port}"), caller)
-        .await
+    let base = format!("{scheme}://{host}:{port}");
+    super::server::read(ctx.server_http.as_ref(), &base, caller).await
 }

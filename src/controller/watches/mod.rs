@@ -8,6 +8,7 @@
 //! each watch's expired resource version paused every other watch for up to a minute in turn.
 //! A watch whose resource version expired (410) lists again after its backoff, on its own.
 
+pub(crate) mod discovery;
 pub(in crate::controller) mod settings;
 
 use std::sync::Arc;
@@ -58,7 +59,7 @@ pub async fn run_in(ctx: Arc<Context>, namespaces: &[String]) {
     // However this ends, the stopped watches no longer count for the operator's health.
     let _forget = ForgetWatches(ctx.metrics.watches());
     // What the cluster serves, read at start (Routes, monitoring, OGXServers), then followed.
-    let mut served = memory::discovery::served_apis(&ctx.client).await;
+    let mut served = discovery::served_apis(&ctx.client).await;
     // The OGXServer API installed (or removed) while the operator runs: the controllers start
     // again on what is served now, in this process, as after a change of leader.
     while let Some(now) = run_serving(ctx.clone(), namespaces, served).await {
@@ -118,7 +119,7 @@ async fn run_serving(
         }
     };
     let mut changed_api = None;
-    let rediscover = memory::discovery::follow(&ctx.client, served, ctx.rediscovery, |now| {
+    let rediscover = discovery::follow(&ctx.client, served, ctx.rediscovery, |now| {
         if now.ogx_servers != ogx {
             changed_api = Some(now);
             return std::ops::ControlFlow::Break(());
