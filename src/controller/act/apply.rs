@@ -4,6 +4,7 @@
 //! everything together), what is around it, and the prune of old revisions once the rollout
 //! settles. Nothing is written when nothing changed.
 
+use super::Noted;
 use super::around::around_the_server;
 use super::deployment::apply_deployment;
 use super::for_the_pods::what_the_pods_need;
@@ -21,9 +22,8 @@ use crate::core::stack::Stack;
 pub(in crate::controller) async fn apply(
     stack: &Stack<'_>,
     ctx: &Context,
-    intent: &Intent,
-    observed: &Observed,
-    moved: bool,
+    (intent, observed, moved): (&Intent, &Observed, bool),
+    noted: &mut Vec<Noted>,
 ) -> Result<Applied, ApiError> {
     // Objects just handed over are still in the old door's watches as the old stack's: this
     // reconcile reads them all.
@@ -37,7 +37,7 @@ pub(in crate::controller) async fn apply(
     let current = observed.deployment.as_ref();
     let deployment = match current.filter(|_| intent.keeps_deployment()) {
         Some(kept) => Some(kept.clone()),
-        None => apply_deployment(stack, ctx, &desired.deployment, current).await?,
+        None => apply_deployment(stack, ctx, (&desired.deployment, current), noted).await?,
     };
     let route_url = around_the_server(stack, ctx, desired, index).await?;
     if let Some(deployment) = &deployment {

@@ -4,24 +4,24 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch};
-use kube::runtime::events::EventType;
 use serde_json::{Value, json};
 
+use super::Noted;
 use super::write::{Change, patch_by, sync_from};
 use crate::api::conditions::Reason;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
-use crate::controller::publish::events;
 use crate::core::rollout;
 use crate::core::stack::Stack;
 use crate::naming;
 
-/// Applies the Deployment when its desired hash changed, with an Event saying what rolls out.
+/// Applies the Deployment when its desired hash changed, with an Event (in `noted`) saying what
+/// rolls out.
 pub(in crate::controller) async fn apply_deployment(
     stack: &Stack<'_>,
     ctx: &Context,
-    desired: &Deployment,
-    current: Option<&Deployment>,
+    (desired, current): (&Deployment, Option<&Deployment>),
+    noted: &mut Vec<Noted>,
 ) -> Result<Option<Deployment>, ApiError> {
     let ns = stack.namespace;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
@@ -59,7 +59,7 @@ pub(in crate::controller) async fn apply_deployment(
             rollout::image_of(desired),
             rollout::config_of(desired)
         );
-        events::publish(ctx, &stack.subject, EventType::Normal, reason, note).await;
+        noted.push(Noted { reason, note });
     }
     Ok(deployment)
 }

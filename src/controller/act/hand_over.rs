@@ -18,15 +18,14 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DynamicObject, ListParams, Patch};
-use kube::runtime::events::EventType;
 use serde_json::{Value, json};
 
+use super::Noted;
 use super::write::patch_by;
 use crate::api::conditions::Reason;
 use crate::controller::context::Context;
 use crate::controller::error::{ApiError, api_err};
 use crate::controller::kinds::NamespacedKind;
-use crate::controller::publish::events;
 use crate::core::adoption::ADOPTED_FROM;
 use crate::core::builders;
 use crate::core::stack::Stack;
@@ -52,6 +51,7 @@ pub(in crate::controller) fn hand_over_patch(meta: &ObjectMeta, owner: &OwnerRef
 pub(in crate::controller) async fn hand_over(
     stack: &Stack<'_>,
     ctx: &Context,
+    noted: &mut Vec<Noted>,
 ) -> Result<(), ApiError> {
     let Some(owner) = stack.subject.owner.as_ref() else {
         return Ok(());
@@ -61,14 +61,10 @@ pub(in crate::controller) async fn hand_over(
         "{handed} objects of LlamaStackDistribution {} are this OGXServer's now; deleting the LlamaStackDistribution deletes none of them",
         stack.name
     );
-    events::publish(
-        ctx,
-        &stack.subject,
-        EventType::Normal,
-        Reason::MovedToOGXServer,
+    noted.push(Noted {
+        reason: Reason::MovedToOGXServer,
         note,
-    )
-    .await;
+    });
     Ok(())
 }
 

@@ -14,12 +14,22 @@ pub(in crate::controller) mod prune;
 pub(in crate::controller) mod take_over;
 pub(in crate::controller) mod write;
 
+use crate::api::conditions::Reason;
 use crate::controller::context::Context;
 use crate::controller::error::{Acting, ApiError, Error};
 use crate::core::adoption::Hold;
 use crate::core::decide::Decision;
 use crate::core::observed::{Acted, Applied, Observed};
 use crate::core::stack::Stack;
+
+/// An Event the act step asks the publish step for (a Normal one: what changed).
+#[derive(Debug)]
+pub(in crate::controller) struct Noted {
+    /// Its reason.
+    pub(in crate::controller) reason: Reason,
+    /// What it says.
+    pub(in crate::controller) note: String,
+}
 
 /// What the act step did.
 pub(in crate::controller) enum Act {
@@ -59,18 +69,20 @@ impl Act {
 /// the server cannot run: the old stack keeps serving), then a move in place's hand-over
 /// (whatever the decision: see [`Decision::moves_in_place`]), then, unless taking over holds
 /// the server back, the decision's objects. The stack's view of what it took is the decision's.
+/// The Events of what changed are added to `noted` as they happen (kept whatever comes after:
+/// a later refusal does not undo an earlier write).
 pub(in crate::controller) async fn act(
     stack: &mut Stack<'_>,
     ctx: &Context,
-    decision: &Decision,
-    observed: &Observed,
+    (decision, observed): (&Decision, &Observed),
+    noted: &mut Vec<Noted>,
 ) -> Result<Act, Error> {
     stack.adoption = decision.take_over.adopted.clone();
     take_over::carry_out(stack, ctx, &decision.take_over.writes)
         .await
         .map_err(|e| Error::Act(Acting::TakeOver, e))?;
     if decision.moves_in_place
-        && let Err(error) = hand_over::hand_over(stack, ctx).await
+        && let Err(error) = hand_over::hand_over(stack, ctx, noted).await
     {
         return Ok(Act::refused(error));
     }
@@ -82,7 +94,7 @@ pub(in crate::controller) async fn act(
     };
     let moved = decision.moves_in_place;
     Ok(
-        match apply::apply(stack, ctx, intent, observed, moved).await {
+        match apply::apply(stack, ctx, (intent, observed, moved), noted).await {
             Ok(applied) => Act::Applied(Some(Box::new(applied))),
             Err(error) => Act::refused(error),
         },

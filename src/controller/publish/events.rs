@@ -7,6 +7,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 
 use crate::api::conditions::{ConditionType, Reason};
+use crate::controller::act::Noted;
 use crate::controller::context::Context;
 use crate::controller::memory::event_series::Write;
 use crate::core::conditions::Conditions;
@@ -48,6 +49,13 @@ pub(in crate::controller) async fn failures(
             c.message.clone(),
         )
         .await;
+    }
+}
+
+/// Publishes the Events the act step noted of what changed, in their order.
+pub(in crate::controller) async fn noted(ctx: &Context, subject: &Subject, noted: Vec<Noted>) {
+    for Noted { reason, note } in noted {
+        publish(ctx, subject, EventType::Normal, reason, note).await;
     }
 }
 
