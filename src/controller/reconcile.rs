@@ -24,8 +24,8 @@ use super::act::{Act, act};
 use super::context::Context;
 use super::error::{Acting, Error};
 use super::memory::slim_cache;
-use super::publish::{events, publish};
-use super::read::{gather, observe};
+use super::publish::{noted, publish};
+use super::read::{gather, look};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
@@ -280,11 +280,11 @@ const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// to look again and the reason for the metrics. A refused write is published (best effort)
 /// and fails the reconcile.
 async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, String), Error> {
-    let observed = gather::gather(&mut stack, ctx).await?;
+    let observed = gather(&mut stack, ctx).await?;
     let decision = decide::decide(&stack, &observed, &ctx.operator())?;
-    let mut noted = Vec::new();
-    let act = act(&mut stack, ctx, (&decision, &observed), &mut noted).await;
-    events::noted(ctx, &stack.subject, noted).await;
+    let mut changes = Vec::new();
+    let act = act(&mut stack, ctx, (&decision, &observed), &mut changes).await;
+    noted(ctx, &stack.subject, changes).await;
     let act = act?;
     let stack = &stack;
     let now = jiff::Timestamp::now();
@@ -296,7 +296,7 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
         stack.name,
         pods_matter,
     );
-    let seen = observe::look(stack, ctx, &looks).await?;
+    let seen = look(stack, ctx, &looks).await?;
     let resolver = ctx.resolver();
     let around = Around {
         catalog: resolver.catalog(),

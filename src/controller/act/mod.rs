@@ -4,15 +4,15 @@
 //! old revisions pruned (prune). How one owned object is written (write), hand edits found
 //! (drift).
 
-pub(in crate::controller) mod apply;
-pub(in crate::controller) mod around;
-pub(in crate::controller) mod deployment;
-pub(in crate::controller) mod drift;
-pub(in crate::controller) mod for_the_pods;
-pub(in crate::controller) mod hand_over;
-pub(in crate::controller) mod prune;
-pub(in crate::controller) mod take_over;
-pub(in crate::controller) mod write;
+mod apply;
+mod around;
+mod deployment;
+mod drift;
+mod for_the_pods;
+mod hand_over;
+mod prune;
+mod take_over;
+mod write;
 
 use crate::api::conditions::Reason;
 use crate::controller::context::Context;

@@ -1,8 +1,10 @@
 //! The publish step: the status a reconcile came to, written when it differs from the stored one,
 //! with the Events of its transitions.
 
-pub(in crate::controller) mod events;
-pub(in crate::controller) mod status;
+mod events;
+mod status;
+
+pub(in crate::controller) use events::noted;
 
 use std::time::Instant;
 
