@@ -376,7 +376,7 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
                     location: location.clone(),
                     detail: e.to_string(),
                 })?;
-            (model, Door::of_ogx_server(&server))
+            (model, crate::ogx_server::door(&server))
         } else {
             let v1alpha2 = if stored["apiVersion"] == "llamastack.io/v1alpha1" {
                 crate::convert::convert(&stored, "llamastack.io/v1alpha2")

@@ -102,7 +102,7 @@ pub async fn reconcile_server(
                 adopt_recorded(&mut model, namesake.as_ref());
             }
             let owner = namesake.as_ref().and_then(namesake_reference);
-            reconcile_model(&model, Door::of_ogx_server(&cr), &ctx, owner).await
+            reconcile_model(&model, ogx_server::door(&cr), &ctx, owner).await
         }
         Err(untranslatable) => {
             let started = Instant::now();

@@ -9,9 +9,8 @@
 //! `<name>-pvc`, ...) and the Pod selector (a Deployment's selector cannot change, so a stack
 //! moved from one API to the other keeps its Deployment and never stops serving).
 
-use crate::api::ogx;
 pub use crate::naming::OGX_MANAGED_BY;
-use crate::naming::{CONFIG_DIR, FIELD_MANAGER};
+use crate::naming::{CONFIG_DIR, FIELD_MANAGER, OGX_API_VERSION};
 use crate::stack_config::ModelMerge;
 
 /// Where an `OGXServer`'s config ConfigMap is mounted (the OGX operator's path).
@@ -32,18 +31,11 @@ pub enum Door {
 }
 
 impl Door {
-    /// The door of `server`: an `OGXServer`'s, with its metrics port.
-    pub fn of_ogx_server(server: &ogx::OGXServer) -> Self {
-        Door::OgxServer {
-            metrics_port: crate::ogx_server::metrics_port(&server.spec),
-        }
-    }
-
     /// `apiVersion` and `kind` of the resource.
     pub fn type_meta(self) -> (&'static str, &'static str) {
         match self {
             Door::LlamaStackDistribution => ("llamastack.io/v1alpha2", "LlamaStackDistribution"),
-            Door::OgxServer { .. } => (ogx::API_VERSION, "OGXServer"),
+            Door::OgxServer { .. } => (OGX_API_VERSION, "OGXServer"),
         }
     }
 

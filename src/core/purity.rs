@@ -1,5 +1,7 @@
 //! The core stays pure: no file under `src/core/` names the API client, awaits, reads the clock,
-//! reaches the network, the file system or a process, or imports the controller. Test code (the
+//! reaches the network, the file system or a process, or imports the controller or the
+//! `OGXServer` door (its API module, its translation: the door knows the core, not the other way
+//! round). Test code (the
 //! `tests.rs` files and `mod tests` blocks) and comments are not held to it.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ const FORBIDDEN: &[(&str, &str)] = &[
         "the clock",
     ),
     (r"\bcrate::controller\b", "the controller"),
+    (r"\bcrate::(api::ogx|ogx_server)\b", "the OGXServer door"),
     (r"\b(tokio|reqwest|hyper)::", "the runtime or the network"),
     (
         r"\bstd::(fs|net|process|env)\b",
@@ -144,6 +147,11 @@ fn the_rule_finds_what_it_forbids() {
         ("let now = jiff::Timestamp::now();", "the clock"),
         ("let t = std::time::Instant::now();", "the clock"),
         ("use crate::controller::context::Context;", "the controller"),
+        ("use crate::api::ogx;", "the OGXServer door"),
+        (
+            "let port = crate::ogx_server::metrics_port(spec);",
+            "the OGXServer door",
+        ),
         (
             "let text = std::fs::read_to_string(p);",
             "the file system, network, a process or the environment",

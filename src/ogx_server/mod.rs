@@ -411,6 +411,13 @@ fn first_dropped(given: &Value, carried: &Value) -> Option<String> {
     }
 }
 
+/// The door an `OGXServer` comes through, with its metrics port.
+pub fn door(server: &crate::api::ogx::OGXServer) -> crate::core::door::Door {
+    crate::core::door::Door::OgxServer {
+        metrics_port: metrics_port(&server.spec),
+    }
+}
+
 /// The port the server exports its metrics on: `monitoring.metricsPort` (default 9464) unless
 /// `monitoring.enabled` is false.
 pub fn metrics_port(spec: &OGXServerSpec) -> Option<i32> {
