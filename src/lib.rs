@@ -6,6 +6,8 @@ pub mod cli;
 pub mod controller;
 pub(crate) mod convert;
 pub mod core;
+#[cfg(test)]
+mod doc_links;
 pub(crate) mod external;
 #[cfg(test)]
 pub(crate) mod heap_count;
