@@ -45,7 +45,7 @@ impl LeaseConfig {
 
 /// What a candidate should do with the Lease it read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub enum LeaseStep {
     /// Nobody holds it (absent, released, or expired): take it.
     Acquire,
     /// This candidate holds it: renew it.
@@ -77,23 +77,23 @@ impl Observation {
 }
 
 /// Decides from the Lease as read, and how long its record has stood unchanged (pure).
-pub fn decide(spec: Option<&LeaseSpec>, identity: &str, unchanged_for: Duration) -> Decision {
+pub fn decide(spec: Option<&LeaseSpec>, identity: &str, unchanged_for: Duration) -> LeaseStep {
     let Some(spec) = spec else {
-        return Decision::Acquire;
+        return LeaseStep::Acquire;
     };
     let holder = spec.holder_identity.as_deref().unwrap_or_default();
     if holder == identity {
-        return Decision::Renew;
+        return LeaseStep::Renew;
     }
     if holder.is_empty() {
-        return Decision::Acquire;
+        return LeaseStep::Acquire;
     }
     let duration = u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0);
     let expired = spec.renew_time.is_none() || unchanged_for > Duration::from_secs(duration);
     if expired {
-        Decision::Acquire
+        LeaseStep::Acquire
     } else {
-        Decision::Wait
+        LeaseStep::Wait
     }
 }
 
@@ -108,7 +108,7 @@ pub async fn try_acquire_or_renew(
     let spec = current.as_ref().and_then(|l| l.spec.as_ref());
     let unchanged_for = observation.see(spec, Instant::now());
     let decision = decide(spec, &config.identity, unchanged_for);
-    if decision == Decision::Wait {
+    if decision == LeaseStep::Wait {
         return Ok(false);
     }
     let previous = current
@@ -120,12 +120,12 @@ pub async fn try_acquire_or_renew(
         holder_identity: Some(config.identity.clone()),
         lease_duration_seconds: i32::try_from(config.lease_duration.as_secs()).ok(),
         acquire_time: match decision {
-            Decision::Renew => previous.acquire_time.clone(),
+            LeaseStep::Renew => previous.acquire_time.clone(),
             _ => Some(MicroTime(now)),
         },
         renew_time: Some(MicroTime(now)),
         lease_transitions: Some(match decision {
-            Decision::Acquire if current.is_some() => transitions + 1,
+            LeaseStep::Acquire if current.is_some() => transitions + 1,
             _ => transitions,
         }),
         ..LeaseSpec::default()
@@ -284,22 +284,22 @@ mod tests {
     #[test]
     fn only_a_free_or_expired_lease_is_taken() {
         let now = jiff::Timestamp::now();
-        assert_eq!(decide(None, "a", secs(0)), Decision::Acquire);
+        assert_eq!(decide(None, "a", secs(0)), LeaseStep::Acquire);
         assert_eq!(
             decide(Some(&spec(Some("a"), now)), "a", secs(100)),
-            Decision::Renew
+            LeaseStep::Renew
         );
         assert_eq!(
             decide(Some(&spec(Some("b"), now)), "a", secs(3)),
-            Decision::Wait
+            LeaseStep::Wait
         );
         assert_eq!(
             decide(Some(&spec(Some("b"), now)), "a", secs(16)),
-            Decision::Acquire
+            LeaseStep::Acquire
         );
         assert_eq!(
             decide(Some(&spec(None, now)), "a", secs(0)),
-            Decision::Acquire,
+            LeaseStep::Acquire,
             "released"
         );
         let never_renewed = LeaseSpec {
@@ -308,12 +308,12 @@ mod tests {
         };
         assert_eq!(
             decide(Some(&never_renewed), "a", secs(0)),
-            Decision::Acquire
+            LeaseStep::Acquire
         );
     }
 
     /// The candidate's view of a holder that renews every 2 s, read every 2 s by this replica.
-    fn watch(renewals: &[jiff::Timestamp], reads_after_last: u64) -> Decision {
+    fn watch(renewals: &[jiff::Timestamp], reads_after_last: u64) -> LeaseStep {
         let mut observation = Observation::default();
         let start = Instant::now();
         let mut unchanged_for = Duration::ZERO;
@@ -337,7 +337,7 @@ mod tests {
             .map(|i| behind + jiff::SignedDuration::from_secs(2 * i))
             .collect();
         // By its renewTime the lease expired an hour ago; it is renewed, so nobody takes it.
-        assert_eq!(watch(&renewals, 0), Decision::Wait);
+        assert_eq!(watch(&renewals, 0), LeaseStep::Wait);
     }
 
     #[test]
@@ -346,8 +346,8 @@ mod tests {
         let renewals = [ahead];
         // Its renewTime says the lease is valid for another hour; this replica's clock says the
         // record has not changed for the lease's duration.
-        assert_eq!(watch(&renewals, 7), Decision::Wait, "14 s unchanged");
-        assert_eq!(watch(&renewals, 8), Decision::Acquire, "16 s unchanged");
+        assert_eq!(watch(&renewals, 7), LeaseStep::Wait, "14 s unchanged");
+        assert_eq!(watch(&renewals, 8), LeaseStep::Acquire, "16 s unchanged");
     }
 
     #[test]
@@ -361,11 +361,11 @@ mod tests {
         assert_eq!(observation.see(Some(&old), now), Duration::ZERO);
         assert_eq!(
             decide(Some(&old), "a", observation.see(Some(&old), now + secs(10))),
-            Decision::Wait
+            LeaseStep::Wait
         );
         assert_eq!(
             decide(Some(&old), "a", observation.see(Some(&old), now + secs(16))),
-            Decision::Acquire
+            LeaseStep::Acquire
         );
     }
 }

@@ -33,9 +33,9 @@ pub enum Error {
     /// Decide: an owned object could not be built (a bug).
     #[error(transparent)]
     Decide(#[from] BuildError),
-    /// Act: a write failed; [`Acting`] says which.
+    /// Act: a write failed; [`Writing`] says which.
     #[error("{1}")]
-    Act(Acting, #[source] ApiError),
+    Act(Writing, #[source] ApiError),
     /// Look: reading the server Pods or the ReplicaSets after the act failed.
     #[error(transparent)]
     Look(ApiError),
@@ -60,7 +60,7 @@ pub enum Gathering {
 
 /// What the act step was writing when it failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Acting {
+pub enum Writing {
     /// The take-over's writes.
     TakeOver,
     /// The decision's objects.
@@ -76,9 +76,9 @@ impl Error {
             Self::Gather(Gathering::Plan, _) => "PlanError",
             Self::Gather(Gathering::References, _) => "DereferenceError",
             Self::Gather(Gathering::Workload, _) | Self::Look(_) => "ObserveError",
-            Self::Gather(Gathering::TakeOver, _) | Self::Act(Acting::TakeOver, _) => "AdoptError",
+            Self::Gather(Gathering::TakeOver, _) | Self::Act(Writing::TakeOver, _) => "AdoptError",
             Self::Decide(_) => "BuildError",
-            Self::Act(Acting::Apply, _) => "ApplyError",
+            Self::Act(Writing::Apply, _) => "ApplyError",
             Self::Publish(_) => "StatusError",
         }
     }
@@ -120,8 +120,8 @@ mod tests {
                 Error::Gather(Gathering::TakeOver, api_error()),
                 "AdoptError",
             ),
-            (Error::Act(Acting::TakeOver, api_error()), "AdoptError"),
-            (Error::Act(Acting::Apply, api_error()), "ApplyError"),
+            (Error::Act(Writing::TakeOver, api_error()), "AdoptError"),
+            (Error::Act(Writing::Apply, api_error()), "ApplyError"),
             (Error::Look(api_error()), "ObserveError"),
             (Error::Publish(api_error()), "StatusError"),
         ];

@@ -20,9 +20,9 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::Instrument;
 
-use super::act::{Act, act};
+use super::act::{ActOutcome, act};
 use super::context::Context;
-use super::error::{Acting, Error};
+use super::error::{Error, Writing};
 use super::memory::slim_cache;
 use super::publish::{noted, publish};
 use super::read::{gather, look};
@@ -308,8 +308,8 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
         ctx.metrics.rolled_back(reason);
     }
     let published = publish(assessment.finished, &stack.subject, ctx).await;
-    if let Act::Refused { error, .. } = act {
-        return Err(Error::Act(Acting::Apply, error));
+    if let ActOutcome::Refused { error, .. } = act {
+        return Err(Error::Act(Writing::Apply, error));
     }
     let reason = published.map_err(Error::Publish)?;
     Ok((Action::requeue(assessment.requeue), reason))

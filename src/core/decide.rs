@@ -50,7 +50,7 @@ pub struct Intent {
     /// Every owned object (the Deployment already restored when a held revision says so).
     pub desired: Desired,
     /// A rejected revision the plan would build again, held back instead.
-    pub hold: Option<Hold>,
+    pub hold: Option<HeldRevision>,
     /// The patch that takes the data volume back from an `OGXServer` that took it and no longer
     /// exists ([`adoption::reclaim_patch`]), made before the volume is mounted.
     pub reclaim: Option<serde_json::Value>,
@@ -59,7 +59,7 @@ pub struct Intent {
 /// A revision that could not start, held back: the plan builds it again (nothing it is built
 /// from changed), so the last Ready revision runs instead.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Hold {
+pub struct HeldRevision {
     /// The revision rolled back from.
     pub rejected: RejectedRevision,
     /// The revision returned to.
@@ -203,7 +203,7 @@ fn reclaim(stack: &Stack<'_>, observed: &Observed) -> Option<serde_json::Value> 
 
 /// What the spec's references give the objects, once judged.
 #[derive(Default)]
-struct Referenced {
+struct Dereferenced {
     /// How many Secrets are referenced, all found (`None` offline: not read).
     secrets_found: Option<usize>,
     /// The hash that rolls the Pods when a referenced value changes.
@@ -221,9 +221,9 @@ fn referenced(
     stack: &Stack<'_>,
     observed: &Observed,
     planned: &Planned,
-) -> Result<Referenced, (Option<usize>, Blocked)> {
+) -> Result<Dereferenced, (Option<usize>, Blocked)> {
     if observed.reach == Reach::Manifests {
-        return Ok(Referenced::default());
+        return Ok(Dereferenced::default());
     }
     let secrets =
         dereference::secrets(stack, &observed.secrets).map_err(|missing| (None, missing))?;
@@ -238,7 +238,7 @@ fn referenced(
     dereference::derived_secret_free(stack, &derived, rollout_hash.as_deref(), occupant)
         .map_err(|taken| (found, taken))?;
     let ca_bundle = dereference::ca_bundle(stack, &observed.ca_bundles).map_err(|e| (found, e))?;
-    Ok(Referenced {
+    Ok(Dereferenced {
         secrets_found: found,
         rollout_hash,
         derived,
@@ -248,7 +248,11 @@ fn referenced(
 
 /// Whether the revision `deployment` (as built) was rejected and is held back, and how the last
 /// Ready one runs instead; when it is restored from its ReplicaSet, `deployment` becomes it.
-fn hold(stack: &Stack<'_>, deployment: &mut Deployment, observed: &Observed) -> Option<Hold> {
+fn hold(
+    stack: &Stack<'_>,
+    deployment: &mut Deployment,
+    observed: &Observed,
+) -> Option<HeldRevision> {
     let planned_hash = rollback::desired_hash(deployment)
         .unwrap_or_default()
         .to_owned();
@@ -271,7 +275,7 @@ fn hold(stack: &Stack<'_>, deployment: &mut Deployment, observed: &Observed) -> 
             None => Held::NothingToRestore,
         }
     };
-    Some(Hold {
+    Some(HeldRevision {
         rejected,
         last_ready,
         how,

@@ -28,7 +28,7 @@ const MAX_REMEMBERED: usize = 1024;
 
 /// The answer to one scrape.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub enum ScrapeVerdict {
     /// Authenticated and allowed.
     Allowed,
     /// No bearer token, or one the API server does not accept (401).
@@ -59,14 +59,14 @@ fn token_review(token: &str) -> TokenReview {
 }
 
 /// The SubjectAccessReview that asks whether the reviewed user may `get /metrics`.
-fn access_review(review: &TokenReview) -> Result<SubjectAccessReview, Decision> {
+fn access_review(review: &TokenReview) -> Result<SubjectAccessReview, ScrapeVerdict> {
     let status = review.status.clone().unwrap_or_default();
     if status.authenticated != Some(true) {
         let why = status
             .error
             .filter(|e| !e.is_empty())
             .unwrap_or_else(|| "the token is not valid".to_owned());
-        return Err(Decision::Unauthenticated(why));
+        return Err(ScrapeVerdict::Unauthenticated(why));
     }
     let user = status.user.unwrap_or_default();
     Ok(SubjectAccessReview {
@@ -86,11 +86,11 @@ fn access_review(review: &TokenReview) -> Result<SubjectAccessReview, Decision> 
 }
 
 /// The decision a SubjectAccessReview's answer makes.
-fn access_decision(review: &SubjectAccessReview) -> Decision {
+fn access_decision(review: &SubjectAccessReview) -> ScrapeVerdict {
     let user = review.spec.user.clone().unwrap_or_default();
     match &review.status {
-        Some(status) if status.allowed => Decision::Allowed,
-        Some(status) => Decision::Forbidden(format!(
+        Some(status) if status.allowed => ScrapeVerdict::Allowed,
+        Some(status) => ScrapeVerdict::Forbidden(format!(
             "{user} may not get {METRICS_PATH}{}",
             status
                 .reason
@@ -99,14 +99,16 @@ fn access_decision(review: &SubjectAccessReview) -> Decision {
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default()
         )),
-        None => Decision::Unavailable("the API server answered no access review status".into()),
+        None => {
+            ScrapeVerdict::Unavailable("the API server answered no access review status".into())
+        }
     }
 }
 
 /// Reviews scrapers' tokens with the API server.
 pub struct MetricsAuth {
     client: kube::Client,
-    remembered: Mutex<HashMap<[u8; 32], (Instant, Decision)>>,
+    remembered: Mutex<HashMap<[u8; 32], (Instant, ScrapeVerdict)>>,
 }
 
 impl MetricsAuth {
@@ -119,29 +121,29 @@ impl MetricsAuth {
     }
 
     /// Whether the bearer of this `Authorization` header may read the metrics.
-    pub async fn check(&self, authorization: Option<&str>) -> Decision {
+    pub async fn check(&self, authorization: Option<&str>) -> ScrapeVerdict {
         let Some(token) = bearer_token(authorization) else {
-            return Decision::Unauthenticated("no bearer token".to_owned());
+            return ScrapeVerdict::Unauthenticated("no bearer token".to_owned());
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(decision) = self.remembered(&key) {
             return decision;
         }
         let decision = self.review(token).await;
-        if !matches!(decision, Decision::Unavailable(_)) {
+        if !matches!(decision, ScrapeVerdict::Unavailable(_)) {
             self.remember(key, decision.clone());
         }
         decision
     }
 
-    async fn review(&self, token: &str) -> Decision {
+    async fn review(&self, token: &str) -> ScrapeVerdict {
         let reviews: Api<TokenReview> = Api::all(self.client.clone());
         let reviewed = match reviews
             .create(&PostParams::default(), &token_review(token))
             .await
         {
             Ok(reviewed) => reviewed,
-            Err(e) => return Decision::Unavailable(format!("cannot review the token: {e}")),
+            Err(e) => return ScrapeVerdict::Unavailable(format!("cannot review the token: {e}")),
         };
         let question = match access_review(&reviewed) {
             Ok(question) => question,
@@ -150,11 +152,13 @@ impl MetricsAuth {
         let access: Api<SubjectAccessReview> = Api::all(self.client.clone());
         match access.create(&PostParams::default(), &question).await {
             Ok(answer) => access_decision(&answer),
-            Err(e) => Decision::Unavailable(format!("cannot review access to {METRICS_PATH}: {e}")),
+            Err(e) => {
+                ScrapeVerdict::Unavailable(format!("cannot review access to {METRICS_PATH}: {e}"))
+            }
         }
     }
 
-    fn remembered(&self, key: &[u8; 32]) -> Option<Decision> {
+    fn remembered(&self, key: &[u8; 32]) -> Option<ScrapeVerdict> {
         let memory = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
         memory
             .get(key)
@@ -162,7 +166,7 @@ impl MetricsAuth {
             .map(|(_, decision)| decision.clone())
     }
 
-    fn remember(&self, key: [u8; 32], decision: Decision) {
+    fn remember(&self, key: [u8; 32], decision: ScrapeVerdict) {
         let mut memory = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
         if memory.len() >= MAX_REMEMBERED {
             memory.clear();
@@ -227,15 +231,15 @@ mod tests {
     fn an_unauthenticated_token_is_refused_with_the_api_servers_reason() {
         assert_eq!(
             access_review(&reviewed(false, Some("token expired"))).unwrap_err(),
-            Decision::Unauthenticated("token expired".into())
+            ScrapeVerdict::Unauthenticated("token expired".into())
         );
         assert_eq!(
             access_review(&reviewed(false, None)).unwrap_err(),
-            Decision::Unauthenticated("the token is not valid".into())
+            ScrapeVerdict::Unauthenticated("the token is not valid".into())
         );
         assert!(matches!(
             access_review(&token_review("t")).unwrap_err(),
-            Decision::Unauthenticated(_)
+            ScrapeVerdict::Unauthenticated(_)
         ));
     }
 
@@ -246,7 +250,7 @@ mod tests {
             allowed: true,
             ..SubjectAccessReviewStatus::default()
         });
-        assert_eq!(access_decision(&answer), Decision::Allowed);
+        assert_eq!(access_decision(&answer), ScrapeVerdict::Allowed);
         answer.status = Some(SubjectAccessReviewStatus {
             allowed: false,
             reason: Some("no RBAC policy matched".into()),
@@ -254,12 +258,15 @@ mod tests {
         });
         assert_eq!(
             access_decision(&answer),
-            Decision::Forbidden(
+            ScrapeVerdict::Forbidden(
                 "system:serviceaccount:monitoring:prometheus may not get /metrics: no RBAC policy matched"
                     .into()
             )
         );
         answer.status = None;
-        assert!(matches!(access_decision(&answer), Decision::Unavailable(_)));
+        assert!(matches!(
+            access_decision(&answer),
+            ScrapeVerdict::Unavailable(_)
+        ));
     }
 }

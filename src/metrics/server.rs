@@ -43,12 +43,12 @@ async fn metrics(State(state): State<ServerState>, headers: HeaderMap) -> impl I
 }
 
 /// The response to a scrape that may not read the metrics; `None` when it may.
-fn refusal(decision: auth::Decision) -> Option<axum::response::Response> {
+fn refusal(decision: auth::ScrapeVerdict) -> Option<axum::response::Response> {
     let (code, why) = match decision {
-        auth::Decision::Allowed => return None,
-        auth::Decision::Unauthenticated(why) => (StatusCode::UNAUTHORIZED, why),
-        auth::Decision::Forbidden(why) => (StatusCode::FORBIDDEN, why),
-        auth::Decision::Unavailable(why) => {
+        auth::ScrapeVerdict::Allowed => return None,
+        auth::ScrapeVerdict::Unauthenticated(why) => (StatusCode::UNAUTHORIZED, why),
+        auth::ScrapeVerdict::Forbidden(why) => (StatusCode::FORBIDDEN, why),
+        auth::ScrapeVerdict::Unavailable(why) => {
             tracing::warn!(error = %why, "cannot review a metrics scrape");
             (StatusCode::SERVICE_UNAVAILABLE, why)
         }

@@ -16,7 +16,7 @@ mod write;
 
 use crate::api::conditions::Reason;
 use crate::controller::context::Context;
-use crate::controller::error::{Acting, ApiError, Error};
+use crate::controller::error::{ApiError, Error, Writing};
 use crate::core::adoption::Hold;
 use crate::core::decide::Decision;
 use crate::core::observed::{Acted, Applied, Observed};
@@ -32,7 +32,7 @@ pub(in crate::controller) struct Noted {
 }
 
 /// What the act step did.
-pub(in crate::controller) enum Act {
+pub(in crate::controller) enum ActOutcome {
     /// Taking over holds the server's own objects back: only its writes were made.
     Held(Hold),
     /// The decision's objects were written (`None`: it blocked, nothing was written).
@@ -46,7 +46,7 @@ pub(in crate::controller) enum Act {
     },
 }
 
-impl Act {
+impl ActOutcome {
     /// The API server refused `error`'s write; its message, with its causes, for the status.
     fn refused(error: ApiError) -> Self {
         Self::Refused {
@@ -76,27 +76,27 @@ pub(in crate::controller) async fn act(
     ctx: &Context,
     (decision, observed): (&Decision, &Observed),
     noted: &mut Vec<Noted>,
-) -> Result<Act, Error> {
+) -> Result<ActOutcome, Error> {
     stack.adoption = decision.take_over.adopted.clone();
     take_over::carry_out(stack, ctx, &decision.take_over.writes)
         .await
-        .map_err(|e| Error::Act(Acting::TakeOver, e))?;
+        .map_err(|e| Error::Act(Writing::TakeOver, e))?;
     if decision.moves_in_place
         && let Err(error) = hand_over::hand_over(stack, ctx, noted).await
     {
-        return Ok(Act::refused(error));
+        return Ok(ActOutcome::refused(error));
     }
     if let Some(hold) = decision.take_over.adopted.hold {
-        return Ok(Act::Held(hold));
+        return Ok(ActOutcome::Held(hold));
     }
     let Ok(intent) = &decision.next else {
-        return Ok(Act::Applied(None));
+        return Ok(ActOutcome::Applied(None));
     };
     let moved = decision.moves_in_place;
     Ok(
         match apply::apply(stack, ctx, (intent, observed, moved), noted).await {
-            Ok(applied) => Act::Applied(Some(Box::new(applied))),
-            Err(error) => Act::refused(error),
+            Ok(applied) => ActOutcome::Applied(Some(Box::new(applied))),
+            Err(error) => ActOutcome::refused(error),
         },
     )
 }

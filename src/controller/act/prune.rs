@@ -30,14 +30,14 @@ const KEEP_GENERATED: usize = 2;
 
 /// The names a set of Pod templates refers to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(in crate::controller) struct Referenced {
+pub(in crate::controller) struct TemplateReferences {
     /// ConfigMaps (volumes, `envFrom`, `configMapKeyRef`).
     pub(in crate::controller) config_maps: BTreeSet<String>,
     /// Secrets (volumes, `envFrom`, `secretKeyRef`).
     pub(in crate::controller) secrets: BTreeSet<String>,
 }
 
-impl Referenced {
+impl TemplateReferences {
     /// Adds what `template` refers to.
     pub(in crate::controller) fn add(&mut self, template: &PodTemplateSpec) {
         let Some(spec) = &template.spec else {
@@ -110,7 +110,10 @@ impl Doomed {
 
 /// Of `candidates`, what no template in `referenced` names; of the generated configs, the
 /// newest [`KEEP_GENERATED`] stay too. Pure.
-pub(in crate::controller) fn doomed(candidates: &Candidates, referenced: &Referenced) -> Doomed {
+pub(in crate::controller) fn doomed(
+    candidates: &Candidates,
+    referenced: &TemplateReferences,
+) -> Doomed {
     let mut generated: Vec<&Owned> = candidates.generated.iter().collect();
     // Creation times have whole seconds: of configs made within one, those a revision names
     // (the current one, the way back) count as the newer.
@@ -219,7 +222,7 @@ async fn prune(
     settled: bool,
 ) -> Result<(), ApiError> {
     let last_ready = rollback::memory(stack).last_ready;
-    let mut referenced = Referenced::default();
+    let mut referenced = TemplateReferences::default();
     if let Some(template) = deployment.spec.as_ref().map(|s| &s.template) {
         referenced.add(template);
     }
@@ -368,7 +371,7 @@ mod tests {
 
     #[test]
     fn of_configs_made_within_one_second_the_named_ones_count_as_newest() {
-        let mut referenced = Referenced::default();
+        let mut referenced = TemplateReferences::default();
         referenced.add(&template("s-config-c", "", ""));
         referenced.config_maps.insert("s-config-b".to_owned());
         let same_second = |order: [&str; 3]| Candidates {
@@ -390,7 +393,7 @@ mod tests {
 
     #[test]
     fn what_a_named_template_refers_to_stays_and_the_rest_goes() {
-        let mut referenced = Referenced::default();
+        let mut referenced = TemplateReferences::default();
         // The current revision and the last Ready one (the rollback's way back).
         referenced.add(&template(
             "s-config-4",
@@ -414,7 +417,7 @@ mod tests {
 
     #[test]
     fn nothing_named_goes_and_an_unreferenced_bundle_or_secret_always_goes() {
-        let mut referenced = Referenced::default();
+        let mut referenced = TemplateReferences::default();
         for (config, bundle, derived) in [
             ("s-config-1", "s-ca-bundle", "s-derived"),
             ("s-config-2", "s-ca-bundle-aaaa", "s-derived-1111"),
@@ -423,7 +426,7 @@ mod tests {
             referenced.add(&template(config, bundle, derived));
         }
         assert_eq!(doomed(&candidates(), &referenced), Doomed::default());
-        let nothing = doomed(&candidates(), &Referenced::default());
+        let nothing = doomed(&candidates(), &TemplateReferences::default());
         assert_eq!(
             nothing.config_maps.len(),
             2 + 3,
@@ -440,11 +443,11 @@ mod tests {
             "volumes": [{"name": "v", "secret": {"secretName": "s-b"}}]
         }}))
         .unwrap();
-        let mut referenced = Referenced::default();
+        let mut referenced = TemplateReferences::default();
         referenced.add(&template);
         assert_eq!(
             referenced,
-            Referenced {
+            TemplateReferences {
                 config_maps: ["cm-a", "cm-b"].map(str::to_owned).into(),
                 secrets: ["s-a", "s-b"].map(str::to_owned).into(),
             }

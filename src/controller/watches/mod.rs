@@ -400,7 +400,7 @@ async fn run_stacks(
     let controller = owned_objects(controller, &ctx, scope, FIELD_MANAGER);
     let controller = default_accounts(controller, &ctx, scope, FIELD_MANAGER, in_namespace);
     let controller = server_pods(controller, &ctx, scope, FIELD_MANAGER);
-    let watched = Referenced {
+    let watched = ReferenceWatches {
         ctx: &ctx,
         scope,
         door: FIELD_MANAGER,
@@ -461,7 +461,7 @@ async fn run_ogx_servers(
     let controller = owned_objects(controller, &ctx, scope, OGX_MANAGED_BY);
     let controller = default_accounts(controller, &ctx, scope, OGX_MANAGED_BY, in_namespace);
     let controller = server_pods(controller, &ctx, scope, OGX_MANAGED_BY);
-    let watched = Referenced {
+    let watched = ReferenceWatches {
         ctx: &ctx,
         scope,
         door: OGX_MANAGED_BY,
@@ -687,7 +687,7 @@ fn server_pods<K: Watched>(
 }
 
 /// Whose watches of the Secrets and ConfigMaps in scope these are.
-struct Referenced<'a> {
+struct ReferenceWatches<'a> {
     ctx: &'a Arc<Context>,
     scope: Option<&'a str>,
     /// The door's `managed-by` value: its reconciles read what its watches saw.
@@ -695,7 +695,7 @@ struct Referenced<'a> {
     health: &'a Arc<WatchHealth>,
 }
 
-impl Referenced<'_> {
+impl ReferenceWatches<'_> {
     /// The metadata watch of every `K` in scope; what it sees also feeds `memory`
     /// ([`memory::read_once`]) before the controller's queue.
     fn watch<K>(
@@ -733,12 +733,12 @@ impl Referenced<'_> {
     }
 }
 
-/// Referenced Secrets and ConfigMaps, by metadata only (no value is read here), mapped back to
+/// ReferenceWatches Secrets and ConfigMaps, by metadata only (no value is read here), mapped back to
 /// the stacks that refer to them (`to_ref` names them as the controller's resource): users label
 /// nothing.
 fn referenced_objects<K: Watched>(
     controller: Controller<K>,
-    watched: Referenced<'_>,
+    watched: ReferenceWatches<'_>,
     referrers: Referrers,
     to_ref: fn(ObjectRef<LlamaStackDistribution>) -> ObjectRef<K>,
 ) -> Controller<K> {
