@@ -97,39 +97,51 @@ impl Resolver {
         let result = extraction
             .await
             .map_err(|e| ResolveError::Setup(format!("layer extraction task failed: {e}")))?;
-        let layer_error = |source| ResolveError::Layer {
-            image: shown.clone(),
-            source,
-        };
-        // What the reader found is only as good as the bytes it read: an incomplete or altered
-        // layer is refused whatever the reader made of it.
-        if let Some(detail) = streamed.transfer_error {
-            return Err(result.err().map_or_else(
-                || ResolveError::Registry {
-                    image: shown.clone(),
-                    source: RegistryError::Transport {
-                        registry: client.registry().to_owned(),
-                        what: format!("layer {} of {}", layer.digest, image.repository),
-                        detail,
-                    },
-                },
-                layer_error,
-            ));
-        }
-        let actual = streamed.digest;
-        if actual != layer.digest {
-            return Err(ResolveError::Registry {
+        checked(client, image, layer, streamed, result)
+    }
+}
+
+/// What reading `layer` of `image` came to: the file the reader found (`result`), only if every
+/// byte it read arrived (`streamed`) and the bytes match the layer's digest. An incomplete or
+/// altered layer is refused whatever the reader made of it.
+fn checked(
+    client: &RegistryClient,
+    image: &ImageRef,
+    layer: &Descriptor,
+    streamed: Streamed,
+    result: Result<Vec<u8>, LayerError>,
+) -> Result<Vec<u8>, ResolveError> {
+    let shown = image.to_string();
+    let layer_error = |source| ResolveError::Layer {
+        image: shown.clone(),
+        source,
+    };
+    if let Some(detail) = streamed.transfer_error {
+        return Err(result.err().map_or_else(
+            || ResolveError::Registry {
                 image: shown.clone(),
-                source: RegistryError::DigestMismatch {
+                source: RegistryError::Transport {
                     registry: client.registry().to_owned(),
                     what: format!("layer {} of {}", layer.digest, image.repository),
-                    expected: layer.digest.clone(),
-                    actual,
+                    detail,
                 },
-            });
-        }
-        result.map_err(layer_error)
+            },
+            layer_error,
+        ));
     }
+    let actual = streamed.digest;
+    if actual != layer.digest {
+        return Err(ResolveError::Registry {
+            image: shown.clone(),
+            source: RegistryError::DigestMismatch {
+                registry: client.registry().to_owned(),
+                what: format!("layer {} of {}", layer.digest, image.repository),
+                expected: layer.digest.clone(),
+                actual,
+            },
+        });
+    }
+    result.map_err(layer_error)
 }
 
 /// What streaming a layer to its reader came to: the digest of the bytes read, and why the

@@ -66,18 +66,9 @@ pub(in crate::controller) async fn gather(
             Some(resolve(stack, &resolver, kept_image, &keyring).await),
         ),
     };
-    // The user's ConfigMap: the whole config (overrideConfig), or the base (baseConfig); the
-    // schema allows one of them.
-    let user_config = match stack.user_config_map {
-        Some(named) => {
-            let (ns, name, field) = (stack.namespace, named.name, named.role.field());
-            let action = format!("read ConfigMap {ns}/{name} ({field})");
-            config_map(ctx, stack, ns, name, action)
-                .await
-                .map_err(Error::gather(Gathering::Plan))?
-        }
-        None => None,
-    };
+    let user_config = user_config(stack, ctx)
+        .await
+        .map_err(Error::gather(Gathering::Plan))?;
     let secrets = referenced_secrets(stack, ctx)
         .await
         .map_err(Error::gather(Gathering::References))?;
@@ -86,15 +77,9 @@ pub(in crate::controller) async fn gather(
         .await
         .map_err(Error::gather(Gathering::References))?;
     let ca_bundles = ca_bundles(stack, ctx).await?;
-    let client_certificate = match stack.networking.client_identity {
-        Some(identity) => {
-            let (ns, name) = (stack.namespace, &identity.certificate.name);
-            config_map(ctx, stack, ns, name, format!("read ConfigMap {ns}/{name}"))
-                .await
-                .map_err(Error::gather(Gathering::References))?
-        }
-        None => None,
-    };
+    let client_certificate = client_certificate(stack, ctx)
+        .await
+        .map_err(Error::gather(Gathering::References))?;
     let claim = claim(stack, ctx).await?;
     let claim_taker_gone = taker_gone(stack, ctx, claim.as_ref())
         .await
@@ -125,6 +110,29 @@ pub(in crate::controller) async fn gather(
         replica_sets,
         take_over,
     })
+}
+
+/// The user's ConfigMap: the whole config (overrideConfig), or the base (baseConfig); the schema
+/// allows one of them.
+async fn user_config(stack: &Stack<'_>, ctx: &Context) -> Result<Option<ConfigMap>, ApiError> {
+    let Some(named) = stack.user_config_map else {
+        return Ok(None);
+    };
+    let (ns, name, field) = (stack.namespace, named.name, named.role.field());
+    let action = format!("read ConfigMap {ns}/{name} ({field})");
+    config_map(ctx, stack, ns, name, action).await
+}
+
+/// The ConfigMap of the client certificate the server presents, when one is named.
+async fn client_certificate(
+    stack: &Stack<'_>,
+    ctx: &Context,
+) -> Result<Option<ConfigMap>, ApiError> {
+    let Some(identity) = stack.networking.client_identity else {
+        return Ok(None);
+    };
+    let (ns, name) = (stack.namespace, &identity.certificate.name);
+    config_map(ctx, stack, ns, name, format!("read ConfigMap {ns}/{name}")).await
 }
 
 /// The Deployment of the same name, if any. Not read for a stack no operator has written a

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference};
 use serde_json::json;
 
-use super::seen::{Held, Seen, other_writers};
+use super::seen::{Held, OldDeployment, Seen, other_writers};
 use super::{Kind, Survey, Write};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::core::adoption::{
@@ -109,10 +109,37 @@ fn storage(server: &Server<'_>, requests: &Requests, seen: &Seen, survey: &mut S
             pods,
         },
     );
-    match (&step, claim, &read.deployment) {
-        (StorageStep::ScaleDown, _, Some(deployment)) => survey.writes.push(Write {
+    survey.writes.extend(storage_writes(
+        server,
+        source,
+        &step,
+        (claim, &read.deployment),
+        at,
+    ));
+    let adopted = &mut survey.adopted;
+    if matches!(step, StorageStep::Taken | StorageStep::Detach) {
+        adopted.claim = Some(claim_name);
+    }
+    adopted.hold = step.hold();
+    adopted.said.push(storage_said(source, &step));
+}
+
+/// The writes of the volume's `step` for the stack `source` (its claim and Deployment as read):
+/// the old Deployment scaled to zero (labelled, with the replicas before, so an abandoned take
+/// gives them back), or the claim detached and the scale-down made for good.
+fn storage_writes(
+    server: &Server<'_>,
+    source: &str,
+    step: &StorageStep,
+    (claim, deployment): (Option<&ObjectMeta>, &Option<OldDeployment>),
+    at: &str,
+) -> Vec<Write> {
+    let claim_name = pvc_name(source);
+    let mut writes = Vec::new();
+    match (step, claim, deployment) {
+        (StorageStep::ScaleDown, _, Some(deployment)) => writes.push(Write {
             kind: Kind::Deployment,
-            name: source.clone(),
+            name: source.to_owned(),
             // With the version read: the check that it is the old stack's holds at the write.
             // Labelled, with the replicas before, so that an abandoned take gives them back.
             patch: json!({
@@ -129,7 +156,7 @@ fn storage(server: &Server<'_>, requests: &Requests, seen: &Seen, survey: &mut S
             takes: true,
         }),
         (StorageStep::Detach, Some(meta), deployment) => {
-            survey.writes.push(Write {
+            writes.push(Write {
                 kind: Kind::Claim,
                 name: claim_name.clone(),
                 patch: detach_patch(meta, server.name, source, at),
@@ -140,9 +167,9 @@ fn storage(server: &Server<'_>, requests: &Requests, seen: &Seen, survey: &mut S
                 .as_ref()
                 .filter(|d| scaled_down_by(&d.meta).is_some())
             {
-                survey.writes.push(Write {
+                writes.push(Write {
                     kind: Kind::Deployment,
-                    name: source.clone(),
+                    name: source.to_owned(),
                     patch: json!({"metadata": {
                         "resourceVersion": deployment.meta.resource_version,
                         "labels": {SCALED_DOWN_BY: null},
@@ -154,12 +181,7 @@ fn storage(server: &Server<'_>, requests: &Requests, seen: &Seen, survey: &mut S
         }
         _ => {}
     }
-    let adopted = &mut survey.adopted;
-    if matches!(step, StorageStep::Taken | StorageStep::Detach) {
-        adopted.claim = Some(claim_name);
-    }
-    adopted.hold = step.hold();
-    adopted.said.push(storage_said(source, &step));
+    writes
 }
 
 /// With no readable annotation naming a volume, the one taken before is found by its labels and
