@@ -84,9 +84,6 @@ pub const SERVICE_SUFFIX: &str = "-service";
 /// The `managed-by` value of an `OGXServer`'s objects (what an OGX ServiceMonitor selects).
 pub const OGX_MANAGED_BY: &str = "ogx-operator";
 
-/// `apiVersion` of an `OGXServer` (its API module's, and the door's in the core).
-pub const OGX_API_VERSION: &str = "ogx.io/v1beta1";
-
 /// The labels that select the server Pods of the stack `cr` (both doors: a Deployment's
 /// selector cannot change, so a stack moved keeps it).
 pub fn selector_labels(cr: &str) -> std::collections::BTreeMap<String, String> {

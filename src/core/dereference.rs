@@ -11,6 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::builders::collect_certificates;
 use super::conditions::Blocked;
+use super::observed::{Observed, Reach};
+use super::plan::Planned;
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::object_refs::{RefKind, Reference};
@@ -302,6 +304,48 @@ pub(crate) fn derived_secret_free(
         )),
         _ => Ok(()),
     }
+}
+
+/// What the spec's references give the objects, once judged.
+#[derive(Default)]
+pub(crate) struct Dereferenced {
+    /// How many Secrets are referenced, all found (`None` offline: not read).
+    pub(crate) secrets_found: Option<usize>,
+    /// The hash that rolls the Pods when a referenced value changes.
+    pub(crate) rollout_hash: Option<String>,
+    /// The parts of connection strings, for the `<name>-derived` Secret.
+    pub(crate) derived: BTreeMap<String, ByteString>,
+    /// The CA bundle's certificates.
+    pub(crate) ca_bundle: Option<String>,
+}
+
+/// The references of `stack` judged from what was read, or what blocks it (with how many
+/// Secrets were found, when that far). Offline ([`Reach::Manifests`]) none was read, so none
+/// gives anything.
+pub(crate) fn referenced(
+    stack: &Stack<'_>,
+    observed: &Observed,
+    planned: &Planned,
+) -> Result<Dereferenced, (Option<usize>, Blocked)> {
+    if observed.reach == Reach::Manifests {
+        return Ok(Dereferenced::default());
+    }
+    let secrets = secrets(stack, &observed.secrets).map_err(|missing| (None, missing))?;
+    let found = Some(secrets.count);
+    let derived = url_parts(&planned.generated, &secrets).map_err(|e| (found, e))?;
+    let client_certificate =
+        client_certificate(stack, observed.client_certificate.as_ref()).map_err(|e| (found, e))?;
+    let rollout_hash = rollout_hash(secrets.hash.as_deref(), client_certificate.as_deref());
+    let occupant = observed.derived_secret.as_ref();
+    derived_secret_free(stack, &derived, rollout_hash.as_deref(), occupant)
+        .map_err(|taken| (found, taken))?;
+    let ca_bundle = ca_bundle(stack, &observed.ca_bundles).map_err(|e| (found, e))?;
+    Ok(Dereferenced {
+        secrets_found: found,
+        rollout_hash,
+        derived,
+        ca_bundle,
+    })
 }
 
 #[cfg(test)]

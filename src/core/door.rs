@@ -10,8 +10,12 @@
 //! moved from one API to the other keeps its Deployment and never stops serving).
 
 pub use crate::naming::OGX_MANAGED_BY;
-use crate::naming::{CONFIG_DIR, FIELD_MANAGER, OGX_API_VERSION};
+use crate::naming::{CONFIG_DIR, FIELD_MANAGER};
 use crate::stack_config::ModelMerge;
+
+/// `apiVersion` of an `OGXServer` (the same as its API module's: `ogx_server`'s tests hold them
+/// equal; the core does not name that module).
+pub const OGX_API_VERSION: &str = "ogx.io/v1beta1";
 
 /// Where an `OGXServer`'s config ConfigMap is mounted (the OGX operator's path).
 pub const OGX_CONFIG_DIR: &str = "/etc/ogx";

@@ -4,7 +4,7 @@
 //! - **Before the decision** (gather): first, which image reference is resolved and whether the
 //!   pin is kept instead ([`image`]); then, once the Deployment and the referenced Secrets are
 //!   read ([`later`]), the derived Secret's name ([`derived_secret`]) and whether the ReplicaSets
-//!   are read, for a revision a rollback may restore ([`replica_sets`]).
+//!   are read, for a revision a rollback may restore ([`rollback::may_restore`]).
 //! - **After the act** (look, [`looks`]): the server Pods while a rollout is under way or
 //!   external providers install in them, the newest revision's ReplicaSet when those Pods are
 //!   judged for a rollback (only a Deployment applied from a plan that is not held back is
@@ -54,7 +54,8 @@ pub(crate) fn derived_secret(
 pub struct Later {
     /// The derived Secret's name, whose holder is read ([`derived_secret`]).
     pub derived_secret: Option<String>,
-    /// Whether the ReplicaSets are read ([`replica_sets`]).
+    /// Whether the ReplicaSets are read: a rejected revision may be held back by restoring the
+    /// last Ready one from its ReplicaSet ([`rollback::may_restore`]).
     pub replica_sets: bool,
 }
 
@@ -67,14 +68,8 @@ pub(crate) fn later(
 ) -> Later {
     Later {
         derived_secret: derived_secret(stack, secrets),
-        replica_sets: replica_sets(stack, current),
+        replica_sets: rollback::may_restore(stack, current),
     }
-}
-
-/// Whether the ReplicaSets are read before the decision: a rejected revision may be held back
-/// by restoring the last Ready one from its ReplicaSet ([`rollback::may_restore`]).
-pub(crate) fn replica_sets(stack: &Stack<'_>, current: Option<&Deployment>) -> bool {
-    rollback::may_restore(stack, current)
 }
 
 /// What the look reads, and of which Deployment.

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
+use super::observed::Observed;
 use super::rollout;
 use super::stack::Stack;
 use crate::api::common::RollbackPolicy;
@@ -310,6 +311,61 @@ pub(crate) fn restored(mut desired: Deployment, replica_set: &ReplicaSet) -> Opt
         .annotations_mut()
         .insert(DESIRED_HASH.to_owned(), hash);
     Some(desired)
+}
+
+/// A revision that could not start, held back: the plan builds it again (nothing it is built
+/// from changed), so the last Ready revision runs instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldRevision {
+    /// The revision rolled back from.
+    pub rejected: RejectedRevision,
+    /// The revision returned to.
+    pub last_ready: RevisionStatus,
+    /// How the last Ready revision runs.
+    pub how: Held,
+}
+
+/// How a held-back stack runs its last Ready revision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// The running Deployment is that revision: it stays exactly as it is.
+    KeepRunning,
+    /// The Deployment returns to it, restored from its ReplicaSet (in [`Intent::desired`]).
+    Restore,
+    /// Its ReplicaSet is gone: nothing to return to, so the plan is applied and the status
+    /// says why it fails.
+    NothingToRestore,
+}
+
+/// Whether the revision `deployment` (as built) was rejected and is held back, and how the last
+/// Ready one runs instead; when it is restored from its ReplicaSet, `deployment` becomes it.
+pub(crate) fn hold(
+    stack: &Stack<'_>,
+    deployment: &mut Deployment,
+    observed: &Observed,
+) -> Option<HeldRevision> {
+    let planned_hash = desired_hash(deployment).unwrap_or_default().to_owned();
+    let (rejected, last_ready) = held(stack, &planned_hash)?;
+    let running = observed.deployment.as_ref().and_then(desired_hash);
+    let how = if running == Some(last_ready.desired_hash.as_str()) {
+        Held::KeepRunning
+    } else {
+        let sets = observed.replica_sets.as_deref().unwrap_or_default();
+        let restored = replica_set_of(sets, &last_ready.desired_hash)
+            .and_then(|rs| restored(deployment.clone(), rs));
+        match restored {
+            Some(restored) => {
+                *deployment = restored;
+                Held::Restore
+            }
+            None => Held::NothingToRestore,
+        }
+    };
+    Some(HeldRevision {
+        rejected,
+        last_ready,
+        how,
+    })
 }
 
 #[cfg(test)]

@@ -969,3 +969,24 @@ fn the_model_has_a_place_for_every_ogx_workload_field() {
         "spec.workload fields of OGXServer the model has no place for (add them to v1alpha2's WorkloadSpec and map them in ogx_server::workload): {missing:?}"
     );
 }
+
+/// The door names the API version of the OGXServer API (the core keeps its own copy, as it
+/// does not name this module), and carries the server's metrics port.
+#[test]
+fn the_door_of_a_server_is_its_api_and_its_metrics_port() {
+    let server: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1",
+        "kind": "OGXServer", "metadata": {"name": "s"},
+        "spec": {"distribution": {"name": "starter"}, "monitoring": {"metricsPort": 9100}}}))
+    .unwrap();
+    let door = door(&server);
+    assert_eq!(
+        door.type_meta(),
+        (crate::api::ogx::API_VERSION, "OGXServer")
+    );
+    assert_eq!(
+        door,
+        crate::core::door::Door::OgxServer {
+            metrics_port: Some(9100)
+        }
+    );
+}

@@ -35,7 +35,7 @@ pub const GROUP: &str = "ogx.io";
 /// The one served version.
 pub const VERSION: &str = "v1beta1";
 /// `apiVersion` of an `OGXServer`.
-pub const API_VERSION: &str = crate::naming::OGX_API_VERSION;
+pub const API_VERSION: &str = "ogx.io/v1beta1";
 
 /// Desired state of an OGX server, as the OGX operator's `OGXServer` describes it.
 // kube-derive takes one `printcolumn(...)` per column; clippy reads the repeated keys as duplicates.

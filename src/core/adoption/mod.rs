@@ -203,6 +203,19 @@ pub fn taker<'a>(claim: &'a ObjectMeta, holder: &str) -> Option<&'a str> {
     (taker != holder).then_some(taker)
 }
 
+/// The claim patch that takes the stack `stack`'s volume back (its controller reference
+/// `owner`), where an `OGXServer` took it and is gone (`claim`: the claim, read, once its taker
+/// is known to be gone): [`reclaim_patch`], made before the volume is mounted.
+pub fn reclaim(
+    stack: &str,
+    owner: Option<&OwnerReference>,
+    claim: Option<&k8s_openapi::api::core::v1::PersistentVolumeClaim>,
+) -> Option<Value> {
+    let claim = claim?;
+    taker(&claim.metadata, stack)?;
+    Some(reclaim_patch(&claim.metadata, stack, owner?))
+}
+
 /// The patch that gives the stack `stack` (its controller reference `owner`) back the claim
 /// `meta` an `OGXServer` took and that no longer exists: unlabelled, its instance the stack's
 /// again, and the stack its controller, as before the take. Without it the stack would stay

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::core::observed::Reach;
 use crate::naming::DESIRED_HASH;
+use k8s_openapi::api::apps::v1::Deployment;
 
 const PINNED: &str = "docker.io/ogxai/distribution-starter@sha256:2222222222222222222222222222222222222222222222222222222222222222";
 const OWN_IMAGE: &str = "registry.corp/own:1";

@@ -10,12 +10,14 @@ pub mod survey;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::adoption::{ADOPTED_AT, ADOPTED_FROM, Adopted, Hold, Said};
 use super::door::Door;
 use super::stack::Stack;
 use crate::api::conditions::{ConditionType, Reason};
+use crate::naming::DESIRED_HASH;
 use crate::ownership::{controlled_by, owned_by_stack};
 
 /// The kinds taking over writes.
@@ -134,6 +136,28 @@ fn wait_for_the_server(decided: &mut Survey) {
             names.join(" and ")
         ),
     ));
+}
+
+/// Whether the stack's own Deployment (`current`) has an available replica and this reconcile
+/// leaves it as it is (no rollout begins: the `desired` Deployment's hash is the one running, or
+/// the running one is `kept`): only then does it take another stack's address.
+pub fn serves_as_is(
+    stack: &Stack<'_>,
+    current: Option<&Deployment>,
+    (desired, kept): (&Deployment, bool),
+) -> bool {
+    let Some(current) = current.filter(|d| controlled_by(&d.metadata, &stack.subject.uid)) else {
+        return false;
+    };
+    let available = current
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .is_some_and(|n| n > 0);
+    let hash = |meta: &ObjectMeta| meta.annotations.as_ref()?.get(DESIRED_HASH).cloned();
+    let unchanged =
+        kept || hash(&current.metadata).is_some_and(|h| Some(h) == hash(&desired.metadata));
+    available && unchanged
 }
 
 /// The patch that gives the stack `name`, moved in place, its own Service back where another
