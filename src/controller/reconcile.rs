@@ -256,7 +256,11 @@ async fn refuse(
     ctx: &Context,
     (reason, message): (Reason, String),
 ) -> Result<(Action, String), Error> {
-    let mut report = Report::new(cr, jiff::Timestamp::now());
+    let mut report = Report::new(
+        cr.status.as_ref(),
+        cr.metadata.generation,
+        jiff::Timestamp::now(),
+    );
     report.block(Blocked::spec(
         ConditionType::ConfigGenerated,
         reason,

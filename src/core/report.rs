@@ -22,7 +22,7 @@ use crate::api::common::{
 };
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::{
-    ConfigGenerationStatus, LlamaStackDistribution, LlamaStackDistributionStatus, RejectedRevision,
+    ConfigGenerationStatus, LlamaStackDistributionStatus, RejectedRevision,
     ResolvedDistributionStatus, RevisionStatus,
 };
 use crate::naming::service_name;
@@ -46,7 +46,7 @@ pub(crate) struct Facts<'a> {
 
 /// The status of a stack whose server taking over holds back: only what taking over came to.
 pub(crate) fn held_back(stack: &Stack<'_>, now: jiff::Timestamp) -> Report {
-    let mut report = Report::new(stack.resource, now);
+    let mut report = Report::new(stack.recorded.status, stack.generation, now);
     report.adoption(&stack.adoption.said);
     report
 }
@@ -59,7 +59,7 @@ pub(crate) fn report(
     catalog: &llama_stack_resolver::Catalog,
     now: jiff::Timestamp,
 ) -> Report {
-    let mut report = Report::new(stack.resource, now);
+    let mut report = Report::new(stack.recorded.status, stack.generation, now);
     report.adoption(&stack.adoption.said);
     let decision = facts.decision;
     if let Some(count) = decision.secrets_found {
@@ -124,12 +124,16 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    /// Starts from the status `cr` carries.
-    pub(crate) fn new(cr: &LlamaStackDistribution, now: jiff::Timestamp) -> Self {
-        let previous = cr.status.clone().unwrap_or_default();
+    /// Starts from the status `previous` the resource of generation `generation` carries.
+    pub(crate) fn new(
+        previous: Option<&LlamaStackDistributionStatus>,
+        generation: Option<i64>,
+        now: jiff::Timestamp,
+    ) -> Self {
+        let previous = previous.cloned().unwrap_or_default();
         let conditions = Conditions::new(
             previous.conditions.as_deref().unwrap_or_default(),
-            cr.metadata.generation,
+            generation,
             now,
         );
         Self {

@@ -18,9 +18,9 @@ use crate::api::common::{AllowedFromSpec, CaBundleConfig, ExternalProviderRef, P
 use crate::api::object_refs::{self, Reference};
 use crate::api::polymorphic::BoolOrObject;
 use crate::api::v1alpha2::{
-    ClientIdentity, ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec, PolicyRules,
-    PraxisGateway, ResolvedDistributionStatus, RollbackStatus, TlsSpec, WorkloadOverrides,
-    WorkloadSpec,
+    ClientIdentity, ExposeOptions, LlamaStackDistribution, LlamaStackDistributionSpec,
+    LlamaStackDistributionStatus, PolicyRules, PraxisGateway, ResolvedDistributionStatus,
+    RollbackStatus, TlsSpec, WorkloadOverrides, WorkloadSpec,
 };
 use crate::naming::{REPIN_ANNOTATION, owned_by_selector};
 
@@ -48,8 +48,6 @@ pub enum Invalid {
 /// refers to, with the spec's defaults applied.
 #[derive(Clone, Debug)]
 pub struct Stack<'a> {
-    /// The resource as stored: the status it carries is where the status step starts from.
-    pub resource: &'a LlamaStackDistribution,
     /// `metadata.name`; every owned object is named after it.
     pub name: &'a str,
     /// `metadata.namespace`; every owned object lives there. Empty only for a manifest not yet
@@ -112,6 +110,8 @@ pub struct Stack<'a> {
 /// only ever written.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Recorded<'a> {
+    /// The whole status as stored: where the status step starts from.
+    pub status: Option<&'a LlamaStackDistributionStatus>,
     /// The distribution as resolved and applied.
     pub resolved: Option<&'a ResolvedDistributionStatus>,
     /// The last Ready revision, and the one rejected.
@@ -207,7 +207,6 @@ impl<'a> Stack<'a> {
         };
         let workload = spec.workload.as_deref().unwrap_or(&NO_WORKLOAD);
         Ok(Self {
-            resource,
             name,
             namespace,
             subject: Subject::of(resource, door),
@@ -243,6 +242,7 @@ impl<'a> Stack<'a> {
                 .and_then(|a| a.get(REPIN_ANNOTATION))
                 .map(String::as_str),
             recorded: Recorded {
+                status: resource.status.as_ref(),
                 resolved: resource
                     .status
                     .as_ref()
@@ -279,8 +279,8 @@ impl<'a> Stack<'a> {
     }
 
     /// The stored object's uid (empty for an object not yet stored).
-    pub fn uid(&self) -> &'a str {
-        self.resource.metadata.uid.as_deref().unwrap_or_default()
+    pub fn uid(&self) -> &str {
+        &self.subject.uid
     }
 }
 
