@@ -330,7 +330,7 @@ pub struct HeldRevision {
 pub enum Held {
     /// The running Deployment is that revision: it stays exactly as it is.
     KeepRunning,
-    /// The Deployment returns to it, restored from its ReplicaSet (in [`Intent::desired`]).
+    /// The Deployment returns to it, restored from its ReplicaSet (in [`crate::core::decide::Intent::desired`]).
     Restore,
     /// Its ReplicaSet is gone: nothing to return to, so the plan is applied and the status
     /// says why it fails.

@@ -6,7 +6,7 @@
 //! No credential is sent. A TLS server's certificate is not verified: the operator only reads
 //! these two public documents, and the stack's serving CA is the user's. Provider configs are
 //! copied into the status (the upstream operator's users read them there) after
-//! [`secret_mask`](crate::controller::memory::secret_mask) masked what the server did not: it
+//! [`secret_mask`] masked what the server did not: it
 //! redacts the fields it types as secret, and a credential elsewhere (a URL with a password)
 //! would leak.
 
