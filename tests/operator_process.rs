@@ -898,19 +898,22 @@ fn a_namespaced_install_missing_a_binding_is_unhealthy_and_names_the_watch(
         let tail: Vec<&str> = text.lines().rev().take(20).collect();
         format!("{}\n{}", e.message().unwrap_or_default(), tail.join("\n")).into()
     };
+    // Each watch is named once it has failed for the bound; they start a moment apart, so the
+    // first 503 may name some of them only: wait for the stacks' own watch to be named.
+    let named = format!("LlamaStackDistribution for llama-stack-operator in namespace {UNBOUND}: ");
     let unhealthy = env
-        .eventually("/healthz fails for the unbound namespace", || async {
-            probe().await.filter(|(code, _)| *code != 200)
-        })
+        .eventually(
+            "/healthz fails for the unbound namespace, naming its stacks' watch",
+            || async {
+                probe()
+                    .await
+                    .filter(|(code, body)| *code != 200 && body.contains(&named))
+            },
+        )
         .map_err(with_log)?;
     let (code, body) = unhealthy;
     assert_eq!(code, 503, "{body}");
-    assert!(
-        body.contains(&format!(
-            "LlamaStackDistribution for llama-stack-operator in namespace {UNBOUND}: "
-        )) && body.contains("forbidden"),
-        "{body}"
-    );
+    assert!(body.contains("forbidden"), "{body}");
     assert!(
         !body.contains(&format!("in namespace {BOUND}:")),
         "the bound namespace's watches work: {body}"
