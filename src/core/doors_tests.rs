@@ -11,29 +11,19 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use llama_stack_resolver::{Catalog, Resolution, Resolver, ResolverOptions, embedded_base_config};
+use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::{Value, json};
 
 use super::adoption::Hold;
 use super::assess::{Around, assess};
-use super::decide::{Decision, Operator, decide};
+use super::decide::{Decision, decide};
+use super::fixtures::{PINNED, operator, resolved, resource};
 use super::next_look::{ADOPTION_POLL, RESYNC, YOUNG_ROLLOUT};
 use super::observed::{Acted, Applied, Observed, Seen};
 use super::reads::{self, PodsNeeded, looks};
 use super::stack::Stack;
 use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::naming::DESIRED_HASH;
-
-const PINNED: &str = "docker.io/ogxai/distribution-starter@sha256:2222222222222222222222222222222222222222222222222222222222222222";
-
-/// A stored stack `s` in `ns`, generation 3.
-fn resource(spec: Value, status: Value) -> LlamaStackDistribution {
-    serde_json::from_value(json!({"apiVersion": "llamastack.io/v1alpha2",
-        "kind": "LlamaStackDistribution",
-        "metadata": {"name": "s", "namespace": "ns", "uid": "u-1", "generation": 3},
-        "spec": spec, "status": status}))
-    .unwrap()
-}
 
 fn starter() -> Value {
     json!({"distribution": {"name": "starter"}})
@@ -42,25 +32,8 @@ fn starter() -> Value {
 /// What gather read of a stack whose distribution resolved, with `deployment` as read.
 fn read(deployment: Option<Deployment>) -> Observed {
     Observed {
-        reference: "docker.io/ogxai/distribution-starter:1.3.0".to_owned(),
-        resolution: Some(Ok(Resolution {
-            image: PINNED.to_owned(),
-            pinned: true,
-            config: embedded_base_config("starter").unwrap().unwrap(),
-            stale: None,
-            signature: None,
-        })),
         deployment,
-        ..Observed::default()
-    }
-}
-
-fn operator() -> Operator<'static> {
-    Operator {
-        image: Some("registry.corp/operator@sha256:33"),
-        namespace: Some("llso-system"),
-        routes_available: false,
-        monitoring_available: false,
+        ..resolved()
     }
 }
 
@@ -226,10 +199,16 @@ fn a_reconcile_comes_to_its_status_and_its_next_look() {
     let decision = decide(&stack, &observed, &operator()).unwrap();
     let catalog = Catalog::embedded().unwrap();
     let now = at("2026-12-06T10:30:00Z");
-    let around = |server_due| Around {
-        catalog: &catalog,
-        server_due,
-        now,
+    // The look after the act, then the assessment, as the reconcile calls them (the look saw
+    // nothing: no Pods, no server answer).
+    let come_to = |acted: Acted<'_>, server_due: Option<Duration>| {
+        let looked = looks(&stack, &decision, &observed, acted, now);
+        let around = Around {
+            catalog: &catalog,
+            server_due,
+            now,
+        };
+        assess(&stack, &decision, acted, (&looked, Seen::default()), around)
     };
     let ready = applied(running(&decision, 1, 1, "2026-12-06T10:00:00Z"));
     let waiting = applied(running(&decision, 1, 0, "2026-12-06T10:29:56Z"));
@@ -247,14 +226,7 @@ fn a_reconcile_comes_to_its_status_and_its_next_look() {
     };
 
     let held = Acted::Held(Hold::Waiting);
-    let looked = looks(&stack, &decision, &observed, held, now);
-    let assessed = assess(
-        &stack,
-        &decision,
-        held,
-        (&looked, Seen::default()),
-        around(None),
-    );
+    let assessed = come_to(held, None);
     assert_eq!(assessed.requeue, ADOPTION_POLL, "held: the adoption's pace");
     assert_eq!(
         condition(&assessed.finished, "DeploymentUpdated"),
@@ -263,14 +235,7 @@ fn a_reconcile_comes_to_its_status_and_its_next_look() {
     );
 
     let refused = Acted::Refused("admission webhook denied the request");
-    let looked = looks(&stack, &decision, &observed, refused, now);
-    let assessed = assess(
-        &stack,
-        &decision,
-        refused,
-        (&looked, Seen::default()),
-        around(None),
-    );
+    let assessed = come_to(refused, None);
     assert_eq!(assessed.requeue, RESYNC);
     let updated = condition(&assessed.finished, "DeploymentUpdated").unwrap();
     assert_eq!(
@@ -286,25 +251,12 @@ fn a_reconcile_comes_to_its_status_and_its_next_look() {
     );
 
     let acted = Acted::Applied(Some(&ready));
-    let looked = looks(&stack, &decision, &observed, acted, now);
-    let assessed = assess(
-        &stack,
-        &decision,
-        acted,
-        (&looked, Seen::default()),
-        around(None),
-    );
+    let assessed = come_to(acted, None);
     assert_eq!(phase(&assessed.finished), "Ready");
     assert!(assessed.finished.became_ready);
     assert_eq!(assessed.requeue, RESYNC);
     let due = Duration::from_secs(20);
-    let assessed = assess(
-        &stack,
-        &decision,
-        acted,
-        (&looked, Seen::default()),
-        around(Some(due)),
-    );
+    let assessed = come_to(acted, Some(due));
     assert_eq!(
         assessed.requeue, due,
         "Ready: the server's answers are due first"
@@ -312,14 +264,7 @@ fn a_reconcile_comes_to_its_status_and_its_next_look() {
     assert_eq!(assessed.rolled_back, None);
 
     let acted = Acted::Applied(Some(&waiting));
-    let looked = looks(&stack, &decision, &observed, acted, now);
-    let assessed = assess(
-        &stack,
-        &decision,
-        acted,
-        (&looked, Seen::default()),
-        around(Some(due)),
-    );
+    let assessed = come_to(acted, Some(due));
     assert_ne!(phase(&assessed.finished), "Ready");
     assert!(!assessed.finished.became_ready);
     assert!(

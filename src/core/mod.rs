@@ -39,4 +39,6 @@ pub mod user_config;
 #[cfg(test)]
 mod doors_tests;
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod purity;

@@ -296,6 +296,14 @@ fn available(deployment: Option<&Deployment>) -> bool {
 /// The label a stack's or a server's Pods carry with its name, which their Service selects.
 const INSTANCE: &str = "app.kubernetes.io/instance";
 
+/// Whether an adoption annotation's value cannot name a stack (not a lowercase DNS label): the
+/// operator then holds what it took, and every stack of the namespace stands down.
+fn unreadable(value: &str) -> bool {
+    !value
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 /// Whether a Pod of `instance` is Ready.
 fn ready_pod_of(s: &Snapshot, instance: &str) -> bool {
     s.pods.iter().any(|pod| {
@@ -522,7 +530,7 @@ impl Road {
             let names_it = [STORAGE, NETWORKING]
                 .iter()
                 .filter_map(|key| annotations.get(*key))
-                .any(|v| v == OLD || v.chars().any(|c| !(c.is_ascii_lowercase() || c == '-')));
+                .any(|v| v == OLD || unreadable(v));
             let volume_taken = s.claims.iter().any(|c| {
                 c.name_any() == format!("{OLD}-pvc")
                     && c.labels().contains_key("ogx.io/adopted-from")
@@ -597,10 +605,7 @@ impl Road {
             let unreadable = [read(STORAGE), read(NETWORKING)]
                 .into_iter()
                 .flatten()
-                .any(|v| {
-                    !v.chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                });
+                .any(unreadable);
             let has_storage = server
                 .spec
                 .workload

@@ -8,29 +8,18 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use llama_stack_resolver::embedded_base_config;
-use llama_stack_resolver::{Resolution, ResolveError};
+use llama_stack_resolver::ResolveError;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::core::fixtures::{PINNED, operator, resolution, resolved, resource};
 use crate::core::observed::Reach;
 use crate::naming::DESIRED_HASH;
 use k8s_openapi::api::apps::v1::Deployment;
 
-const PINNED: &str = "docker.io/ogxai/distribution-starter@sha256:2222222222222222222222222222222222222222222222222222222222222222";
 const OWN_IMAGE: &str = "registry.corp/own:1";
-
-/// A stored stack `s` in `ns`, generation 3, with `spec` and `status`.
-fn resource(spec: Value, status: Value) -> LlamaStackDistribution {
-    serde_json::from_value(
-        json!({"apiVersion": "llamastack.io/v1alpha2", "kind": "LlamaStackDistribution",
-        "metadata": {"name": "s", "namespace": "ns", "uid": "u-1", "generation": 3},
-        "spec": spec, "status": status}),
-    )
-    .unwrap()
-}
 
 fn starter() -> Spec {
     Spec(json!({"distribution": {"name": "starter"}}))
@@ -51,40 +40,11 @@ impl Spec {
     }
 }
 
-/// The starter distribution resolved to a pinned image with its embedded base config.
-fn resolution(pinned: bool, stale: Option<ResolveError>) -> Resolution {
-    Resolution {
-        image: PINNED.to_owned(),
-        pinned,
-        config: embedded_base_config("starter").unwrap().unwrap(),
-        stale: stale.map(Arc::new),
-        signature: None,
-    }
-}
-
 fn rejected_credentials() -> ResolveError {
     ResolveError::CredentialsRejected {
         image: PINNED.to_owned(),
         registry: "docker.io".to_owned(),
         tried: "ns/pull".to_owned(),
-    }
-}
-
-/// What a reconcile reads of a stack whose distribution resolved.
-fn resolved() -> Observed {
-    Observed {
-        reference: "docker.io/ogxai/distribution-starter:1.3.0".to_owned(),
-        resolution: Some(Ok(resolution(true, None))),
-        ..Observed::default()
-    }
-}
-
-fn operator() -> Operator<'static> {
-    Operator {
-        image: Some("registry.corp/operator@sha256:33"),
-        namespace: Some("llso-system"),
-        routes_available: false,
-        monitoring_available: false,
     }
 }
 

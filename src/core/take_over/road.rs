@@ -1359,6 +1359,13 @@ fn the_orders_the_model_found_keep_the_address_and_the_volume() {
         adopt_storage,
         adopt_networking,
     };
+    // The volume taken: scaled down, its Pods gone, detached and mounted.
+    let took_volume = [
+        new(true, Some(Ann::Old), None),
+        ReconcileServer,
+        Settle,
+        ReconcileServer,
+    ];
     let took_address = [
         ReconcileServer,
         Settle,
@@ -1456,27 +1463,19 @@ fn the_orders_the_model_found_keep_the_address_and_the_volume() {
         (
             "a volume taken, then the server's own volume dropped, the annotation kept",
             true,
-            vec![
-                new(true, Some(Ann::Old), None),
-                ReconcileServer,
-                Settle,
-                ReconcileServer,
-                new(false, Some(Ann::Old), None),
-            ],
+            [took_volume.to_vec(), vec![new(false, Some(Ann::Old), None)]].concat(),
         ),
         (
             "a volume taken, then another name given for storage: the server, held, keeps it mounted",
             true,
-            vec![
-                new(true, Some(Ann::Old), None),
-                ReconcileServer,
-                Settle,
-                ReconcileServer,
-                Annotate {
+            [
+                took_volume.to_vec(),
+                vec![Annotate {
                     adopt_storage: Some(Ann::Typo),
                     adopt_networking: None,
-                },
-            ],
+                }],
+            ]
+            .concat(),
         ),
         (
             "a volume taken, the annotation removed (kept by the server), then its own volume dropped",
