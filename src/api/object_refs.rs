@@ -198,9 +198,9 @@ fn config_maps(spec: &Value, out: &mut Vec<Reference>) {
     }
 }
 
-/// The references of a v1alpha2 object.
-pub fn of(cr: &super::v1alpha2::LlamaStackDistribution) -> Vec<Reference> {
-    serde_json::to_value(&cr.spec)
+/// The references of a spec in the model (v1alpha2, which every API maps into).
+pub fn of(spec: &super::v1alpha2::LlamaStackDistributionSpec) -> Vec<Reference> {
+    serde_json::to_value(spec)
         .map(|spec| of_spec(&spec))
         .unwrap_or_default()
 }

@@ -28,7 +28,7 @@ use crate::core::door::Door;
 use crate::core::observed::{Observed, Reach};
 use crate::core::plan::Planned;
 use crate::core::server_run;
-use crate::core::stack::{ConfigRole, Invalid, Stack, UserConfigMap};
+use crate::core::stack::{ConfigRole, Invalid, Model, Stack, UserConfigMap};
 use crate::stack_config::parse_base;
 use crate::validate::documents::{ReadError, read_inputs};
 use crate::validate::{SetupError, Validator, Verdict};
@@ -274,18 +274,18 @@ fn refusal(stack: &Stack<'_>, image: &str, blocked: Blocked) -> RenderError {
 /// Generation's warnings are printed with `location`, except those admission gave already
 /// (`admission_warnings`, printed by the caller).
 fn render_one(
-    (cr, door): (&LlamaStackDistribution, Door),
+    (model, door): (Model<'_>, Door),
     args: &Args,
     catalog: &Catalog,
     config_maps: &BTreeMap<String, ConfigMap>,
     (location, admission_warnings): (&str, &[String]),
 ) -> Result<String, RenderError> {
     // Offline: the catalog's (or the manifest's) reference, not pinned to a digest.
-    let image = match &cr.spec.distribution.name {
+    let image = match &model.spec.distribution.name {
         Some(name) => catalog.image(name)?.to_owned(),
-        None => cr.spec.distribution.image.clone().unwrap_or_default(),
+        None => model.spec.distribution.image.clone().unwrap_or_default(),
     };
-    let stack = Stack::read_through(cr, door)?;
+    let stack = Stack::read_through(model, door)?;
     let file = args.base_config.as_ref().map(read).transpose()?;
     let observed = observed_offline(&stack, file, &image, config_maps)?;
     // The operator's own image runs the external-provider steps; offline it is left unnamed.
@@ -368,15 +368,16 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
             detail,
         };
         let stored = stored.ok_or_else(|| manifest("no object after validation".to_owned()))?;
-        let (model, door) = if stored["kind"] == "OGXServer" {
+        let (meta, spec, status, door) = if stored["kind"] == "OGXServer" {
             let server: OGXServer =
                 serde_json::from_value(stored).map_err(|e| manifest(e.to_string()))?;
-            let model =
+            let modelled =
                 crate::ogx_server::to_model(&server).map_err(|e| RenderError::NotServed {
                     location: location.clone(),
                     detail: e.to_string(),
                 })?;
-            (model, crate::ogx_server::door(&server))
+            let door = crate::ogx_server::door(&server);
+            (server.metadata, modelled.spec, modelled.status, door)
         } else {
             let v1alpha2 = if stored["apiVersion"] == "llamastack.io/v1alpha1" {
                 crate::convert::convert(&stored, "llamastack.io/v1alpha2")
@@ -386,10 +387,20 @@ pub(super) fn run(args: &Args) -> Result<(), RenderError> {
             };
             let cr: LlamaStackDistribution =
                 serde_json::from_value(v1alpha2).map_err(|e| manifest(e.to_string()))?;
-            (cr, Door::LlamaStackDistribution)
+            (
+                cr.metadata,
+                cr.spec,
+                cr.status,
+                Door::LlamaStackDistribution,
+            )
+        };
+        let model = Model {
+            meta: &meta,
+            spec: &spec,
+            status: status.as_ref(),
         };
         outputs.push(render_one(
-            (&model, door),
+            (model, door),
             args,
             &catalog,
             &config_maps,

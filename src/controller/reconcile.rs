@@ -28,7 +28,9 @@ use super::publish::{noted, publish};
 use super::read::{gather, look};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::v1alpha2::{
+    LlamaStackDistribution, LlamaStackDistributionSpec, LlamaStackDistributionStatus,
+};
 use crate::core::adoption;
 use crate::core::assess::{Around, assess};
 use crate::core::conditions::Blocked;
@@ -37,7 +39,7 @@ use crate::core::door::Door;
 use crate::core::next_look::RESYNC;
 use crate::core::reads;
 use crate::core::report::Report;
-use crate::core::stack::{Invalid, Stack};
+use crate::core::stack::{Invalid, Model, Stack};
 use crate::core::subject::{Subject, namesake_owner};
 use crate::ogx_server;
 
@@ -72,10 +74,10 @@ pub async fn reconcile_stack(
     let cr = slim_cache::expanded(&cr);
     if let Some(message) = ogx_servers.and_then(|store| taken_over(&cr, &store)) {
         let started = Instant::now();
-        let result = refuse(&cr, Door::LlamaStackDistribution, &ctx, message).await;
+        let result = refuse(Model::of(&cr), Door::LlamaStackDistribution, &ctx, message).await;
         return record(&ctx, started, result);
     }
-    reconcile_model(&cr, Door::LlamaStackDistribution, &ctx, None).await
+    reconcile_model(Model::of(&cr), Door::LlamaStackDistribution, &ctx, None).await
 }
 
 /// Reconciles one OGXServer through the same pipeline, as the model it maps into, and records
@@ -92,24 +94,30 @@ pub async fn reconcile_server(
     stacks: Option<Store<LlamaStackDistribution>>,
 ) -> Result<Action, Error> {
     match ogx_server::to_model(&cr) {
-        Ok(mut model) => {
-            let namesake = namesake(&model, &ctx, stacks.as_ref()).await;
-            if model
+        Ok(mut modelled) => {
+            let namesake = namesake(&cr, &ctx, stacks.as_ref()).await;
+            if modelled
                 .status
                 .as_ref()
                 .is_none_or(|s| s.resolved_distribution.is_none())
             {
-                adopt_recorded(&mut model, namesake.as_ref());
+                adopt_recorded(&mut modelled.status, namesake.as_ref());
             }
             let owner = namesake.as_ref().and_then(namesake_reference);
-            reconcile_model(&model, ogx_server::door(&cr), &ctx, owner).await
+            reconcile_model(modelled.model(&cr), ogx_server::door(&cr), &ctx, owner).await
         }
         Err(untranslatable) => {
             let started = Instant::now();
-            let shell = ogx_server::shell(&cr);
             let refusal = (Reason::FieldNotServed, untranslatable.to_string());
             let door = Door::OgxServer { metrics_port: None };
-            let result = refuse(&shell, door, &ctx, refusal).await;
+            let status = ogx_server::recorded(&cr);
+            let nothing_served = LlamaStackDistributionSpec::default();
+            let model = Model {
+                meta: &cr.metadata,
+                spec: &nothing_served,
+                status: status.as_ref(),
+            };
+            let result = refuse(model, door, &ctx, refusal).await;
             record(&ctx, started, result)
         }
     }
@@ -120,11 +128,11 @@ pub async fn reconcile_server(
 /// at 100 new servers 1.3 reads each, issue 62), else read (best effort: without it the server
 /// resolves its distribution afresh, and its objects carry no plain owner).
 async fn namesake(
-    model: &LlamaStackDistribution,
+    server: &OGXServer,
     ctx: &Context,
     stacks: Option<&Store<LlamaStackDistribution>>,
 ) -> Option<Arc<LlamaStackDistribution>> {
-    let (ns, name) = (model.namespace().unwrap_or_default(), model.name_any());
+    let (ns, name) = (server.namespace().unwrap_or_default(), server.name_any());
     let listed = stacks.filter(|store| {
         store
             .wait_until_ready()
@@ -156,13 +164,13 @@ fn namesake_reference(namesake: &Arc<LlamaStackDistribution>) -> Option<OwnerRef
 /// memory), for an OGXServer that has recorded nothing yet: a stack moved from one API to the
 /// other keeps running the same image, and its rollout to the new names is judged as before.
 fn adopt_recorded(
-    model: &mut LlamaStackDistribution,
+    status: &mut Option<LlamaStackDistributionStatus>,
     namesake: Option<&Arc<LlamaStackDistribution>>,
 ) {
     let Some(recorded) = namesake.and_then(|n| n.status.clone()) else {
         return;
     };
-    let status = model.status.get_or_insert_with(Default::default);
+    let status = status.get_or_insert_with(Default::default);
     status.resolved_distribution = recorded.resolved_distribution;
     status.rollback = recorded.rollback;
 }
@@ -201,7 +209,7 @@ fn taken_over(
 }
 
 async fn reconcile_model(
-    model: &LlamaStackDistribution,
+    model: Model<'_>,
     door: Door,
     ctx: &Context,
     namesake: Option<OwnerReference>,
@@ -210,8 +218,8 @@ async fn reconcile_model(
     let span = tracing::info_span!(
         "reconcile",
         kind = door.type_meta().1,
-        namespace = %model.namespace().unwrap_or_default(),
-        name = %model.name_any(),
+        namespace = %model.meta.namespace.as_deref().unwrap_or_default(),
+        name = %model.meta.name.as_deref().unwrap_or_default(),
     );
     // On the heap: the pipeline's future is large (several steps' state), and a worker thread's
     // stack is 2 MiB.
@@ -251,24 +259,21 @@ fn record(
 /// stored before the CRD's rules can carry it), or that it must leave alone: the status says
 /// why, and nothing else is read or written.
 async fn refuse(
-    cr: &LlamaStackDistribution,
+    model: Model<'_>,
     door: Door,
     ctx: &Context,
     (reason, message): (Reason, String),
 ) -> Result<(Action, String), Error> {
-    let mut report = Report::new(
-        cr.status.as_ref(),
-        cr.metadata.generation,
-        jiff::Timestamp::now(),
-    );
+    let generation = model.meta.generation;
+    let mut report = Report::new(model.status, generation, jiff::Timestamp::now());
     report.block(Blocked::spec(
         ConditionType::ConfigGenerated,
         reason,
         message,
     ));
     let reason = publish(
-        report.finished(cr.metadata.generation),
-        &Subject::of(cr, door),
+        report.finished(generation),
+        &Subject::of(model.meta, door),
         ctx,
     )
     .await

@@ -2,7 +2,8 @@
 //! `.await`, no clock (the time is passed in), nothing of the controller; a test holds it to that
 //! (`purity` below). The controller and `render` (offline) drive it the same way.
 //!
-//! - **read**: [`stack::Stack`], the view every step takes, read from a resource through its
+//! - **read**: [`stack::Stack`], the view every step takes, read from what a front door hands
+//!   over ([`stack::Model`]: the resource's metadata, its spec and status in the model) through its
 //!   [`door::Door`] (what differs per API: names, labels, paths).
 //! - **decide**: [`decide::decide`] from the stack and what the controller gathered
 //!   ([`observed::Observed`]): the config and the image that runs it ([`plan`], [`server_run`],

@@ -1,13 +1,13 @@
-//! The read step: a LlamaStackDistribution checked once and read into [`Stack`], the typed
-//! view every later step of a reconcile takes (gather, decide, apply, observe, report). The
-//! defaults of the spec are applied here, once, so no step re-derives them from the raw resource,
-//! and what earlier reconciles recorded in the status is read here too ([`Recorded`]): only the
-//! report, which writes the status, reads the resource again.
+//! The read step: a stack as a front door hands it over ([`Model`]: its metadata, its spec and
+//! its recorded status, in the model) checked once and read into [`Stack`], the typed view every
+//! later step of a reconcile takes (gather, decide, apply, observe, report). The defaults of the
+//! spec are applied here, once, so no step re-derives them from the raw spec, and what earlier
+//! reconciles recorded in the status is read here too ([`Recorded`]).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use llama_stack_resolver::Distribution;
 use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
@@ -36,7 +36,7 @@ static NO_OVERRIDES: LazyLock<WorkloadOverrides> = LazyLock::new(WorkloadOverrid
 #[derive(Debug, thiserror::Error)]
 pub enum Invalid {
     /// The object has no name (the API server never stores such an object).
-    #[error("a LlamaStackDistribution without a name")]
+    #[error("a stack without a name")]
     Unnamed,
     /// `spec.distribution` sets neither a name nor an image (admission refuses this; an object
     /// stored before the CRD's rules, or with them off, can still carry it).
@@ -44,7 +44,32 @@ pub enum Invalid {
     NoDistribution,
 }
 
-/// One LlamaStackDistribution as the reconcile reads it: who it is, what it runs, and what it
+/// A stack as a front door hands it to the core, whatever API it came through: who it is (its
+/// metadata), what it asks for (its spec, in the model every API maps into) and what earlier
+/// reconciles recorded (its status, in the model). The LLSD door hands its resource's own parts
+/// ([`Model::of`]); the `OGXServer` door its metadata, with the spec and status it maps.
+#[derive(Clone, Copy, Debug)]
+pub struct Model<'a> {
+    /// `metadata`: name, namespace, uid, generation, annotations.
+    pub meta: &'a ObjectMeta,
+    /// The spec in the model.
+    pub spec: &'a LlamaStackDistributionSpec,
+    /// The status earlier reconciles wrote, in the model; none before the first.
+    pub status: Option<&'a LlamaStackDistributionStatus>,
+}
+
+impl<'a> Model<'a> {
+    /// A LlamaStackDistribution's own parts: the model is its own shape.
+    pub fn of(resource: &'a LlamaStackDistribution) -> Self {
+        Self {
+            meta: &resource.metadata,
+            spec: &resource.spec,
+            status: resource.status.as_ref(),
+        }
+    }
+}
+
+/// One stack as the reconcile reads it: who it is, what it runs, and what it
 /// refers to, with the spec's defaults applied.
 #[derive(Clone, Debug)]
 pub struct Stack<'a> {
@@ -154,6 +179,19 @@ impl ConfigRole {
 }
 
 impl<'a> Recorded<'a> {
+    /// What `status` recorded.
+    fn of(status: Option<&'a LlamaStackDistributionStatus>) -> Self {
+        Self {
+            status,
+            resolved: status.and_then(|s| s.resolved_distribution.as_ref()),
+            rollback: status.and_then(|s| s.rollback.as_ref()),
+            conditions: status
+                .and_then(|s| s.conditions.as_deref())
+                .unwrap_or_default(),
+            written: status.is_some(),
+        }
+    }
+
     /// The image the stack was last applied with.
     pub fn image(&self) -> Option<&'a str> {
         self.resolved.and_then(|r| r.image.as_deref())
@@ -191,15 +229,14 @@ pub struct Networking<'a> {
 impl<'a> Stack<'a> {
     /// Reads `resource` into the view, or says why it cannot be.
     pub fn read(resource: &'a LlamaStackDistribution) -> Result<Self, Invalid> {
-        Self::read_through(resource, Door::LlamaStackDistribution)
+        Self::read_through(Model::of(resource), Door::LlamaStackDistribution)
     }
 
-    /// Reads `resource`, the model of a stack that came through `door`, into the view.
-    pub fn read_through(resource: &'a LlamaStackDistribution, door: Door) -> Result<Self, Invalid> {
-        let meta = &resource.metadata;
+    /// Reads `model`, a stack that came through `door`, into the view.
+    pub fn read_through(model: Model<'a>, door: Door) -> Result<Self, Invalid> {
+        let Model { meta, spec, status } = model;
         let name = meta.name.as_deref().ok_or(Invalid::Unnamed)?;
         let namespace = meta.namespace.as_deref().unwrap_or_default();
-        let spec = &resource.spec;
         let distribution = match (&spec.distribution.name, &spec.distribution.image) {
             (Some(name), _) => Distribution::Name(name.clone()),
             (None, Some(image)) => Distribution::Image(image.clone()),
@@ -209,7 +246,7 @@ impl<'a> Stack<'a> {
         Ok(Self {
             name,
             namespace,
-            subject: Subject::of(resource, door),
+            subject: Subject::of(meta, door),
             owned_by: owned_by_selector(name),
             generator_input: spec,
             user_config_map: user_config_map(spec),
@@ -229,7 +266,7 @@ impl<'a> Stack<'a> {
             overrides: workload.overrides.as_ref().unwrap_or(&NO_OVERRIDES),
             storage: workload.storage.as_ref(),
             networking: Networking::of(spec),
-            references: object_refs::of(resource),
+            references: object_refs::of(spec),
             declared_server: spec
                 .distribution
                 .server_version
@@ -241,20 +278,7 @@ impl<'a> Stack<'a> {
                 .as_ref()
                 .and_then(|a| a.get(REPIN_ANNOTATION))
                 .map(String::as_str),
-            recorded: Recorded {
-                status: resource.status.as_ref(),
-                resolved: resource
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.resolved_distribution.as_ref()),
-                rollback: resource.status.as_ref().and_then(|s| s.rollback.as_ref()),
-                conditions: resource
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_deref())
-                    .unwrap_or_default(),
-                written: resource.status.is_some(),
-            },
+            recorded: Recorded::of(status),
             door,
             adoption: Adopted::default(),
         })

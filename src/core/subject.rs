@@ -3,6 +3,7 @@
 //! write and the Events need of the resource; the rest of the pipeline reads the stack view.
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 
@@ -73,27 +74,27 @@ pub fn stack_controller(name: &str, uid: &str) -> OwnerReference {
 }
 
 impl Subject {
-    /// The subject of `model`, a resource that came through `door` (an `OGXServer` is carried
-    /// in the model's shape with its own uid: the references name the `OGXServer`).
-    pub fn of(model: &LlamaStackDistribution, door: Door) -> Self {
+    /// The subject whose metadata is `meta`, a resource that came through `door`: its objects'
+    /// references and its Events name the resource of that door (an `OGXServer` and the
+    /// LlamaStackDistribution of its name share no uid).
+    pub fn of(meta: &ObjectMeta, door: Door) -> Self {
         let (api_version, kind) = door.type_meta();
-        let meta = &model.metadata;
-        let owner = match door {
-            // kube's own reference: it does not block the owner's deletion (which would need
-            // the right to update the LLSD's finalizers under OpenShift's admission).
-            Door::LlamaStackDistribution => model.controller_owner_ref(&()),
+        let owner = match (door, meta.name.as_deref(), meta.uid.as_deref()) {
+            (_, None, _) | (_, _, None) => None,
+            // As kube makes it: it does not block the owner's deletion (which would need the
+            // right to update the LLSD's finalizers under OpenShift's admission).
+            (Door::LlamaStackDistribution, Some(name), Some(uid)) => {
+                Some(stack_controller(name, uid))
+            }
             // As the OGX operator's objects refer to their OGXServer.
-            Door::OgxServer { .. } => match (meta.name.clone(), meta.uid.clone()) {
-                (Some(name), Some(uid)) => Some(OwnerReference {
-                    api_version: api_version.to_owned(),
-                    kind: kind.to_owned(),
-                    name,
-                    uid,
-                    controller: Some(true),
-                    block_owner_deletion: Some(true),
-                }),
-                _ => None,
-            },
+            (Door::OgxServer { .. }, Some(name), Some(uid)) => Some(OwnerReference {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+                uid: uid.to_owned(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }),
         };
         Self {
             door,
@@ -106,7 +107,12 @@ impl Subject {
             regarding: ObjectReference {
                 api_version: Some(api_version.to_owned()),
                 kind: Some(kind.to_owned()),
-                ..model.object_ref(&())
+                name: meta.name.clone(),
+                namespace: meta.namespace.clone(),
+                uid: meta.uid.clone(),
+                // As kube's own reference: an Event names the object, not one version of it.
+                resource_version: None,
+                field_path: None,
             },
         }
     }
@@ -133,7 +139,7 @@ mod tests {
     #[test]
     fn the_references_name_the_resource_of_the_door() {
         let model = model();
-        let llsd = Subject::of(&model, Door::LlamaStackDistribution);
+        let llsd = Subject::of(&model.metadata, Door::LlamaStackDistribution);
         assert_eq!(llsd.owner, model.controller_owner_ref(&()));
         assert_eq!(
             llsd.owner,
@@ -143,7 +149,7 @@ mod tests {
         assert_eq!(llsd.regarding, model.object_ref(&()));
         assert_eq!((llsd.generation, llsd.uid.as_str()), (Some(3), "u-1"));
 
-        let ogx = Subject::of(&model, Door::OgxServer { metrics_port: None });
+        let ogx = Subject::of(&model.metadata, Door::OgxServer { metrics_port: None });
         let owner = ogx.owner.unwrap();
         assert_eq!(
             (
@@ -164,7 +170,7 @@ mod tests {
         let mut model = model();
         model.metadata.uid = None;
         assert!(
-            Subject::of(&model, Door::LlamaStackDistribution)
+            Subject::of(&model.metadata, Door::LlamaStackDistribution)
                 .owner
                 .is_none()
         );

@@ -1,6 +1,7 @@
-//! The `OGXServer` front door: an `ogx.io/v1beta1` `OGXServer` mapped into the operator's own
-//! model of a stack (the `LlamaStackDistribution` hub, `llamastack.io/v1alpha2`), and the status
-//! the core reports mapped back (`status`). Pure.
+//! The `OGXServer` front door: an `ogx.io/v1beta1` `OGXServer`'s spec and status mapped into
+//! the operator's own model of a stack (the spec and status of the `llamastack.io/v1alpha2`
+//! hub; the server keeps its own metadata), and the status the core reports mapped back
+//! (`status`). Pure.
 //!
 //! What the model cannot carry yet is refused with the field that asks for it
 //! ([`Untranslatable`]), before anything runs: a stack that silently ran without the client
@@ -21,10 +22,11 @@ use crate::api::ogx::{self, OGXServer, OGXServerSpec};
 use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
     BaseConfigSpec, ClientIdentity, ConfigMapKey, ExposeOptions, GatewaySpec, KvStorageSpec,
-    KvStorageType, LlamaStackDistribution, LlamaStackDistributionSpec, ModelConfig, NetworkingSpec,
-    OverrideConfigSpec, PolicyRules, PraxisGateway, ResourcesSpec, SecretKeyRef, SecretValue,
-    SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
+    KvStorageType, LlamaStackDistributionSpec, LlamaStackDistributionStatus, ModelConfig,
+    NetworkingSpec, OverrideConfigSpec, PolicyRules, PraxisGateway, ResourcesSpec, SecretKeyRef,
+    SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
 };
+use crate::core::stack::Model;
 
 /// The metrics port when `monitoring.metricsPort` is not set (OpenTelemetry's Prometheus
 /// exporter default, which the OGX server uses).
@@ -53,33 +55,46 @@ impl Untranslatable {
     }
 }
 
-/// An `OGXServer` as the stack the core reconciles: the same metadata (name, namespace, uid,
-/// generation, annotations), its spec in the model, and its status read back.
-pub fn to_model(server: &OGXServer) -> Result<LlamaStackDistribution, Untranslatable> {
-    let mut spec = spec(&server.spec)?;
-    annotations::apply(server.metadata.annotations.as_ref(), &mut spec)?;
-    let mut model = LlamaStackDistribution::new("", spec);
-    model.metadata = server.metadata.clone();
-    model.status = server.status.as_ref().map(recorded);
-    Ok(model)
+/// An `OGXServer`'s spec and status in the model the core reconciles; its metadata is its own
+/// ([`Modelled::model`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Modelled {
+    /// The spec in the model, with what the server's annotations ask for.
+    pub spec: LlamaStackDistributionSpec,
+    /// The status it recorded, read back into the model.
+    pub status: Option<LlamaStackDistributionStatus>,
 }
 
-/// The recorded status in the model. One it cannot read (a defect: both types hold the same
-/// fields) is logged and read as none: the stack then resolves and reports afresh.
-fn recorded(status: &ogx::OGXServerStatus) -> crate::api::v1alpha2::LlamaStackDistributionStatus {
-    status::into_model(status).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "the OGXServer's status cannot be read into the model");
-        Default::default()
+impl Modelled {
+    /// The stack as the core reads it: `server`'s metadata (name, namespace, uid, generation,
+    /// annotations) with this spec and status.
+    pub fn model<'a>(&'a self, server: &'a OGXServer) -> Model<'a> {
+        Model {
+            meta: &server.metadata,
+            spec: &self.spec,
+            status: self.status.as_ref(),
+        }
+    }
+}
+
+/// An `OGXServer`'s spec and status in the model, or the field the model cannot carry yet.
+pub fn to_model(server: &OGXServer) -> Result<Modelled, Untranslatable> {
+    let mut spec = spec(&server.spec)?;
+    annotations::apply(server.metadata.annotations.as_ref(), &mut spec)?;
+    Ok(Modelled {
+        spec,
+        status: recorded(server),
     })
 }
 
-/// An `OGXServer` the model cannot carry, as far as a refusal needs it: its metadata and
-/// status, with an empty spec.
-pub fn shell(server: &OGXServer) -> LlamaStackDistribution {
-    let mut model = LlamaStackDistribution::new("", LlamaStackDistributionSpec::default());
-    model.metadata = server.metadata.clone();
-    model.status = server.status.as_ref().map(recorded);
-    model
+/// The status `server` recorded, in the model. One it cannot read (a defect: both types hold the
+/// same fields) is logged and read as none: the stack then resolves and reports afresh.
+pub fn recorded(server: &OGXServer) -> Option<LlamaStackDistributionStatus> {
+    let status = server.status.as_ref()?;
+    Some(status::into_model(status).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the OGXServer's status cannot be read into the model");
+        Default::default()
+    }))
 }
 
 /// The spec in the model.

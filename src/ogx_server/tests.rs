@@ -5,7 +5,9 @@ use serde_json::json;
 
 use super::*;
 use crate::api::ogx::OGXServer;
+use crate::api::v1alpha2::LlamaStackDistribution;
 use crate::api::v1alpha2::ProviderConfig;
+use crate::core::stack::Stack;
 use crate::stack_config::{ModelMerge, ProviderTable, generate, generate_merging, parse_base};
 
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ogx-operator");
@@ -48,8 +50,11 @@ fn every_sample_is_read_or_refused_with_its_field() {
     ] {
         for server in servers(file) {
             match to_model(&server) {
-                Ok(model) => {
-                    assert_eq!(model.metadata.name, server.metadata.name);
+                Ok(modelled) => {
+                    let stack = Stack::read_through(modelled.model(&server), door(&server))
+                        .expect("a sample the door maps reads into the core's view");
+                    assert_eq!(Some(stack.name), server.metadata.name.as_deref());
+                    assert_eq!(stack.subject.regarding.kind.as_deref(), Some("OGXServer"));
                     read += 1;
                 }
                 Err(e) => refused.push((server.metadata.name.clone().unwrap(), e.field)),

@@ -13,30 +13,64 @@ use kube::core::ObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 
-use crate::api::object_refs::{self, RefKind};
+use crate::api::object_refs::{self, RefKind, Reference};
+use crate::api::ogx::OGXServer;
 use crate::api::v1alpha2::LlamaStackDistribution;
 
-type Stack = ObjectRef<LlamaStackDistribution>;
+/// A stack's resource, as far as the index needs it: what it refers to, read through its door.
+pub(in crate::controller) trait Refers:
+    kube::Resource<DynamicType = ()>
+{
+    /// The Secrets and ConfigMaps its spec names.
+    fn references(&self) -> Vec<Reference>;
+}
+
+impl Refers for LlamaStackDistribution {
+    fn references(&self) -> Vec<Reference> {
+        object_refs::of(&self.spec)
+    }
+}
+
+impl Refers for OGXServer {
+    /// Those of its spec in the model; one the model cannot carry refers to nothing until it
+    /// can.
+    fn references(&self) -> Vec<Reference> {
+        crate::ogx_server::to_model(self)
+            .map(|modelled| object_refs::of(&modelled.spec))
+            .unwrap_or_default()
+    }
+}
 
 /// A referred object: its kind, namespace and name.
 type Target = (RefKind, String, String);
 
 /// The index, shared by the stacks' watch (which writes it) and the Secret and ConfigMap watches
 /// (which read it).
-#[derive(Clone, Default)]
-pub(in crate::controller) struct Referrers(Arc<Mutex<Index>>);
+pub(in crate::controller) struct Referrers<K: Refers>(Arc<Mutex<Index<K>>>);
 
-impl Referrers {
+impl<K: Refers> Clone for Referrers<K> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<K: Refers> Default for Referrers<K> {
+    fn default() -> Self {
+        Self(Arc::default())
+    }
+}
+
+impl<K: Refers> Referrers<K> {
     /// Follows one event of the stacks' watch.
-    pub(in crate::controller) fn observe(&self, event: &Event<LlamaStackDistribution>) {
+    pub(in crate::controller) fn observe(&self, event: &Event<K>) {
         let mut index = self.lock();
         match event {
             Event::Apply(cr) => index.main.set(cr),
             Event::Delete(cr) => index.main.remove(&ObjectRef::from_obj(cr)),
             // A relist builds a new index; it replaces the old one when the list is complete
             // (stacks deleted while the watch was down are dropped then), as the cache does.
-            Event::Init => index.relisting = Some(Targets::default()),
-            Event::InitApply(cr) => index.relisting.get_or_insert_with(Targets::default).set(cr),
+            Event::Init => index.relisting = Some(Targets::empty()),
+            Event::InitApply(cr) => index.relisting.get_or_insert_with(Targets::empty).set(cr),
             Event::InitDone => {
                 if let Some(relisted) = index.relisting.take() {
                     index.main = relisted;
@@ -46,7 +80,7 @@ impl Referrers {
     }
 
     /// The stacks that refer to the `kind` object `meta` names.
-    pub(in crate::controller) fn of(&self, kind: RefKind, meta: &ObjectMeta) -> Vec<Stack> {
+    pub(in crate::controller) fn of(&self, kind: RefKind, meta: &ObjectMeta) -> Vec<ObjectRef<K>> {
         let target = (
             kind,
             meta.namespace.clone().unwrap_or_default(),
@@ -60,33 +94,48 @@ impl Referrers {
             .unwrap_or_default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Index> {
+    fn lock(&self) -> MutexGuard<'_, Index<K>> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-#[derive(Default)]
-struct Index {
-    main: Targets,
-    relisting: Option<Targets>,
+struct Index<K: Refers> {
+    main: Targets<K>,
+    relisting: Option<Targets<K>>,
+}
+
+impl<K: Refers> Default for Index<K> {
+    fn default() -> Self {
+        Self {
+            main: Targets::empty(),
+            relisting: None,
+        }
+    }
 }
 
 /// Both directions: what refers to a target, and what a stack refers to (to undo it).
-#[derive(Default)]
-struct Targets {
-    by_target: HashMap<Target, HashSet<Stack>>,
-    by_stack: HashMap<Stack, Vec<Target>>,
+struct Targets<K: Refers> {
+    by_target: HashMap<Target, HashSet<ObjectRef<K>>>,
+    by_stack: HashMap<ObjectRef<K>, Vec<Target>>,
 }
 
-impl Targets {
+impl<K: Refers> Targets<K> {
+    fn empty() -> Self {
+        Self {
+            by_target: HashMap::new(),
+            by_stack: HashMap::new(),
+        }
+    }
+
     /// Records what `cr` refers to now, replacing what it referred to before.
-    fn set(&mut self, cr: &LlamaStackDistribution) {
+    fn set(&mut self, cr: &K) {
         let stack = ObjectRef::from_obj(cr);
         self.remove(&stack);
         let own_namespace = cr.namespace().unwrap_or_default();
-        let mut targets: Vec<Target> = object_refs::of(cr)
+        let mut targets: Vec<Target> = cr
+            .references()
             .into_iter()
             .map(|r| {
                 let namespace = r.namespace.unwrap_or_else(|| own_namespace.clone());
@@ -107,7 +156,7 @@ impl Targets {
         self.by_stack.insert(stack, targets);
     }
 
-    fn remove(&mut self, stack: &Stack) {
+    fn remove(&mut self, stack: &ObjectRef<K>) {
         for target in self.by_stack.remove(stack).unwrap_or_default() {
             if let Some(stacks) = self.by_target.get_mut(&target) {
                 stacks.remove(stack);
@@ -151,7 +200,12 @@ mod tests {
     }
 
     /// The names of the stacks `referrers` finds for the `kind` object `namespace/name`, sorted.
-    fn found(referrers: &Referrers, kind: RefKind, namespace: &str, name: &str) -> Vec<String> {
+    fn found<K: Refers>(
+        referrers: &Referrers<K>,
+        kind: RefKind,
+        namespace: &str,
+        name: &str,
+    ) -> Vec<String> {
         let mut names: Vec<String> = referrers
             .of(kind, &meta(namespace, name))
             .into_iter()
@@ -163,7 +217,7 @@ mod tests {
 
     #[test]
     fn an_object_finds_the_stacks_that_refer_to_it_in_its_namespace() {
-        let referrers = Referrers::default();
+        let referrers = Referrers::<LlamaStackDistribution>::default();
         referrers.observe(&Event::Apply(with_tls("team", "a", "tls")));
         referrers.observe(&Event::Apply(with_tls("team", "b", "tls")));
         referrers.observe(&Event::Apply(with_tls("other", "c", "tls")));
@@ -180,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_changed_or_deleted_stack_no_longer_answers_for_what_it_dropped() {
-        let referrers = Referrers::default();
+        let referrers = Referrers::<LlamaStackDistribution>::default();
         referrers.observe(&Event::Apply(with_tls("team", "a", "old")));
         referrers.observe(&Event::Apply(with_tls("team", "a", "new")));
         assert!(found(&referrers, RefKind::Secret, "team", "old").is_empty());
@@ -191,14 +245,14 @@ mod tests {
 
     #[test]
     fn a_reference_into_another_namespace_is_found_there() {
-        let referrers = Referrers::default();
+        let referrers = Referrers::<LlamaStackDistribution>::default();
         let cr = stack(
             "team",
             "a",
             serde_json::json!({"distribution": {"name": "starter"},
                 "networking": {"tls": {"caBundle": {"configMapName": "ca", "configMapNamespace": "shared"}}}}),
         );
-        let expected = object_refs::of(&cr);
+        let expected = cr.references();
         assert!(
             expected
                 .iter()
@@ -212,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_relist_drops_the_stacks_deleted_while_the_watch_was_down() {
-        let referrers = Referrers::default();
+        let referrers = Referrers::<LlamaStackDistribution>::default();
         referrers.observe(&Event::Apply(with_tls("team", "a", "tls")));
         referrers.observe(&Event::Apply(with_tls("team", "gone", "tls")));
         referrers.observe(&Event::Init);
@@ -224,5 +278,35 @@ mod tests {
         );
         referrers.observe(&Event::InitDone);
         assert_eq!(found(&referrers, RefKind::Secret, "team", "tls"), ["a"]);
+    }
+
+    /// An `OGXServer` refers to what its spec names once mapped into the model (its
+    /// `overrideConfig` is the model's); one the model cannot carry yet refers to nothing.
+    #[test]
+    fn a_server_refers_to_what_its_spec_names_in_the_model() {
+        let server = |name: &str, spec: serde_json::Value| -> OGXServer {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+                "metadata": {"name": name, "namespace": "team"}, "spec": spec}))
+            .unwrap()
+        };
+        let config = serde_json::json!({"name": "cfg", "key": "config.yaml"});
+        let referrers = Referrers::<OGXServer>::default();
+        referrers.observe(&Event::Apply(server(
+            "served",
+            serde_json::json!({"distribution": {"name": "starter"}, "overrideConfig": config}),
+        )));
+        let refused = server(
+            "refused",
+            serde_json::json!({"distribution": {"name": "starter"}, "overrideConfig": config,
+                "praxisMode": {"enabled": true, "migrationJob": {
+                    "targetConnectionString": {"name": "pg", "key": "url"}}}}),
+        );
+        assert!(crate::ogx_server::to_model(&refused).is_err());
+        referrers.observe(&Event::Apply(refused));
+        assert_eq!(
+            found(&referrers, RefKind::ConfigMap, "team", "cfg"),
+            ["served"]
+        );
     }
 }

@@ -37,7 +37,7 @@ use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::memory;
 use crate::controller::memory::named_before::{Named, NamedBefore};
-use crate::controller::memory::referrers::Referrers;
+use crate::controller::memory::referrers::{Referrers, Refers};
 use crate::controller::reconcile::{reconcile_server, reconcile_stack};
 use crate::core::door::OGX_MANAGED_BY;
 use crate::metrics::{WatchHealth, WatchId};
@@ -406,7 +406,7 @@ async fn run_stacks(
         door: FIELD_MANAGER,
         health: &health,
     };
-    referenced_objects(controller, watched, referrers, |r| r)
+    referenced_objects(controller, watched, referrers)
         .shutdown_on_signal()
         .run(
             move |cr, ctx| reconcile_stack(cr, ctx, ogx_servers.clone()),
@@ -448,7 +448,7 @@ async fn run_ogx_servers(
     let servers = cached(servers, writer)
         .inspect(move |event| {
             if let Ok(event) = event {
-                index.observe(&as_model_event(event));
+                index.observe(event);
             }
         })
         .applied_objects()
@@ -467,37 +467,19 @@ async fn run_ogx_servers(
         door: OGX_MANAGED_BY,
         health: &health,
     };
-    referenced_objects(controller, watched, referrers, |r| {
-        let ns = r.namespace.clone().unwrap_or_default();
-        ObjectRef::<OGXServer>::new(&r.name).within(&ns)
-    })
-    .shutdown_on_signal()
-    .run(
-        move |cr, ctx| reconcile_server(cr, ctx, Some(stacks.clone())),
-        error_policy,
-        ctx,
-    )
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "reconcile error");
-        }
-    })
-    .await;
-}
-
-/// An OGXServer's watch event as the model's, for the index of what stacks refer to (an
-/// OGXServer the model cannot carry refers to nothing until it can).
-fn as_model_event(event: &watcher::Event<OGXServer>) -> watcher::Event<LlamaStackDistribution> {
-    let model = |server: &OGXServer| {
-        crate::ogx_server::to_model(server).unwrap_or_else(|_| crate::ogx_server::shell(server))
-    };
-    match event {
-        watcher::Event::Apply(s) => watcher::Event::Apply(model(s)),
-        watcher::Event::Delete(s) => watcher::Event::Delete(model(s)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(s) => watcher::Event::InitApply(model(s)),
-        watcher::Event::InitDone => watcher::Event::InitDone,
-    }
+    referenced_objects(controller, watched, referrers)
+        .shutdown_on_signal()
+        .run(
+            move |cr, ctx| reconcile_server(cr, ctx, Some(stacks.clone())),
+            error_policy,
+            ctx,
+        )
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile error");
+            }
+        })
+        .await;
 }
 
 /// Owned objects, by metadata only and only those the operator labelled for this door
@@ -736,11 +718,10 @@ impl ReferenceWatches<'_> {
 /// ReferenceWatches Secrets and ConfigMaps, by metadata only (no value is read here), mapped back to
 /// the stacks that refer to them (`to_ref` names them as the controller's resource): users label
 /// nothing.
-fn referenced_objects<K: Watched>(
+fn referenced_objects<K: Watched + Refers>(
     controller: Controller<K>,
     watched: ReferenceWatches<'_>,
-    referrers: Referrers,
-    to_ref: fn(ObjectRef<LlamaStackDistribution>) -> ObjectRef<K>,
+    referrers: Referrers<K>,
 ) -> Controller<K> {
     let for_config_maps = referrers.clone();
     let secrets = watched.watch::<Secret>(|ctx| &ctx.secrets);
@@ -748,17 +729,9 @@ fn referenced_objects<K: Watched>(
     // its own namespaces only (namespaced RBAC), and re-reads on resync.
     let config_maps = watched.watch::<ConfigMap>(|ctx| &ctx.config_maps);
     controller
-        .watches_stream(secrets, move |s| {
-            referrers
-                .of(RefKind::Secret, &s.metadata)
-                .into_iter()
-                .map(to_ref)
-        })
+        .watches_stream(secrets, move |s| referrers.of(RefKind::Secret, &s.metadata))
         .watches_stream(config_maps, move |c| {
-            for_config_maps
-                .of(RefKind::ConfigMap, &c.metadata)
-                .into_iter()
-                .map(to_ref)
+            for_config_maps.of(RefKind::ConfigMap, &c.metadata)
         })
 }
 

@@ -3,7 +3,7 @@ use kube::ResourceExt;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::core::stack::Stack;
+use crate::core::stack::{Model, Stack};
 use crate::naming::*;
 use crate::stack_config::GeneratedConfig;
 
@@ -1065,7 +1065,7 @@ fn an_ogx_server_exporting_metrics_gets_a_service_monitor_where_the_cluster_serv
     let g = generated();
     let resource = cr(json!({"distribution": {"name": "starter"}}));
     let ogx = Stack::read_through(
-        &resource,
+        Model::of(&resource),
         Door::OgxServer {
             metrics_port: Some(9090),
         },
@@ -1108,7 +1108,8 @@ fn an_ogx_server_exporting_metrics_gets_a_service_monitor_where_the_cluster_serv
     // Not served, monitoring off, or a LlamaStackDistribution: none.
     let unserved = desired(&ogx, &base_inputs(&g)).unwrap();
     assert!(unserved.service_monitor.is_none() && unserved.prometheus_rule.is_none());
-    let off = Stack::read_through(&resource, Door::OgxServer { metrics_port: None }).unwrap();
+    let off =
+        Stack::read_through(Model::of(&resource), Door::OgxServer { metrics_port: None }).unwrap();
     assert!(desired(&off, &served).unwrap().service_monitor.is_none());
     assert!(
         desired(&view(&resource), &served)
@@ -1288,7 +1289,7 @@ fn every_object_is_the_stacks_and_all_but_two_carry_their_hash() {
     )]);
     let resource = cr(spec);
     let stack = Stack::read_through(
-        &resource,
+        Model::of(&resource),
         Door::OgxServer {
             metrics_port: Some(9090),
         },

@@ -233,7 +233,11 @@ mod tests {
             ..PersistentVolumeClaim::default()
         };
         let llsd = |name| controlled_by("LlamaStackDistribution", "llamastack.io/v1alpha2", name);
-        let ogx = Stack::read_through(&model, Door::OgxServer { metrics_port: None }).unwrap();
+        let ogx = Stack::read_through(
+            crate::core::stack::Model::of(&model),
+            Door::OgxServer { metrics_port: None },
+        )
+        .unwrap();
         let llsd_door = Stack::read(&model).unwrap();
         let namesakes = deployment(llsd("s"));
         assert!(moves_in_place(&ogx, Some(&namesakes), None));

@@ -31,13 +31,13 @@ use super::seen::{
 use super::survey::{Server, survey};
 use super::{Kind, decided, moves_in_place, service_back_patch};
 use crate::api::conditions::ConditionType;
-use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::api::v1alpha2::LlamaStackDistributionSpec;
 use crate::core::adoption::{
     ADOPT_NETWORKING, ADOPT_STORAGE, ADOPTED_FROM, SCALED_DOWN_BY, UNREADABLE, gives_up,
     reclaim_patch, requests, taker,
 };
 use crate::core::door::Door;
-use crate::core::stack::Stack;
+use crate::core::stack::{Model, Stack};
 use crate::core::subject::{Subject, namesake_owner};
 use crate::naming::labels::INSTANCE;
 use crate::ownership::{controlled_by, controller_of, handed_to, owned_by_stack};
@@ -170,21 +170,27 @@ impl Ogx {
         annotations
     }
 
-    /// The server as the core reads it (in the model's shape, through its door).
-    fn model(&self) -> LlamaStackDistribution {
-        serde_json::from_value(json!({
-            "apiVersion": LLSD_API, "kind": "LlamaStackDistribution",
-            "metadata": {"name": self.name, "namespace": "ns", "uid": self.uid},
-            "spec": {"distribution": {"name": "starter"}}}))
-        .expect("a valid model")
+    /// The server's metadata, as its door hands it to the core.
+    fn meta(&self) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.name.clone()),
+            namespace: Some("ns".to_owned()),
+            uid: Some(self.uid.clone()),
+            ..ObjectMeta::default()
+        }
     }
 
     /// Its controller reference, as the core makes it.
     fn owner(&self) -> OwnerReference {
-        Subject::of(&self.model(), Door::OgxServer { metrics_port: None })
+        Subject::of(&self.meta(), Door::OgxServer { metrics_port: None })
             .owner
             .expect("a stored server has an owner reference")
     }
+}
+
+/// The spec every server of the road asks for, in the model.
+fn starter() -> LlamaStackDistributionSpec {
+    serde_json::from_value(json!({"distribution": {"name": "starter"}})).expect("a valid spec")
 }
 
 /// Who still claims an object (by uid): it may be deleted only once none of them exists.
@@ -738,8 +744,13 @@ impl World {
         if released.is_some() && !self.claim_gate(&server.name, &owner, claim.as_deref()) {
             return;
         }
-        let model = server.model();
-        let Ok(mut stack) = Stack::read_through(&model, Door::OgxServer { metrics_port: None })
+        let (meta, spec) = (server.meta(), starter());
+        let model = Model {
+            meta: &meta,
+            spec: &spec,
+            status: None,
+        };
+        let Ok(mut stack) = Stack::read_through(model, Door::OgxServer { metrics_port: None })
         else {
             return;
         };
@@ -758,8 +769,13 @@ impl World {
     }
 
     fn moves_in_place(&self, server: &Ogx) -> bool {
-        let model = server.model();
-        let Ok(stack) = Stack::read_through(&model, Door::OgxServer { metrics_port: None }) else {
+        let (meta, spec) = (server.meta(), starter());
+        let model = Model {
+            meta: &meta,
+            spec: &spec,
+            status: None,
+        };
+        let Ok(stack) = Stack::read_through(model, Door::OgxServer { metrics_port: None }) else {
             return false;
         };
         let meta = |kind, name: &str| {
