@@ -406,19 +406,13 @@ async fn run_stacks(
         door: FIELD_MANAGER,
         health: &health,
     };
-    referenced_objects(controller, watched, referrers)
-        .shutdown_on_signal()
-        .run(
-            move |cr, ctx| reconcile_stack(cr, ctx, ogx_servers.clone()),
-            error_policy,
-            ctx,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "reconcile error");
-            }
-        })
-        .await;
+    let controller = referenced_objects(controller, watched, referrers);
+    run_until_stopped(
+        controller,
+        move |cr, ctx| reconcile_stack(cr, ctx, ogx_servers.clone()),
+        ctx,
+    )
+    .await;
 }
 
 /// The OGXServers' controller over one scope: the same pipeline, through their door.
@@ -467,13 +461,27 @@ async fn run_ogx_servers(
         door: OGX_MANAGED_BY,
         health: &health,
     };
-    referenced_objects(controller, watched, referrers)
+    let controller = referenced_objects(controller, watched, referrers);
+    run_until_stopped(
+        controller,
+        move |cr, ctx| reconcile_server(cr, ctx, Some(stacks.clone())),
+        ctx,
+    )
+    .await;
+}
+
+/// Runs `controller`, each object through `reconcile`, until the process is told to stop.
+async fn run_until_stopped<K, Reconciled>(
+    controller: Controller<K>,
+    reconcile: impl FnMut(Arc<K>, Arc<Context>) -> Reconciled,
+    ctx: Arc<Context>,
+) where
+    K: Watched,
+    Reconciled: std::future::Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    controller
         .shutdown_on_signal()
-        .run(
-            move |cr, ctx| reconcile_server(cr, ctx, Some(stacks.clone())),
-            error_policy,
-            ctx,
-        )
+        .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile error");
