@@ -149,4 +149,5 @@ fn next(
 }
 
 #[cfg(test)]
+#[path = "tests/decide.rs"]
 mod tests;

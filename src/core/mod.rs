@@ -38,8 +38,6 @@ pub mod take_over;
 pub mod user_config;
 
 #[cfg(test)]
-mod doors_tests;
-#[cfg(test)]
-mod fixtures;
-#[cfg(test)]
 mod purity;
+#[cfg(test)]
+mod tests;

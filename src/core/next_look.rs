@@ -100,4 +100,5 @@ pub fn waited(deployment: &Deployment, field_manager: &str, now: Timestamp) -> O
 }
 
 #[cfg(test)]
+#[path = "tests/next_look.rs"]
 mod tests;

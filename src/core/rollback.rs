@@ -369,4 +369,5 @@ pub(crate) fn hold(
 }
 
 #[cfg(test)]
+#[path = "tests/rollback.rs"]
 mod tests;

@@ -358,4 +358,5 @@ fn completed(
 }
 
 #[cfg(test)]
+#[path = "tests/server_run.rs"]
 mod tests;

@@ -14,15 +14,15 @@ use k8s_openapi::api::core::v1::Secret;
 use llama_stack_resolver::{Catalog, Resolver, ResolverOptions};
 use serde_json::{Value, json};
 
-use super::adoption::Hold;
-use super::assess::{Around, assess};
-use super::decide::{Decision, decide};
 use super::fixtures::{PINNED, operator, resolved, resource};
-use super::next_look::{ADOPTION_POLL, RESYNC, YOUNG_ROLLOUT};
-use super::observed::{Acted, Applied, Observed, Seen};
-use super::reads::{self, PodsNeeded, looks};
-use super::stack::Stack;
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::core::adoption::Hold;
+use crate::core::assess::{Around, assess};
+use crate::core::decide::{Decision, decide};
+use crate::core::next_look::{ADOPTION_POLL, RESYNC, YOUNG_ROLLOUT};
+use crate::core::observed::{Acted, Applied, Observed, Seen};
+use crate::core::reads::{self, PodsNeeded, looks};
+use crate::core::stack::Stack;
 use crate::naming::DESIRED_HASH;
 
 fn starter() -> Value {
@@ -212,10 +212,10 @@ fn a_reconcile_comes_to_its_status_and_its_next_look() {
     };
     let ready = applied(running(&decision, 1, 1, "2026-12-06T10:00:00Z"));
     let waiting = applied(running(&decision, 1, 0, "2026-12-06T10:29:56Z"));
-    let phase = |finished: &super::report::Finished| {
+    let phase = |finished: &crate::core::report::Finished| {
         serde_json::to_value(&finished.status).unwrap()["phase"].clone()
     };
-    let condition = |finished: &super::report::Finished, kind: &str| {
+    let condition = |finished: &crate::core::report::Finished, kind: &str| {
         let status = serde_json::to_value(&finished.status).unwrap();
         status["conditions"]
             .as_array()

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use super::*;
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::v1alpha2::LlamaStackDistribution;
-use crate::core::fixtures::{PINNED, operator, resolution, resolved, resource};
 use crate::core::observed::Reach;
+use crate::core::tests::fixtures::{PINNED, operator, resolution, resolved, resource};
 use crate::naming::DESIRED_HASH;
 use k8s_openapi::api::apps::v1::Deployment;
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use llama_stack_resolver::{Resolution, ResolveError, embedded_base_config};
 use serde_json::{Value, json};
 
-use super::decide::Operator;
-use super::observed::Observed;
 use crate::api::v1alpha2::LlamaStackDistribution;
+use crate::core::decide::Operator;
+use crate::core::observed::Observed;
 
 /// The image the starter distribution resolves to.
 pub(crate) const PINNED: &str = "docker.io/ogxai/distribution-starter@sha256:2222222222222222222222222222222222222222222222222222222222222222";
