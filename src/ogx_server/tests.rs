@@ -736,9 +736,10 @@ fn rh_dev_on_an_ogx_server_is_odh_s_ogx_image() {
 /// Every field of the `OGXServer`'s workload has a place in the model's (v1alpha2) workload, so
 /// that `to_model` carries it: a field added to the `OGXServer` API without one fails here, where
 /// it would otherwise be dropped on the way into the model (and refused at run time by
-/// `first_dropped`).
+/// `first_dropped`). And the other way, every field of the model's workload has a place in the
+/// `OGXServer`'s or is carried otherwise (`from_llsd`).
 #[test]
-fn every_ogx_workload_field_has_a_place_in_the_model() {
+fn every_workload_field_has_a_place_through_both_doors() {
     use std::collections::BTreeSet;
 
     use kube::CustomResourceExt;
@@ -785,6 +786,29 @@ fn every_ogx_workload_field_has_a_place_in_the_model() {
     assert!(
         missing.is_empty(),
         "OGXServer workload fields the model lacks: {missing:?}"
+    );
+    // The other way (`convert --to ogx.io/v1beta1`, `from_llsd`) the workload goes by its JSON
+    // too, and a model field OGXServer has no place for would be dropped without a word: each
+    // has a home there or is carried otherwise, said here.
+    let carried_otherwise = [
+        ("workload.rollback", "an annotation"),
+        ("workload.progressDeadlineSeconds", "an annotation"),
+        (
+            "workload.overrides.terminationGracePeriodSeconds",
+            "refused by from_llsd",
+        ),
+    ];
+    let homeless: Vec<&String> = model
+        .difference(&ogx)
+        .filter(|path| {
+            !carried_otherwise
+                .iter()
+                .any(|(field, _)| path.as_str() == *field || path.starts_with(&format!("{field}.")))
+        })
+        .collect();
+    assert!(
+        homeless.is_empty(),
+        "model workload fields OGXServer has no place for (give each one in from_llsd's workload, or refuse it there, and list it here): {homeless:?}"
     );
     // And at run time a value the model's type cannot hold is refused with its field.
     assert_eq!(
