@@ -301,8 +301,8 @@ async fn reconcile_once(mut stack: Stack<'_>, ctx: &Context) -> Result<(Action, 
     let pods_matter = looks.pods != reads::PodsNeeded::No;
     ctx.server_pods.matter(
         stack.door.managed_by(),
-        stack.namespace,
-        stack.name,
+        stack.namespace(),
+        stack.name(),
         pods_matter,
     );
     let seen = look(stack, ctx, &looks).await?;

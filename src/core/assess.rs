@@ -71,7 +71,7 @@ pub(crate) fn assess(
         }
     };
     let ready = said.ready();
-    let finished = said.finished(stack.generation);
+    let finished = said.finished(stack.generation());
     let rolled_back = match judgement {
         Judgement::RollBack { rejected, .. } => Some(rejected.reason),
         _ => None,

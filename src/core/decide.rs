@@ -92,7 +92,7 @@ fn next(
     // Two servers must never write one volume: one an `OGXServer` took is not mounted here.
     let taken = (observed.claim.as_ref())
         .filter(|_| !observed.claim_taker_gone)
-        .and_then(|c| adoption::taken_by_another(&c.metadata, stack.name));
+        .and_then(|c| adoption::taken_by_another(&c.metadata, stack.name()));
     if let Some(message) = taken {
         let blocked_by = Blocked::spec(
             ConditionType::ConfigGenerated,
@@ -137,7 +137,7 @@ fn next(
         desired,
         hold,
         reclaim: adoption::reclaim(
-            stack.name,
+            stack.name(),
             stack.subject.owner.as_ref(),
             observed
                 .claim

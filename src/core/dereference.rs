@@ -59,7 +59,7 @@ pub(crate) fn secrets<'a>(
     stack: &Stack<'_>,
     fetched: &'a BTreeMap<String, Option<Secret>>,
 ) -> Result<SecretCheck<'a>, Blocked> {
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let mut missing = None;
     let mut material: Vec<u8> = stack.uid().as_bytes().to_vec();
     let secret_refs: Vec<&Reference> = stack
@@ -129,7 +129,7 @@ pub(crate) fn ca_bundle(
     if stack.networking.ca_bundles.is_empty() {
         return Ok(None);
     }
-    let own = stack.namespace;
+    let own = stack.namespace();
     let empty = BTreeMap::new();
     let mut sources = Vec::new();
     for (i, (field, config)) in stack.networking.ca_bundles.iter().enumerate() {
@@ -176,7 +176,7 @@ pub(crate) fn client_certificate(
         return Ok(None);
     };
     let (ns, name, key) = (
-        stack.namespace,
+        stack.namespace(),
         &identity.certificate.name,
         &identity.certificate.key,
     );
@@ -293,7 +293,7 @@ pub(crate) fn derived_secret_free(
     if derived.is_empty() {
         return Ok(());
     }
-    let name = derived_secret_name(stack.name, secrets_hash.unwrap_or_default());
+    let name = derived_secret_name(stack.name(), secrets_hash.unwrap_or_default());
     match occupant {
         Some(meta) if !controlled_by(meta, stack.uid()) => Err(Blocked::spec(
             ConditionType::ConfigGenerated,

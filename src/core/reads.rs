@@ -46,7 +46,7 @@ pub(crate) fn derived_secret(
     }
     let check = dereference::secrets(stack, secrets).ok()?;
     let hash = check.hash.as_deref().unwrap_or_default();
-    Some(derived_secret_name(stack.name, hash))
+    Some(derived_secret_name(stack.name(), hash))
 }
 
 /// What gather reads once the Deployment and the referenced Secrets are read.

@@ -46,7 +46,7 @@ pub(crate) struct Facts<'a> {
 
 /// The status of a stack whose server taking over holds back: only what taking over came to.
 pub(crate) fn held_back(stack: &Stack<'_>, now: jiff::Timestamp) -> Report {
-    let mut report = Report::new(stack.recorded.status, stack.generation, now);
+    let mut report = Report::new(stack.recorded.status, stack.generation(), now);
     report.adoption(&stack.adoption.said);
     report
 }
@@ -59,7 +59,7 @@ pub(crate) fn report(
     catalog: &llama_stack_resolver::Catalog,
     now: jiff::Timestamp,
 ) -> Report {
-    let mut report = Report::new(stack.recorded.status, stack.generation, now);
+    let mut report = Report::new(stack.recorded.status, stack.generation(), now);
     report.adoption(&stack.adoption.said);
     let decision = facts.decision;
     if let Some(count) = decision.secrets_found {
@@ -197,10 +197,10 @@ impl Report {
             true,
             Reason::DeploymentUpdateSucceeded,
             match &cm_name {
-                Some(cm) => format!("Deployment {} updated with config {cm}", stack.name),
+                Some(cm) => format!("Deployment {} updated with config {cm}", stack.name()),
                 None => format!(
                     "Deployment {} updated with the image's own config",
-                    stack.name
+                    stack.name()
                 ),
             },
         );
@@ -637,11 +637,11 @@ impl Replicas {
 
 /// The in-cluster URL of the server.
 fn service_url(stack: &Stack<'_>) -> String {
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let port = stack.networking.port;
     format!(
         "http://{}.{ns}.svc.cluster.local:{port}",
-        service_name(stack.name)
+        service_name(stack.name())
     )
 }
 

@@ -113,7 +113,7 @@ fn rejection_of_this_generation(stack: &Stack<'_>) -> Option<(RejectedRevision, 
         rejected,
     } = memory(stack);
     let (rejected, last_ready) = (rejected?, last_ready?);
-    (Some(rejected.generation) == stack.generation).then_some((*rejected, last_ready))
+    (Some(rejected.generation) == stack.generation()).then_some((*rejected, last_ready))
 }
 
 /// Judges the Deployment as observed after the apply step (`pods`: its newest revision's Pods,
@@ -143,7 +143,7 @@ pub(crate) fn judge(
         Some(trouble) => Judgement::RollBack {
             rejected: RejectedRevision {
                 revision,
-                generation: stack.generation.unwrap_or_default(),
+                generation: stack.generation().unwrap_or_default(),
                 reason: trouble.reason.as_str().to_owned(),
                 message: trouble.message,
                 rejected_at: Some(Time(now)),

@@ -121,7 +121,7 @@ fn whole_user_config(
     given: Given<'_>,
 ) -> Result<ServerRun, NotRun> {
     let server = server(stack, given.told);
-    let (ns, name) = (stack.namespace, named.name);
+    let (ns, name) = (stack.namespace(), named.name);
     match (given.user_config, given.reach) {
         (Some(cm), _) => from_user_config(name, named.key, cm, server).map_err(|e| match e {
             Unrunnable::Unusable(message) => NotRun::generation(message),
@@ -145,7 +145,7 @@ fn user_base(
     named: UserConfigMap<'_>,
     given: Given<'_>,
 ) -> Result<(Arc<BaseConfig>, String), NotRun> {
-    let (ns, name) = (stack.namespace, named.name);
+    let (ns, name) = (stack.namespace(), named.name);
     let cm = given.user_config.ok_or_else(|| {
         NotRun::generation(format!(
             "ConfigMap \"{name}\" not found in namespace \"{ns}\". Referenced by: spec.baseConfig.configMapName"
@@ -272,7 +272,7 @@ fn from_base(stack: &Stack<'_>, base: &Arc<BaseConfig>) -> Result<ServerRun, Gen
         stack.door.models(),
     )?;
     Ok(ServerRun {
-        config: ServerConfig::Generated(config_map_name(stack.name, &generated.hash)),
+        config: ServerConfig::Generated(config_map_name(stack.name(), &generated.hash)),
         server: server(stack, base.server),
         generated,
     })

@@ -73,12 +73,8 @@ impl<'a> Model<'a> {
 /// refers to, with the spec's defaults applied.
 #[derive(Clone, Debug)]
 pub struct Stack<'a> {
-    /// `metadata.name`; every owned object is named after it.
-    pub name: &'a str,
-    /// `metadata.namespace`; every owned object lives there. Empty only for a manifest not yet
-    /// placed in a namespace (`render`); a stored object always has one.
-    pub namespace: &'a str,
-    /// Who is reconciled: the owner of every owned object, what Events name.
+    /// Who is reconciled (its name, namespace, uid and generation): the owner of every owned
+    /// object, what Events name.
     pub subject: Subject,
     /// The label selector of every object of the stack the operator manages, through either
     /// door ([`owned_by_selector`]): what the look, the prune and a hand-over list.
@@ -116,9 +112,6 @@ pub struct Stack<'a> {
     /// The release `spec.distribution.serverVersion` declares for an image whose labels do not
     /// say.
     pub declared_server: Option<ServerRelease>,
-    /// `metadata.generation`: the revision of the spec (the rollback memory is kept per
-    /// generation).
-    pub generation: Option<i64>,
     /// The [`REPIN_ANNOTATION`] the user set, if any.
     pub repin_request: Option<&'a str>,
     /// What earlier reconciles recorded in the status, which decisions build on.
@@ -236,7 +229,6 @@ impl<'a> Stack<'a> {
     pub fn read_through(model: Model<'a>, door: Door) -> Result<Self, Invalid> {
         let Model { meta, spec, status } = model;
         let name = meta.name.as_deref().ok_or(Invalid::Unnamed)?;
-        let namespace = meta.namespace.as_deref().unwrap_or_default();
         let distribution = match (&spec.distribution.name, &spec.distribution.image) {
             (Some(name), _) => Distribution::Name(name.clone()),
             (None, Some(image)) => Distribution::Image(image.clone()),
@@ -244,8 +236,6 @@ impl<'a> Stack<'a> {
         };
         let workload = spec.workload.as_deref().unwrap_or(&NO_WORKLOAD);
         Ok(Self {
-            name,
-            namespace,
             subject: Subject::of(meta, door),
             owned_by: owned_by_selector(name),
             generator_input: spec,
@@ -272,7 +262,6 @@ impl<'a> Stack<'a> {
                 .server_version
                 .as_deref()
                 .and_then(declared_release),
-            generation: meta.generation,
             repin_request: meta
                 .annotations
                 .as_ref()
@@ -284,12 +273,29 @@ impl<'a> Stack<'a> {
         })
     }
 
+    /// `metadata.name`; every owned object is named after it.
+    pub fn name(&self) -> &str {
+        &self.subject.name
+    }
+
+    /// `metadata.namespace`; every owned object lives there. Empty only for a manifest not yet
+    /// placed in a namespace (`render`); a stored object always has one.
+    pub fn namespace(&self) -> &str {
+        &self.subject.namespace
+    }
+
+    /// `metadata.generation`: the revision of the spec (the rollback memory is kept per
+    /// generation).
+    pub fn generation(&self) -> Option<i64> {
+        self.subject.generation
+    }
+
     /// The data volume's name: the one taken over, else `<name>-pvc`.
     pub fn claim_name(&self) -> String {
         self.adoption
             .claim
             .clone()
-            .unwrap_or_else(|| crate::naming::pvc_name(self.name))
+            .unwrap_or_else(|| crate::naming::pvc_name(self.name()))
     }
 
     /// The ServiceAccount the user names for the server Pods, if any.
@@ -415,7 +421,7 @@ mod tests {
         );
         let stack = Stack::read(&cr).unwrap();
         assert_eq!(
-            (stack.name, stack.namespace, stack.uid()),
+            (stack.name(), stack.namespace(), stack.uid()),
             ("s", "ns", "u-1")
         );
         assert_eq!(stack.distribution, Distribution::Name("starter".to_owned()));
@@ -496,7 +502,7 @@ mod tests {
             json!({"distribution": {"name": "starter"}}),
         );
         assert_eq!(
-            Stack::read(&unplaced).unwrap().namespace,
+            Stack::read(&unplaced).unwrap().namespace(),
             "",
             "a manifest for render"
         );

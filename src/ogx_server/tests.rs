@@ -53,7 +53,7 @@ fn every_sample_is_read_or_refused_with_its_field() {
                 Ok(modelled) => {
                     let stack = Stack::read_through(modelled.model(&server), door(&server))
                         .expect("a sample the door maps reads into the core's view");
-                    assert_eq!(Some(stack.name), server.metadata.name.as_deref());
+                    assert_eq!(Some(stack.name()), server.metadata.name.as_deref());
                     assert_eq!(stack.subject.regarding.kind.as_deref(), Some("OGXServer"));
                     read += 1;
                 }

@@ -29,7 +29,7 @@ pub(in crate::controller) async fn apply(
     // reconcile reads them all.
     let index = (!moved).then_some(Indexed {
         index: &ctx.owned,
-        generation: stack.generation,
+        generation: stack.generation(),
         untouched: !stack.recorded.written,
     });
     let desired = &intent.desired;

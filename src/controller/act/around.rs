@@ -35,20 +35,20 @@ pub(in crate::controller) async fn around_the_server(
         prometheus_rule,
         ..
     } = desired;
-    let (ns, uid, client) = (stack.namespace, stack.uid(), &ctx.client);
-    let service_name = naming::service_name(stack.name);
+    let (ns, uid, client) = (stack.namespace(), stack.uid(), &ctx.client);
+    let service_name = naming::service_name(stack.name());
     let (_, written) =
         sync_in::<Service>(client, index, ns, &service_name, Some(service), uid).await?;
     if let Some(ip) = written.as_ref().and_then(cluster_ip) {
         ctx.servers
             .note_address(uid, &ip, std::time::Instant::now());
     }
-    let policy_name = naming::network_policy_name(stack.name);
+    let policy_name = naming::network_policy_name(stack.name());
     let policy = network_policy.as_ref();
     sync_in::<NetworkPolicy>(client, index, ns, &policy_name, policy, uid).await?;
     // A wanted Ingress is read (its address is the URL); one not wanted only where the watches
     // cannot say it is absent. The Route has the Ingress's name.
-    let exposed_as = naming::ingress_name(stack.name);
+    let exposed_as = naming::ingress_name(stack.name());
     let ingress_index = index.filter(|_| ingress.is_none());
     let (_, ingress) = sync_in::<Ingress>(
         client,
@@ -68,21 +68,21 @@ pub(in crate::controller) async fn around_the_server(
         }
         false => None,
     };
-    let hpa_name = naming::hpa_name(stack.name);
+    let hpa_name = naming::hpa_name(stack.name());
     sync_in::<HorizontalPodAutoscaler>(client, index, ns, &hpa_name, hpa.as_ref(), uid).await?;
-    let pdb_name = naming::pdb_name(stack.name);
+    let pdb_name = naming::pdb_name(stack.name());
     sync_in::<PodDisruptionBudget>(client, index, ns, &pdb_name, pdb.as_ref(), uid).await?;
     // Only the OGX door has `monitoring`: LLSD stacks pay no reads for it.
     if matches!(stack.door, Door::OgxServer { .. }) && ctx.monitoring_available() {
         let monitors = [
             (
                 builders::service_monitor_resource(),
-                naming::service_monitor_name(stack.name),
+                naming::service_monitor_name(stack.name()),
                 service_monitor,
             ),
             (
                 builders::prometheus_rule_resource(),
-                naming::prometheus_rule_name(stack.name),
+                naming::prometheus_rule_name(stack.name()),
                 prometheus_rule,
             ),
         ];

@@ -23,25 +23,25 @@ pub(in crate::controller) async fn apply_deployment(
     (desired, current): (&Deployment, Option<&Deployment>),
     noted: &mut Vec<Noted>,
 ) -> Result<Option<Deployment>, ApiError> {
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
     if let Some(switch) = strategy_switch(desired, current) {
         deployments
             .patch(
-                stack.name,
+                stack.name(),
                 &patch_by(naming::FIELD_MANAGER),
                 &Patch::Merge(&switch),
             )
             .await
             .map_err(api_err(format!(
                 "switch Deployment {} to Recreate",
-                stack.name
+                stack.name()
             )))?;
     }
     let (change, deployment) = sync_from(
         &deployments,
         "Deployment",
-        stack.name,
+        stack.name(),
         Some(desired),
         current.cloned(),
         stack.uid(),
@@ -55,7 +55,7 @@ pub(in crate::controller) async fn apply_deployment(
         };
         let note = format!(
             "Deployment {} applied with image {} and config {}",
-            stack.name,
+            stack.name(),
             rollout::image_of(desired),
             rollout::config_of(desired)
         );

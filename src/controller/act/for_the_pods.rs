@@ -46,7 +46,7 @@ pub(in crate::controller) async fn what_the_pods_need(
         service_monitor: _,
         prometheus_rule: _,
     } = desired;
-    let (ns, uid, client) = (stack.namespace, stack.uid(), &ctx.client);
+    let (ns, uid, client) = (stack.namespace(), stack.uid(), &ctx.client);
     if let Some(cm) = config_map
         && create_config_map_once(&Api::namespaced(client.clone(), ns), &ctx.owned, cm).await?
     {
@@ -55,7 +55,7 @@ pub(in crate::controller) async fn what_the_pods_need(
     if let Some(secret) = derived_secret {
         sync_derived_secret(&Api::<Secret>::namespaced(client.clone(), ns), secret).await?;
     }
-    let sa_name = naming::managed_service_account_name(stack.name);
+    let sa_name = naming::managed_service_account_name(stack.name());
     sync_in::<ServiceAccount>(client, index, ns, &sa_name, service_account.as_ref(), uid).await?;
     // Named by content: a new bundle is a new object, the old one is pruned once no revision
     // that runs or may be returned to names it.

@@ -59,7 +59,7 @@ pub(in crate::controller) async fn hand_over(
     let handed = handed_over(stack, ctx, owner).await?;
     let note = format!(
         "{handed} objects of LlamaStackDistribution {} are this OGXServer's now; deleting the LlamaStackDistribution deletes none of them",
-        stack.name
+        stack.name()
     );
     noted.push(Noted {
         reason: Reason::MovedToOGXServer,
@@ -115,11 +115,11 @@ impl Handing<'_> {
     /// it (as its controller, or as an owner left by an undone move) and the server does not
     /// control it yet.
     fn to_hand(&self, meta: &ObjectMeta) -> bool {
-        owned_by_stack(meta, self.stack.name) && !controlled_by(meta, &self.owner.uid)
+        owned_by_stack(meta, self.stack.name()) && !controlled_by(meta, &self.owner.uid)
     }
 
     async fn kind<K: NamespacedKind>(&self, plural: &str) -> Result<usize, ApiError> {
-        let (ns, name) = (self.stack.namespace, self.stack.name);
+        let (ns, name) = (self.stack.namespace(), self.stack.name());
         let api: Api<K> = Api::namespaced(self.ctx.client.clone(), ns);
         let found = api
             .list_metadata(&self.listed)
@@ -160,7 +160,7 @@ impl Handing<'_> {
 
     /// The Route has a fixed name (and the operator may only read it by name).
     async fn route(&self) -> Result<usize, ApiError> {
-        let (ns, name) = (self.stack.namespace, self.stack.name);
+        let (ns, name) = (self.stack.namespace(), self.stack.name());
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.ctx.client.clone(), ns, &builders::route_resource());
         let route_name = ingress_name(name);

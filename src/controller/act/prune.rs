@@ -155,8 +155,8 @@ fn candidates(
         created: meta.creation_timestamp.clone(),
     };
     let (generated_prefix, bundle_prefix) = (
-        generated_config_map_prefix(stack.name),
-        ca_bundle_prefix(stack.name),
+        generated_config_map_prefix(stack.name()),
+        ca_bundle_prefix(stack.name()),
     );
     let mut found = Candidates::default();
     for cm in config_maps
@@ -170,7 +170,7 @@ fn candidates(
             found.ca_bundles.push(owned(&cm.metadata));
         }
     }
-    let derived_prefix = derived_secret_prefix(stack.name);
+    let derived_prefix = derived_secret_prefix(stack.name());
     found.derived = secrets
         .iter()
         .filter(|s| controlled_by(&s.metadata, uid) && s.name_any().starts_with(&derived_prefix))
@@ -229,7 +229,7 @@ async fn prune(
     referenced
         .config_maps
         .extend(last_ready.as_ref().and_then(|r| r.config_map.clone()));
-    let all_named = |kind, names| index.all_named(kind, stack.namespace, stack.uid(), names);
+    let all_named = |kind, names| index.all_named(kind, stack.namespace(), stack.uid(), names);
     if all_named("ConfigMap", &referenced.config_maps) == Some(true)
         && (!settled || all_named("Secret", &referenced.secrets) == Some(true))
     {
@@ -243,7 +243,7 @@ async fn prune(
     for template in kept_revisions(client, stack, last_ready.as_ref()).await? {
         referenced.add(&template);
     }
-    delete(client, stack.namespace, &doomed(&found, &referenced)).await
+    delete(client, stack.namespace(), &doomed(&found, &referenced)).await
 }
 
 /// The candidates, as listed (metadata only): CA bundles and derived Secrets only once the
@@ -253,7 +253,7 @@ async fn listed_candidates(
     stack: &Stack<'_>,
     settled: bool,
 ) -> Result<Candidates, ApiError> {
-    let (ns, name) = (stack.namespace, stack.name);
+    let (ns, name) = (stack.namespace(), stack.name());
     let lp = ListParams::default().labels(&stack.owned_by);
     let owned_secrets = match settled {
         true => {
@@ -284,7 +284,7 @@ async fn kept_revisions(
     stack: &Stack<'_>,
     last_ready: Option<&RevisionStatus>,
 ) -> Result<Vec<PodTemplateSpec>, ApiError> {
-    let (ns, name) = (stack.namespace, stack.name);
+    let (ns, name) = (stack.namespace(), stack.name());
     let replica_sets = Api::<ReplicaSet>::namespaced(client.clone(), ns)
         .list(&ListParams::default().labels(&stack.owned_by))
         .await

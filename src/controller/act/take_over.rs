@@ -23,7 +23,7 @@ pub(in crate::controller) async fn carry_out(
     writes: &[Write],
 ) -> Result<(), ApiError> {
     for write in writes {
-        let api = (&ctx.client, stack.namespace);
+        let api = (&ctx.client, stack.namespace());
         match write.kind {
             Kind::Deployment => patch::<Deployment>(api, write).await,
             Kind::Claim => patch::<PersistentVolumeClaim>(api, write).await,

@@ -118,7 +118,7 @@ async fn user_config(stack: &Stack<'_>, ctx: &Context) -> Result<Option<ConfigMa
     let Some(named) = stack.user_config_map else {
         return Ok(None);
     };
-    let (ns, name, field) = (stack.namespace, named.name, named.role.field());
+    let (ns, name, field) = (stack.namespace(), named.name, named.role.field());
     let action = format!("read ConfigMap {ns}/{name} ({field})");
     config_map(ctx, stack, ns, name, action).await
 }
@@ -131,7 +131,7 @@ async fn client_certificate(
     let Some(identity) = stack.networking.client_identity else {
         return Ok(None);
     };
-    let (ns, name) = (stack.namespace, &identity.certificate.name);
+    let (ns, name) = (stack.namespace(), &identity.certificate.name);
     config_map(ctx, stack, ns, name, format!("read ConfigMap {ns}/{name}")).await
 }
 
@@ -140,10 +140,10 @@ async fn client_certificate(
 /// (see `write::Indexed::untouched`), and a stranger's of that name is found by the apply's
 /// write, as after a read.
 async fn deployment(stack: &Stack<'_>, ctx: &Context) -> Result<Option<Deployment>, ApiError> {
-    let ns = stack.namespace;
-    let name = stack.name;
+    let ns = stack.namespace();
+    let name = stack.name();
     let unseen = matches!(
-        ctx.owned.lookup("Deployment", ns, name, stack.generation),
+        ctx.owned.lookup("Deployment", ns, name, stack.generation()),
         Known::Absent { .. }
     );
     if unseen && !stack.recorded.written {
@@ -185,7 +185,7 @@ async fn ca_bundles(stack: &Stack<'_>, ctx: &Context) -> Result<Vec<Option<Confi
         let ns = config
             .config_map_namespace
             .as_deref()
-            .unwrap_or(stack.namespace);
+            .unwrap_or(stack.namespace());
         let name = &config.config_map_name;
         let read = config_map(ctx, stack, ns, name, format!("read ConfigMap {ns}/{name}"))
             .await
@@ -200,7 +200,7 @@ async fn claim(stack: &Stack<'_>, ctx: &Context) -> Result<Option<PersistentVolu
     let Some(_) = stack.storage else {
         return Ok(None);
     };
-    let (ns, name) = (stack.namespace, stack.claim_name());
+    let (ns, name) = (stack.namespace(), stack.claim_name());
     Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), ns)
         .get_opt(&name)
         .await
@@ -218,10 +218,10 @@ async fn taker_gone(
     ctx: &Context,
     claim: Option<&PersistentVolumeClaim>,
 ) -> Result<bool, ApiError> {
-    let Some(taker) = claim.and_then(|c| adoption::taker(&c.metadata, stack.name)) else {
+    let Some(taker) = claim.and_then(|c| adoption::taker(&c.metadata, stack.name())) else {
         return Ok(false);
     };
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let server = Api::<OGXServer>::namespaced(ctx.client.clone(), ns)
         .get_metadata_opt(taker)
         .await
@@ -238,7 +238,7 @@ async fn taker_gone(
     }
     let claim_name = stack.claim_name();
     let pods = take_over::pods_seen(ctx, ns, &claim_name).await?;
-    Ok(other_writers(&pods, stack.name, &claim_name) == 0)
+    Ok(other_writers(&pods, stack.name(), &claim_name) == 0)
 }
 
 /// The credentials kubelet would use for the server Pod, and their Secret names: the pod template
@@ -251,7 +251,7 @@ async fn pull_keyring(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<(Result<Keyring, String>, Vec<String>), ApiError> {
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let (sa_name, listed) = match stack.user_service_account() {
         Some(name) => (name, None),
         None => (
@@ -328,7 +328,7 @@ async fn referenced_secrets(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<BTreeMap<String, Option<Secret>>, ApiError> {
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let mut fetched = BTreeMap::new();
     for r in stack
         .references
@@ -363,7 +363,7 @@ async fn derived_secret(
     let Some(name) = name else {
         return Ok(None);
     };
-    let ns = stack.namespace;
+    let ns = stack.namespace();
     let existing = Api::<Secret>::namespaced(ctx.client.clone(), ns)
         .get_metadata_opt(name)
         .await

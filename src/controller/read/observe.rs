@@ -54,8 +54,8 @@ pub(in crate::controller) async fn server_pods(
         PodsNeeded::NoneYet => return Ok(Some(Vec::new())),
         PodsNeeded::List => {}
     }
-    let ns = stack.namespace;
-    let name = stack.name;
+    let ns = stack.namespace();
+    let name = stack.name();
     // Every server Pod's change wakes its stack: none seen is none to list.
     if ctx.server_pods.none_of(ns, name, stack.door.managed_by()) {
         return Ok(Some(Vec::new()));
@@ -72,8 +72,8 @@ pub(in crate::controller) async fn revisions(
     stack: &Stack<'_>,
     ctx: &Context,
 ) -> Result<Vec<ReplicaSet>, ApiError> {
-    let ns = stack.namespace;
-    let name = stack.name;
+    let ns = stack.namespace();
+    let name = stack.name();
     let sets = Api::<ReplicaSet>::namespaced(ctx.client.clone(), ns)
         .list(&ListParams::default().labels(&stack.owned_by))
         .await
@@ -107,10 +107,10 @@ pub(in crate::controller) async fn server_info(
 /// The cluster IP of the stack's Service: the one noted when the operator last wrote or read
 /// it, while the Service's watch shows the version it checked; else read.
 async fn service_address(stack: &Stack<'_>, ctx: &Context) -> Result<String, String> {
-    let ns = stack.namespace;
-    let name = service_name(stack.name);
+    let ns = stack.namespace();
+    let name = service_name(stack.name());
     let as_checked = matches!(
-        ctx.owned.lookup("Service", ns, &name, stack.generation),
+        ctx.owned.lookup("Service", ns, &name, stack.generation()),
         Known::Present(seen) if seen.checked()
     );
     let now = std::time::Instant::now();

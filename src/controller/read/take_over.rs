@@ -53,7 +53,7 @@ pub(in crate::controller) async fn survey(
     seen.mounted = deployment.map(mounted_by).unwrap_or_default();
     let selector = builders::pod_selector_labels(stack);
     let server = Server {
-        name: stack.name,
+        name: stack.name(),
         owner,
         selector: &selector,
         previous: stack.recorded.conditions,
@@ -89,13 +89,13 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn api<K: NamespacedKind>(&self) -> Api<K> {
-        Api::namespaced(self.ctx.client.clone(), self.stack.namespace)
+        Api::namespaced(self.ctx.client.clone(), self.stack.namespace())
     }
 
     /// Every read the take-over needs, and only those its annotations make needed.
     async fn read(&self) -> Result<Seen, ApiError> {
         let annotations = self.stack.annotations;
-        let requests = requests(self.stack.name, annotations);
+        let requests = requests(self.stack.name(), annotations);
         let has_storage = self.stack.storage.is_some();
         let mut seen = Seen {
             asks_storage: annotations.is_some_and(|a| a.contains_key(ADOPT_STORAGE)),
@@ -123,14 +123,14 @@ impl Reader<'_> {
             .filter(|h| h.kind == Kind::Claim)
             .filter(|h| {
                 named
-                    .and_then(|r| no_longer_asked(&h.meta, self.stack.name, r, has_storage))
+                    .and_then(|r| no_longer_asked(&h.meta, self.stack.name(), r, has_storage))
                     .is_some_and(|source| seen.live_sources.contains_key(source))
             })
             .filter_map(|h| h.meta.name.as_deref())
             .collect();
         if !giving_back.is_empty() {
             let claims = giving_back.join(", ");
-            seen.pods = pods_seen(self.ctx, self.stack.namespace, &claims).await?;
+            seen.pods = pods_seen(self.ctx, self.stack.namespace(), &claims).await?;
         }
         seen.requests = requests;
         Ok(seen)
@@ -164,7 +164,7 @@ impl Reader<'_> {
                 replicas: d.spec.as_ref().and_then(|s| s.replicas),
                 meta: d.metadata,
             });
-        let pods = pods_seen(self.ctx, self.stack.namespace, &claim_name).await?;
+        let pods = pods_seen(self.ctx, self.stack.namespace(), &claim_name).await?;
         Ok(StorageSource {
             claim,
             deployment,
@@ -174,7 +174,7 @@ impl Reader<'_> {
 
     /// The claims labelled as taken by this server.
     async fn claims_taken(&self) -> Result<Vec<String>, ApiError> {
-        let selector = format!("{ADOPTED_FROM},{}={}", labels::INSTANCE, self.stack.name);
+        let selector = format!("{ADOPTED_FROM},{}={}", labels::INSTANCE, self.stack.name());
         let found = self
             .api::<PersistentVolumeClaim>()
             .list_metadata(&ListParams::default().labels(&selector))
@@ -213,11 +213,15 @@ impl Reader<'_> {
     /// Deployments labelled as scaled down, unless the server is known to hold none and asks for
     /// none (then nothing is listed: issue 62's reads).
     async fn held(&self, asks: bool) -> Result<Vec<Held>, ApiError> {
-        let (memory, ns, uid) = (&self.ctx.handed_back, self.stack.namespace, &self.owner.uid);
+        let (memory, ns, uid) = (
+            &self.ctx.handed_back,
+            self.stack.namespace(),
+            &self.owner.uid,
+        );
         let seen = std::time::Instant::now();
         if asks {
             memory.may_take(uid, seen);
-        } else if memory.holds_nothing(ns, (uid, self.stack.name), seen) {
+        } else if memory.holds_nothing(ns, (uid, self.stack.name()), seen) {
             return Ok(Vec::new());
         }
         let ticket = memory.begin_list();
@@ -313,7 +317,7 @@ impl Reader<'_> {
         named: Option<&Requests>,
     ) -> Result<BTreeMap<String, String>, ApiError> {
         let (name, uid, has_storage) = (
-            self.stack.name,
+            self.stack.name(),
             &self.owner.uid,
             self.stack.storage.is_some(),
         );

@@ -24,7 +24,7 @@ pub(super) fn secret(
     }
     Some(Secret {
         metadata: ObjectMeta {
-            name: Some(derived_secret_name(stack.name, secrets_hash)),
+            name: Some(derived_secret_name(stack.name(), secrets_hash)),
             ..ObjectMeta::default()
         },
         type_: Some("Opaque".to_owned()),

@@ -61,7 +61,7 @@ pub(super) fn monitoring(
 fn service_monitor(stack: &Stack, common: &Common) -> DynamicObject {
     let mut monitor = dynamic(
         &service_monitor_resource(),
-        service_monitor_name(stack.name),
+        service_monitor_name(stack.name()),
         json!({
             "selector": {"matchLabels": common.labels},
             "endpoints": [{"targetPort": METRICS_PORT_NAME, "path": "/metrics", "interval": INTERVAL}],
@@ -93,7 +93,7 @@ fn prometheus_rule(stack: &Stack) -> DynamicObject {
     ];
     dynamic(
         &prometheus_rule_resource(),
-        prometheus_rule_name(stack.name),
+        prometheus_rule_name(stack.name()),
         json!({"groups": [{"name": "telemetry.rules", "interval": INTERVAL, "rules": rules}]}),
     )
 }

@@ -37,7 +37,7 @@ pub fn route_resource() -> ApiResource {
 pub(super) fn service(stack: &Stack, common: &Common) -> Service {
     Service {
         metadata: ObjectMeta {
-            name: Some(service_name(stack.name)),
+            name: Some(service_name(stack.name())),
             ..ObjectMeta::default()
         },
         spec: Some(ServiceSpec {
@@ -128,7 +128,7 @@ pub(super) fn network_policy(
     });
     Some(NetworkPolicy {
         metadata: ObjectMeta {
-            name: Some(network_policy_name(stack.name)),
+            name: Some(network_policy_name(stack.name())),
             ..ObjectMeta::default()
         },
         spec: Some(NetworkPolicySpec {
@@ -272,7 +272,7 @@ fn ingress_for_certificate(stack: &Stack, options: &ExposeOptions) -> bool {
 
 /// The OpenShift Route. It has no typed form here: a dynamic object keeps the fields it is given.
 fn route(stack: &Stack, options: &ExposeOptions) -> DynamicObject {
-    let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack.name)}, "port": {"targetPort": PORT_NAME}});
+    let mut spec = json!({"to": {"kind": "Service", "name": service_name(stack.name())}, "port": {"targetPort": PORT_NAME}});
     if let Some(host) = &options.hostname {
         spec["host"] = json!(host);
     }
@@ -289,7 +289,7 @@ fn route(stack: &Stack, options: &ExposeOptions) -> DynamicObject {
             kind: resource.kind,
         }),
         metadata: ObjectMeta {
-            name: Some(ingress_name(stack.name)),
+            name: Some(ingress_name(stack.name())),
             ..ObjectMeta::default()
         },
         data: json!({"spec": spec}),
@@ -299,7 +299,7 @@ fn route(stack: &Stack, options: &ExposeOptions) -> DynamicObject {
 /// The Ingress; its TLS section only with `expose.tlsSecretName`.
 fn ingress(stack: &Stack, options: ExposeOptions) -> Ingress {
     let metadata = ObjectMeta {
-        name: Some(ingress_name(stack.name)),
+        name: Some(ingress_name(stack.name())),
         // The backend speaks HTTPS; common controllers read this annotation.
         annotations: stack.networking.tls.then(|| {
             BTreeMap::from([(
@@ -311,7 +311,7 @@ fn ingress(stack: &Stack, options: ExposeOptions) -> Ingress {
     };
     let backend = IngressBackend {
         service: Some(IngressServiceBackend {
-            name: service_name(stack.name),
+            name: service_name(stack.name()),
             port: Some(ServiceBackendPort {
                 name: Some(PORT_NAME.to_owned()),
                 number: None,

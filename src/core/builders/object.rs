@@ -72,8 +72,8 @@ impl Common {
             selector_labels,
             labels,
             ports,
-            ca_bundle_name: ca_bundle.map(|pem| ca_bundle_name(stack.name, pem)),
-            namespace: Some(stack.namespace)
+            ca_bundle_name: ca_bundle.map(|pem| ca_bundle_name(stack.name(), pem)),
+            namespace: Some(stack.namespace())
                 .filter(|ns| !ns.is_empty())
                 .map(str::to_owned),
             owners: stack.subject.owners(),
@@ -83,7 +83,7 @@ impl Common {
 
 /// The labels that select the server Pods.
 pub(super) fn selector_labels(stack: &Stack) -> BTreeMap<String, String> {
-    crate::naming::selector_labels(stack.name)
+    crate::naming::selector_labels(stack.name())
 }
 
 /// The object placed in the stack's namespace, with the stack's labels (beside those its builder

@@ -40,7 +40,7 @@ pub const SERVER_COMMAND: [&str; 4] = ["llama", "stack", "run", "$(LLAMA_STACK_C
 pub fn service_account_name(stack: &Stack) -> String {
     stack
         .user_service_account()
-        .map_or_else(|| managed_service_account_name(stack.name), str::to_owned)
+        .map_or_else(|| managed_service_account_name(stack.name()), str::to_owned)
 }
 
 /// UID and GID of the server outside OpenShift.
@@ -206,7 +206,7 @@ fn env_vars(stack: &Stack, inputs: &Inputs) -> Vec<EnvVar> {
             // option the URL may not have is an optional key.
             EnvSource::SecretUrlPart { part, .. } => from_secret(
                 name,
-                derived_secret_name(stack.name, inputs.secrets_hash.unwrap_or_default()),
+                derived_secret_name(stack.name(), inputs.secrets_hash.unwrap_or_default()),
                 derived_secret_key(*part),
                 part.optional().then_some(true),
             ),

@@ -51,14 +51,14 @@ pub(super) fn hpa(stack: &Stack) -> Option<HorizontalPodAutoscaler> {
     let min = autoscaling.min_replicas.unwrap_or(1).max(1);
     Some(HorizontalPodAutoscaler {
         metadata: ObjectMeta {
-            name: Some(hpa_name(stack.name)),
+            name: Some(hpa_name(stack.name())),
             ..ObjectMeta::default()
         },
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".to_owned()),
                 kind: "Deployment".to_owned(),
-                name: stack.name.to_owned(),
+                name: stack.name().to_owned(),
             },
             min_replicas: Some(min),
             max_replicas: autoscaling.max_replicas.max(min),
@@ -93,7 +93,7 @@ pub(super) fn pdb(stack: &Stack, common: &Common) -> Option<PodDisruptionBudget>
     }
     Some(PodDisruptionBudget {
         metadata: ObjectMeta {
-            name: Some(pdb_name(stack.name)),
+            name: Some(pdb_name(stack.name())),
             ..ObjectMeta::default()
         },
         spec: Some(spec),

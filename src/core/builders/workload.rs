@@ -37,7 +37,7 @@ pub(super) fn service_account(stack: &Stack, pull_secrets: &[String]) -> Option<
         .collect();
     Some(ServiceAccount {
         metadata: ObjectMeta {
-            name: Some(managed_service_account_name(stack.name)),
+            name: Some(managed_service_account_name(stack.name())),
             ..ObjectMeta::default()
         },
         automount_service_account_token: Some(false),
@@ -74,7 +74,7 @@ pub(super) fn persistent_volume_claim(stack: &Stack) -> Option<PersistentVolumeC
 pub(super) fn config_map(stack: &Stack, generated: &GeneratedConfig) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
-            name: Some(config_map_name(stack.name, &generated.hash)),
+            name: Some(config_map_name(stack.name(), &generated.hash)),
             annotations: Some(BTreeMap::from([(
                 CONFIG_HASH.to_owned(),
                 generated.hash.clone(),
@@ -133,7 +133,7 @@ pub(super) fn deployment(stack: &Stack, common: &Common, inputs: &Inputs) -> Dep
     };
     Deployment {
         metadata: ObjectMeta {
-            name: Some(stack.name.to_owned()),
+            name: Some(stack.name().to_owned()),
             ..ObjectMeta::default()
         },
         spec: Some(DeploymentSpec {

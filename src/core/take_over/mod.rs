@@ -194,7 +194,7 @@ pub fn moves_in_place(
     [deployment, claim]
         .into_iter()
         .flatten()
-        .any(|meta| owned_by_stack(meta, stack.name) && !controlled_by(meta, &stack.subject.uid))
+        .any(|meta| owned_by_stack(meta, stack.name()) && !controlled_by(meta, &stack.subject.uid))
 }
 
 #[cfg(test)]
