@@ -72,6 +72,13 @@ status_words! {
         /// `OGXServer` only: True while an adoption annotation cannot name a stack (nothing is
         /// taken).
         AdoptionConfigInvalid,
+        /// Behind Praxis only (`praxisMode`): a Ready Praxis Pod matches the gateway's selector,
+        /// so the server, reached only through Praxis, has a way in. Informational: the phase
+        /// does not depend on it.
+        PraxisReachable,
+        /// Behind Praxis only: the server's own TLS Secret (`network.tls.secretName`) is named
+        /// and exists, as the OGX operator expects of a server Praxis fronts. Informational.
+        TLSConfigured,
     }
 }
 
@@ -116,6 +123,19 @@ status_words! {
         AdoptionConfigInvalid,
         /// `AdoptionConfigInvalid` False: it was True, and the annotations are fixed.
         AnnotationsValid,
+        /// `PraxisReachable` True: Ready Praxis Pods match the selector.
+        PraxisPodsReady,
+        /// `PraxisReachable` False: no Ready Praxis Pod matches the selector, or they could not
+        /// be listed.
+        NoReadyPraxisPods,
+        /// `PraxisReachable` False: the selector cannot be used to list Pods.
+        PraxisSelectorInvalid,
+        /// `TLSConfigured` True: the TLS Secret exists.
+        TLSSecretFound,
+        /// `TLSConfigured` False: the TLS Secret named does not exist.
+        TLSSecretMissing,
+        /// `TLSConfigured` False: no TLS Secret is named.
+        TLSSecretNotSet,
         /// `StorageAdopted` or `NetworkingAdopted` False: the named stack has no such object.
         AdoptionSourceNotFound,
         /// `StorageAdopted` or `NetworkingAdopted` False: the object is controlled by something

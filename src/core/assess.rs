@@ -59,6 +59,10 @@ pub(crate) fn assess(
     let said = match applied {
         None => report::held_back(stack, now),
         Some(applied) => {
+            let reachable = looks
+                .praxis
+                .as_ref()
+                .and_then(|looked| super::praxis::reachable(looked, seen.praxis_ready.as_ref()));
             let facts = Facts {
                 decision,
                 applied,
@@ -66,6 +70,10 @@ pub(crate) fn assess(
                 pods: seen.pods.as_deref(),
                 judgement: &judgement,
                 server: seen.server,
+                praxis: reachable
+                    .into_iter()
+                    .chain(decision.praxis_tls.clone())
+                    .collect(),
             };
             report::report(stack, facts, around.catalog, now)
         }

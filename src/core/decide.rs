@@ -3,6 +3,7 @@
 //! objects, whether a rejected revision is held back and how, or what blocks the stack and why.
 //! Nothing here reads or writes; the same inputs always give the same decision.
 
+use super::adoption::Said;
 use super::builders::{self, BuildError, Desired, Inputs, ServerConfig};
 use super::conditions::Blocked;
 use super::observed::Observed;
@@ -32,6 +33,8 @@ pub struct Decision {
     /// and deleting it then must leave every object to the server (it stays an owner, so
     /// deleting the server instead leaves them to it).
     pub moves_in_place: bool,
+    /// `TLSConfigured`, for a server behind Praxis whose TLS Secret was looked for.
+    pub praxis_tls: Option<Said>,
 }
 
 /// What to apply.
@@ -71,11 +74,15 @@ pub fn decide(
     let take_over = take_over::decided(&observed.take_over, next.is_ok(), serving);
     let moves_in_place =
         take_over::moves_in_place(stack, observed.deployment.as_ref(), observed.claim.as_ref());
+    let praxis_tls = stack.networking.gateway.and_then(|_| {
+        super::praxis::tls_configured(stack.networking.tls_secret, &observed.secrets)
+    });
     Ok(Decision {
         secrets_found,
         next,
         take_over,
         moves_in_place,
+        praxis_tls,
     })
 }
 

@@ -27,6 +27,7 @@ pub mod next_look;
 pub mod observed;
 pub mod pin;
 pub mod plan;
+pub mod praxis;
 pub mod reads;
 pub mod report;
 pub mod rollback;

@@ -137,6 +137,9 @@ pub struct Seen {
     pub replica_sets: Option<Vec<ReplicaSet>>,
     /// What the server said of itself, when it was due to be asked.
     pub server: Option<ServerInfo>,
+    /// How many Praxis Pods are Ready, or why they could not be listed, when they were asked
+    /// for ([`super::reads::Looks::praxis`]).
+    pub praxis_ready: Option<Result<usize, String>>,
 }
 
 /// A Service's cluster IP, unless it has none (headless, or not yet given one).

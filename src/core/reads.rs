@@ -11,6 +11,7 @@
 //!   judged), the server itself when the stack is Ready. Each is read only when the status needs
 //!   it.
 
+use super::praxis::PraxisLook;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -73,7 +74,7 @@ pub(crate) fn later(
 }
 
 /// What the look reads, and of which Deployment.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Looks<'a> {
     /// The Deployment as it runs now: the one applied, else the one read at the start.
     pub deployment: Option<&'a Deployment>,
@@ -86,6 +87,8 @@ pub struct Looks<'a> {
     pub replica_sets: bool,
     /// The Deployment whose server is asked what it runs: one Ready with replicas.
     pub server: Option<&'a Deployment>,
+    /// The Praxis Pods to list, for a server behind Praxis (or why its selector lists none).
+    pub praxis: Option<Result<PraxisLook, String>>,
 }
 
 /// What to look at after the act came to `acted`, at `now`. Nothing when taking over held the
@@ -106,6 +109,7 @@ pub fn looks<'a>(
                 pods: PodsNeeded::No,
                 replica_sets: false,
                 server: None,
+                praxis: None,
             };
         }
     };
@@ -131,6 +135,7 @@ pub fn looks<'a>(
         pods: pods_needed(wanted),
         replica_sets: rollback_due,
         server,
+        praxis: stack.networking.gateway.map(super::praxis::look),
     }
 }
 

@@ -42,6 +42,9 @@ pub(crate) struct Facts<'a> {
     pub(crate) judgement: &'a Judgement,
     /// What the server said of itself, when it was due to be asked.
     pub(crate) server: Option<ServerInfo>,
+    /// `PraxisReachable` and `TLSConfigured`, as far as they were judged this time (a server
+    /// behind Praxis only).
+    pub(crate) praxis: Vec<Said>,
 }
 
 /// The status of a stack whose server taking over holds back: only what taking over came to.
@@ -61,6 +64,7 @@ pub(crate) fn report(
 ) -> Report {
     let mut report = Report::new(stack.recorded.status, stack.generation(), now);
     report.adoption(&stack.adoption.said);
+    report.praxis(stack.networking.gateway.is_some(), &facts.praxis);
     let decision = facts.decision;
     if let Some(count) = decision.secrets_found {
         report.secrets_resolved(count);
@@ -168,6 +172,17 @@ impl Report {
         for said in said {
             self.conditions
                 .set(said.condition, said.ok, said.reason, said.message.clone());
+        }
+    }
+
+    /// What a server behind Praxis (`behind`) was found to be; a server no longer behind it
+    /// says nothing of Praxis.
+    fn praxis(&mut self, behind: bool, said: &[Said]) {
+        if behind {
+            self.adoption(said);
+        } else {
+            self.conditions.remove(ConditionType::PraxisReachable);
+            self.conditions.remove(ConditionType::TLSConfigured);
         }
     }
 

@@ -11,6 +11,7 @@ use crate::controller::context::Context;
 use crate::controller::error::{ApiError, Error, api_err};
 use crate::controller::memory::owned_index::Known;
 use crate::core::observed::{Seen, ServerInfo};
+use crate::core::praxis::PraxisLook;
 use crate::core::reads::{Looks, PodsNeeded};
 use crate::core::stack::Stack;
 use crate::naming::service_name;
@@ -35,11 +36,26 @@ pub(in crate::controller) async fn look(
         Some(running) => server_info(stack, ctx, running).await,
         None => None,
     };
+    let praxis_ready = match &looks.praxis {
+        Some(Ok(praxis)) => Some(praxis_ready(ctx, praxis).await),
+        Some(Err(_)) | None => None,
+    };
     Ok(Seen {
         pods,
         replica_sets,
         server,
+        praxis_ready,
     })
+}
+
+/// How many of the Praxis Pods `look` names are Ready, or why they could not be listed (said
+/// in the status, not failing the reconcile: the condition only informs).
+async fn praxis_ready(ctx: &Context, look: &PraxisLook) -> Result<usize, String> {
+    Api::<Pod>::namespaced(ctx.client.clone(), &look.namespace)
+        .list(&ListParams::default().labels(&look.selector))
+        .await
+        .map(|pods| crate::core::praxis::ready_count(&pods.items))
+        .map_err(|e| crate::error_chain(&e))
 }
 
 /// The server Pods, when the look needs them (`None` otherwise: no read); none without a read

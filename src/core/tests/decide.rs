@@ -792,6 +792,7 @@ mod report {
             pods: None,
             judgement,
             server: None,
+            praxis: Vec::new(),
         };
         let catalog = llama_stack_resolver::Catalog::embedded().unwrap();
         report(&stack, facts, &catalog, now).into_status(cr.metadata.generation)

@@ -449,3 +449,99 @@ fn the_image_is_the_pin_kept_or_the_reference_looked_up() {
         "a name the catalog lacks: the resolution says why"
     );
 }
+
+/// Behind Praxis the look lists the Praxis Pods (the gateway's namespace and selector, else the
+/// OGX operator's defaults) and the status says whether a Ready one reaches the server and
+/// whether its TLS Secret is set; neither changes the phase. Out from behind Praxis, neither
+/// condition stays.
+#[test]
+fn a_server_behind_praxis_says_whether_praxis_reaches_it() {
+    use crate::core::door::Door;
+    use crate::core::praxis::PraxisLook;
+    use crate::core::stack::Model;
+
+    let catalog = Catalog::embedded().unwrap();
+    let now = at("2026-12-06T10:30:00Z");
+    let come_to = |cr: &LlamaStackDistribution, praxis_ready: Option<Result<usize, String>>| {
+        let ogx = Door::OgxServer { metrics_port: None };
+        let stack = Stack::read_through(Model::of(cr), ogx).unwrap();
+        let observed = read(None);
+        let decision = decide(&stack, &observed, &operator()).unwrap();
+        let ready = applied(running(&decision, 1, 1, "2026-12-06T10:00:00Z"));
+        let acted = Acted::Applied(Some(&ready));
+        let looked = looks(&stack, &decision, &observed, acted, now);
+        let asked = looked.praxis.clone();
+        let seen = Seen {
+            praxis_ready,
+            ..Seen::default()
+        };
+        let around = Around {
+            catalog: &catalog,
+            server_due: None,
+            now,
+        };
+        let assessed = assess(&stack, &decision, acted, (&looked, seen), around);
+        (
+            asked,
+            serde_json::to_value(&assessed.finished.status).unwrap(),
+        )
+    };
+    let said = |status: &Value, kind: &str| {
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+            .map(|c| (c["status"].clone(), c["reason"].clone()))
+    };
+    let behind = resource(
+        json!({"distribution": {"name": "starter"}, "gateway": {"praxis": {}}}),
+        json!({}),
+    );
+
+    let (asked, status) = come_to(&behind, Some(Ok(2)));
+    assert_eq!(
+        asked,
+        Some(Ok(PraxisLook {
+            namespace: "openshift-ingress".to_owned(),
+            selector: "app=payload-processing".to_owned(),
+        }))
+    );
+    assert_eq!(
+        said(&status, "PraxisReachable"),
+        Some((json!("True"), json!("PraxisPodsReady")))
+    );
+    assert_eq!(
+        said(&status, "TLSConfigured"),
+        Some((json!("False"), json!("TLSSecretNotSet")))
+    );
+    assert_eq!(status["phase"], "Ready", "the conditions only inform");
+
+    let (_, status) = come_to(&behind, Some(Ok(0)));
+    assert_eq!(
+        said(&status, "PraxisReachable"),
+        Some((json!("False"), json!("NoReadyPraxisPods")))
+    );
+    assert_eq!(
+        status["phase"], "Ready",
+        "no Praxis yet: the server still serves"
+    );
+
+    let (_, status) = come_to(&behind, Some(Err("pods is forbidden".to_owned())));
+    assert_eq!(
+        said(&status, "PraxisReachable"),
+        Some((json!("False"), json!("NoReadyPraxisPods")))
+    );
+
+    // Out from behind Praxis: the look asks for nothing, and what was said before goes.
+    let said_before = json!({"conditions": [
+        {"type": "PraxisReachable", "status": "True", "reason": "PraxisPodsReady", "message": "",
+            "lastTransitionTime": "2026-12-06T10:00:00Z"},
+        {"type": "TLSConfigured", "status": "False", "reason": "TLSSecretNotSet", "message": "",
+            "lastTransitionTime": "2026-12-06T10:00:00Z"}]});
+    let out = resource(starter(), said_before);
+    let (asked, status) = come_to(&out, None);
+    assert_eq!(asked, None);
+    assert_eq!(said(&status, "PraxisReachable"), None);
+    assert_eq!(said(&status, "TLSConfigured"), None);
+}
