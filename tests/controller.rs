@@ -2181,16 +2181,20 @@ fn an_ogx_server_installs_external_providers_named_by_this_operators_annotation(
 /// (`tests/fixtures/ogx-operator/newer/network-config-praxis.yaml`, second document, the RHOAI fork
 /// at f74c8f0), reconciled on the API server: the config it runs trusts Praxis's headers, the
 /// NetworkPolicy the API server stores admits the Praxis Pods by the OGX operator's default
-/// selector, no Ingress is made, and the status says why.
+/// selector, no Ingress is made, and the status says why. Reconciled under the operator's own
+/// RBAC, the status says whether a Ready Praxis Pod reaches the server (none, then one made in
+/// `openshift-ingress`) and that no TLS Secret is named.
 #[test]
 fn an_ogx_server_in_praxis_mode_is_reached_only_from_praxis() {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
     use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
     use llama_stack_operator::api::ogx::OGXServer;
     use llama_stack_operator::controller::reconcile_ogx;
 
-    let (_plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
     rt.block_on(async {
-        let f = Fixture::new(&client, "default");
+        let operator = plane.operator_client().await.expect("the operator's client");
+        let f = Fixture::new(&operator, "default");
         let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
         let sample = std::fs::read_to_string(
             support::workspace_root().join("tests/fixtures/ogx-operator/newer/network-config-praxis.yaml"),
@@ -2233,5 +2237,31 @@ fn an_ogx_server_in_praxis_mode_is_reached_only_from_praxis() {
         assert!(ingresses.is_empty(), "{ingresses:?}");
         let status = serde_json::to_string(&servers.get(name).await.unwrap().status).unwrap();
         assert!(status.contains("no Ingress or Route is made"), "{status}");
+
+        let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
+        assert_eq!(json_condition(&status, "PraxisReachable"), ("False".into(), "NoReadyPraxisPods".into()), "{status:#}");
+        assert_eq!(json_condition(&status, "TLSConfigured"), ("False".into(), "TLSSecretNotSet".into()), "{status:#}");
+        assert_eq!(json_condition(&status, "ConfigGenerated").0, "True", "informational only: {status:#}");
+
+        // A Ready Praxis Pod where the OGX operator's default selector finds it.
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "openshift-ingress"}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        // No controller makes the namespace's `default` ServiceAccount here; the Pod needs one.
+        let account: k8s_openapi::api::core::v1::ServiceAccount =
+            serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+        Api::namespaced(client.clone(), "openshift-ingress").create(&PostParams::default(), &account).await.unwrap();
+        let praxis_pods: Api<Pod> = Api::namespaced(client.clone(), "openshift-ingress");
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "praxis-0", "labels": {"app": "payload-processing"}},
+            "spec": {"containers": [{"name": "praxis", "image": "praxis.invalid/praxis:1"}]}})).unwrap();
+        praxis_pods.create(&PostParams::default(), &pod).await.unwrap();
+        let ready = json!({"status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-06T10:00:00Z"}]}});
+        praxis_pods.patch_status("praxis-0", &PatchParams::default(), &Patch::Merge(&ready)).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get(name).await.unwrap()), f.ctx.clone()).await.unwrap();
+        let status = serde_json::to_value(servers.get(name).await.unwrap().status).unwrap();
+        assert_eq!(json_condition(&status, "PraxisReachable"), ("True".into(), "PraxisPodsReady".into()), "{status:#}");
+        let said = status["conditions"].as_array().unwrap().iter()
+            .find(|c| c["type"] == "PraxisReachable").unwrap()["message"].clone();
+        assert_eq!(said, "1 Ready Praxis pod(s) match the selector in namespace \"openshift-ingress\"");
     });
 }
