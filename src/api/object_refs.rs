@@ -59,6 +59,7 @@ fn of_spec(spec: &Value) -> Vec<Reference> {
     if let Some(v) = spec.pointer("/storage/sql/connectionString") {
         secret_key_ref(v, "spec.storage.sql.connectionString".into(), &mut out);
     }
+    backend_passwords(spec, &mut out);
     config_maps(spec, &mut out);
     if let Some(name) = spec
         .pointer("/networking/tls/secretName")
@@ -74,6 +75,30 @@ fn of_spec(spec: &Value) -> Vec<Reference> {
     }
     client_identity(spec, &mut out);
     out
+}
+
+/// `storage.backends.<name>.password`: a Secret key (`{name, key}`, as the OGX operator writes
+/// it), read by the server from a variable of its config.
+fn backend_passwords(spec: &Value, out: &mut Vec<Reference>) {
+    let Some(backends) = spec.pointer("/storage/backends").and_then(Value::as_object) else {
+        return;
+    };
+    for (backend, value) in backends {
+        let password = &value["password"];
+        let Some(name) = password.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        out.push(Reference {
+            kind: RefKind::Secret,
+            namespace: None,
+            name: name.to_owned(),
+            key: password
+                .get("key")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            path: format!("spec.storage.backends.{backend}.password.name"),
+        });
+    }
 }
 
 /// `networking.tls.clientIdentity`: the certificate's ConfigMap and the key's Secret.
@@ -203,4 +228,33 @@ pub fn of(spec: &super::v1alpha2::LlamaStackDistributionSpec) -> Vec<Reference> 
     serde_json::to_value(spec)
         .map(|spec| of_spec(&spec))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A named backend's password is a Secret the server reads: checked, hashed and followed
+    /// like every other reference.
+    #[test]
+    fn a_named_backends_password_is_a_reference() {
+        let spec = json!({"storage": {"backends": {
+            "pg": {"type": "sql_postgres", "user": "ogx", "password": {"name": "pg-creds", "key": "password"}},
+            "kv": {"type": "kv_postgres", "user": "ogx"}}}});
+        let found: Vec<_> = of_spec(&spec)
+            .into_iter()
+            .map(|r| (r.kind, r.name, r.key, r.path))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                RefKind::Secret,
+                "pg-creds".to_owned(),
+                Some("password".to_owned()),
+                "spec.storage.backends.pg.password.name".to_owned()
+            )]
+        );
+    }
 }
