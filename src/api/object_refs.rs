@@ -28,10 +28,15 @@ pub struct Reference {
     pub path: String,
 }
 
+/// A `{secretKeyRef: {name, key}}` value at `path`.
 fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
-    let Some(r) = value.get("secretKeyRef") else {
-        return;
-    };
+    if let Some(r) = value.get("secretKeyRef") {
+        secret_key(r, format!("{path}.secretKeyRef"), out);
+    }
+}
+
+/// A Secret key written `{name, key}` at `path`.
+fn secret_key(r: &Value, path: String, out: &mut Vec<Reference>) {
     let Some(name) = r.get("name").and_then(Value::as_str) else {
         return;
     };
@@ -40,7 +45,7 @@ fn secret_key_ref(value: &Value, path: String, out: &mut Vec<Reference>) {
         namespace: None,
         name: name.to_owned(),
         key: r.get("key").and_then(Value::as_str).map(str::to_owned),
-        path: format!("{path}.secretKeyRef.name"),
+        path: format!("{path}.name"),
     });
 }
 
@@ -84,20 +89,8 @@ fn backend_passwords(spec: &Value, out: &mut Vec<Reference>) {
         return;
     };
     for (backend, value) in backends {
-        let password = &value["password"];
-        let Some(name) = password.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        out.push(Reference {
-            kind: RefKind::Secret,
-            namespace: None,
-            name: name.to_owned(),
-            key: password
-                .get("key")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            path: format!("spec.storage.backends.{backend}.password.name"),
-        });
+        let path = format!("spec.storage.backends.{backend}.password");
+        secret_key(&value["password"], path, out);
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::FutureExt as _;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::Action;
@@ -28,9 +28,7 @@ use super::publish::{noted, publish};
 use super::read::{gather, look};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::api::ogx::OGXServer;
-use crate::api::v1alpha2::{
-    LlamaStackDistribution, LlamaStackDistributionSpec, LlamaStackDistributionStatus,
-};
+use crate::api::v1alpha2::{LlamaStackDistribution, LlamaStackDistributionStatus};
 use crate::core::adoption;
 use crate::core::assess::{Around, assess};
 use crate::core::conditions::Blocked;
@@ -74,7 +72,8 @@ pub async fn reconcile_stack(
     let cr = slim_cache::expanded(&cr);
     if let Some(message) = ogx_servers.and_then(|store| taken_over(&cr, &store)) {
         let started = Instant::now();
-        let result = refuse(Model::of(&cr), Door::LlamaStackDistribution, &ctx, message).await;
+        let recorded = (&cr.metadata, cr.status.as_ref());
+        let result = refuse(recorded, Door::LlamaStackDistribution, &ctx, message).await;
         return record(&ctx, started, result);
     }
     reconcile_model(Model::of(&cr), Door::LlamaStackDistribution, &ctx, None).await
@@ -111,13 +110,7 @@ pub async fn reconcile_server(
             let refusal = (Reason::FieldNotServed, untranslatable.to_string());
             let door = Door::OgxServer { metrics_port: None };
             let status = ogx_server::recorded(&cr);
-            let nothing_served = LlamaStackDistributionSpec::default();
-            let model = Model {
-                meta: &cr.metadata,
-                spec: &nothing_served,
-                status: status.as_ref(),
-            };
-            let result = refuse(model, door, &ctx, refusal).await;
+            let result = refuse((&cr.metadata, status.as_ref()), door, &ctx, refusal).await;
             record(&ctx, started, result)
         }
     }
@@ -233,7 +226,9 @@ async fn reconcile_model(
                 Reason::ConfigGenerationFailed,
                 Invalid::NoDistribution.to_string(),
             );
-            refuse(model, door, ctx, refusal).instrument(span).await
+            refuse((model.meta, model.status), door, ctx, refusal)
+                .instrument(span)
+                .await
         }
         Err(invalid @ Invalid::Unnamed) => Err(Error::Read(invalid)),
     };
@@ -259,25 +254,21 @@ fn record(
 /// stored before the CRD's rules can carry it), or that it must leave alone: the status says
 /// why, and nothing else is read or written.
 async fn refuse(
-    model: Model<'_>,
+    (meta, status): (&ObjectMeta, Option<&LlamaStackDistributionStatus>),
     door: Door,
     ctx: &Context,
     (reason, message): (Reason, String),
 ) -> Result<(Action, String), Error> {
-    let generation = model.meta.generation;
-    let mut report = Report::new(model.status, generation, jiff::Timestamp::now());
+    let generation = meta.generation;
+    let mut report = Report::new(status, generation, jiff::Timestamp::now());
     report.block(Blocked::spec(
         ConditionType::ConfigGenerated,
         reason,
         message,
     ));
-    let reason = publish(
-        report.finished(generation),
-        &Subject::of(model.meta, door),
-        ctx,
-    )
-    .await
-    .map_err(Error::Publish)?;
+    let reason = publish(report.finished(generation), &Subject::of(meta, door), ctx)
+        .await
+        .map_err(Error::Publish)?;
     Ok((Action::requeue(RESYNC), reason))
 }
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::adoption::Said;
 use crate::api::conditions::{ConditionType, Reason};
@@ -160,14 +160,6 @@ pub fn tls_configured(
             Reason::TLSSecretMissing,
             format!("TLS Secret {name:?} not found in the server's namespace"),
         ),
-    })
-}
-
-/// Whether `previous` carries either condition, which a server no longer behind Praxis drops.
-pub fn said_before(previous: &[Condition]) -> bool {
-    previous.iter().any(|c| {
-        c.type_ == ConditionType::PraxisReachable.as_str()
-            || c.type_ == ConditionType::TLSConfigured.as_str()
     })
 }
 

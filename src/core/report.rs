@@ -50,7 +50,7 @@ pub(crate) struct Facts<'a> {
 /// The status of a stack whose server taking over holds back: only what taking over came to.
 pub(crate) fn held_back(stack: &Stack<'_>, now: jiff::Timestamp) -> Report {
     let mut report = Report::new(stack.recorded.status, stack.generation(), now);
-    report.adoption(&stack.adoption.said);
+    report.say(&stack.adoption.said);
     report
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn report(
     now: jiff::Timestamp,
 ) -> Report {
     let mut report = Report::new(stack.recorded.status, stack.generation(), now);
-    report.adoption(&stack.adoption.said);
+    report.say(&stack.adoption.said);
     report.praxis(stack.networking.gateway.is_some(), &facts.praxis);
     let decision = facts.decision;
     if let Some(count) = decision.secrets_found {
@@ -167,8 +167,8 @@ impl Report {
         );
     }
 
-    /// What taking over another stack's objects came to.
-    pub(crate) fn adoption(&mut self, said: &[Said]) {
+    /// Sets each condition as `said` (what taking over came to, what Praxis was found to be).
+    pub(crate) fn say(&mut self, said: &[Said]) {
         for said in said {
             self.conditions
                 .set(said.condition, said.ok, said.reason, said.message.clone());
@@ -179,7 +179,7 @@ impl Report {
     /// says nothing of Praxis.
     fn praxis(&mut self, behind: bool, said: &[Said]) {
         if behind {
-            self.adoption(said);
+            self.say(said);
         } else {
             self.conditions.remove(ConditionType::PraxisReachable);
             self.conditions.remove(ConditionType::TLSConfigured);
