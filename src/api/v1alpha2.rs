@@ -139,6 +139,30 @@ pub struct PraxisGateway {
     /// The Praxis Pods (default `app: payload-processing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_selector: Option<LabelSelector>,
+    /// Moves the server's responses and conversations into Praxis's database, once, by a Job
+    /// running `ogx migrate praxis` with the server's image and config (an `OGXServer`'s
+    /// `praxisMode.migrationJob`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<PraxisMigration>,
+}
+
+/// What the Praxis migration Job moves the server's data into, and how it names the rows that
+/// name no tenant or owner.
+#[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PraxisMigration {
+    /// Praxis's PostgreSQL database, as a connection string read from a Secret (the Job's
+    /// `PRAXIS_DATABASE_URL`); never the server's own database.
+    pub target_connection_string: SecretValue,
+    /// The tenant of rows that name none (a server without tenancy names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128), regex(pattern = r"^[a-z0-9][a-z0-9_-]{0,127}$"))]
+    pub fallback_tenant: Option<String>,
+    /// The owner of rows that name none (a server without authentication names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    #[x_kube(validation = Rule::new("self.trim() != ''").message("must contain a non-whitespace character"))]
+    pub fallback_owner_subject: Option<String>,
 }
 
 /// The Praxis Pods' namespace when `gateway.praxis.namespace` is not set (where Open Data Hub

@@ -23,6 +23,7 @@ pub mod decide;
 pub mod dereference;
 pub mod door;
 pub mod external_status;
+pub mod migration;
 pub mod next_look;
 pub mod observed;
 pub mod pin;

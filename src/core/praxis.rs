@@ -216,8 +216,8 @@ mod tests {
             assert!(why.contains(says), "{why}");
         }
         let gateway = PraxisGateway {
-            namespace: None,
             pod_selector: Some(with(requirement("a", "In", &[]))),
+            ..PraxisGateway::default()
         };
         let said = reachable(&look(&gateway), None).unwrap();
         assert_eq!(

@@ -334,7 +334,15 @@ fn praxis_mode(gateway: &GatewaySpec) -> ogx::PraxisModeSpec {
     ogx::PraxisModeSpec {
         enabled: Some(true),
         praxis_selector: selector,
-        migration_job: None,
+        migration_job: praxis.migration.as_ref().map(|m| ogx::MigrationJobSpec {
+            enabled: None,
+            target_connection_string: ogx::SecretKeyRef {
+                name: m.target_connection_string.secret_key_ref.name.clone(),
+                key: m.target_connection_string.secret_key_ref.key.clone(),
+            },
+            fallback_tenant: m.fallback_tenant.clone(),
+            fallback_owner_subject: m.fallback_owner_subject.clone(),
+        }),
     }
 }
 

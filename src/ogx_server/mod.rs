@@ -23,8 +23,9 @@ use crate::api::polymorphic::{BoolOrObject, NameOrObject};
 use crate::api::v1alpha2::{
     BaseConfigSpec, ClientIdentity, ConfigMapKey, ExposeOptions, GatewaySpec, KvStorageSpec,
     KvStorageType, LlamaStackDistributionSpec, LlamaStackDistributionStatus, ModelConfig,
-    NetworkingSpec, OverrideConfigSpec, PolicyRules, PraxisGateway, ResourcesSpec, SecretKeyRef,
-    SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec, WorkloadSpec,
+    NetworkingSpec, OverrideConfigSpec, PolicyRules, PraxisGateway, PraxisMigration, ResourcesSpec,
+    SecretKeyRef, SecretValue, SqlStorageSpec, SqlStorageType, StateStorageSpec, TlsSpec,
+    WorkloadSpec,
 };
 use crate::core::stack::Model;
 
@@ -157,23 +158,21 @@ pub fn spec(spec: &OGXServerSpec) -> Result<LlamaStackDistributionSpec, Untransl
 }
 
 /// `praxisMode`, on: Praxis as the server's gateway, its Pods by `praxisSelector` (else the
-/// model's defaults, which are the OGX operator's). The migration Job is refused: it runs
-/// `ogx migrate praxis`, which no OGX release on PyPI has (1.0 to 1.5), so no server this operator
-/// proves could run it.
+/// model's defaults, which are the OGX operator's), and the migration Job unless it is turned
+/// off (`migrationJob.enabled: false`).
 fn gateway(praxis: Option<&ogx::PraxisModeSpec>) -> Result<Option<GatewaySpec>, Untranslatable> {
     let Some(praxis) = praxis.filter(|p| p.is_on()) else {
         return Ok(None);
     };
-    if praxis
+    let migration = praxis
         .migration_job
         .as_ref()
-        .is_some_and(|job| job.enabled != Some(false))
-    {
-        return Err(Untranslatable::new(
-            "spec.praxisMode.migrationJob",
-            "the Praxis migration Job is not run by this operator yet: it runs `ogx migrate praxis`, which no OGX release on PyPI has (1.0 to 1.5); run the migration with the OGX build that has it, then remove migrationJob (or set migrationJob.enabled: false)",
-        ));
-    }
+        .filter(|job| job.enabled != Some(false))
+        .map(|job| PraxisMigration {
+            target_connection_string: secret(&job.target_connection_string),
+            fallback_tenant: job.fallback_tenant.clone(),
+            fallback_owner_subject: job.fallback_owner_subject.clone(),
+        });
     Ok(Some(GatewaySpec {
         praxis: PraxisGateway {
             namespace: praxis.praxis_selector.as_ref().map(|s| s.namespace.clone()),
@@ -181,6 +180,7 @@ fn gateway(praxis: Option<&ogx::PraxisModeSpec>) -> Result<Option<GatewaySpec>, 
                 .praxis_selector
                 .as_ref()
                 .map(|s| s.pod_selector.clone()),
+            migration,
         },
     }))
 }

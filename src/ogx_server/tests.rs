@@ -269,7 +269,14 @@ fn what_is_not_served_is_refused_with_its_field() {
     let mut legacy = base.clone();
     praxis(Some(false), true)(&mut legacy);
     assert_eq!(spec(&legacy).unwrap().gateway, None);
-    assert_eq!(refused(&praxis(None, true)), "spec.praxisMode.migrationJob");
+    let mut migrating = base.clone();
+    praxis(None, true)(&mut migrating);
+    let migration = spec(&migrating).unwrap().gateway.unwrap().praxis.migration;
+    assert_eq!(
+        migration.map(|m| m.target_connection_string.secret_key_ref.name),
+        Some("praxis-pg".to_owned()),
+        "the migration Job is carried into the model"
+    );
     let unguarded = |s: &mut OGXServerSpec| {
         praxis(Some(true), false)(s);
         s.network = Some(Box::new(ogx::NetworkSpec {

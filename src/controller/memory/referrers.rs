@@ -299,8 +299,7 @@ mod tests {
         let refused = server(
             "refused",
             serde_json::json!({"distribution": {"name": "starter"}, "overrideConfig": config,
-                "praxisMode": {"enabled": true, "migrationJob": {
-                    "targetConnectionString": {"name": "pg", "key": "url"}}}}),
+                "praxisMode": {"enabled": true}, "network": {"policy": {"enabled": false}}}),
         );
         assert!(crate::ogx_server::to_model(&refused).is_err());
         referrers.observe(&Event::Apply(refused));

@@ -6,6 +6,7 @@ mod ca_bundle;
 mod derived;
 pub mod external;
 mod inputs;
+mod migration;
 mod monitoring;
 mod network;
 mod object;
@@ -68,6 +69,22 @@ pub struct Desired {
     pub service_monitor: Option<DynamicObject>,
     /// Its recording rules, beside it.
     pub prometheus_rule: Option<DynamicObject>,
+}
+
+/// The Praxis migration Job running `attempt` of `wanted`: the server's Pod as `inputs` build
+/// it, running the migration instead of the server, owned and labelled as the stack's objects.
+/// Not yet part of [`Desired`]: the act that keeps one attempt from running twice comes first.
+pub fn migration_job(
+    stack: &Stack,
+    inputs: &Inputs,
+    wanted: &crate::api::v1alpha2::PraxisMigration,
+    attempt: &crate::core::migration::Attempt,
+) -> Option<k8s_openapi::api::batch::v1::Job> {
+    let common = Common::of(stack, inputs.ca_bundle);
+    let server = deployment(stack, &common, inputs).spec?.template.spec?;
+    let mut job = migration::job(&common, &server, wanted, attempt)?;
+    object::owned(&common, &mut job);
+    Some(job)
 }
 
 /// The labels that select the stack's server Pods (what its Service selects).

@@ -1358,3 +1358,133 @@ fn every_object_is_the_stacks_and_all_but_two_carry_their_hash() {
         assert_eq!(bundle[labels::COMPONENT], "ca-bundle");
     }
 }
+
+/// The Praxis migration Job is the server's Pod running the migration: the same image, config,
+/// Secrets, ServiceAccount and security context; no probes, ports, init containers or data
+/// volume; Praxis's database from its Secret, never inlined; the fallbacks as variables; no
+/// label the server's Service selects by; the attempt on the Job and its Pods; one Pod per try,
+/// each kept.
+#[test]
+fn the_migration_job_is_the_servers_pod_running_the_migration() {
+    use crate::core::door::Door;
+    use crate::core::migration::Attempt;
+    let g = generated();
+    let resource = cr(json!({"distribution": {"name": "starter"},
+        "workload": {"storage": {"size": "1Gi"}},
+        "gateway": {"praxis": {"migration": {
+            "targetConnectionString": {"secretKeyRef": {"name": "praxis-pg", "key": "url"}},
+            "fallbackTenant": "acme"}}}}));
+    let ogx =
+        Stack::read_through(Model::of(&resource), Door::OgxServer { metrics_port: None }).unwrap();
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
+    let inputs = Inputs {
+        server: ServerRelease {
+            line: ServerLine::Ogx,
+            version: Some(ServerVersion::new(1, 3, 1)),
+            evidence: Evidence::OgxVersionLabel,
+        },
+        ..base_inputs(&g)
+    };
+    let server = desired(&ogx, &inputs).unwrap().deployment;
+    let wanted = ogx.networking.gateway.unwrap().migration.as_ref().unwrap();
+    let attempt = Attempt {
+        key: "0123456789abcdef".to_owned(),
+        job_name: "s-praxis-migration".to_owned(),
+    };
+    let job = super::migration_job(&ogx, &inputs, wanted, &attempt).unwrap();
+    let job = value(&job);
+    let server = value(&server);
+    assert_eq!(job["metadata"]["name"], "s-praxis-migration");
+    assert_eq!(
+        job["metadata"]["annotations"]["ogx.io/migration-attempt"],
+        "0123456789abcdef"
+    );
+    assert_eq!(
+        job["metadata"]["ownerReferences"],
+        server["metadata"]["ownerReferences"]
+    );
+    assert_eq!(
+        (
+            job["spec"]["backoffLimit"].as_i64(),
+            job["spec"]["activeDeadlineSeconds"].as_i64()
+        ),
+        (Some(2), Some(3600))
+    );
+    let (pod, server_pod) = (
+        &job["spec"]["template"]["spec"],
+        &server["spec"]["template"]["spec"],
+    );
+    assert_eq!(
+        pod["restartPolicy"], "Never",
+        "each try in its own Pod, kept with its logs"
+    );
+    for same in [
+        "serviceAccountName",
+        "securityContext",
+        "automountServiceAccountToken",
+    ] {
+        assert_eq!(pod[same], server_pod[same], "{same}");
+    }
+    let (c, s) = (&pod["containers"][0], &server_pod["containers"][0]);
+    assert_eq!(c["image"], s["image"]);
+    assert_eq!(c["command"], json!(["/bin/sh", "-c"]));
+    assert!(
+        c["args"][0]
+            .as_str()
+            .unwrap()
+            .contains(r#"--fallback-tenant "$PRAXIS_FALLBACK_TENANT""#)
+    );
+    for gone in [
+        "ports",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+    ] {
+        assert!(c.get(gone).is_none(), "{gone}: {c:#}");
+    }
+    assert!(pod.get("initContainers").is_none());
+    let env = c["env"].as_array().unwrap();
+    let var = |name: &str| env.iter().find(|e| e["name"] == name).cloned();
+    assert_eq!(
+        var("PRAXIS_DATABASE_URL").unwrap()["valueFrom"]["secretKeyRef"],
+        json!({"name": "praxis-pg", "key": "url", "optional": false})
+    );
+    assert_eq!(var("PRAXIS_FALLBACK_TENANT").unwrap()["value"], "acme");
+    assert!(var("PRAXIS_FALLBACK_OWNER_SUBJECT").is_none());
+    assert_eq!(
+        var("OGX_CONFIG"),
+        s["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "OGX_CONFIG")
+            .cloned()
+    );
+    assert!(var("OGX_CONFIG").is_some(), "the config the server reads");
+    let claims = |spec: &Value| {
+        spec["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|v| v.get("persistentVolumeClaim").is_some())
+            .count()
+    };
+    assert_eq!(
+        (claims(server_pod), claims(pod)),
+        (1, 0),
+        "the data volume stays the server's"
+    );
+    let labels = &job["spec"]["template"]["metadata"]["labels"];
+    let selector = &server["spec"]["selector"]["matchLabels"];
+    let selected = selector
+        .as_object()
+        .unwrap()
+        .iter()
+        .all(|(k, v)| &labels[k] == v);
+    assert!(
+        !selected,
+        "the server's Service must not select a migration Pod: {labels} vs {selector}"
+    );
+    assert_eq!(labels["app.kubernetes.io/component"], "praxis-migration");
+}
