@@ -79,6 +79,15 @@ status_words! {
         /// Behind Praxis only: the server's own TLS Secret (`network.tls.secretName`) is named
         /// and exists, as the OGX operator expects of a server Praxis fronts. Informational.
         TLSConfigured,
+        /// With a Praxis migration: its preflight passed (a PostgreSQL source, the target's
+        /// Secret, not the same database).
+        MigrationPreflightReady,
+        /// With a Praxis migration: its Job completed (False once it failed).
+        MigrationJobSucceeded,
+        /// With a Praxis migration: the data was moved and checked (the dry run, then the run).
+        MigrationValidated,
+        /// With a Praxis migration: the cut-over to Praxis may proceed.
+        PraxisCutoverReady,
     }
 }
 
@@ -136,6 +145,30 @@ status_words! {
         TLSSecretMissing,
         /// `TLSConfigured` False: no TLS Secret is named.
         TLSSecretNotSet,
+        /// `MigrationPreflightReady` True.
+        MigrationPreflightPassed,
+        /// `MigrationPreflightReady` False: no Job is made until the spec or the Secrets change.
+        MigrationPreflightFailed,
+        /// The migration's Job was made (or an earlier one is going), and has not finished.
+        MigrationJobPending,
+        /// The migration's Job runs.
+        MigrationJobRunning,
+        /// `MigrationJobSucceeded` True.
+        MigrationJobSucceeded,
+        /// `MigrationJobSucceeded` False: the Job failed (it is kept, with its Pods' logs).
+        MigrationJobFailed,
+        /// `MigrationValidated` True.
+        MigrationValidated,
+        /// `MigrationValidated` False: not yet.
+        MigrationValidationPending,
+        /// `MigrationValidated` False: the Job failed.
+        MigrationValidationFailed,
+        /// `PraxisCutoverReady` True.
+        PraxisCutoverReady,
+        /// `PraxisCutoverReady` False.
+        PraxisCutoverNotReady,
+        /// A Job of the migration's name is not the server's: nothing is made or deleted.
+        MigrationJobNotOwned,
         /// `StorageAdopted` or `NetworkingAdopted` False: the named stack has no such object.
         AdoptionSourceNotFound,
         /// `StorageAdopted` or `NetworkingAdopted` False: the object is controlled by something

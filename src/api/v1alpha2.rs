@@ -773,8 +773,9 @@ pub struct LlamaStackDistributionStatus {
     /// ConfigGenerated, SecretsResolved, DeploymentUpdated, Available, DeploymentReady,
     /// HealthCheck, ServiceReady, StorageReady, ExternalProvidersReady, ServerResponding; on an
     /// OGXServer taking over another stack's objects, StorageAdopted, NetworkingAdopted,
-    /// AdoptionConfigInvalid; behind Praxis, PraxisReachable and TLSConfigured
-    /// (docs/troubleshooting.md explains each type and reason).
+    /// AdoptionConfigInvalid; behind Praxis, PraxisReachable and TLSConfigured, and with its
+    /// migration MigrationPreflightReady, MigrationJobSucceeded, MigrationValidated and
+    /// PraxisCutoverReady (docs/troubleshooting.md explains each type and reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The operator's own memory, never serialized nor in the schema: in its cache the

@@ -8,6 +8,9 @@
 //! key is made of the Secrets' uid and resource version, never of their values, so that the
 //! status carries no hash of a password.
 
+pub mod said;
+pub mod step;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
