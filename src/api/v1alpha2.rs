@@ -815,6 +815,33 @@ pub struct LlamaStackDistributionStatus {
     /// The revision rollbacks return to, and the one rejected last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackStatus>,
+    /// An `OGXServer`'s Praxis migration, where it stands (its `status.migration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationStatus>,
+}
+
+/// Where the Praxis migration stands, as the OGX operator records it.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationStatus {
+    /// `Pending`, `PreflightFailed`, `Running`, `Failed` or `Validated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The spec generation it describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// What the attempt migrates, hashed (never a Secret's value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_key: Option<String>,
+    /// The attempt's Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+    /// What happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// What turning the migration off would not undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_rollback_warning: Option<String>,
 }
 
 impl LlamaStackDistributionStatus {

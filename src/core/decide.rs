@@ -49,6 +49,8 @@ pub struct Intent {
     /// The patch that takes the data volume back from an `OGXServer` that took it and no longer
     /// exists ([`adoption::reclaim_patch`]), made before the volume is mounted.
     pub reclaim: Option<serde_json::Value>,
+    /// The Praxis migration, for a server that asks for one.
+    pub migration: Option<super::migration::plan::MigrationPlan>,
 }
 
 impl Intent {
@@ -138,8 +140,10 @@ fn next(
         derived: Some(&referenced.derived),
     };
     let mut desired = builders::desired(stack, &inputs)?;
+    let migration = super::migration::plan::plan(stack, observed, &inputs, &desired);
     let hold = rollback::hold(stack, &mut desired.deployment, observed);
     let intent = Intent {
+        migration,
         planned,
         desired,
         hold,

@@ -67,6 +67,9 @@ pub struct Observed {
     /// The Deployment's ReplicaSets, read only while a rejected revision may have to be
     /// returned from ([`super::rollback::may_restore`]).
     pub replica_sets: Option<Vec<ReplicaSet>>,
+    /// The Job of the Praxis migration's name, as read (only for a server that asks for the
+    /// migration).
+    pub migration_job: Option<super::migration::step::JobSeen>,
     /// What the stack's annotations ask to take over from another (an `OGXServer`'s), as read:
     /// the writes it needs and what they would come to.
     pub take_over: Survey,

@@ -2,6 +2,8 @@
 //! fields ([`report`], pure). The controller's publish step writes it (with Events for the
 //! transitions) only when something differs from what is stored.
 
+use super::migration::plan::MigrationPlan;
+use crate::api::v1alpha2::MigrationStatus;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -84,6 +86,9 @@ pub(crate) fn report(
         (Ok(intent), Ok(applied)) => {
             report.config_applied(stack, &intent.planned);
             report.distributions(stack, catalog);
+            if let Some(migration) = &intent.migration {
+                report.migration(migration, stack.generation());
+            }
             match &intent.hold {
                 Some(hold) if hold.how == Held::NothingToRestore => {
                     report.rollback_not_possible(&hold.rejected, &hold.last_ready);
@@ -184,6 +189,20 @@ impl Report {
             self.conditions.remove(ConditionType::PraxisReachable);
             self.conditions.remove(ConditionType::TLSConfigured);
         }
+    }
+
+    /// Where the Praxis migration stands (`status.migration`) and its conditions.
+    fn migration(&mut self, plan: &MigrationPlan, generation: Option<i64>) {
+        let record = &plan.record;
+        self.status.migration = Some(MigrationStatus {
+            phase: Some(record.phase.to_owned()),
+            observed_generation: generation,
+            attempt_key: record.attempt_key.clone(),
+            job_name: record.job_name.clone(),
+            message: Some(record.message.clone()),
+            soft_rollback_warning: None,
+        });
+        self.adoption(&plan.said);
     }
 
     /// Records a problem the user must fix.

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
@@ -32,6 +33,8 @@ use crate::controller::error::{ApiError, Error, Gathering, api_err};
 use crate::controller::memory::default_accounts::DEFAULT_ACCOUNT;
 use crate::controller::memory::owned_index::Known;
 use crate::core::adoption;
+use crate::core::migration;
+use crate::core::migration::step::JobSeen;
 use crate::core::observed::{Observed, Reach};
 use crate::core::reads;
 use crate::core::stack::Stack;
@@ -92,7 +95,11 @@ pub(in crate::controller) async fn gather(
         ),
         false => None,
     };
+    let migration_job = migration_job(stack, ctx)
+        .await
+        .map_err(Error::gather(Gathering::Workload))?;
     Ok(Observed {
+        migration_job,
         reach: Reach::Cluster,
         deployment,
         pull_secrets,
@@ -110,6 +117,20 @@ pub(in crate::controller) async fn gather(
         replica_sets,
         take_over,
     })
+}
+
+/// The Job of the Praxis migration's name, for a server that asks for the migration.
+async fn migration_job(stack: &Stack<'_>, ctx: &Context) -> Result<Option<JobSeen>, ApiError> {
+    let wanted = stack.networking.gateway.and_then(|g| g.migration.as_ref());
+    if wanted.is_none() {
+        return Ok(None);
+    }
+    let (ns, name) = (stack.namespace(), migration::job_name(stack.name()));
+    let job = Api::<Job>::namespaced(ctx.client.clone(), ns)
+        .get_opt(&name)
+        .await
+        .map_err(api_err(format!("read Job {ns}/{name}")))?;
+    Ok(job.map(|job| JobSeen::of(&job, stack.uid())))
 }
 
 /// The user's ConfigMap: the whole config (overrideConfig), or the base (baseConfig); the schema

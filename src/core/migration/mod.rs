@@ -8,6 +8,7 @@
 //! key is made of the Secrets' uid and resource version, never of their values, so that the
 //! status carries no hash of a password.
 
+pub mod plan;
 pub mod said;
 pub mod step;
 

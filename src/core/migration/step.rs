@@ -38,6 +38,42 @@ pub struct JobSeen {
     pub outcome: JobOutcome,
 }
 
+impl JobSeen {
+    /// `job` as read, for the server whose uid is `server`.
+    pub fn of(job: &k8s_openapi::api::batch::v1::Job, server: &str) -> Self {
+        let meta = &job.metadata;
+        let conditions = job.status.as_ref().and_then(|s| s.conditions.as_deref());
+        let finished = |kind: &str| {
+            conditions
+                .unwrap_or_default()
+                .iter()
+                .find(|c| c.type_ == kind && c.status == "True")
+        };
+        let outcome = match (finished("Complete"), finished("Failed")) {
+            (Some(_), _) => JobOutcome::Succeeded,
+            (None, Some(failed)) => JobOutcome::Failed {
+                reason: failed.reason.clone().unwrap_or_default(),
+                message: failed.message.clone().unwrap_or_default(),
+            },
+            (None, None) => JobOutcome::Running,
+        };
+        Self {
+            attempt: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(super::ATTEMPT_ANNOTATION))
+                .cloned(),
+            ours: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.controller == Some(true) && r.uid == server),
+            deleting: meta.deletion_timestamp.is_some(),
+            outcome,
+        }
+    }
+}
+
 /// The migration's next step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {

@@ -545,3 +545,87 @@ fn a_server_behind_praxis_says_whether_praxis_reaches_it() {
     assert_eq!(said(&status, "PraxisReachable"), None);
     assert_eq!(said(&status, "TLSConfigured"), None);
 }
+
+/// A server behind Praxis that asks for the migration: the decision makes the attempt's Job
+/// when none is there, watches the one of its attempt (a failed one is not made again), and
+/// the status records where it stands; a preflight that fails makes nothing and says why.
+#[test]
+fn the_migration_is_decided_once_per_attempt_and_recorded() {
+    use crate::core::door::Door;
+    use crate::core::migration::step::{JobOutcome, JobSeen, Step};
+    use crate::core::stack::Model;
+
+    let cr = resource(
+        json!({"distribution": {"name": "starter"},
+            "storage": {"sql": {"type": "postgres",
+                "connectionString": {"secretKeyRef": {"name": "ogx-pg", "key": "url"}}}},
+            "gateway": {"praxis": {"migration": {
+                "targetConnectionString": {"secretKeyRef": {"name": "praxis-pg", "key": "url"}}}}}}),
+        json!({}),
+    );
+    let stack =
+        Stack::read_through(Model::of(&cr), Door::OgxServer { metrics_port: None }).unwrap();
+    let secret = |name: &str, url: &str| {
+        let mut secret: Secret = serde_json::from_value(json!({"metadata": {"name": name,
+            "uid": format!("uid-{name}"), "resourceVersion": "1"}}))
+        .unwrap();
+        secret.data = Some(BTreeMap::from([(
+            "url".to_owned(),
+            ByteString(url.as_bytes().to_vec()),
+        )]));
+        (name.to_owned(), Some(secret))
+    };
+    let observed = |target: &str, job: Option<JobSeen>| Observed {
+        secrets: BTreeMap::from([
+            secret("ogx-pg", "postgresql://u:p@ogx-db/ogx"),
+            secret("praxis-pg", target),
+        ]),
+        migration_job: job,
+        ..read(None)
+    };
+    let migration = |observed: &Observed| {
+        let decision = decide(&stack, observed, &operator()).unwrap();
+        decision
+            .next
+            .unwrap()
+            .migration
+            .expect("a migration is asked for")
+    };
+
+    let first = migration(&observed("postgresql://u:p@praxis-db/praxis", None));
+    assert_eq!(first.step, Some(Step::Create));
+    let job = first.job.expect("the attempt's Job");
+    let key = first.record.attempt_key.clone().unwrap();
+    assert_eq!(
+        job.metadata.annotations.unwrap()["ogx.io/migration-attempt"],
+        key
+    );
+    assert_eq!(first.record.phase, "Running");
+
+    let failed = JobSeen {
+        attempt: Some(key.clone()),
+        ours: true,
+        deleting: false,
+        outcome: JobOutcome::Failed {
+            reason: "BackoffLimitExceeded".to_owned(),
+            message: "Job has reached the specified backoff limit".to_owned(),
+        },
+    };
+    let again = migration(&observed("postgresql://u:p@praxis-db/praxis", Some(failed)));
+    assert!(matches!(
+        again.step,
+        Some(Step::Watch(JobOutcome::Failed { .. }))
+    ));
+    assert!(again.job.is_none(), "the failed attempt is not made again");
+    assert_eq!(again.record.phase, "Failed");
+
+    let same = migration(&observed("postgres://other@OGX-DB:5432/ogx", None));
+    assert_eq!(same.step, None);
+    assert!(same.job.is_none());
+    assert_eq!(same.record.phase, "PreflightFailed");
+    assert!(
+        same.record.message.contains("same database"),
+        "{}",
+        same.record.message
+    );
+}
