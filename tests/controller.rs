@@ -2265,3 +2265,88 @@ fn an_ogx_server_in_praxis_mode_is_reached_only_from_praxis() {
         assert_eq!(said, "1 Ready Praxis pod(s) match the selector in namespace \"openshift-ingress\"");
     });
 }
+
+/// The Praxis migration Job on the API server, under the operator's own RBAC and OpenShift's
+/// admission: made once for its attempt (a second reconcile and a restarted operator make no
+/// other), the server's image and config, Praxis's database from its Secret; once the Job
+/// fails (as the Job controller records it) it is kept, not made again, and the status says so
+/// with the command to read its logs.
+#[test]
+fn a_praxis_migration_job_is_made_once_and_a_failed_one_is_kept() {
+    use k8s_openapi::api::batch::v1::Job;
+    use llama_stack_operator::api::ogx::OGXServer;
+    use llama_stack_operator::controller::reconcile_ogx;
+
+    let (plane, rt, client) = start_with_crd().expect("control plane with the CRD");
+    rt.block_on(async {
+        let operator = plane.operator_client().await.expect("the operator's client");
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+        for (name, url) in [("ogx-pg", "postgresql://u:p@ogx-db/ogx"), ("praxis-pg", "postgresql://u:p@praxis-db/praxis")] {
+            let secret: Secret = serde_json::from_value(json!({"metadata": {"name": name}, "stringData": {"url": url}})).unwrap();
+            secrets.create(&PostParams::default(), &secret).await.unwrap();
+        }
+        let servers: Api<OGXServer> = Api::namespaced(client.clone(), "default");
+        let server: OGXServer = serde_json::from_value(json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer",
+            "metadata": {"name": "demo"},
+            "spec": {"distribution": {"name": "starter"},
+                "storage": {"sql": {"type": "postgres", "connectionString": {"name": "ogx-pg", "key": "url"}}},
+                "praxisMode": {"enabled": true, "migrationJob": {
+                    "targetConnectionString": {"name": "praxis-pg", "key": "url"}, "fallbackTenant": "acme"}}}})).unwrap();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        let f = Fixture::new(&operator, "default");
+        reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), f.ctx.clone()).await.unwrap();
+
+        let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+        let Some(job) = jobs.get_opt("demo-praxis-migration").await.unwrap() else {
+            let status = serde_json::to_value(servers.get("demo").await.unwrap().status).unwrap();
+            panic!("no migration Job: {status:#}");
+        };
+        let uid = job.metadata.uid.clone();
+        let status = serde_json::to_value(servers.get("demo").await.unwrap().status).unwrap();
+        let key = status["migration"]["attemptKey"].as_str().unwrap().to_owned();
+        assert_eq!(job.metadata.annotations.as_ref().unwrap()["ogx.io/migration-attempt"], key);
+        assert_eq!(status["migration"]["phase"], "Running", "{status:#}");
+        let pod = serde_json::to_value(&job.spec.as_ref().unwrap().template.spec).unwrap();
+        let deployment = serde_json::to_value(f.deployment("demo").await.spec.unwrap().template.spec).unwrap();
+        assert_eq!(pod["containers"][0]["image"], deployment["containers"][0]["image"]);
+        let env = pod["containers"][0]["env"].as_array().unwrap();
+        assert!(env.iter().any(|e| e["name"] == "PRAXIS_DATABASE_URL"
+            && e["valueFrom"]["secretKeyRef"] == json!({"name": "praxis-pg", "key": "url", "optional": false})), "{pod:#}");
+        assert!(!serde_json::to_string(&pod).unwrap().contains("praxis-db"), "the target's URL is never inlined");
+
+        // Again, and from a restarted operator (a new context): the same Job.
+        reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), f.ctx.clone()).await.unwrap();
+        let restarted = Fixture::new(&operator, "default");
+        reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), restarted.ctx.clone()).await.unwrap();
+        assert_eq!(jobs.get("demo-praxis-migration").await.unwrap().metadata.uid, uid);
+
+        // The Job fails, as the Job controller records it.
+        let failed = json!({"status": {"startTime": "2026-12-06T10:00:00Z", "failed": 3, "conditions": [
+            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded",
+                "message": "Job has reached the specified backoff limit", "lastTransitionTime": "2026-12-06T10:05:00Z"},
+            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                "message": "Job has reached the specified backoff limit", "lastTransitionTime": "2026-12-06T10:05:00Z"}]}});
+        jobs.patch_status("demo-praxis-migration", &PatchParams::default(), &Patch::Merge(&failed)).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), restarted.ctx.clone()).await.unwrap();
+        assert_eq!(jobs.get("demo-praxis-migration").await.unwrap().metadata.uid, uid, "kept for its logs");
+        let status = serde_json::to_value(servers.get("demo").await.unwrap().status).unwrap();
+        assert_eq!(status["migration"]["phase"], "Failed", "{status:#}");
+        assert!(status["migration"]["message"].as_str().unwrap().contains("kubectl logs job/demo-praxis-migration"), "{status:#}");
+        assert_eq!(json_condition(&status, "MigrationJobSucceeded"), ("False".into(), "MigrationJobFailed".into()));
+        assert_eq!(json_condition(&status, "PraxisCutoverReady"), ("False".into(), "PraxisCutoverNotReady".into()));
+
+        // A target that is the server's own database, spelt another way: no Job, and why.
+        let same: Secret = serde_json::from_value(json!({"metadata": {"name": "same-pg"},
+            "stringData": {"url": "postgres://other@OGX-DB:5432/ogx?sslmode=require"}})).unwrap();
+        secrets.create(&PostParams::default(), &same).await.unwrap();
+        let mut server = server.clone();
+        server.metadata.name = Some("same".to_owned());
+        server.spec.praxis_mode.as_mut().unwrap().migration_job.as_mut().unwrap().target_connection_string.name = "same-pg".to_owned();
+        servers.create(&PostParams::default(), &server).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("same").await.unwrap()), restarted.ctx.clone()).await.unwrap();
+        assert!(jobs.get_opt("same-praxis-migration").await.unwrap().is_none());
+        let status = serde_json::to_value(servers.get("same").await.unwrap().status).unwrap();
+        assert_eq!(status["migration"]["phase"], "PreflightFailed", "{status:#}");
+        assert_eq!(json_condition(&status, "MigrationPreflightReady"), ("False".into(), "MigrationPreflightFailed".into()));
+    });
+}

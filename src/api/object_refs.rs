@@ -65,6 +65,13 @@ fn of_spec(spec: &Value) -> Vec<Reference> {
         secret_key_ref(v, "spec.storage.sql.connectionString".into(), &mut out);
     }
     backend_passwords(spec, &mut out);
+    if let Some(v) = spec.pointer("/gateway/praxis/migration/targetConnectionString") {
+        secret_key_ref(
+            v,
+            "spec.gateway.praxis.migration.targetConnectionString".into(),
+            &mut out,
+        );
+    }
     config_maps(spec, &mut out);
     if let Some(name) = spec
         .pointer("/networking/tls/secretName")

@@ -40,6 +40,9 @@ pub(in crate::controller) async fn apply(
         None => apply_deployment(stack, ctx, (&desired.deployment, current), noted).await?,
     };
     let route_url = around_the_server(stack, ctx, desired, index).await?;
+    if let Some(migration) = &intent.migration {
+        super::migration::carry_out(stack, &ctx.client, migration, noted).await?;
+    }
     if let Some(deployment) = &deployment {
         prune::when_rollout_settles(stack, ctx, deployment, current.is_none()).await?;
     }

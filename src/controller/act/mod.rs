@@ -10,6 +10,7 @@ mod deployment;
 mod drift;
 mod for_the_pods;
 mod hand_over;
+mod migration;
 mod prune;
 mod take_over;
 mod write;
