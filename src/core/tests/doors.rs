@@ -619,6 +619,18 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
     assert!(again.job.is_none(), "the failed attempt is not made again");
     assert_eq!(again.record.phase, "Failed");
 
+    // The target's Secret is a reference: missing, it blocks as any other does.
+    let mut unread = observed("postgresql://u:p@praxis-db/praxis", None);
+    unread.secrets.remove("praxis-pg");
+    let blocked = decide(&stack, &unread, &operator())
+        .unwrap()
+        .next
+        .unwrap_err();
+    assert!(
+        blocked.message.contains("targetConnectionString"),
+        "{}",
+        blocked.message
+    );
     let same = migration(&observed("postgres://other@OGX-DB:5432/ogx", None));
     assert_eq!(same.step, None);
     assert!(same.job.is_none());
