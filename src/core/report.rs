@@ -202,7 +202,7 @@ impl Report {
             message: Some(record.message.clone()),
             soft_rollback_warning: None,
         });
-        self.adoption(&plan.said);
+        self.say(&plan.said);
     }
 
     /// Records a problem the user must fix.
