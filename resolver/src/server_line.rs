@@ -138,6 +138,17 @@ impl ServerVersion {
         };
         Some(Self::new(major, minor, patch))
     }
+
+    /// Whether `text`, a version [`parse`](Self::parse) reads, carries a suffix after its
+    /// numbers (`rc1`, `.dev0`, `+rhai1`): a build of the release rather than the release.
+    pub fn is_suffixed(text: &str) -> bool {
+        let text = text.trim();
+        let text = text.strip_prefix('v').unwrap_or(text);
+        Self::parse(text).is_some()
+            && text
+                .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+                .contains(|c: char| !c.is_ascii_digit() && c != '.')
+    }
 }
 
 impl fmt::Display for ServerVersion {
@@ -189,6 +200,9 @@ pub struct ServerRelease {
     pub version: Option<ServerVersion>,
     /// How the line was told.
     pub evidence: Evidence,
+    /// Whether the version label carried a pre-release, `.dev` or `+local` suffix: a build of
+    /// that release (a midstream or development one), which may have what the release lacks.
+    pub suffixed: bool,
 }
 
 impl Default for ServerRelease {
@@ -205,6 +219,7 @@ impl ServerRelease {
         line: ServerLine::Ogx,
         version: Some(ServerVersion::new(1, 3, 0)),
         evidence: Evidence::Catalog,
+        suffixed: false,
     };
 
     /// What is assumed of an image that says nothing: the llama-stack line, how every image
@@ -213,6 +228,7 @@ impl ServerRelease {
         line: ServerLine::LlamaStack,
         version: None,
         evidence: Evidence::Assumed,
+        suffixed: false,
     };
 
     /// Whether the server refuses plain HTTP unless told it may: OGX from 1.2.0. An OGX image of
@@ -271,6 +287,7 @@ pub fn from_labels(labels: Option<&Map<String, Value>>) -> Option<ServerRelease>
             line: ServerLine::of_version(version),
             version: Some(version),
             evidence: Evidence::OgxVersionLabel,
+            suffixed: text(LABEL_OGX_VERSION).is_some_and(ServerVersion::is_suffixed),
         });
     }
     let has_prefix = |prefix: &str| labels.keys().any(|k| k.starts_with(prefix));
@@ -279,6 +296,7 @@ pub fn from_labels(labels: Option<&Map<String, Value>>) -> Option<ServerRelease>
             line: ServerLine::Ogx,
             version: oci_version.filter(|v| ServerLine::of_version(*v) == ServerLine::Ogx),
             evidence: Evidence::OgxConfigLabels,
+            suffixed: text(LABEL_OCI_VERSION).is_some_and(ServerVersion::is_suffixed),
         });
     }
     let legacy_version =
@@ -288,12 +306,14 @@ pub fn from_labels(labels: Option<&Map<String, Value>>) -> Option<ServerRelease>
             line: ServerLine::LlamaStack,
             version: legacy_version,
             evidence: Evidence::LlamaStackLabels,
+            suffixed: false,
         });
     }
     legacy_version.map(|version| ServerRelease {
         line: ServerLine::LlamaStack,
         version: Some(version),
         evidence: Evidence::OciVersionLabel,
+        suffixed: false,
     })
 }
 
@@ -354,6 +374,7 @@ mod tests {
                 line: ServerLine::Ogx,
                 version: None,
                 evidence: Evidence::OgxConfigLabels,
+                suffixed: false,
             })
         );
         // ODH's own build of the same image says its release.
@@ -424,6 +445,7 @@ mod tests {
             line,
             version,
             evidence: Evidence::Spec,
+            suffixed: false,
         };
         let v = ServerVersion::new;
         assert!(!at(ServerLine::Ogx, Some(v(1, 1, 2))).requires_tls_opt_out());

@@ -97,24 +97,6 @@ pub(crate) fn assess(
             server_due: around.server_due,
         }),
     };
-    let migrating = decision
-        .next
-        .as_ref()
-        .ok()
-        .and_then(|intent| intent.migration.as_ref())
-        .is_some_and(|m| {
-            use super::migration::step::{JobOutcome, Step};
-            matches!(
-                m.step,
-                Some(Step::Create | Step::Replace | Step::Wait | Step::Watch(JobOutcome::Running))
-            )
-        });
-    // Until the Jobs are watched, a migration under way is looked at on a clock.
-    let requeue = if migrating {
-        requeue.min(next_look::MIGRATION_POLL)
-    } else {
-        requeue
-    };
     Assessment {
         finished,
         requeue,

@@ -16,8 +16,6 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 
-/// How often a Praxis migration under way is looked at (its Job, until the Jobs are watched).
-pub const MIGRATION_POLL: Duration = Duration::from_secs(15);
 /// Steady state: re-resolve tags and re-check references this often.
 pub const RESYNC: Duration = Duration::from_secs(300);
 /// A rollout that has gone this long without progress is looked at once, with its Pods.

@@ -200,9 +200,22 @@ impl Report {
             attempt_key: record.attempt_key.clone(),
             job_name: record.job_name.clone(),
             message: Some(record.message.clone()),
-            soft_rollback_warning: None,
+            soft_rollback_warning: plan.soft_rollback.map(str::to_owned),
         });
         self.say(&plan.said);
+        if plan.soft_rollback.is_some() {
+            let validated = record.phase == "Validated";
+            for condition in [
+                ConditionType::MigrationPreflightReady,
+                ConditionType::MigrationJobSucceeded,
+                ConditionType::PraxisCutoverReady,
+            ] {
+                self.conditions.remove(condition);
+            }
+            if !validated {
+                self.conditions.remove(ConditionType::MigrationValidated);
+            }
+        }
     }
 
     /// Records a problem the user must fix.

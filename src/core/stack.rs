@@ -337,6 +337,7 @@ fn declared_release(text: &str) -> Option<ServerRelease> {
         line: ServerLine::of_version(version),
         version: Some(version),
         evidence: Evidence::Spec,
+        suffixed: ServerVersion::is_suffixed(text),
     })
 }
 

@@ -316,6 +316,7 @@ mod line_tests {
             line,
             version: Some(ServerVersion::new(major, minor, patch)),
             evidence,
+            suffixed: false,
         }
     }
 

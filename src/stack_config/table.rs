@@ -183,6 +183,7 @@ impl ProviderTable {
             line: self.line(),
             version: ServerVersion::parse(&self.llama_stack_version),
             evidence: Evidence::Catalog,
+            suffixed: false,
         }
     }
 
@@ -280,6 +281,7 @@ mod tests {
             line: ServerLine::Ogx,
             version: Some(ServerVersion::parse(version).unwrap()),
             evidence: Evidence::OgxVersionLabel,
+            suffixed: false,
         };
         assert_eq!(
             ProviderTable::for_server(Some(&ogx("1.1.2"))).server_name(),

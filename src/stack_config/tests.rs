@@ -1013,6 +1013,7 @@ fn sql_tls_settings_are_refused_where_the_server_drops_them() {
             line: ServerLine::Ogx,
             version,
             evidence: Evidence::OgxVersionLabel,
+            suffixed: false,
         });
         super::generate(&asked, &base, ProviderTable::ogx())
     };
@@ -1081,6 +1082,7 @@ fn the_inference_store_switch_is_judged_by_the_release_the_image_told() {
             line: ServerLine::Ogx,
             version: Some(version),
             evidence: Evidence::OgxVersionLabel,
+            suffixed: false,
         })
     };
     let on_130 = warning(told(ServerVersion::new(1, 3, 0)));
@@ -1193,6 +1195,7 @@ fn praxis_needs_an_ogx_that_reads_tenancy() {
             line: ServerLine::Ogx,
             version: Some(version),
             evidence: Evidence::OgxVersionLabel,
+            suffixed: false,
         });
         super::generate(&asked, &base, ProviderTable::ogx())
     };
@@ -1225,6 +1228,7 @@ fn providers_are_checked_against_the_release_the_image_tells() {
             line: ServerLine::Ogx,
             version: ServerVersion::parse(version),
             evidence: Evidence::OgxVersionLabel,
+            suffixed: false,
         });
         super::generate(
             &asked,

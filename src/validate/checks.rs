@@ -203,14 +203,72 @@ pub fn check_ogx_server(object: &Value, catalog: &Catalog) -> Findings {
         let name = llama_stack_resolver::ogx_server_name(name);
         check_name_known(catalog, name, "spec.distribution.name", &mut verdict);
     }
-    if let Err(untranslatable) = crate::ogx_server::to_model(&server) {
-        err(
+    match crate::ogx_server::to_model(&server) {
+        Ok(modelled) => check_migration_server(
+            &modelled.spec,
+            catalog,
+            crate::core::migration::FIELD,
+            &mut verdict,
+        ),
+        Err(untranslatable) => err(
             &mut verdict.errors,
             untranslatable.field,
             untranslatable.why,
-        );
+        ),
     }
     verdict
+}
+
+/// The warning an update earns that turns off the Praxis migration the stored object asked for
+/// (`old`): a soft rollback only.
+pub fn migration_turned_off(old: &Value, new: &Value) -> Option<String> {
+    (migration_asked(old) && !migration_asked(new))
+        .then(|| crate::core::migration::said::SOFT_ROLLBACK.to_owned())
+}
+
+/// Whether `object` (an `OGXServer` or a v1alpha2 `LlamaStackDistribution`) asks for the
+/// migration.
+fn migration_asked(object: &Value) -> bool {
+    let on = |part: Option<&Value>| {
+        part.is_some_and(|p| !p.is_null() && p.get("enabled") != Some(&Value::Bool(false)))
+    };
+    let spec = object.get("spec");
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some("ogx.io/v1beta1") => {
+            let mode = spec.and_then(|s| s.get("praxisMode"));
+            on(mode) && on(mode.and_then(|m| m.get("migrationJob")))
+        }
+        Some("llamastack.io/v1alpha2") => on(spec
+            .and_then(|s| s.get("gateway"))
+            .and_then(|g| g.get("praxis"))
+            .and_then(|p| p.get("migration"))),
+        _ => false,
+    }
+}
+
+/// A Praxis migration asked of an image whose reference alone says its server has no
+/// `ogx migrate praxis` (the reconcile says so again from the image's labels, of any image).
+fn check_migration_server(
+    spec: &LlamaStackDistributionSpec,
+    catalog: &Catalog,
+    field: &str,
+    verdict: &mut Findings,
+) {
+    let wanted = spec
+        .gateway
+        .as_ref()
+        .and_then(|g| g.praxis.migration.as_ref());
+    let image = match (&spec.distribution.image, &spec.distribution.name) {
+        (Some(image), _) => Some(image.as_str()),
+        (None, Some(name)) => catalog.image(name).ok(),
+        (None, None) => None,
+    };
+    if let Some(why) = wanted
+        .and(image)
+        .and_then(crate::core::migration::server_line::lacks_command_by_reference)
+    {
+        err(&mut verdict.errors, field, why);
+    }
 }
 
 /// Validates a v1alpha2 object (as JSON). `catalog` carries the operator's image-overrides.
@@ -233,6 +291,12 @@ pub fn check_v1alpha2(object: &Value, catalog: &Catalog) -> Findings {
         Ok(warnings) => verdict.warnings.extend(warnings),
         Err(message) => err(&mut verdict.errors, "spec.externalProviders", message),
     }
+    check_migration_server(
+        &spec,
+        catalog,
+        crate::core::migration::server_line::V1ALPHA2_FIELD,
+        &mut verdict,
+    );
     if spec.override_config.is_some() {
         if mounts_over_config_dir(&spec) {
             err(

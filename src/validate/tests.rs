@@ -244,3 +244,81 @@ fn ogx_servers_are_refused_at_the_field_the_controller_would_hold_them_for() {
         admission(&["metadata.annotations[llamastack.io/rollback]"])
     );
 }
+
+/// The OGX operator's Praxis migration example
+/// (tests/fixtures/ogx-operator/newer/praxis-migration-job.yaml): its `starter` is OGX 1.3.0 as
+/// released, which has no `ogx migrate praxis`, so it is refused at the field that asks for the
+/// Job, with the fix; where the operator's image-overrides name another image for `starter` (a
+/// midstream build, as Red Hat's catalog does), it is admitted and the reconcile reads that
+/// image's labels. A v1alpha2 stack asking for the migration of a llama-stack image is refused
+/// alike.
+#[test]
+fn a_migration_asked_of_a_server_without_the_command_is_refused_offline() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/ogx-operator/newer/praxis-migration-job.yaml"),
+    )
+    .unwrap();
+    let sample: Value = serde_saphyr::from_str(&text).unwrap();
+    let (stage, fields) = refusal(&validator(), &sample).expect("refused");
+    assert_eq!(stage, Stage::Admission);
+    assert_eq!(fields, ["spec.praxisMode.migrationJob"]);
+    let findings = crate::validate::checks::check(&sample, &Catalog::embedded().unwrap());
+    let message = &findings.errors[0].message;
+    assert!(
+        message.contains("docker.io/ogxai/distribution-starter:1.3.0")
+            && message.contains("no `ogx migrate praxis`")
+            && message.contains("remove the migration"),
+        "{message}"
+    );
+
+    let overrides = std::collections::BTreeMap::from([(
+        "starter".to_owned(),
+        "quay.io/opendatahub/odh-ogx-core:3.6".to_owned(),
+    )]);
+    let midstream =
+        Validator::new(Catalog::embedded().unwrap().with_overrides(&overrides)).unwrap();
+    assert_eq!(refusal(&midstream, &sample), None);
+
+    let llama = v1alpha2(
+        json!({"distribution": {"image": "docker.io/llamastack/distribution-starter:0.2.0"},
+        "gateway": {"praxis": {"migration": {
+            "targetConnectionString": {"secretKeyRef": {"name": "praxis-pg", "key": "url"}}}}}}),
+    );
+    let findings = crate::validate::checks::check(&llama, &Catalog::embedded().unwrap());
+    let fields: Vec<&str> = findings.errors.iter().map(|e| e.path.as_str()).collect();
+    assert!(
+        fields.contains(&"spec.gateway.praxis.migration"),
+        "{fields:?}"
+    );
+}
+
+/// Turning the migration off after asking for it earns the soft-rollback warning, through
+/// either door; leaving it on, or never asking, earns none.
+#[test]
+fn turning_the_migration_off_is_warned_as_a_soft_rollback() {
+    let server = |mode: Value| {
+        json!({"apiVersion": "ogx.io/v1beta1", "kind": "OGXServer", "metadata": {"name": "s"},
+            "spec": {"distribution": {"name": "starter"}, "praxisMode": mode}})
+    };
+    let job = json!({"targetConnectionString": {"name": "praxis-pg", "key": "url"}});
+    let asked = server(json!({"enabled": true, "migrationJob": job}));
+    let turned_off = |new: &Value| crate::validate::checks::migration_turned_off(&asked, new);
+    assert!(turned_off(&server(json!({"enabled": true}))).is_some());
+    assert!(turned_off(&server(json!({"enabled": false, "migrationJob": job}))).is_some());
+    let mut disabled = job.clone();
+    disabled["enabled"] = json!(false);
+    assert!(turned_off(&server(json!({"migrationJob": disabled}))).is_some());
+    assert!(turned_off(&asked).is_none());
+    let never = server(json!({"enabled": true}));
+    assert!(crate::validate::checks::migration_turned_off(&never, &never).is_none());
+
+    let stack = |praxis: Value| {
+        v1alpha2(json!({"distribution": {"name": "starter"}, "gateway": {"praxis": praxis}}))
+    };
+    let with = stack(
+        json!({"migration": {"targetConnectionString": {"secretKeyRef": {"name": "p", "key": "url"}}}}),
+    );
+    let warning = crate::validate::checks::migration_turned_off(&with, &stack(json!({})));
+    assert!(warning.is_some_and(|w| w.contains("soft rollback")));
+}

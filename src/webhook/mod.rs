@@ -123,6 +123,11 @@ async fn validate_handler(
     };
     let catalog = state.catalog.current();
     let mut verdict = crate::validate::checks::check(&object, &catalog);
+    if let Some(old) = old_object(&request) {
+        verdict
+            .warnings
+            .extend(crate::validate::checks::migration_turned_off(&old, &object));
+    }
     if spec_unchanged(&request, &object) {
         // The operator's own finalizer and label writes, and anyone's metadata edit, go through
         // on an object stored before a rule existed (else it could not even be deleted).
@@ -171,12 +176,18 @@ async fn validate_handler(
 
 /// Whether `request` is an update that leaves the spec as it was (`object` is its new object).
 fn spec_unchanged(request: &AdmissionRequest<DynamicObject>, object: &serde_json::Value) -> bool {
-    request.operation == kube::core::admission::Operation::Update
-        && request
-            .old_object
-            .as_ref()
-            .and_then(|old| serde_json::to_value(old).ok())
-            .is_some_and(|old| old.get("spec") == object.get("spec"))
+    old_object(request).is_some_and(|old| old.get("spec") == object.get("spec"))
+}
+
+/// The stored object an update replaces.
+fn old_object(request: &AdmissionRequest<DynamicObject>) -> Option<serde_json::Value> {
+    if request.operation != kube::core::admission::Operation::Update {
+        return None;
+    }
+    request
+        .old_object
+        .as_ref()
+        .and_then(|old| serde_json::to_value(old).ok())
 }
 
 /// Errors starting the webhook server.

@@ -48,6 +48,7 @@ fn generate_for(
         line: ServerLine::Ogx,
         version: Some(ServerVersion::parse(version).ok_or("not a version")?),
         evidence: Evidence::OgxVersionLabel,
+        suffixed: false,
     });
     let table = ProviderTable::for_server(base.server.as_ref());
     generate(spec, &base, table).map_err(|e| e.to_string())

@@ -119,10 +119,12 @@ pub(in crate::controller) async fn gather(
     })
 }
 
-/// The Job of the Praxis migration's name, for a server that asks for the migration.
+/// The Job of the Praxis migration's name, for a server that asks for the migration or whose
+/// status recorded one (turned off, its Job may still run).
 async fn migration_job(stack: &Stack<'_>, ctx: &Context) -> Result<Option<JobSeen>, ApiError> {
     let wanted = stack.networking.gateway.and_then(|g| g.migration.as_ref());
-    if wanted.is_none() {
+    let recorded = stack.recorded.status.and_then(|s| s.migration.as_ref());
+    if wanted.is_none() && recorded.is_none() {
         return Ok(None);
     }
     let (ns, name) = (stack.namespace(), migration::job_name(stack.name()));

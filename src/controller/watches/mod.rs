@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -517,6 +518,8 @@ fn owned_objects<K: Watched>(
     let controller = owned.kind::<K, NetworkPolicy>(controller);
     let controller = owned.kind::<K, Ingress>(controller);
     let controller = owned.kind::<K, HorizontalPodAutoscaler>(controller);
+    // The Praxis migration's Jobs: a finished or deleted one is the next step's cue.
+    let controller = owned.kind::<K, Job>(controller);
     owned.kind::<K, PodDisruptionBudget>(controller)
 }
 

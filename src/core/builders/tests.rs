@@ -459,6 +459,7 @@ fn the_provider_step_is_told_the_server_line_only_when_it_is_not_the_default() {
                 line,
                 version: None,
                 evidence: Evidence::Catalog,
+                suffixed: false,
             }
         });
         let pod = value(&built.deployment.spec)["template"]["spec"].clone();
@@ -972,6 +973,7 @@ fn an_ogx_image_runs_its_entrypoint_on_the_mounted_config_with_ogx_variables() {
         line: ServerLine::Ogx,
         version: Some(version),
         evidence: Evidence::OgxVersionLabel,
+        suffixed: false,
     };
     let v1_3 = ogx(ServerVersion::new(1, 3, 0));
     let server_of = |spec: Value, tweak: &dyn Fn(&mut Inputs)| {
@@ -1382,6 +1384,7 @@ fn the_migration_job_is_the_servers_pod_running_the_migration() {
             line: ServerLine::Ogx,
             version: Some(ServerVersion::new(1, 3, 1)),
             evidence: Evidence::OgxVersionLabel,
+            suffixed: false,
         },
         ..base_inputs(&g)
     };

@@ -10,6 +10,7 @@
 
 pub mod plan;
 pub mod said;
+pub mod server_line;
 pub mod step;
 
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 use k8s_openapi::api::batch::v1::Job;
 
 use super::said::{self, Record};
-use super::step::{self, Step};
+use super::step::{self, JobOutcome, Step};
 use crate::core::adoption::Said;
 use crate::core::builders::{self, Desired, Inputs};
 use crate::core::observed::Observed;
@@ -21,9 +21,14 @@ pub struct MigrationPlan {
     pub record: Record,
     /// Its conditions.
     pub said: Vec<Said>,
+    /// Set when the migration, asked for before, is not any more
+    /// ([`said::SOFT_ROLLBACK`]): the status keeps its record, its conditions go but
+    /// `MigrationValidated`.
+    pub soft_rollback: Option<&'static str>,
 }
 
-/// The migration of `stack`, if it asks for one: its preflight on what was read, its attempt
+/// The migration of `stack`, if it asks for one: its preflight on the server the image runs
+/// ([`super::server_line`]) and on what was read, its attempt
 /// on the image and config `desired` runs, its next step from the Job of its name as read
 /// ([`Observed::migration_job`]) and the status recorded.
 pub fn plan(
@@ -32,18 +37,23 @@ pub fn plan(
     inputs: &Inputs<'_>,
     desired: &Desired,
 ) -> Option<MigrationPlan> {
-    let wanted = stack.networking.gateway?.migration.as_ref()?;
+    let Some(wanted) = stack.networking.gateway.and_then(|g| g.migration.as_ref()) else {
+        return turned_off(stack, observed);
+    };
     let config = desired
         .config_map
         .as_ref()
         .and_then(|c| c.metadata.name.clone())
         .unwrap_or_else(|| "the image's own".to_owned());
-    let preflight = super::preflight(
-        wanted,
-        stack.generator_input.storage.as_deref(),
-        &observed.secrets,
-        (stack.name(), inputs.image, &config),
-    );
+    let preflight = match super::server_line::lacks_command(&inputs.server, inputs.image) {
+        Some(why) => Err(why),
+        None => super::preflight(
+            wanted,
+            stack.generator_input.storage.as_deref(),
+            &observed.secrets,
+            (stack.name(), inputs.image, &config),
+        ),
+    };
     let attempt = match preflight {
         Ok(attempt) => attempt,
         Err(why) => {
@@ -53,6 +63,7 @@ pub fn plan(
                 job: None,
                 record,
                 said,
+                soft_rollback: None,
             });
         }
     };
@@ -71,5 +82,36 @@ pub fn plan(
         job,
         record,
         said,
+        soft_rollback: None,
+    })
+}
+
+/// A migration the status recorded that the spec no longer asks for (`migrationJob` removed or
+/// disabled, or Praxis mode left): a soft rollback. Praxis keeps what was moved; an attempt's
+/// Job still running is stopped (its Pods with it), a finished one kept for its logs; a
+/// validated record stays, any other says the migration waits to be asked for again.
+fn turned_off(stack: &Stack<'_>, observed: &Observed) -> Option<MigrationPlan> {
+    let recorded = stack.recorded.status?.migration.as_ref()?;
+    let running = observed
+        .migration_job
+        .as_ref()
+        .is_some_and(|job| job.ours && !job.deleting && job.outcome == JobOutcome::Running);
+    let validated = recorded.phase.as_deref() == Some("Validated");
+    let record = Record {
+        phase: if validated { "Validated" } else { "Pending" },
+        attempt_key: recorded.attempt_key.clone(),
+        job_name: recorded.job_name.clone(),
+        message: if validated {
+            recorded.message.clone().unwrap_or_default()
+        } else {
+            "The migration is not asked for".to_owned()
+        },
+    };
+    Some(MigrationPlan {
+        step: running.then_some(Step::Replace),
+        job: None,
+        record,
+        said: Vec::new(),
+        soft_rollback: Some(said::SOFT_ROLLBACK),
     })
 }

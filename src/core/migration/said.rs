@@ -7,6 +7,10 @@ use super::step::{JobOutcome, Step};
 use crate::api::conditions::{ConditionType, Reason};
 use crate::core::adoption::Said;
 
+/// What turning the migration off after asking for it comes to (the status's
+/// `softRollbackWarning`, and the webhook's warning when the spec says so).
+pub const SOFT_ROLLBACK: &str = "the Praxis migration is no longer asked for: a soft rollback only. What it moved stays in Praxis's database and the server keeps its own; a migration Job still running is stopped, a finished or failed one is kept for its logs. Ask for it again to run a new attempt (a validated migration never runs again)";
+
 /// `Pending`, `PreflightFailed`, `Running`, `Failed` or `Validated`.
 pub type Phase = &'static str;
 

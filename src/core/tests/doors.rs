@@ -554,6 +554,7 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
     use crate::core::door::Door;
     use crate::core::migration::step::{JobOutcome, JobSeen, Step};
     use crate::core::stack::Model;
+    use llama_stack_resolver::server_line::{Evidence, ServerLine, ServerRelease, ServerVersion};
 
     let cr = resource(
         json!({"distribution": {"name": "starter"},
@@ -575,7 +576,19 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
         )]));
         (name.to_owned(), Some(secret))
     };
-    let observed = |target: &str, job: Option<JobSeen>| Observed {
+    // A midstream build (its version label suffixed): it may have `ogx migrate praxis`.
+    let built = |mut observed: Observed| {
+        if let Some(Ok(resolution)) = &mut observed.resolution {
+            std::sync::Arc::make_mut(&mut resolution.config).server = Some(ServerRelease {
+                line: ServerLine::Ogx,
+                version: ServerVersion::parse("1.3.1"),
+                evidence: Evidence::OgxVersionLabel,
+                suffixed: true,
+            });
+        }
+        observed
+    };
+    let published = |target: &str, job: Option<JobSeen>| Observed {
         secrets: BTreeMap::from([
             secret("ogx-pg", "postgresql://u:p@ogx-db/ogx"),
             secret("praxis-pg", target),
@@ -583,6 +596,7 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
         migration_job: job,
         ..read(None)
     };
+    let observed = |target: &str, job: Option<JobSeen>| built(published(target, job));
     let migration = |observed: &Observed| {
         let decision = decide(&stack, observed, &operator()).unwrap();
         decision
@@ -591,6 +605,17 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
             .migration
             .expect("a migration is asked for")
     };
+
+    // The catalog's starter is OGX 1.3.0 as released: it has no `ogx migrate praxis`.
+    let lacking = migration(&published("postgresql://u:p@praxis-db/praxis", None));
+    assert_eq!(lacking.step, None);
+    assert!(lacking.job.is_none());
+    assert_eq!(lacking.record.phase, "PreflightFailed");
+    assert!(
+        lacking.record.message.contains("no `ogx migrate praxis`"),
+        "{}",
+        lacking.record.message
+    );
 
     let first = migration(&observed("postgresql://u:p@praxis-db/praxis", None));
     assert_eq!(first.step, Some(Step::Create));
@@ -631,6 +656,33 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
         "{}",
         blocked.message
     );
+    // Turned off while its Job runs: a soft rollback, the Job stopped, nothing made.
+    let off = resource(
+        json!({"distribution": {"name": "starter"}}),
+        json!({"migration": {"phase": "Running", "attemptKey": key, "jobName": "s-praxis-migration"}}),
+    );
+    let off = Stack::read_through(Model::of(&off), Door::OgxServer { metrics_port: None }).unwrap();
+    let running = JobSeen {
+        attempt: Some(key.clone()),
+        ours: true,
+        deleting: false,
+        outcome: JobOutcome::Running,
+    };
+    let stopped = decide(
+        &off,
+        &observed("postgresql://u:p@praxis-db/praxis", Some(running)),
+        &operator(),
+    )
+    .unwrap()
+    .next
+    .unwrap()
+    .migration
+    .expect("the recorded migration is still said");
+    assert_eq!(stopped.step, Some(Step::Replace));
+    assert!(stopped.job.is_none());
+    assert_eq!(stopped.record.phase, "Pending");
+    assert!(stopped.soft_rollback.is_some());
+
     let same = migration(&observed("postgres://other@OGX-DB:5432/ogx", None));
     assert_eq!(same.step, None);
     assert!(same.job.is_none());

@@ -150,6 +150,7 @@ fn a_generated_config_is_named_by_its_hash_and_runs_on_the_base_configs_server()
         line: ServerLine::Ogx,
         version: None,
         evidence: Evidence::OgxConfigLabels,
+        suffixed: false,
     });
     let cr = resource(
         json!({"distribution": {"image": "registry.redhat.io/rhoai/odh-ogx-core-rhel9:v3.5", "serverVersion": "1.2.4"}}),
@@ -175,12 +176,14 @@ fn the_images_labels_win_over_the_declared_release_which_wins_over_the_assumptio
         line: ServerLine::Ogx,
         version: Some(ServerVersion::new(1, 3, 0)),
         evidence: Evidence::Spec,
+        suffixed: false,
     };
     assert_eq!(server(&declared, None), ogx_1_3);
     let labelled = ServerRelease {
         line: ServerLine::LlamaStack,
         version: Some(ServerVersion::new(0, 7, 3)),
         evidence: Evidence::LlamaStackLabels,
+        suffixed: false,
     };
     assert_eq!(server(&declared, Some(labelled)), labelled);
 
