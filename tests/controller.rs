@@ -2295,8 +2295,29 @@ fn a_praxis_migration_job_is_made_once_and_a_failed_one_is_kept() {
         servers.create(&PostParams::default(), &server).await.unwrap();
         let f = Fixture::new(&operator, "default");
         reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), f.ctx.clone()).await.unwrap();
-
         let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+
+        // The catalog's starter is OGX 1.3.0 as released: no `ogx migrate praxis`, no Job.
+        let status = serde_json::to_value(servers.get("demo").await.unwrap().status).unwrap();
+        assert_eq!(status["migration"]["phase"], "PreflightFailed", "{status:#}");
+        assert!(status["migration"]["message"].as_str().unwrap().contains("no `ogx migrate praxis`"), "{status:#}");
+        assert!(jobs.get_opt("demo-praxis-migration").await.unwrap().is_none());
+
+        // An operator whose image-overrides name a midstream build for starter, as Red Hat's
+        // catalog does (its reference says nothing against it): the attempt's Job.
+        let midstream = || {
+            let mut options = offline_resolver_options();
+            let overrides = std::collections::BTreeMap::from([("starter".to_owned(), "quay.io/opendatahub/odh-ogx-core:3.6".to_owned())]);
+            options.catalog = options.catalog.with_overrides(&overrides);
+            Fixture {
+                client: operator.clone(),
+                ctx: Arc::new(Context::new(operator.clone(), Arc::new(Resolver::new(options).unwrap()))),
+                ns: "default".to_owned(),
+            }
+        };
+        let f = midstream();
+        reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), f.ctx.clone()).await.unwrap();
+
         let Some(job) = jobs.get_opt("demo-praxis-migration").await.unwrap() else {
             let status = serde_json::to_value(servers.get("demo").await.unwrap().status).unwrap();
             panic!("no migration Job: {status:#}");
@@ -2316,7 +2337,7 @@ fn a_praxis_migration_job_is_made_once_and_a_failed_one_is_kept() {
 
         // Again, and from a restarted operator (a new context): the same Job.
         reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), f.ctx.clone()).await.unwrap();
-        let restarted = Fixture::new(&operator, "default");
+        let restarted = midstream();
         reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), restarted.ctx.clone()).await.unwrap();
         assert_eq!(jobs.get("demo-praxis-migration").await.unwrap().metadata.uid, uid);
 
@@ -2334,6 +2355,20 @@ fn a_praxis_migration_job_is_made_once_and_a_failed_one_is_kept() {
         assert!(status["migration"]["message"].as_str().unwrap().contains("kubectl logs job/demo-praxis-migration"), "{status:#}");
         assert_eq!(json_condition(&status, "MigrationJobSucceeded"), ("False".into(), "MigrationJobFailed".into()));
         assert_eq!(json_condition(&status, "PraxisCutoverReady"), ("False".into(), "PraxisCutoverNotReady".into()));
+
+        // Turned off: a soft rollback. The failed Job stays for its logs, the record stays with
+        // the warning, the conditions of a migration under way go.
+        let off = json!({"spec": {"praxisMode": {"migrationJob": {"enabled": false}}}});
+        servers.patch("demo", &PatchParams::default(), &Patch::Merge(&off)).await.unwrap();
+        reconcile_ogx(Arc::new(servers.get("demo").await.unwrap()), restarted.ctx.clone()).await.unwrap();
+        assert_eq!(jobs.get("demo-praxis-migration").await.unwrap().metadata.uid, uid, "a failed Job is kept");
+        let status = serde_json::to_value(servers.get("demo").await.unwrap().status).unwrap();
+        assert_eq!(status["migration"]["phase"], "Pending", "{status:#}");
+        assert!(status["migration"]["softRollbackWarning"].as_str().unwrap().contains("soft rollback"), "{status:#}");
+        let types: Vec<&str> = status["conditions"].as_array().unwrap().iter().filter_map(|c| c["type"].as_str()).collect();
+        for gone in ["MigrationPreflightReady", "MigrationJobSucceeded", "MigrationValidated", "PraxisCutoverReady"] {
+            assert!(!types.contains(&gone), "{gone}: {status:#}");
+        }
 
         // A target that is the server's own database, spelt another way: no Job, and why.
         let same: Secret = serde_json::from_value(json!({"metadata": {"name": "same-pg"},

@@ -25,8 +25,12 @@ const LLAMA_STACK_IMAGES: &str = "llamastack/";
 /// Why `server` (what the image's labels, the catalog or the spec say it runs) cannot run the
 /// migration, or `None` when it may.
 pub fn lacks_command(server: &ServerRelease, image: &str) -> Option<String> {
-    if server.evidence == Evidence::Assumed {
-        return None;
+    match server.evidence {
+        Evidence::Assumed => return None,
+        // The labels were not read (the embedded config stands in): the reference says what
+        // it can, as at admission.
+        Evidence::Catalog => return lacks_command_by_reference(image),
+        _ => {}
     }
     let what = match (server.line, server.version) {
         (ServerLine::LlamaStack, _) => format!("{} (no `ogx` command)", server.describe()),
@@ -88,7 +92,7 @@ mod tests {
             (ogx("1.3.0", false, Evidence::OgxVersionLabel), true),
             (ogx("1.5.0", false, Evidence::OgxVersionLabel), true),
             (ogx("0.8.0", false, Evidence::OgxConfigLabels), true),
-            (ogx("1.3.0", false, Evidence::Catalog), true),
+            (ogx("1.3.0", false, Evidence::Catalog), false),
             (ogx("1.3.1", true, Evidence::OgxVersionLabel), false),
             (ogx("1.6.0", false, Evidence::OgxVersionLabel), false),
             (
@@ -109,6 +113,16 @@ mod tests {
         ] {
             let said = lacks_command(&server, image);
             assert_eq!(said.is_some(), lacks, "{server:?}: {said:?}");
+            let catalog = ServerRelease {
+                evidence: Evidence::Catalog,
+                ..server
+            };
+            let by_reference =
+                lacks_command(&catalog, "docker.io/ogxai/distribution-starter:1.3.0");
+            assert!(
+                by_reference.is_some(),
+                "the catalog's: told by its reference"
+            );
             if let Some(said) = said {
                 assert!(said.contains(image), "{said}");
                 assert!(

@@ -576,19 +576,20 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
         )]));
         (name.to_owned(), Some(secret))
     };
-    // A midstream build (its version label suffixed): it may have `ogx migrate praxis`.
-    let built = |mut observed: Observed| {
+    // The image's version label: a build of a release (suffixed) may have
+    // `ogx migrate praxis`; the release as published has not.
+    let labelled = |mut observed: Observed, suffixed: bool| {
         if let Some(Ok(resolution)) = &mut observed.resolution {
             std::sync::Arc::make_mut(&mut resolution.config).server = Some(ServerRelease {
                 line: ServerLine::Ogx,
-                version: ServerVersion::parse("1.3.1"),
+                version: ServerVersion::parse("1.3.0"),
                 evidence: Evidence::OgxVersionLabel,
-                suffixed: true,
+                suffixed,
             });
         }
         observed
     };
-    let published = |target: &str, job: Option<JobSeen>| Observed {
+    let read_with = |target: &str, job: Option<JobSeen>| Observed {
         secrets: BTreeMap::from([
             secret("ogx-pg", "postgresql://u:p@ogx-db/ogx"),
             secret("praxis-pg", target),
@@ -596,7 +597,8 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
         migration_job: job,
         ..read(None)
     };
-    let observed = |target: &str, job: Option<JobSeen>| built(published(target, job));
+    let published = |target: &str, job: Option<JobSeen>| labelled(read_with(target, job), false);
+    let observed = |target: &str, job: Option<JobSeen>| labelled(read_with(target, job), true);
     let migration = |observed: &Observed| {
         let decision = decide(&stack, observed, &operator()).unwrap();
         decision
@@ -606,7 +608,7 @@ fn the_migration_is_decided_once_per_attempt_and_recorded() {
             .expect("a migration is asked for")
     };
 
-    // The catalog's starter is OGX 1.3.0 as released: it has no `ogx migrate praxis`.
+    // OGX 1.3.0 as released, by its label: it has no `ogx migrate praxis`.
     let lacking = migration(&published("postgresql://u:p@praxis-db/praxis", None));
     assert_eq!(lacking.step, None);
     assert!(lacking.job.is_none());
