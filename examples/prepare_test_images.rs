@@ -1,6 +1,6 @@
 //! Builds (or finds cached) the images the real-node suites run, before any suite starts, so no
 //! test builds one in its critical path: the distribution images (llama-stack 0.7.3 and OGX)
-//! for the node suite's stacks, OGX's whole starter image for the OGX operator's e2e suite, the
+//! for the node suite's stacks (and OGX with `ogx migrate praxis` for its migration Job), OGX's whole starter image for the OGX operator's e2e suite, the
 //! example providers' images and the Pod sandbox. `scripts/test.sh` runs it after compiling the
 //! suites. Each build is `scripts/build-test-images.sh`, which is safe to run concurrently, so a
 //! suite asking for the same image later finds it in the cache.
@@ -35,6 +35,7 @@ fn prepare_the_rest() -> Result<Vec<(&'static str, std::path::PathBuf)>, String>
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let distribution = support::node_stack::distribution_image(work.path())?;
     let (ogx_distribution, _) = support::node_stack::ogx_distribution_image(work.path())?;
+    let ogx_praxis = support::node_stack::ogx_praxis_image(&ogx_distribution)?;
     let (provider, ogx_provider) = support::node_stack::provider_images()?;
     let plane_bin = support::control_plane::control_plane_bin().map_err(|e| e.to_string())?;
     let pause = support::node::build_image(&[
@@ -45,6 +46,7 @@ fn prepare_the_rest() -> Result<Vec<(&'static str, std::path::PathBuf)>, String>
     Ok(vec![
         ("distribution", distribution),
         ("ogx-distribution", ogx_distribution),
+        ("ogx-praxis", ogx_praxis),
         ("provider", provider),
         ("ogx-provider", ogx_provider),
         ("pause", pause),

@@ -24,6 +24,13 @@
 #       the contract of ogxai images runs `ogx stack run "$RUN_CONFIG_PATH"` when that names a
 #       file and the image's own config otherwise, appending the container's args; like the 1.2.1
 #       and 1.3.0 images it does not pass --insecure itself.
+#   scripts/build-test-images.sh ogx-praxis <ogx-layout>
+#       the OGX image above (its layout, tag `latest`) with `ogx migrate praxis`, as a midstream
+#       build has it: one layer on top holding asyncpg (PyPI's wheel for the image's Python; the
+#       command's target driver and the servers' sql_postgres stores') and the midstream files of
+#       tests/fixtures/ogx-praxis-migrate/ (checked against their SHA256SUMS), in its venv's
+#       site-packages; its version labels say `<version>+praxis`, a build of that release. Tag
+#       `latest`.
 #   scripts/build-test-images.sh provider <python> [<example>]
 #       an example provider (examples/<example>: `provider`, the default, for llama-stack, or
 #       `ogx-provider` for OGX): its wheel built by its build.sh with <python> (pip fetches the
@@ -222,6 +229,49 @@ build_ogx_distribution() { # <config.yaml> <packages...>
   echo "$out/layout"
 }
 
+# The asyncpg wheel for the OGX image's Python (Debian trixie's 3.13, x86_64).
+ASYNCPG=asyncpg==0.30.0
+build_ogx_praxis() { # <ogx-layout>
+  local source=$1 overlay; overlay="$(cd "$(dirname "$0")/../tests/fixtures/ogx-praxis-migrate" && pwd)"
+  [[ -f "$source/index.json" ]] || die "no OCI layout at $source"
+  local key; key=$( (cat "$0"; echo "$ASYNCPG"; sha256sum <"$source/index.json"; cat "$overlay/SHA256SUMS") \
+    | sha256sum | cut -c1-16)
+  local out="$CACHE_ROOT/images/ogx-praxis-$key"
+  lock_unless_complete "$out" "$out/.complete"
+  if [[ ! -f "$out/.complete" ]]; then
+    rm -rf "$out"; mkdir -p "$out"
+    (cd "$overlay" && sha256sum --quiet -c SHA256SUMS) >&2
+    cp -a "$source" "$out/layout"
+    local site=opt/ogx/lib/python3.13/site-packages extra="$out/extra" wheels="$out/wheels"
+    mkdir -p "$extra/$site" "$wheels"
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.13 \
+      --implementation cp --abi cp313 --platform manylinux_2_17_x86_64 -d "$wheels" "$ASYNCPG" >&2
+    python3 -m zipfile -e "$wheels"/asyncpg-*.whl "$extra/$site" >&2
+    while read -r _ file; do
+      install -D -m 0644 "$overlay/$file" "$extra/$site/$file"
+    done <"$overlay/SHA256SUMS"
+    (cd "$extra/$site" && sha256sum --quiet -c "$overlay/SHA256SUMS") >&2
+    chmod -R a+rX "$extra"
+    local version; version=$(python3 - "$out/layout" <<'PY'
+import json, sys
+layout = sys.argv[1]
+blob = lambda d: json.load(open(f"{layout}/blobs/{d.replace(':', '/')}"))
+index = json.load(open(f"{layout}/index.json"))
+desc = next(m for m in index["manifests"] if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == "latest")
+print(blob(blob(desc["digest"])["config"]["digest"])["config"]["Labels"]["com.ogx.distribution.version"])
+PY
+)
+    umoci insert --image "$out/layout:latest" "$extra" / >&2
+    umoci config --image "$out/layout:latest" \
+      --config.label "com.ogx.distribution.version=$version+praxis" \
+      --config.label "org.opencontainers.image.version=$version+praxis" >&2
+    umoci gc --layout "$out/layout"
+    rm -rf "$extra" "$wheels"
+    touch "$out/.complete"
+  fi
+  echo "$out/layout"
+}
+
 build_provider() { # <python> [<example>]
   local python=$1 example=${2:-provider} source
   [[ "$example" =~ ^[a-z-]+$ && -f "$(dirname "$0")/../examples/$example/Containerfile" ]] \
@@ -251,6 +301,7 @@ case "${1:-}" in
   pause) shift; build_pause "$@" ;;
   distribution) shift; build_distribution "$@" ;;
   ogx-distribution) shift; build_ogx_distribution "$@" ;;
+  ogx-praxis) shift; build_ogx_praxis "$@" ;;
   provider) shift; build_provider "$@" ;;
-  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | ogx-distribution <config.yaml> [packages...] | provider <python> [<example>]" ;;
+  *) die "usage: $0 pause <binary> | distribution <config.yaml> [packages...] | ogx-distribution <config.yaml> [packages...] | ogx-praxis <ogx-layout> | provider <python> [<example>]" ;;
 esac

@@ -206,6 +206,14 @@ pub fn ogx_distribution_image(dir: &Path) -> Result<(PathBuf, PathBuf), String> 
     Ok((layout, config))
 }
 
+/// Builds (or reuses) the OGX image `ogx_layout` (from [`ogx_distribution_image`]) with
+/// `ogx migrate praxis` laid over it, as a midstream build has it
+/// (`scripts/build-test-images.sh ogx-praxis`). Returns its OCI layout (tag `latest`).
+pub fn ogx_praxis_image(ogx_layout: &Path) -> Result<PathBuf, String> {
+    crate::node::build_image(&["ogx-praxis".to_owned(), ogx_layout.display().to_string()])
+        .map_err(|e| e.to_string())
+}
+
 /// Builds (or reuses) OGX's starter image as OGX's own build makes it: OGX 1.3.0 with every
 /// package its starter distribution's `stack list-deps` names (the same line `scripts/test.sh`
 /// installs in the OGX venv), and that starter config as its base config. Less PyTorch and

@@ -23,8 +23,15 @@ pub struct Postgres {
 
 impl Postgres {
     /// Makes a cluster under `dir` (local connections trusted, TCP ones by password) and starts
-    /// it; returns once it accepts connections.
+    /// it on 127.0.0.1; returns once it accepts connections.
     pub fn start(dir: &Path) -> Result<Self, Error> {
+        Self::start_on(dir, "127.0.0.1", None)
+    }
+
+    /// As [`start`](Self::start), listening on `address` (an address of this network
+    /// namespace, such as the real node's Pod bridge), and taking connections by password from
+    /// the `clients` subnet as well as from loopback.
+    pub fn start_on(dir: &Path, address: &str, clients: Option<&str>) -> Result<Self, Error> {
         let bin = bin_dir()?;
         let (uid, gid) = postgres_user()?;
         let root = dir.join("postgres");
@@ -57,13 +64,19 @@ impl Postgres {
             )
             .into());
         }
+        if let Some(subnet) = clients {
+            let hba = data.join("pg_hba.conf");
+            let mut rules = fs::read_to_string(&hba)?;
+            rules.push_str(&format!("host all all {subnet} scram-sha-256\n"));
+            fs::write(&hba, rules)?;
+        }
         let port = free_port()?;
         let log = root.join("postgres.log");
         let mut cmd = Command::new(bin.join("postgres"));
         cmd.args(["-D", &data.display().to_string()])
             .args(["-k", &socket_dir.display().to_string()])
             .args(["-p", &port.to_string()])
-            .args(["-c", "listen_addresses=127.0.0.1"])
+            .args(["-c", &format!("listen_addresses={address}")])
             .uid(uid)
             .gid(gid);
         let child = spawn_tied(&mut cmd, &log)?;

@@ -25,6 +25,7 @@ use llama_stack_test_support as support;
 llama_stack_test_support::seal_network!();
 
 mod adoption;
+mod praxis;
 mod rollback;
 mod storage;
 
@@ -41,7 +42,7 @@ use support::llama_stack::{self, http_get, http_post};
 use support::node::{RealNode, TrustedRegistry, operator_image};
 use support::node_stack::{
     BAKED_PROVIDER, copy_to_registry, distribution_image, external_spec, ogx_distribution_image,
-    ogx_slim_spec, provider_images, pull_secret_namespace, push, push_pinned, push_to, slim_spec,
+    ogx_praxis_image, ogx_slim_spec, provider_images, pull_secret_namespace, push, push_pinned, push_to, slim_spec,
 };
 use support::operator::{
     OperatorProcess, convert_through, spawn_operator_with_webhooks, webhook_certificates,
@@ -75,6 +76,8 @@ struct Images {
     echo: String,
     /// The OGX image, pinned by digest; `image-overrides` names its tag for `starter`.
     ogx: String,
+    /// The OGX image with `ogx migrate praxis` (a build of 1.3.0), pinned by digest.
+    praxis: String,
 }
 
 struct Env {
@@ -108,6 +111,7 @@ fn prepare() -> Result<Env, String> {
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let layout = distribution_image(work.path())?;
     let (ogx_layout, _) = ogx_distribution_image(work.path())?;
+    let praxis_layout = ogx_praxis_image(&ogx_layout)?;
 
     let operator_layout = operator_image().map_err(|e| e.to_string())?;
     let (acme_layout, echo_layout) = provider_images()?;
@@ -122,6 +126,7 @@ fn prepare() -> Result<Env, String> {
         acme: push_pinned(&acme_layout, "acme-words", &regs)?,
         echo: push_pinned(&echo_layout, "acme-echo", &regs)?,
         ogx: push_pinned(&ogx_layout, "ogx-distribution", &regs)?,
+        praxis: push_pinned(&praxis_layout, "ogx-praxis", &regs)?,
     };
     let (plane, _rt, _client) = start_controllers_with_crd().map_err(|e| e.to_string())?;
     // The mirror of the catalog's starter image, as an air-gapped cluster configures it; the
@@ -1378,6 +1383,10 @@ fn main() -> ExitCode {
             (
                 "storage_added_to_a_running_ogx_server_is_mounted_and_a_refused_write_is_not_ready",
                 storage::storage_added_to_a_running_ogx_server_is_mounted_and_a_refused_write_is_not_ready,
+            ),
+            (
+                "a_praxis_migration_job_moves_real_data_between_two_real_postgres_servers",
+                praxis::a_praxis_migration_job_moves_real_data_between_two_real_postgres_servers,
             ),
         ]),
         "the real node",
