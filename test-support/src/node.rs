@@ -300,6 +300,34 @@ impl RealNode {
             .collect())
     }
 
+    /// What the containers of Pod `namespace/pod` wrote, as kubelet keeps it (its
+    /// `podLogsDir`): every container's log files, in name order. What `kubectl logs` reads
+    /// through the kubelet, which this node's API server does not reach by the node's name.
+    pub fn pod_logs(&self, namespace: &str, pod: &str) -> Result<String, Error> {
+        let sorted = |dir: &Path| -> Result<Vec<PathBuf>, Error> {
+            let mut paths: Vec<PathBuf> = fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
+            paths.sort();
+            Ok(paths)
+        };
+        let prefix = format!("{namespace}_{pod}_");
+        let mut text = String::new();
+        for pod_dir in sorted(&self.path("pod-logs"))? {
+            let named = pod_dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix));
+            if !named {
+                continue;
+            }
+            for container in sorted(&pod_dir)? {
+                for file in sorted(&container)? {
+                    text.push_str(&fs::read_to_string(file).unwrap_or_default());
+                }
+            }
+        }
+        Ok(text)
+    }
+
     /// Image references containerd holds, with their digests (`ctr images ls`).
     pub fn images(&self) -> Result<String, Error> {
         let out = self.ctr(&["images", "ls"])?;

@@ -42,7 +42,8 @@ use support::llama_stack::{self, http_get, http_post};
 use support::node::{RealNode, TrustedRegistry, operator_image};
 use support::node_stack::{
     BAKED_PROVIDER, copy_to_registry, distribution_image, external_spec, ogx_distribution_image,
-    ogx_praxis_image, ogx_slim_spec, provider_images, pull_secret_namespace, push, push_pinned, push_to, slim_spec,
+    ogx_praxis_image, ogx_slim_spec, provider_images, pull_secret_namespace, push, push_pinned,
+    push_to, slim_spec,
 };
 use support::operator::{
     OperatorProcess, convert_through, spawn_operator_with_webhooks, webhook_certificates,

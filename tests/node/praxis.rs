@@ -55,7 +55,10 @@ fn database(dir: &Path, user: &str, password: &str, database: &str) -> Result<Po
         "postgres",
         &format!("CREATE ROLE {user} LOGIN PASSWORD '{password}'"),
     )?;
-    server.sql("postgres", &format!("CREATE DATABASE {database} OWNER {user}"))?;
+    server.sql(
+        "postgres",
+        &format!("CREATE DATABASE {database} OWNER {user}"),
+    )?;
     Ok(server)
 }
 
@@ -77,13 +80,15 @@ fn secret(env: &Env, ns: &str, name: &str, url: &str) -> Result<(), Failed> {
 /// Writes the conversations through the server's API, as its users would.
 fn converse(address: &str) -> Result<(), Failed> {
     let post = |path: &str, body: Value| -> Result<Value, Failed> {
-        let (code, text) = support::llama_stack::http_post(&format!("http://{address}{path}"), &body)?;
+        let (code, text) =
+            support::llama_stack::http_post(&format!("http://{address}{path}"), &body)?;
         if code != 200 {
             return Err(format!("POST {path}: {code} {text}").into());
         }
         Ok(serde_json::from_str(&text)?)
     };
-    let message = |role: &str, text: &str| json!({"type": "message", "role": role, "content": text});
+    let message =
+        |role: &str, text: &str| json!({"type": "message", "role": role, "content": text});
     post(
         "/v1/conversations",
         json!({"items": [message("user", "hi"), message("assistant", "hello there")],
@@ -99,6 +104,18 @@ fn converse(address: &str) -> Result<(), Failed> {
         json!({"items": [message("assistant", "4")]}),
     )?;
     Ok(())
+}
+
+/// What the Pods of Job `ns/job` wrote, as `kubectl logs` would read it from the node.
+fn job_logs(env: &Env, ns: &str, job: &str) -> Result<String, Failed> {
+    let selector = format!("batch.kubernetes.io/job-name={job}");
+    let pods = env.json(&["get", "pods", "-n", ns, "-l", &selector])?;
+    let mut text = String::new();
+    for pod in pods["items"].as_array().into_iter().flatten() {
+        let pod = pod["metadata"]["name"].as_str().unwrap_or_default();
+        text.push_str(&format!("--- {pod}\n{}", env.node.pod_logs(ns, pod)?));
+    }
+    Ok(text)
 }
 
 fn count(server: &Postgres, database: &str, sql: &str) -> Result<usize, Failed> {
@@ -121,15 +138,13 @@ fn migration_until(
             .json(&["get", "ogxserver", name, "-n", ns])
             .map_err(|e| format!("{e:?}"))?["status"]
             .clone();
-        Ok(done(&last["migration"]))
+        Ok::<bool, String>(done(&last["migration"]))
     });
     match outcome {
         Ok(()) => Ok(last),
         Err(e) => {
             let jobs = env.kubectl(&["get", "jobs,pods", "-n", ns, "-o", "wide"], None)?;
-            let logs = env
-                .kubectl(&["logs", &format!("job/{name}-praxis-migration"), "-n", ns], None)
-                .unwrap_or_default();
+            let logs = job_logs(env, ns, &format!("{name}-praxis-migration")).unwrap_or_default();
             Err(format!("{e}\nstatus: {last:#}\n{jobs}\nlogs:\n{logs}").into())
         }
     }
@@ -143,24 +158,45 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
     env.namespace(ns, registry_host(&env.images.praxis))?;
     let dir = tempfile::Builder::new().prefix("llso-praxis-").tempdir()?;
     let source = database(&dir.path().join("source"), "ogx", "ogx-password", "ogx")?;
-    let target = database(&dir.path().join("target"), "praxis", "praxis-password", "praxis")?;
+    let target = database(
+        &dir.path().join("target"),
+        "praxis",
+        "praxis-password",
+        "praxis",
+    )?;
     // Praxis makes its tables on its first request; the command makes none.
     let tables = std::fs::read_to_string(
         support::workspace_root().join("tests/fixtures/ogx-praxis-migrate/praxis-tables.sql"),
     )?;
     target.sql("praxis", &format!("SET ROLE praxis; {tables}"))?;
-    secret(env, ns, "ogx-pg", &url("ogx", "ogx-password", source.port, "ogx"))?;
+    secret(
+        env,
+        ns,
+        "ogx-pg",
+        &url("ogx", "ogx-password", source.port, "ogx"),
+    )?;
     // First, a target nobody listens on.
     let closed = support::process::free_port()?;
-    secret(env, ns, "praxis-pg", &url("praxis", "praxis-password", closed, "praxis"))?;
+    secret(
+        env,
+        ns,
+        "praxis-pg",
+        &url("praxis", "praxis-password", closed, "praxis"),
+    )?;
 
     // The server on its PostgreSQL, and what its users say to it.
     let (server, mut praxis) = the_example(ns, &env.images.praxis)?;
     env.kubectl(&["create", "-f", "-"], Some(&server.to_string()))?;
     wait_phase_ready(env, "ogxserver", ns, name)?;
     converse(&service_address(env, ns, name)?)?;
-    assert_eq!(count(&source, "ogx", "SELECT count(*) FROM openai_conversations")?, CONVERSATIONS);
-    assert_eq!(count(&source, "ogx", "SELECT count(*) FROM conversation_items")?, ITEMS);
+    assert_eq!(
+        count(&source, "ogx", "SELECT count(*) FROM openai_conversations")?,
+        CONVERSATIONS
+    );
+    assert_eq!(
+        count(&source, "ogx", "SELECT count(*) FROM conversation_items")?,
+        ITEMS
+    );
 
     // Praxis mode with the migration, as the example asks for it, with the fallbacks its
     // comments name: the server had no tenancy, so its rows name no tenant nor owner.
@@ -168,7 +204,17 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
     praxis["migrationJob"]["fallbackOwnerSubject"] = json!("target-owner");
     let on = json!({"spec": {"praxisMode": praxis}});
     env.kubectl(
-        &["patch", "ogxserver", name, "-n", ns, "--type", "merge", "-p", &on.to_string()],
+        &[
+            "patch",
+            "ogxserver",
+            name,
+            "-n",
+            ns,
+            "--type",
+            "merge",
+            "-p",
+            &on.to_string(),
+        ],
         None,
     )?;
 
@@ -178,22 +224,37 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
         m["phase"] == "Failed"
     })?;
     let message = failed["migration"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains(&format!("kubectl logs job/{job}")), "{message}");
+    assert!(
+        message.contains(&format!("kubectl logs job/{job}")),
+        "{message}"
+    );
     assert_eq!(
         condition(&failed, "MigrationJobSucceeded")["reason"],
         "MigrationJobFailed"
     );
     let first = env.json(&["get", "job", &job, "-n", ns])?;
-    let logs = env.kubectl(&["logs", &format!("job/{job}"), "-n", ns], None)?;
+    let logs = job_logs(env, ns, &job)?;
     assert!(
         logs.contains(&closed.to_string()) || logs.to_lowercase().contains("connect"),
         "the logs say why: {logs}"
     );
-    assert_eq!(count(&target, "praxis", "SELECT count(*) FROM openai_conversations")?, 0);
+    assert_eq!(
+        count(
+            &target,
+            "praxis",
+            "SELECT count(*) FROM openai_conversations"
+        )?,
+        0
+    );
 
     // Mended: the Secret's new version is a new attempt; the failed Job goes first, then the
     // new one runs, once.
-    secret(env, ns, "praxis-pg", &url("praxis", "praxis-password", target.port, "praxis"))?;
+    secret(
+        env,
+        ns,
+        "praxis-pg",
+        &url("praxis", "praxis-password", target.port, "praxis"),
+    )?;
     let validated = migration_until(env, ns, name, "the migration validated", |m| {
         m["phase"] == "Validated"
     })?;
@@ -203,25 +264,45 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
     );
     let second = env.json(&["get", "job", &job, "-n", ns])?;
     assert_ne!(second["metadata"]["uid"], first["metadata"]["uid"]);
-    assert_eq!(condition(&validated, "MigrationValidated")["status"], "True");
-    assert_eq!(condition(&validated, "PraxisCutoverReady")["status"], "True");
+    assert_eq!(
+        condition(&validated, "MigrationValidated")["status"],
+        "True"
+    );
+    assert_eq!(
+        condition(&validated, "PraxisCutoverReady")["status"],
+        "True"
+    );
 
     // In the target, every conversation and item, with the fallbacks and the issuer.
     let by_fallback = "WHERE tenant_id = 'target-tenant' AND owner_subject = 'target-owner'";
     assert_eq!(
-        count(&target, "praxis", &format!("SELECT count(*) FROM openai_conversations {by_fallback}"))?,
+        count(
+            &target,
+            "praxis",
+            &format!("SELECT count(*) FROM openai_conversations {by_fallback}")
+        )?,
         CONVERSATIONS
     );
     assert_eq!(
-        count(&target, "praxis", &format!("SELECT count(*) FROM openai_conversation_items {by_fallback}"))?,
+        count(
+            &target,
+            "praxis",
+            &format!("SELECT count(*) FROM openai_conversation_items {by_fallback}")
+        )?,
         ITEMS
     );
     let topics = target.sql(
         "praxis",
         "SELECT metadata FROM openai_conversations ORDER BY metadata",
     )?;
-    assert!(topics.contains("greeting") && topics.contains("math"), "{topics}");
-    assert_eq!(count(&source, "ogx", "SELECT count(*) FROM openai_conversations")?, CONVERSATIONS);
+    assert!(
+        topics.contains("greeting") && topics.contains("math"),
+        "{topics}"
+    );
+    assert_eq!(
+        count(&source, "ogx", "SELECT count(*) FROM openai_conversations")?,
+        CONVERSATIONS
+    );
 
     // A reconcile more (a label), and a while: no other Job, nothing moved twice.
     env.kubectl(&["label", "ogxserver", name, "-n", ns, "again=1"], None)?;
@@ -236,6 +317,13 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
     assert_eq!(uids, [&second["metadata"]["uid"]]);
     let status = env.json(&["get", "ogxserver", name, "-n", ns])?["status"].clone();
     assert_eq!(status["migration"]["phase"], "Validated", "{status:#}");
-    assert_eq!(count(&target, "praxis", "SELECT count(*) FROM openai_conversation_items")?, ITEMS);
+    assert_eq!(
+        count(
+            &target,
+            "praxis",
+            "SELECT count(*) FROM openai_conversation_items"
+        )?,
+        ITEMS
+    );
     Ok(())
 }
