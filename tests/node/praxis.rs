@@ -299,6 +299,9 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
         topics.contains("greeting") && topics.contains("math"),
         "{topics}"
     );
+    let moved =
+        "SELECT conversation_id, tenant_id, owner_subject, owner_issuer FROM openai_conversations";
+    eprintln!("in Praxis's database:\n{}", target.sql("praxis", moved)?);
     assert_eq!(
         count(&source, "ogx", "SELECT count(*) FROM openai_conversations")?,
         CONVERSATIONS

@@ -295,6 +295,34 @@ fn unpublished_names_are_warnings_not_denials(env: &Env) -> Result<(), Failed> {
     admitted_with_warnings(env, &ns, v1, &wanted)
 }
 
+/// Turning off the Praxis migration an `OGXServer` asked for is admitted with the warning that
+/// it is a soft rollback (the webhook compares the stored object with the new one); applying
+/// the same object again earns none.
+fn turning_the_praxis_migration_off_is_warned(env: &Env) -> Result<(), Failed> {
+    let ns = namespace(env, "migration-off")?;
+    let server = |migration: &str| {
+        format!(
+            "apiVersion: ogx.io/v1beta1\nkind: OGXServer\nmetadata: {{name: moving}}\nspec:\n  distribution: {{image: 'quay.io/opendatahub/odh-ogx-core:3.6'}}\n  storage:\n    sql: {{type: postgres, connectionString: {{name: ogx-pg, key: url}}}}\n  praxisMode:\n    enabled: true\n{migration}"
+        )
+    };
+    let on =
+        server("    migrationJob:\n      targetConnectionString: {name: praxis-pg, key: url}\n");
+    let (admitted, stderr) = apply_manifest(env, &ns, &on)?;
+    if !admitted || stderr.contains("soft rollback") {
+        return Err(format!("asking for it: admitted={admitted}: {stderr}").into());
+    }
+    let (admitted, stderr) = apply_manifest(env, &ns, &on)?;
+    if !admitted || stderr.contains("soft rollback") {
+        return Err(format!("unchanged: admitted={admitted}: {stderr}").into());
+    }
+    admitted_with_warnings(
+        env,
+        &ns,
+        &server(""),
+        &["Warning: the Praxis migration is no longer asked for: a soft rollback only"],
+    )
+}
+
 fn missing_references_are_warnings_not_denials(env: &Env) -> Result<(), Failed> {
     let ns = namespace(env, "references")?;
     let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(
@@ -397,6 +425,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "unpublished_names_are_warnings_not_denials",
         unpublished_names_are_warnings_not_denials,
+    ),
+    (
+        "turning_the_praxis_migration_off_is_warned",
+        turning_the_praxis_migration_off_is_warned,
     ),
     (
         "missing_references_are_warnings_not_denials",
