@@ -7,7 +7,8 @@ use libtest_mimic::Failed;
 use serde_json::{Value, json};
 
 use super::{
-    Env, condition, eventually, registry_host, served_version, service_address, wait_phase_ready,
+    Env, condition, eventually, registry_host, served_version, served_version_once_routed,
+    service_address, wait_phase_ready,
 };
 
 /// Files in `dir` and below, as paths relative to it (what a server wrote on its volume).
@@ -209,7 +210,7 @@ pub(super) fn a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_i
             && llsd["status"]["observedGeneration"] == llsd["metadata"]["generation"])
     })?;
     let address = service_address(env, ns, name)?;
-    assert_eq!(served_version(&address)?, "1.3.0");
+    assert_eq!(served_version_once_routed(&address)?, "1.3.0");
     let marker = dir.join("written-before-the-move");
     std::fs::write(&marker, "kept")?;
     eventually("the server's stores on the volume", || {
@@ -302,7 +303,7 @@ pub(super) fn a_stack_gains_storage_then_moves_in_place_by_the_guide_and_keeps_i
         let deployment = env.json(&["get", "deployment", name, "-n", ns])?;
         Ok(deployment["status"]["readyReplicas"] == 1)
     })?;
-    assert_eq!(served_version(&address)?, "1.3.0");
+    assert_eq!(served_version_once_routed(&address)?, "1.3.0");
     let claim = env.json(&["get", "pvc", &claim_name, "-n", ns])?;
     assert_eq!(claim["metadata"]["uid"], claim_uid, "the same claim");
     assert_eq!(std::fs::read_to_string(&marker)?, "kept");

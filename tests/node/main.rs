@@ -483,6 +483,17 @@ fn served_version(address: &str) -> Result<String, Failed> {
     Ok(version["version"].as_str().unwrap_or_default().to_owned())
 }
 
+/// [`served_version`], once the Service routes to a Pod that answers: a Deployment counts its
+/// Pod Ready before kube-proxy sends the Service's traffic to the Pod's new address ("No route
+/// to host" in between, seen in CI on a loaded machine after a Pod was replaced).
+fn served_version_once_routed(address: &str) -> Result<String, Failed> {
+    let mut version = String::new();
+    eventually("the server answering through its Service", || {
+        Ok(served_version(address).map(|v| version = v).is_ok())
+    })?;
+    Ok(version)
+}
+
 /// Probes `/v1/health` through the Service every 200 ms from a thread until dropped; counts
 /// the probes that failed.
 struct Prober {
