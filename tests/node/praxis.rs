@@ -202,21 +202,7 @@ pub(super) fn a_praxis_migration_job_moves_real_data_between_two_real_postgres_s
     // comments name: the server had no tenancy, so its rows name no tenant nor owner.
     praxis["migrationJob"]["fallbackTenant"] = json!("target-tenant");
     praxis["migrationJob"]["fallbackOwnerSubject"] = json!("target-owner");
-    let on = json!({"spec": {"praxisMode": praxis}});
-    env.kubectl(
-        &[
-            "patch",
-            "ogxserver",
-            name,
-            "-n",
-            ns,
-            "--type",
-            "merge",
-            "-p",
-            &on.to_string(),
-        ],
-        None,
-    )?;
+    super::storage::patch_server(env, ns, name, &json!({"spec": {"praxisMode": praxis}}))?;
 
     // The target cannot be reached: the attempt fails (the Job controller's backoff), its Job
     // and Pods stay, and the status says where the logs are.

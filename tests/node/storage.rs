@@ -83,7 +83,7 @@ fn refusing_policy(ns: &str) -> [Value; 2] {
 }
 
 /// A merge patch of `OGXServer` `ns/name`.
-fn patch_server(env: &Env, ns: &str, name: &str, patch: &Value) -> Result<(), Failed> {
+pub(super) fn patch_server(env: &Env, ns: &str, name: &str, patch: &Value) -> Result<(), Failed> {
     let patch = patch.to_string();
     let args = [
         "patch",
